@@ -1,0 +1,36 @@
+#pragma once
+// Backoff and give-up rules for failed deliveries (DESIGN section 4).
+#include <chrono>
+
+namespace surge::proto {
+
+struct retry_config {
+  std::chrono::milliseconds base_delay{std::chrono::seconds(1)};
+  std::chrono::milliseconds max_delay{std::chrono::hours(1)};
+  int max_attempts = 8;
+  std::chrono::seconds max_age{std::chrono::hours(24)};
+};
+
+class retry_policy {
+ public:
+  explicit retry_policy(retry_config config = {}) : config_(config) {}
+
+  const retry_config& config() const { return config_; }
+
+  // The nominal delay after `failed_attempts` failures: base * 2^(failed_attempts - 1), capped.
+  std::chrono::milliseconds nominal_delay(int failed_attempts) const;
+
+  // Equal jitter: uniform in [nominal/2, nominal] driven by `unit_random` in [0, 1), so the
+  // delay is never below half the nominal one and never above max_delay.
+  std::chrono::milliseconds backoff(int failed_attempts, double unit_random) const;
+
+  // True when a row that has now failed `attempts_made` times may not be tried again.
+  bool attempts_exhausted(int attempts_made) const;
+  // True when a row created `age` ago, retried after `delay`, would be past the retry window.
+  bool past_window(std::chrono::duration<double> age, std::chrono::milliseconds delay) const;
+
+ private:
+  retry_config config_;
+};
+
+}  // namespace surge::proto

@@ -1,0 +1,298 @@
+#include "proto/signing.hpp"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+
+namespace surge::proto {
+namespace {
+
+constexpr std::string_view whsec_prefix = "whsec_";
+constexpr std::string_view vvv_prefix = "sha256=";
+constexpr std::string_view v1_prefix = "v1,";
+constexpr std::string_view b64_alphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+struct mac_ctx_deleter {
+  void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+};
+using mac_ctx_ptr = std::unique_ptr<EVP_MAC_CTX, mac_ctx_deleter>;
+
+// Fetching the algorithm and the digest goes through provider lookups and locks; one context
+// per thread, keyed again for every message, keeps that off the per-request path.
+EVP_MAC_CTX* thread_mac_ctx() {
+  thread_local mac_ctx_ptr ctx = [] {
+    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (mac == nullptr) throw std::runtime_error("OpenSSL has no HMAC");
+    mac_ctx_ptr made(EVP_MAC_CTX_new(mac));
+    EVP_MAC_free(mac);  // the context keeps its own reference
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+        OSSL_PARAM_construct_end()};
+    if (!made || EVP_MAC_CTX_set_params(made.get(), params) != 1) {
+      throw std::runtime_error("cannot set up HMAC-SHA256");
+    }
+    return made;
+  }();
+  return ctx.get();
+}
+
+sha256_digest hmac_parts(std::string_view key, std::initializer_list<std::string_view> parts) {
+  EVP_MAC_CTX* ctx = thread_mac_ctx();
+  // A null key tells EVP_MAC_init to reuse the previous key, so an empty key must still point
+  // somewhere.
+  static const unsigned char no_key = 0;
+  const auto* key_bytes =
+      key.empty() ? &no_key : reinterpret_cast<const unsigned char*>(key.data());
+  sha256_digest out{};
+  std::size_t out_len = 0;
+  bool ok = EVP_MAC_init(ctx, key_bytes, key.size(), nullptr) == 1;
+  for (std::string_view part : parts) {
+    ok = ok && EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(part.data()),
+                              part.size()) == 1;
+  }
+  ok = ok && EVP_MAC_final(ctx, out.data(), &out_len, out.size()) == 1;
+  if (!ok || out_len != out.size()) throw std::runtime_error("HMAC-SHA256 failed");
+  return out;
+}
+
+bool equal_digest(const sha256_digest& expected, std::string_view received) {
+  return received.size() == expected.size() &&
+         CRYPTO_memcmp(expected.data(), received.data(), expected.size()) == 0;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> hex_decode(std::string_view text) {
+  if (text.size() % 2 != 0) return std::nullopt;
+  std::string out(text.size() / 2, '\0');
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int hi = hex_value(text[2 * i]);
+    const int lo = hex_value(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out[i] = static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+// Splits on spaces, skipping empty pieces, so doubled separators are harmless.
+template <typename F>
+void for_each_token(std::string_view text, F&& f) {
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find(' '), text.size());
+    if (end > 0) f(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
+  }
+}
+
+// Standard Webhooks libraries accept a bare base64 secret as well as `whsec_<base64>`.
+std::optional<std::vector<std::string>> standard_keys(std::string_view secret,
+                                                      std::string* error) {
+  std::vector<std::string> keys;
+  bool bad = false;
+  for_each_token(secret, [&](std::string_view token) {
+    if (bad) return;
+    if (token.starts_with(whsec_prefix)) token.remove_prefix(whsec_prefix.size());
+    auto key = base64_decode(token);
+    if (!key || key->empty()) {
+      bad = true;
+      if (error) {
+        *error = "secret " + std::to_string(keys.size() + 1) + " is not whsec_<base64>";
+      }
+      return;
+    }
+    keys.push_back(std::move(*key));
+  });
+  if (bad) return std::nullopt;
+  if (keys.empty()) {
+    if (error) *error = "empty secret";
+    return std::nullopt;
+  }
+  return keys;
+}
+
+}  // namespace
+
+std::optional<signing_scheme> parse_signing_scheme(std::string_view text) {
+  auto same = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const char c = (a[i] >= 'A' && a[i] <= 'Z') ? static_cast<char>(a[i] - 'A' + 'a') : a[i];
+      if (c != b[i]) return false;
+    }
+    return true;
+  };
+  if (same(text, "vvv")) return signing_scheme::vvv;
+  if (same(text, "standard")) return signing_scheme::standard;
+  return std::nullopt;
+}
+
+std::string_view to_string(signing_scheme scheme) {
+  return scheme == signing_scheme::standard ? "standard" : "vvv";
+}
+
+sha256_digest hmac_sha256(std::string_view key, std::string_view message) {
+  return hmac_parts(key, {message});
+}
+
+std::string to_lower_hex(std::span<const unsigned char> bytes) {
+  constexpr std::string_view digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 0x0f]);
+  }
+  return out;
+}
+
+std::string base64_encode(std::span<const unsigned char> bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out.push_back(b64_alphabet[(v >> 18) & 63]);
+    out.push_back(b64_alphabet[(v >> 12) & 63]);
+    out.push_back(b64_alphabet[(v >> 6) & 63]);
+    out.push_back(b64_alphabet[v & 63]);
+  }
+  const std::size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    const unsigned v = (bytes[i] << 16) | (rest == 2 ? bytes[i + 1] << 8 : 0u);
+    out.push_back(b64_alphabet[(v >> 18) & 63]);
+    out.push_back(b64_alphabet[(v >> 12) & 63]);
+    out.push_back(rest == 2 ? b64_alphabet[(v >> 6) & 63] : '=');
+    out.push_back('=');
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::size_t padding = 0;
+  if (!text.empty() && text.back() == '=') ++padding;
+  if (text.size() >= 2 && text[text.size() - 2] == '=') ++padding;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  unsigned acc = 0;
+  for (std::size_t i = 0; i < text.size() - padding; ++i) {
+    const std::size_t v = b64_alphabet.find(text[i]);
+    if (v == std::string_view::npos) return std::nullopt;  // also a '=' before the end
+    acc = (acc << 6) | static_cast<unsigned>(v);
+    if (i % 4 == 3) {
+      out.push_back(static_cast<char>((acc >> 16) & 0xff));
+      out.push_back(static_cast<char>((acc >> 8) & 0xff));
+      out.push_back(static_cast<char>(acc & 0xff));
+      acc = 0;
+    }
+  }
+  // Unused low bits of the last group are ignored, as most decoders do, so secrets written by
+  // lenient encoders still work.
+  if (padding == 1) {
+    out.push_back(static_cast<char>((acc >> 10) & 0xff));
+    out.push_back(static_cast<char>((acc >> 2) & 0xff));
+  } else if (padding == 2) {
+    out.push_back(static_cast<char>((acc >> 4) & 0xff));
+  }
+  return out;
+}
+
+std::optional<signer> signer::create(signing_scheme scheme, std::string_view secret,
+                                     std::string* error) {
+  signer made;
+  made.scheme_ = scheme;
+  if (scheme == signing_scheme::vvv) {
+    // An empty HMAC key is accepted by OpenSSL but authenticates nothing.
+    if (secret.empty()) {
+      if (error) *error = "empty secret";
+      return std::nullopt;
+    }
+    made.keys_.emplace_back(secret);
+    return made;
+  }
+  auto keys = standard_keys(secret, error);
+  if (!keys) return std::nullopt;
+  made.keys_ = std::move(*keys);
+  return made;
+}
+
+signed_fields signer::sign(std::string_view message_id, std::int64_t unix_seconds,
+                           std::string_view payload) const {
+  signed_fields out;
+  std::string timestamp = std::to_string(unix_seconds);
+  if (scheme_ == signing_scheme::vvv) {
+    const auto mac = hmac_parts(keys_.front(), {timestamp, ".", payload});
+    std::string signature(vvv_prefix);
+    signature += to_lower_hex(mac);
+    out.fields[0] = {"X-VVV-Timestamp", std::move(timestamp)};
+    out.fields[1] = {"X-VVV-Signature", std::move(signature)};
+    out.count = 2;
+    return out;
+  }
+  std::string signatures;
+  signatures.reserve(keys_.size() * 48);
+  for (const std::string& key : keys_) {
+    if (!signatures.empty()) signatures.push_back(' ');
+    signatures += v1_prefix;
+    signatures += base64_encode(hmac_parts(key, {message_id, ".", timestamp, ".", payload}));
+  }
+  out.fields[0] = {"webhook-id", std::string(message_id)};
+  out.fields[1] = {"webhook-timestamp", std::move(timestamp)};
+  out.fields[2] = {"webhook-signature", std::move(signatures)};
+  out.count = 3;
+  return out;
+}
+
+bool verify_vvv(std::string_view secret, std::string_view timestamp, std::string_view payload,
+                std::string_view signature_header) {
+  if (secret.empty() || !signature_header.starts_with(vvv_prefix)) return false;
+  const auto received = hex_decode(signature_header.substr(vvv_prefix.size()));
+  if (!received) return false;
+  return equal_digest(hmac_parts(secret, {timestamp, ".", payload}), *received);
+}
+
+bool verify_standard(std::string_view secret, std::string_view message_id,
+                     std::string_view timestamp, std::string_view payload,
+                     std::string_view signature_header) {
+  const auto keys = standard_keys(secret, nullptr);
+  if (!keys) return false;
+  std::vector<sha256_digest> expected;
+  expected.reserve(keys->size());
+  for (const std::string& key : *keys) {
+    expected.push_back(hmac_parts(key, {message_id, ".", timestamp, ".", payload}));
+  }
+  bool matched = false;
+  for_each_token(signature_header, [&](std::string_view entry) {
+    // Entries of other versions are skipped so that future schemes can be sent alongside v1.
+    if (matched || !entry.starts_with(v1_prefix)) return;
+    const auto received = base64_decode(entry.substr(v1_prefix.size()));
+    if (!received) return;
+    for (const auto& digest : expected) matched = matched || equal_digest(digest, *received);
+  });
+  return matched;
+}
+
+std::string generate_secret(signing_scheme scheme) {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    throw std::runtime_error("RAND_bytes failed: no secure randomness available");
+  }
+  if (scheme == signing_scheme::vvv) return to_lower_hex(bytes);
+  return std::string(whsec_prefix) + base64_encode(bytes);
+}
+
+}  // namespace surge::proto

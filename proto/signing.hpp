@@ -1,0 +1,66 @@
+#pragma once
+// Webhook signing (DESIGN section 4): the `vvv` scheme and Standard Webhooks 1.0.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace surge::proto {
+
+enum class signing_scheme { vvv, standard };
+
+std::optional<signing_scheme> parse_signing_scheme(std::string_view text);
+std::string_view to_string(signing_scheme scheme);
+
+using sha256_digest = std::array<unsigned char, 32>;
+
+sha256_digest hmac_sha256(std::string_view key, std::string_view message);
+std::string to_lower_hex(std::span<const unsigned char> bytes);
+std::string base64_encode(std::span<const unsigned char> bytes);
+// Standard base64 with padding; nullopt on any character outside the alphabet or bad padding.
+std::optional<std::string> base64_decode(std::string_view text);
+
+// Header fields a signed request carries: 2 for vvv, 3 for standard.
+struct signed_fields {
+  std::array<std::pair<std::string_view, std::string>, 3> fields;
+  std::size_t count = 0;
+};
+
+// Holds the decoded key material of one subscriber so that signing a request does no parsing.
+class signer {
+ public:
+  // vvv: the secret is the raw HMAC key. standard: one or more space-separated `whsec_<base64>`
+  // secrets (key rotation); each produces one `v1,` signature. Returns nullopt and sets `error`
+  // when the secret cannot be used with the scheme.
+  static std::optional<signer> create(signing_scheme scheme, std::string_view secret,
+                                      std::string* error = nullptr);
+
+  signing_scheme scheme() const { return scheme_; }
+
+  // vvv: X-VVV-Timestamp, X-VVV-Signature ("sha256=<hex>" over "<ts>.<payload>").
+  // standard: webhook-id, webhook-timestamp, webhook-signature ("v1,<b64>" over
+  // "<id>.<ts>.<payload>", several separated by one space).
+  signed_fields sign(std::string_view message_id, std::int64_t unix_seconds,
+                     std::string_view payload) const;
+
+ private:
+  signing_scheme scheme_ = signing_scheme::vvv;
+  std::vector<std::string> keys_;
+};
+
+// Constant-time verification, as a receiver does it. `signature_header` is the received header
+// value. verify_standard accepts when any `v1,` entry matches any of the secret's keys.
+bool verify_vvv(std::string_view secret, std::string_view timestamp, std::string_view payload,
+                std::string_view signature_header);
+bool verify_standard(std::string_view secret, std::string_view message_id,
+                     std::string_view timestamp, std::string_view payload,
+                     std::string_view signature_header);
+
+// A fresh random secret: 32 random bytes, hex for vvv, `whsec_<base64>` for standard.
+std::string generate_secret(signing_scheme scheme);
+
+}  // namespace surge::proto

@@ -1,0 +1,63 @@
+#pragma once
+// Where Surge may send: URL rules and the address classifier (DESIGN section 5). No I/O here: the
+// engine resolves and asks classify_address about every resolved address before connecting.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace surge::proto {
+
+struct target {
+  bool tls = false;         // https
+  std::string host;         // without brackets for IPv6 literals, lower-cased
+  std::uint16_t port = 0;   // explicit or the scheme default
+  std::string path;         // origin-form request target: path plus "?query", "/" when empty
+  std::string host_header;  // value for the Host header (brackets and non-default port kept)
+  std::string origin_key;   // "scheme://host:port", identifies a connection pool
+};
+
+struct target_parse {
+  std::optional<target> value;
+  std::string error;  // set when value is empty
+};
+
+// http and https only; no userinfo; a host is required; no fragment is sent.
+target_parse parse_target_url(std::string_view url);
+
+struct ip_address {
+  bool v6 = false;
+  std::array<std::uint8_t, 16> bytes{};  // network order; IPv4 uses bytes[0..3]
+
+  static ip_address v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d);
+  // Parses dotted-quad IPv4 (strict, four decimal parts) or IPv6 text (no brackets).
+  static std::optional<ip_address> parse(std::string_view text);
+};
+
+enum class address_class {
+  public_routable,
+  unspecified,     // 0.0.0.0/8, ::
+  loopback,        // 127/8, ::1
+  private_use,     // RFC 1918
+  shared_cgnat,    // 100.64/10
+  link_local,      // 169.254/16, fe80::/10
+  metadata,        // 169.254.169.254, fd00:ec2::254 and friends
+  multicast,
+  broadcast,
+  reserved,        // 240/4, IETF protocol assignments, benchmarking, other special-purpose
+  documentation,   // TEST-NET-1/2/3, 2001:db8::/32
+  unique_local,    // fc00::/7
+};
+
+std::string_view to_string(address_class kind);
+
+// Classifies an address; IPv4 embedded in IPv6 (mapped, compatible, NAT64 64:ff9b::/96 and
+// 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32) is classified by the embedded IPv4 address.
+address_class classify_address(const ip_address& address);
+
+inline bool is_public(const ip_address& address) {
+  return classify_address(address) == address_class::public_routable;
+}
+
+}  // namespace surge::proto

@@ -1,0 +1,290 @@
+#include "proto/signing.hpp"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace surge::proto {
+namespace {
+
+std::string hex(const sha256_digest& digest) { return to_lower_hex(digest); }
+
+std::span<const unsigned char> bytes_of(std::string_view text) {
+  return {reinterpret_cast<const unsigned char*>(text.data()), text.size()};
+}
+
+// The reference implementation: the openssl command line tool, run on a file holding the exact
+// signed bytes so that no shell quoting touches the payload.
+std::string openssl_cli_hmac(const std::string& key, const std::string& message) {
+  EXPECT_EQ(key.find('\''), std::string::npos) << "key must be single-quote safe";
+  char path[] = "/tmp/surge_proto_hmac_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  const bool written = write(fd, message.data(), message.size()) ==
+                       static_cast<ssize_t>(message.size());
+  close(fd);
+  std::string output;
+  if (written) {
+    const std::string command = "openssl dgst -sha256 -hmac '" + key + "' " + path;
+    if (FILE* pipe = popen(command.c_str(), "r")) {
+      char buffer[256];
+      while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+      pclose(pipe);
+    }
+  }
+  unlink(path);
+  // "HMAC-SHA2-256(<path>)= <hex>\n"
+  const std::size_t equals = output.rfind("= ");
+  if (equals == std::string::npos) return "unexpected openssl output: " + output;
+  std::string digest = output.substr(equals + 2);
+  while (!digest.empty() && (digest.back() == '\n' || digest.back() == '\r')) digest.pop_back();
+  return digest;
+}
+
+signed_fields sign(signing_scheme scheme, std::string_view secret, std::string_view id,
+                   std::int64_t ts, std::string_view payload) {
+  const auto s = signer::create(scheme, secret);
+  EXPECT_TRUE(s.has_value());
+  return s ? s->sign(id, ts, payload) : signed_fields{};
+}
+
+TEST(signing, hmac_rfc4231_case_2) {
+  EXPECT_EQ(hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+TEST(signing, empty_key_does_not_reuse_previous_key) {
+  hmac_sha256("Jefe", "x");
+  // printf '' | openssl dgst -sha256 -hmac ''
+  EXPECT_EQ(hex(hmac_sha256("", "")),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}
+
+TEST(signing, lower_hex) {
+  const unsigned char bytes[] = {0x00, 0x0f, 0xa0, 0xff};
+  EXPECT_EQ(to_lower_hex(bytes), "000fa0ff");
+  EXPECT_EQ(to_lower_hex({}), "");
+}
+
+TEST(signing, base64_rfc4648_vectors) {
+  const std::pair<std::string_view, std::string_view> vectors[] = {
+      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
+      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    EXPECT_EQ(base64_encode(bytes_of(plain)), encoded);
+    EXPECT_EQ(base64_decode(encoded), std::string(plain)) << encoded;
+  }
+}
+
+TEST(signing, base64_round_trips_random_bytes) {
+  std::mt19937_64 rng(7);
+  for (std::size_t size = 0; size < 70; ++size) {
+    std::string data(size, '\0');
+    for (char& c : data) c = static_cast<char>(rng() & 0xff);
+    EXPECT_EQ(base64_decode(base64_encode(bytes_of(data))), data) << size;
+  }
+}
+
+TEST(signing, base64_rejects_bad_input) {
+  for (std::string_view bad : {"Zg", "Zg=", "Zm9", "Z===", "====", "Zm9v!", "Zm=v", "=Zm9",
+                               "Zg==Zg==", "Zm9v\n", " Zm9v", "Zm 9v", "-_8A", "Zm9vYg=A",
+                               "Zm9vY===", "Zm9vYg==="}) {
+    EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
+  }
+}
+
+TEST(signing, scheme_names) {
+  EXPECT_EQ(parse_signing_scheme("vvv"), signing_scheme::vvv);
+  EXPECT_EQ(parse_signing_scheme("standard"), signing_scheme::standard);
+  EXPECT_EQ(parse_signing_scheme("Standard"), signing_scheme::standard);
+  EXPECT_FALSE(parse_signing_scheme("").has_value());
+  EXPECT_FALSE(parse_signing_scheme("hmac").has_value());
+  EXPECT_FALSE(parse_signing_scheme(" vvv").has_value());
+  EXPECT_EQ(to_string(signing_scheme::vvv), "vvv");
+  EXPECT_EQ(to_string(signing_scheme::standard), "standard");
+}
+
+TEST(signing, standard_known_answers) {
+  auto f = sign(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})");
+  ASSERT_EQ(f.count, 3u);
+  EXPECT_EQ(f.fields[0].first, "webhook-id");
+  EXPECT_EQ(f.fields[0].second, "msg_p5jXN8AQM9LWM0D4loKWxJek");
+  EXPECT_EQ(f.fields[1].first, "webhook-timestamp");
+  EXPECT_EQ(f.fields[1].second, "1614265330");
+  EXPECT_EQ(f.fields[2].first, "webhook-signature");
+  EXPECT_EQ(f.fields[2].second, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+
+  f = sign(signing_scheme::standard, "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+           "msg_27UH4WbU6Z5A5EzD8u03UvzRbpk", 1649367553,
+           R"({"email":"test@example.com","username":"test_user"})");
+  EXPECT_EQ(f.fields[2].second, "v1,tZ1I4/hDygAJgO5TYxiSd6Sd0kDW6hPenDe+bTa3Kkw=");
+}
+
+TEST(signing, standard_accepts_secret_without_prefix) {
+  const auto with = sign(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                         "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})");
+  const auto without = sign(signing_scheme::standard, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                            "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, R"({"test": 2432232314})");
+  EXPECT_EQ(without.fields[2].second, with.fields[2].second);
+}
+
+TEST(signing, standard_rotation_signs_with_every_key) {
+  const std::string a = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::string b = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+  const auto one = sign(signing_scheme::standard, a, "msg_1", 1700000000, "{}");
+  const auto two = sign(signing_scheme::standard, b, "msg_1", 1700000000, "{}");
+  const auto both = sign(signing_scheme::standard, a + " " + b, "msg_1", 1700000000, "{}");
+  EXPECT_EQ(both.fields[2].second, one.fields[2].second + " " + two.fields[2].second);
+  // Doubled separators are tolerated.
+  const auto spaced = sign(signing_scheme::standard, "  " + a + "   " + b + " ", "msg_1",
+                           1700000000, "{}");
+  EXPECT_EQ(spaced.fields[2].second, both.fields[2].second);
+}
+
+TEST(signing, create_rejects_unusable_secrets) {
+  std::string error;
+  EXPECT_FALSE(signer::create(signing_scheme::vvv, "", &error).has_value());
+  EXPECT_EQ(error, "empty secret");
+  for (std::string_view bad : {"", "   ", "whsec_", "whsec_!!!!", "whsec_abc",
+                               "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_%%%%"}) {
+    error.clear();
+    EXPECT_FALSE(signer::create(signing_scheme::standard, bad, &error).has_value()) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  signer::create(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_%%%%",
+                 &error);
+  EXPECT_EQ(error, "secret 2 is not whsec_<base64>");
+  EXPECT_FALSE(signer::create(signing_scheme::standard, "whsec_abc").has_value());  // no out
+}
+
+// openssl dgst -sha256 -hmac 'surge-test-secret' <file holding:
+//   1700000000.{"event":"video.trending","id":42}>
+TEST(signing, vvv_hard_coded_cli_vector_1) {
+  const auto f = sign(signing_scheme::vvv, "surge-test-secret", "ignored", 1700000000,
+                      R"({"event":"video.trending","id":42})");
+  ASSERT_EQ(f.count, 2u);
+  EXPECT_EQ(f.fields[0].first, "X-VVV-Timestamp");
+  EXPECT_EQ(f.fields[0].second, "1700000000");
+  EXPECT_EQ(f.fields[1].first, "X-VVV-Signature");
+  EXPECT_EQ(f.fields[1].second,
+            "sha256=5fd9f97a63899f134f14d100bc0ac2f970e7f5875702edf141f0eb26236de1d5");
+}
+
+// openssl dgst -sha256 -hmac 'k3y with spaces!' <file holding:
+//   1614265330.{"test": 2432232314}>
+TEST(signing, vvv_hard_coded_cli_vector_2) {
+  const auto f = sign(signing_scheme::vvv, "k3y with spaces!", "", 1614265330,
+                      R"({"test": 2432232314})");
+  EXPECT_EQ(f.fields[1].second,
+            "sha256=bda15c658337f3ec8c574812c05a5c3071b9ecde6700ea09703fd86b296349c8");
+}
+
+TEST(signing, vvv_matches_openssl_cli) {
+  std::mt19937_64 rng(2024);
+  const std::string keys[] = {"surge-test-secret", "k3y with spaces!", "x",
+                              std::string(100, 'k')};  // longer than the SHA-256 block
+  std::string big(4096, '\0');
+  for (char& c : big) c = static_cast<char>(rng() & 0xff);
+  const std::string payloads[] = {"", "{}", R"({"video":"\u00e9t\u00e9","views":1e9})",
+                                  "line\nbreak\r\n\ttab \"quotes\" 'single'", big};
+  std::int64_t ts = 1700000000;
+  for (const auto& key : keys) {
+    for (const auto& payload : payloads) {
+      ++ts;
+      const auto f = sign(signing_scheme::vvv, key, "", ts, payload);
+      const std::string expected = openssl_cli_hmac(key, std::to_string(ts) + "." + payload);
+      ASSERT_EQ(expected.size(), 64u) << expected;
+      EXPECT_EQ(f.fields[1].second, "sha256=" + expected) << key << " / " << payload.size();
+    }
+  }
+}
+
+TEST(signing, verify_vvv) {
+  const std::string payload = R"({"event":"video.trending","id":42})";
+  const auto f = sign(signing_scheme::vvv, "surge-test-secret", "", 1700000000, payload);
+  const std::string& header = f.fields[1].second;
+  EXPECT_TRUE(verify_vvv("surge-test-secret", "1700000000", payload, header));
+  EXPECT_FALSE(verify_vvv("surge-test-secreT", "1700000000", payload, header));
+  EXPECT_FALSE(verify_vvv("", "1700000000", payload, header));
+  EXPECT_FALSE(verify_vvv("surge-test-secret", "1700000000", payload + " ", header));
+  EXPECT_FALSE(verify_vvv("surge-test-secret", "1700000001", payload, header));
+
+  std::string upper = header;
+  for (std::size_t i = 7; i < upper.size(); ++i) upper[i] = static_cast<char>(std::toupper(upper[i]));
+  EXPECT_TRUE(verify_vvv("surge-test-secret", "1700000000", payload, upper));
+
+  const std::string digest = header.substr(7);
+  for (const std::string& bad : std::vector<std::string>{
+           std::string(), digest, "sha256=", "sha1=" + digest, "SHA256=" + digest,
+        "sha256=" + digest.substr(2), "sha256=" + digest + "00", "sha256=" + digest.substr(1),
+        "sha256=" + digest.substr(0, 63) + "g", " sha256=" + digest, "sha256= " + digest}) {
+    EXPECT_FALSE(verify_vvv("surge-test-secret", "1700000000", payload, bad)) << bad;
+  }
+}
+
+TEST(signing, verify_standard) {
+  const std::string secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::string other = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+  const std::string id = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+  const std::string body = R"({"test": 2432232314})";
+  const std::string header = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+  EXPECT_TRUE(verify_standard(secret, id, "1614265330", body, header));
+  EXPECT_FALSE(verify_standard(other, id, "1614265330", body, header));
+  EXPECT_FALSE(verify_standard(secret, id, "1614265330", body + "\n", header));
+  EXPECT_FALSE(verify_standard(secret, id, "1614265331", body, header));
+  EXPECT_FALSE(verify_standard(secret, id + "x", "1614265330", body, header));
+  EXPECT_FALSE(verify_standard("", id, "1614265330", body, header));
+  EXPECT_FALSE(verify_standard("whsec_!!", id, "1614265330", body, header));
+
+  const std::string sig = header.substr(3);
+  for (const std::string& bad : std::vector<std::string>{
+           std::string(), sig, "v1,", "v1", "v2," + sig, "v1a," + sig, "v1," + sig.substr(4),
+        "v1,!" + sig.substr(1), "v1," + sig + "AAAA", "v1;" + sig}) {
+    EXPECT_FALSE(verify_standard(secret, id, "1614265330", body, bad)) << bad;
+  }
+  // Other versions and junk next to a valid entry do not hide it.
+  EXPECT_TRUE(verify_standard(secret, id, "1614265330", body, "v2,abc v1,!!! " + header));
+}
+
+TEST(signing, verify_standard_rotation) {
+  const std::string old_key = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD";
+  const std::string new_key = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const std::string id = "msg_p5jXN8AQM9LWM0D4loKWxJek";
+  const std::string body = R"({"test": 2432232314})";
+  const std::string new_sig = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=";
+  // The receiver holds two keys; the sender signed with the second only.
+  EXPECT_TRUE(verify_standard(old_key + " " + new_key, id, "1614265330", body, new_sig));
+  // The sender rotates and signs with both; a receiver with either key accepts.
+  const auto both = sign(signing_scheme::standard, old_key + " " + new_key, id, 1614265330, body);
+  EXPECT_TRUE(verify_standard(new_key, id, "1614265330", body, both.fields[2].second));
+  EXPECT_TRUE(verify_standard(old_key, id, "1614265330", body, both.fields[2].second));
+  EXPECT_FALSE(verify_standard("whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", id, "1614265330", body,
+                               both.fields[2].second));
+}
+
+TEST(signing, generate_secret) {
+  const std::string a = generate_secret(signing_scheme::vvv);
+  const std::string b = generate_secret(signing_scheme::vvv);
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(signer::create(signing_scheme::vvv, a).has_value());
+
+  const std::string s = generate_secret(signing_scheme::standard);
+  ASSERT_TRUE(s.starts_with("whsec_"));
+  const auto key = base64_decode(std::string_view(s).substr(6));
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(key->size(), 32u);
+  EXPECT_NE(s, generate_secret(signing_scheme::standard));
+  const auto f = sign(signing_scheme::standard, s, "msg_1", 1, "{}");
+  EXPECT_TRUE(verify_standard(s, "msg_1", "1", "{}", f.fields[2].second));
+}
+
+}  // namespace
+}  // namespace surge::proto

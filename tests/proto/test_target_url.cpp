@@ -1,0 +1,140 @@
+#include "proto/target_policy.hpp"
+
+#include <gtest/gtest.h>
+
+namespace surge::proto {
+namespace {
+
+target parsed(std::string_view url) {
+  const target_parse p = parse_target_url(url);
+  EXPECT_TRUE(p.value.has_value()) << url << ": " << p.error;
+  EXPECT_TRUE(!p.value || p.error.empty());
+  return p.value.value_or(target{});
+}
+
+std::string error_of(std::string_view url) {
+  const target_parse p = parse_target_url(url);
+  EXPECT_FALSE(p.value.has_value()) << url;
+  EXPECT_FALSE(p.error.empty()) << url;
+  return p.error;
+}
+
+TEST(target_url, https_defaults) {
+  const target t = parsed("https://hooks.example.com");
+  EXPECT_TRUE(t.tls);
+  EXPECT_EQ(t.host, "hooks.example.com");
+  EXPECT_EQ(t.port, 443);
+  EXPECT_EQ(t.path, "/");
+  EXPECT_EQ(t.host_header, "hooks.example.com");
+  EXPECT_EQ(t.origin_key, "https://hooks.example.com:443");
+}
+
+TEST(target_url, http_with_port_path_and_query) {
+  const target t = parsed("http://Hooks.Example.COM:8080/in/v1?token=a%20b&x=1#frag");
+  EXPECT_FALSE(t.tls);
+  EXPECT_EQ(t.host, "hooks.example.com");
+  EXPECT_EQ(t.port, 8080);
+  EXPECT_EQ(t.path, "/in/v1?token=a%20b&x=1");
+  EXPECT_EQ(t.host_header, "hooks.example.com:8080");
+  EXPECT_EQ(t.origin_key, "http://hooks.example.com:8080");
+}
+
+TEST(target_url, scheme_is_case_insensitive) {
+  const target t = parsed("HTTPS://example.com/");
+  EXPECT_TRUE(t.tls);
+  EXPECT_EQ(t.origin_key, "https://example.com:443");
+  EXPECT_FALSE(parsed("Http://example.com").tls);
+}
+
+TEST(target_url, default_ports_are_not_in_the_host_header) {
+  EXPECT_EQ(parsed("http://example.com:80/").host_header, "example.com");
+  EXPECT_EQ(parsed("https://example.com:443/").host_header, "example.com");
+  EXPECT_EQ(parsed("https://example.com:80/").host_header, "example.com:80");
+  EXPECT_EQ(parsed("http://example.com:443/").host_header, "example.com:443");
+  EXPECT_EQ(parsed("http://example.com:/").port, 80);  // empty port means the default
+  EXPECT_EQ(parsed("http://example.com:00080/").port, 80);
+  EXPECT_EQ(parsed("http://example.com:1/").port, 1);
+  EXPECT_EQ(parsed("http://example.com:65535/").port, 65535);
+}
+
+TEST(target_url, query_without_path_and_empty_query) {
+  EXPECT_EQ(parsed("https://example.com?a=1").path, "/?a=1");
+  EXPECT_EQ(parsed("https://example.com/?").path, "/?");
+  EXPECT_EQ(parsed("https://example.com#only-fragment").path, "/");
+  EXPECT_EQ(parsed("https://example.com/a/../b/%7Euser").path, "/a/../b/%7Euser");
+}
+
+TEST(target_url, ip_literals) {
+  const target v4 = parsed("http://127.0.0.1:9000/hook");
+  EXPECT_EQ(v4.host, "127.0.0.1");
+  EXPECT_EQ(v4.host_header, "127.0.0.1:9000");
+  EXPECT_EQ(v4.origin_key, "http://127.0.0.1:9000");
+
+  const target v6 = parsed("https://[2606:4700:0:0::1111]/x");
+  EXPECT_EQ(v6.host, "2606:4700::1111");
+  EXPECT_EQ(v6.host_header, "[2606:4700::1111]");
+  EXPECT_EQ(v6.origin_key, "https://[2606:4700::1111]:443");
+
+  const target v6_port = parsed("http://[::1]:8080");
+  EXPECT_EQ(v6_port.host, "::1");
+  EXPECT_EQ(v6_port.host_header, "[::1]:8080");
+  EXPECT_EQ(v6_port.path, "/");
+  EXPECT_EQ(parsed("http://[FE80::ABCD]/").host, "fe80::abcd");
+}
+
+TEST(target_url, surrounding_whitespace_is_ignored) {
+  EXPECT_EQ(parsed("  https://example.com/x\n").path, "/x");
+}
+
+TEST(target_url, errors) {
+  EXPECT_EQ(error_of("ftp://example.com/"), "unsupported scheme 'ftp'");
+  EXPECT_EQ(error_of("ws://example.com/"), "unsupported scheme 'ws'");
+  EXPECT_EQ(error_of("file:///etc/passwd"), "unsupported scheme 'file'");
+  EXPECT_EQ(error_of("https://user:pass@example.com/"), "URL has user info");
+  EXPECT_EQ(error_of("https://user@example.com/"), "URL has user info");
+  EXPECT_EQ(error_of("https://@example.com/"), "URL has user info");
+  EXPECT_EQ(error_of("https:///path"), "URL has no host");
+  EXPECT_EQ(error_of("https:path"), "URL has no host");
+  EXPECT_EQ(error_of("http://"), "URL has no host");
+  EXPECT_EQ(error_of("http://example.com:0/"), "invalid port '0'");
+  EXPECT_EQ(error_of("http://example.com:65536/"), "invalid port '65536'");
+  EXPECT_EQ(error_of("http://example.com:99999999999999999999/"),
+            "invalid port '99999999999999999999'");
+  EXPECT_EQ(error_of("http://exa%20mple.com/"), "invalid host name 'exa mple.com'");
+  EXPECT_EQ(error_of("http://[v1.fe]/"), "unsupported IP literal '[v1.fe]'");
+  EXPECT_TRUE(error_of("not a url").starts_with("invalid URL: "));
+  EXPECT_TRUE(error_of("").starts_with("invalid URL: "));
+  EXPECT_TRUE(error_of("//example.com/").starts_with("invalid URL: "));
+  EXPECT_TRUE(error_of("https://exa mple.com/").starts_with("invalid URL: "));
+  EXPECT_TRUE(error_of("https://[::1/").starts_with("invalid URL: "));
+  EXPECT_EQ(error_of("example.com:8080"), "unsupported scheme 'example.com'");
+}
+
+TEST(target_url, numeric_names_that_resolvers_read_as_ipv4_are_refused) {
+  for (std::string_view url : {"http://2130706433/", "http://127.1/", "http://0x7f.1/",
+                               "http://0177.0.0.1/", "http://01.2.3.4/",
+                               "http://example.0x10/"}) {
+    EXPECT_NE(error_of(url).find("numeric host"), std::string::npos) << url;
+  }
+  EXPECT_EQ(parsed("http://1password.com/").host, "1password.com");
+  EXPECT_EQ(parsed("http://example.com./").host, "example.com.");
+  EXPECT_EQ(parsed("http://x.0xg/").host, "x.0xg");
+}
+
+// Boost.URL 1.81 splits these into an IPv4 host and a path that does not start with '/'.
+TEST(target_url, names_beginning_with_an_ipv4_address_are_refused) {
+  EXPECT_EQ(error_of("http://1.2.3.4.evil.example/x"),
+            "unsupported host '1.2.3.4.evil.example': a name may not begin with an IPv4 address");
+  EXPECT_EQ(error_of("http://127.0.0.1.nip.io:8080/"),
+            "unsupported host '127.0.0.1.nip.io': a name may not begin with an IPv4 address");
+  for (std::string_view url : {"http://1.2.3.4.5/", "http://127.0.0.1./", "http://1.2.3.4x/",
+                               "http://1.2.3.4.evil.example"}) {
+    EXPECT_NE(error_of(url).find("may not begin with an IPv4"), std::string::npos) << url;
+  }
+  EXPECT_EQ(parsed("http://1.2.3.4:8080").host, "1.2.3.4");
+  EXPECT_EQ(parsed("http://1.2.3.4?q").path, "/?q");
+  EXPECT_EQ(parsed("http://1.2.3.4#f").path, "/");
+}
+
+}  // namespace
+}  // namespace surge::proto
