@@ -1,0 +1,118 @@
+#include "storage/claims.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+namespace {
+
+// ORDER BY ... id makes the choice deterministic among rows due at the same instant, and it is
+// the order of idx_delivery_subscriber_due entries, so no sort is needed inside SQLite.
+constexpr const char* claim_sql =
+    "UPDATE webhook_delivery SET locked_until = :lease WHERE id IN ("
+    "SELECT id FROM webhook_delivery WHERE subscriber_id = :sid "
+    "AND status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
+    "ORDER BY next_attempt_at, id LIMIT :n) "
+    "RETURNING id, subscriber_id, event_type, payload, attempts, next_attempt_at, created_at";
+
+constexpr const char* release_sql =
+    "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
+
+// Leases are whole milliseconds plus this claimer's nonce in the microsecond digits; when a lease
+// must be bumped to stay increasing, a whole millisecond keeps the nonce digits intact.
+constexpr double lease_step = 0.001;
+
+double random_nonce() {
+  std::random_device entropy;
+  std::uniform_int_distribution<int> micros(1, 999);
+  return micros(entropy) * 1e-6;
+}
+
+bool due_order(const claimed_row& a, const claimed_row& b) {
+  if (a.next_attempt_at != b.next_attempt_at) return a.next_attempt_at < b.next_attempt_at;
+  return a.id < b.id;
+}
+
+}  // namespace
+
+std::string_view claim_statement_text() { return claim_sql; }
+
+claimer::claimer(SQLite::Database& db)
+    : db_(db),
+      claim_statement_(std::make_unique<SQLite::Statement>(db, claim_sql)),
+      release_statement_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      process_nonce_(random_nonce()) {}
+
+claimer::~claimer() = default;
+
+std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> demand, double now,
+                                        double lease_seconds) {
+  std::vector<claimed_row> rows;
+  if (std::none_of(demand.begin(), demand.end(), [](const auto& d) { return d.rows > 0; })) {
+    return rows;
+  }
+  const double lease = make_lease(now, lease_seconds);
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  auto& statement = *claim_statement_;
+  for (const auto& entry : demand) {
+    if (entry.rows <= 0) continue;
+    detail::statement_use use(statement);
+    statement.bind(":lease", lease);
+    statement.bind(":sid", entry.subscriber_id);
+    statement.bind(":now", now);
+    statement.bind(":n", entry.rows);
+    const auto first = rows.size();
+    while (statement.executeStep()) {
+      claimed_row& row = rows.emplace_back();
+      row.id = statement.getColumn(0).getInt64();
+      row.subscriber_id = statement.getColumn(1).getInt64();
+      row.event_type = statement.getColumn(2).getString();
+      row.payload = statement.getColumn(3).getString();
+      row.attempts = statement.getColumn(4).getInt64();
+      row.next_attempt_at = statement.getColumn(5).getDouble();
+      row.created_at = statement.getColumn(6).getDouble();
+      row.lease = lease;
+    }
+    // RETURNING hands rows back in no promised order.
+    std::sort(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(), due_order);
+  }
+  transaction.commit();
+  return rows;
+}
+
+int claimer::release(std::span<const lease_ref> leases) {
+  if (leases.empty()) return 0;
+  int released = 0;
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  auto& statement = *release_statement_;
+  for (const auto& lease : leases) {
+    detail::statement_use use(statement);
+    statement.bind(1, lease.delivery_id);
+    statement.bind(2, lease.lease);
+    released += statement.exec();
+  }
+  transaction.commit();
+  return released;
+}
+
+// The lease doubles as the fence of every outcome write, so it must never equal a locked_until
+// written by anyone else for the same row. The other drainer writes `now + 30` from its own clock
+// (whole seconds, or whatever fraction its clock gives); two claimers whose clocks agree would
+// write equal values and each could then complete rows the other has re-claimed. A nonce in the
+// microsecond digits makes our values differ from whole-second or whole-millisecond leases and
+// from other Surge processes (1 in 999 per millisecond otherwise). Strictly increasing values keep
+// our own claims apart too: a stale outcome for an earlier lease of a row must not match a later
+// lease of the same row, even within one millisecond or after the wall clock stepped back.
+double claimer::make_lease(double now, double seconds) {
+  double lease = std::floor((now + seconds) * 1000.0) / 1000.0 + process_nonce_;
+  if (lease <= last_lease_) lease = last_lease_ + lease_step;
+  last_lease_ = lease;
+  return lease;
+}
+
+}  // namespace surge::storage

@@ -1,0 +1,66 @@
+#pragma once
+// Leasing due rows per subscriber, and giving leases back (DESIGN sections 1 and 2).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+namespace surge::storage {
+
+struct claimed_row {
+  std::int64_t id = 0;
+  std::int64_t subscriber_id = 0;
+  std::string event_type;
+  std::string payload;
+  std::int64_t attempts = 0;
+  double next_attempt_at = 0;
+  double created_at = 0;
+  double lease = 0;  // the locked_until value this process wrote: the fence for outcome writes
+};
+
+struct subscriber_demand {
+  std::int64_t subscriber_id = 0;
+  int rows = 0;
+};
+
+struct lease_ref {
+  std::int64_t delivery_id = 0;
+  double lease = 0;
+};
+
+class claimer {
+ public:
+  explicit claimer(SQLite::Database& db);
+  ~claimer();
+
+  // For each demand entry, leases up to `rows` rows of that subscriber that are due
+  // (next_attempt_at <= now, status pending or retry) and free (locked_until <= now), oldest due
+  // first, all in one BEGIN IMMEDIATE transaction using UPDATE ... RETURNING. Rows of one
+  // subscriber come out ordered by next_attempt_at.
+  std::vector<claimed_row> claim(std::span<const subscriber_demand> demand, double now,
+                                 double lease_seconds);
+
+  // Sets locked_until = 0 on rows still holding our lease; returns how many were released.
+  int release(std::span<const lease_ref> leases);
+
+  // A locked_until value for a claim at `now`: now + seconds, made unique to this process and
+  // strictly increasing across calls so that a fence never matches another claimer's lease.
+  double make_lease(double now, double seconds);
+
+ private:
+  SQLite::Database& db_;
+  std::unique_ptr<SQLite::Statement> claim_statement_;
+  std::unique_ptr<SQLite::Statement> release_statement_;
+  double last_lease_ = 0;
+  double process_nonce_ = 0;
+};
+
+// The text of the claim statement, for checking its query plan.
+std::string_view claim_statement_text();
+
+}  // namespace surge::storage

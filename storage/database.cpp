@@ -1,0 +1,53 @@
+#include "storage/database.hpp"
+
+#include <SQLiteCpp/Exception.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+
+SQLite::Database open_database(const database_config& config) {
+  int flags = SQLite::OPEN_READONLY;
+  if (!config.read_only) {
+    flags = SQLite::OPEN_READWRITE | (config.create_if_missing ? SQLite::OPEN_CREATE : 0);
+  }
+  SQLite::Database db(config.path, flags, static_cast<int>(config.busy_timeout.count()));
+  if (!config.read_only) {
+    // WAL lets the other drainer read while we write and makes our commits cheap; it is a
+    // property of the file, so this is a no-op when the file is already in WAL mode.
+    db.exec("PRAGMA journal_mode=WAL");
+  }
+  // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last
+  // commits, which then come back as due rows (at-least-once holds).
+  db.exec("PRAGMA synchronous=NORMAL");
+  return db;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace detail {
+
+std::string id_filter(const proto::id_set& which, std::string_view column) {
+  if (which.all()) return "1";
+  if (which.ranges().empty()) return "0";
+  std::string out = "(";
+  bool first = true;
+  for (const auto& [low, high] : which.ranges()) {
+    if (!first) out += " OR ";
+    first = false;
+    out.append(column);
+    if (low == high) {
+      out += " = " + std::to_string(low);
+    } else {
+      out += " BETWEEN " + std::to_string(low) + " AND " + std::to_string(high);
+    }
+  }
+  out += ")";
+  return out;
+}
+
+}  // namespace detail
+}  // namespace surge::storage

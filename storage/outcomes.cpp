@@ -1,0 +1,127 @@
+#include "storage/outcomes.hpp"
+
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+namespace {
+
+// Every update is fenced on our lease (the last two parameters): a row re-claimed by anyone after
+// our lease expired has a different locked_until and is left alone.
+constexpr const char* done_sql =
+    "UPDATE webhook_delivery SET status = 'done', attempts = ?, last_status = ?, "
+    "last_error = NULL, delivered_at = ?, locked_until = 0 WHERE id = ? AND locked_until = ?";
+constexpr const char* retry_sql =
+    "UPDATE webhook_delivery SET status = 'retry', attempts = ?, next_attempt_at = ?, "
+    "last_status = ?, last_error = ?, locked_until = 0 WHERE id = ? AND locked_until = ?";
+constexpr const char* dead_sql =
+    "UPDATE webhook_delivery SET status = 'dead', attempts = ?, last_status = ?, "
+    "last_error = ?, locked_until = 0 WHERE id = ? AND locked_until = ?";
+constexpr const char* release_sql =
+    "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
+constexpr const char* attempt_sql =
+    "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, finished_at, "
+    "status_code, error_class) VALUES (?, ?, ?, ?, ?, ?, ?)";
+constexpr const char* deactivate_sql = "UPDATE webhook_subscriber SET active = 0 WHERE id = ?";
+
+// 0 and "" mean "none" in the structs; the columns say it with NULL.
+void bind_status(SQLite::Statement& statement, int index, int status) {
+  if (status == 0) {
+    statement.bind(index);
+  } else {
+    statement.bind(index, status);
+  }
+}
+
+void bind_text(SQLite::Statement& statement, int index, const std::string& text) {
+  if (text.empty()) {
+    statement.bind(index);
+  } else {
+    statement.bind(index, text);
+  }
+}
+
+}  // namespace
+
+outcome_writer::outcome_writer(SQLite::Database& db)
+    : db_(db),
+      done_(std::make_unique<SQLite::Statement>(db, done_sql)),
+      retry_(std::make_unique<SQLite::Statement>(db, retry_sql)),
+      dead_(std::make_unique<SQLite::Statement>(db, dead_sql)),
+      release_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      attempt_(std::make_unique<SQLite::Statement>(db, attempt_sql)),
+      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)) {}
+
+outcome_writer::~outcome_writer() = default;
+
+write_report outcome_writer::write(std::span<const outcome> batch,
+                                   std::span<const std::int64_t> deactivate) {
+  write_report report;
+  if (batch.empty() && deactivate.empty()) return report;
+  auto statement_for = [this](outcome_kind kind) -> SQLite::Statement& {
+    switch (kind) {
+      case outcome_kind::retry: return *retry_;
+      case outcome_kind::dead: return *dead_;
+      case outcome_kind::release: return *release_;
+      case outcome_kind::done: break;
+    }
+    return *done_;
+  };
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  for (const auto& item : batch) {
+    SQLite::Statement& statement = statement_for(item.kind);
+    detail::statement_use use(statement);
+    int next = 1;
+    switch (item.kind) {
+      case outcome_kind::done:
+        statement.bind(next++, item.attempts);
+        bind_status(statement, next++, item.last_status);
+        statement.bind(next++, item.finished_at);
+        break;
+      case outcome_kind::retry:
+        statement.bind(next++, item.attempts);
+        statement.bind(next++, item.next_attempt_at);
+        bind_status(statement, next++, item.last_status);
+        bind_text(statement, next++, item.last_error);
+        break;
+      case outcome_kind::dead:
+        statement.bind(next++, item.attempts);
+        bind_status(statement, next++, item.last_status);
+        bind_text(statement, next++, item.last_error);
+        break;
+      case outcome_kind::release:
+        break;
+    }
+    statement.bind(next++, item.delivery_id);
+    statement.bind(next, item.lease);
+    if (statement.exec() > 0) {
+      ++report.applied;
+    } else {
+      report.lost_leases.push_back(item.delivery_id);
+    }
+
+    // Recorded even when the fence failed: the request was still sent and the partner saw it.
+    if (item.has_attempt) {
+      const auto& attempt = item.attempt;
+      detail::statement_use record(*attempt_);
+      attempt_->bind(1, attempt.delivery_id);
+      attempt_->bind(2, attempt.subscriber_id);
+      attempt_->bind(3, attempt.attempt);
+      attempt_->bind(4, attempt.started_at);
+      attempt_->bind(5, attempt.finished_at);
+      bind_status(*attempt_, 6, attempt.status_code);
+      bind_text(*attempt_, 7, attempt.error_class);
+      attempt_->exec();
+    }
+  }
+  for (const std::int64_t id : deactivate) {
+    detail::statement_use use(*deactivate_);
+    deactivate_->bind(1, id);
+    deactivate_->exec();
+  }
+  transaction.commit();
+  return report;
+}
+
+}  // namespace surge::storage

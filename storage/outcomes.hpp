@@ -1,0 +1,71 @@
+#pragma once
+// The single writer of delivery outcomes: batched, fenced on our lease (DESIGN section 2).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+namespace surge::storage {
+
+// One row of surge_attempt, for auditing.
+struct attempt_record {
+  std::int64_t delivery_id = 0;
+  std::int64_t subscriber_id = 0;
+  std::int64_t attempt = 0;  // 1-based number of this attempt
+  double started_at = 0;
+  double finished_at = 0;
+  int status_code = 0;       // 0 when no response
+  std::string error_class;   // empty on a response
+};
+
+enum class outcome_kind {
+  done,     // status done, delivered_at set
+  retry,    // status retry, next_attempt_at set
+  dead,     // status dead
+  release,  // nothing about the row changes but the lease (unsent at shutdown)
+};
+
+struct outcome {
+  std::int64_t delivery_id = 0;
+  double lease = 0;  // the fence: written only while locked_until still equals this
+  outcome_kind kind = outcome_kind::done;
+  std::int64_t attempts = 0;      // new attempts value (done/retry/dead)
+  double next_attempt_at = 0;     // retry
+  int last_status = 0;            // 0: no response
+  std::string last_error;         // reason text; empty on success
+  double finished_at = 0;         // delivered_at for done
+  bool has_attempt = false;       // whether `attempt` is to be recorded
+  attempt_record attempt;
+};
+
+struct write_report {
+  int applied = 0;
+  std::vector<std::int64_t> lost_leases;  // delivery ids whose fence matched nothing
+};
+
+class outcome_writer {
+ public:
+  explicit outcome_writer(SQLite::Database& db);
+  ~outcome_writer();
+
+  // Applies the batch in one BEGIN IMMEDIATE transaction: each row update is fenced on
+  // `id = ? AND locked_until = lease` and sets locked_until = 0; attempt records are inserted
+  // whether or not the fence held; subscribers in `deactivate` get active = 0.
+  write_report write(std::span<const outcome> batch,
+                     std::span<const std::int64_t> deactivate = {});
+
+ private:
+  SQLite::Database& db_;
+  std::unique_ptr<SQLite::Statement> done_;
+  std::unique_ptr<SQLite::Statement> retry_;
+  std::unique_ptr<SQLite::Statement> dead_;
+  std::unique_ptr<SQLite::Statement> release_;
+  std::unique_ptr<SQLite::Statement> attempt_;
+  std::unique_ptr<SQLite::Statement> deactivate_;
+};
+
+}  // namespace surge::storage

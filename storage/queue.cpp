@@ -1,0 +1,110 @@
+#include "storage/queue.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "proto/event_match.hpp"
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
+                        std::string_view payload, double now, int count) {
+  if (count < 1) throw std::invalid_argument("emit_event: count must be at least 1");
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+
+  std::vector<std::int64_t> targets;
+  {
+    SQLite::Statement query(
+        db, "SELECT id, event_types FROM webhook_subscriber WHERE active = 1 ORDER BY id");
+    while (query.executeStep()) {
+      if (proto::event_matches(query.getColumn(1).getText(), event_type)) {
+        targets.push_back(query.getColumn(0).getInt64());
+      }
+    }
+  }
+
+  SQLite::Statement insert(
+      db,
+      "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, status, attempts, "
+      "next_attempt_at, locked_until, created_at) VALUES (?, ?, ?, 'pending', 0, ?, 0, ?)");
+  // reset() keeps bindings, so only the subscriber changes between rows.
+  insert.bind(2, std::string(event_type));
+  insert.bind(3, std::string(payload));
+  insert.bind(4, now);
+  insert.bind(5, now);
+  std::int64_t inserted = 0;
+  for (const std::int64_t id : targets) {
+    insert.bind(1, id);
+    for (int copy = 0; copy < count; ++copy) {
+      detail::statement_use use(insert);
+      inserted += insert.exec();
+    }
+  }
+  transaction.commit();
+  return inserted;
+}
+
+queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which) {
+  // One pass over the table, grouped by (subscriber, status); done and dead rows have to be read
+  // anyway to be counted, so the due/leased figures ride along instead of taking a second query.
+  SQLite::Statement query(
+      db,
+      "SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
+      "SUM(locked_until > :now), MIN(next_attempt_at) FROM webhook_delivery WHERE " +
+          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id, status");
+  query.bind(":now", now);
+
+  std::map<std::int64_t, subscriber_counts> by_subscriber;
+  while (query.executeStep()) {
+    const std::int64_t id = query.getColumn(0).getInt64();
+    const std::string status = query.getColumn(1).getString();
+    const std::int64_t rows = query.getColumn(2).getInt64();
+    subscriber_counts& counts = by_subscriber[id];
+    counts.subscriber_id = id;
+    if (status == "done") {
+      counts.done += rows;
+    } else if (status == "dead") {
+      counts.dead += rows;
+    } else if (status == "pending" || status == "retry") {
+      (status == "pending" ? counts.pending : counts.retry) += rows;
+      counts.due_now += query.getColumn(3).getInt64();
+      counts.leased += query.getColumn(4).getInt64();
+      // The earliest next_attempt_at is due exactly when some row is due.
+      counts.oldest_due_age =
+          std::max(counts.oldest_due_age, now - query.getColumn(5).getDouble());
+    }
+  }
+
+  queue_stats stats;
+  auto& total = stats.total;
+  for (const auto& [id, counts] : by_subscriber) {
+    stats.per_subscriber.push_back(counts);
+    total.pending += counts.pending;
+    total.retry += counts.retry;
+    total.done += counts.done;
+    total.dead += counts.dead;
+    total.due_now += counts.due_now;
+    total.leased += counts.leased;
+    total.oldest_due_age = std::max(total.oldest_due_age, counts.oldest_due_age);
+  }
+  return stats;
+}
+
+std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which) {
+  SQLite::Statement query(
+      db,
+      "SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
+      "AND (next_attempt_at <= :now OR locked_until > :now) AND " +
+          detail::id_filter(which, "subscriber_id"));
+  query.bind(":now", now);
+  query.executeStep();
+  return query.getColumn(0).getInt64();
+}
+
+}  // namespace surge::storage

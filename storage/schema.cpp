@@ -1,0 +1,128 @@
+#include "storage/schema.hpp"
+
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/database.hpp"
+
+namespace surge::storage {
+namespace {
+
+// The shared DDL from DESIGN section 1, verbatim apart from IF NOT EXISTS, so an empty file ends
+// up exactly like a production file before Surge's migrations run.
+constexpr const char* shared_ddl = R"sql(
+CREATE TABLE IF NOT EXISTS webhook_subscriber (
+  id INTEGER PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL,
+  event_types TEXT NOT NULL DEFAULT '*',           -- '*', exact types, 'video.*' prefixes, comma-separated
+  rate_per_sec REAL NOT NULL DEFAULT 5.0,          -- a per-minute limit is rate_per_sec = n/60
+  burst INTEGER NOT NULL DEFAULT 10,
+  tokens REAL NOT NULL DEFAULT 10.0,               -- persisted bucket, used by the steady-state drainer
+  tokens_updated_at REAL NOT NULL DEFAULT 0,
+  active INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS webhook_delivery (
+  id INTEGER PRIMARY KEY,
+  subscriber_id INTEGER NOT NULL REFERENCES webhook_subscriber(id),
+  event_type TEXT NOT NULL, payload TEXT NOT NULL, -- payload: the exact bytes to POST
+  status TEXT NOT NULL DEFAULT 'pending',          -- pending | retry | done | dead
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at REAL NOT NULL DEFAULT 0,         -- due when next_attempt_at <= now
+  locked_until REAL NOT NULL DEFAULT 0,            -- lease; free when locked_until <= now
+  created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_delivery_due ON webhook_delivery(status, next_attempt_at)
+  WHERE status IN ('pending', 'retry');
+CREATE TABLE IF NOT EXISTS surge_schema_version (
+  version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+)sql";
+
+struct added_column {
+  const char* table;
+  const char* name;
+  const char* definition;
+};
+
+// One migration: columns are added only when missing (another tool or an interrupted manual
+// fix may have added one already); the statements must be idempotent (IF NOT EXISTS).
+struct migration {
+  int version;
+  std::vector<added_column> columns;
+  const char* statements;
+};
+
+// Additive only (DESIGN section 1): never rename, drop or retype, so the other drainer's
+// statements keep working on a migrated file.
+const std::vector<migration>& migrations() {
+  static const std::vector<migration> all = {
+      {1,
+       {
+           {"webhook_subscriber", "signing", "TEXT NOT NULL DEFAULT 'vvv'"},
+           {"webhook_subscriber", "max_in_flight", "INTEGER NOT NULL DEFAULT 0"},
+           {"webhook_delivery", "last_status", "INTEGER"},
+           {"webhook_delivery", "last_error", "TEXT"},
+           {"webhook_delivery", "delivered_at", "REAL"},
+       },
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_attempt (
+  id INTEGER PRIMARY KEY, delivery_id INTEGER NOT NULL, subscriber_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
+  status_code INTEGER, error_class TEXT);
+CREATE INDEX IF NOT EXISTS idx_attempt_subscriber_started
+  ON surge_attempt(subscriber_id, started_at);
+CREATE INDEX IF NOT EXISTS idx_delivery_subscriber_due
+  ON webhook_delivery(subscriber_id, next_attempt_at) WHERE status IN ('pending','retry');
+)sql"},
+  };
+  return all;
+}
+
+bool has_column(SQLite::Database& db, const char* table, const char* column) {
+  SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+  query.bind(1, table);
+  query.bind(2, column);
+  return query.executeStep();
+}
+
+void apply(SQLite::Database& db, const migration& step) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  // Re-read under the write lock: another process may have migrated since we looked.
+  if (schema_version(db) >= step.version) return;
+  for (const auto& column : step.columns) {
+    if (has_column(db, column.table, column.name)) continue;
+    db.exec(std::string("ALTER TABLE ") + column.table + " ADD COLUMN " + column.name + " " +
+            column.definition);
+  }
+  db.exec(step.statements);
+  SQLite::Statement record(db,
+                           "INSERT INTO surge_schema_version(version, applied_at) VALUES (?, ?)");
+  record.bind(1, step.version);
+  record.bind(2, unix_now());
+  record.exec();
+  transaction.commit();
+}
+
+}  // namespace
+
+int schema_version(SQLite::Database& db) {
+  if (!db.tableExists("surge_schema_version")) return 0;
+  return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM surge_schema_version").getInt();
+}
+
+int latest_schema_version() { return migrations().back().version; }
+
+int migrate(SQLite::Database& db) {
+  // Up to date: take no write lock at all, so starting Surge never waits on the other drainer.
+  if (schema_version(db) >= latest_schema_version()) return schema_version(db);
+  {
+    SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+    db.exec(shared_ddl);
+    transaction.commit();
+  }
+  for (const auto& step : migrations()) {
+    if (schema_version(db) < step.version) apply(db, step);
+  }
+  return schema_version(db);
+}
+
+}  // namespace surge::storage

@@ -1,0 +1,16 @@
+#pragma once
+// Additive, versioned migrations on top of the shared DDL (DESIGN section 1).
+#include <SQLiteCpp/Database.h>
+
+namespace surge::storage {
+
+// 0 for a database Surge has never migrated.
+int schema_version(SQLite::Database& db);
+int latest_schema_version();
+
+// Creates the shared tables when absent (an empty file), then applies every missing migration,
+// each in its own BEGIN IMMEDIATE transaction, recording the version in surge_schema_version.
+// Returns the version now in force. Throws SQLite::Exception on failure.
+int migrate(SQLite::Database& db);
+
+}  // namespace surge::storage

@@ -1,0 +1,119 @@
+#include "storage/subscribers.hpp"
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+namespace {
+
+constexpr const char* select_columns =
+    "SELECT id, url, secret, event_types, rate_per_sec, burst, tokens, tokens_updated_at, "
+    "active, signing, max_in_flight FROM webhook_subscriber ";
+
+subscriber_row read_row(const SQLite::Statement& query) {
+  subscriber_row row;
+  row.id = query.getColumn(0).getInt64();
+  row.url = query.getColumn(1).getString();
+  row.secret = query.getColumn(2).getString();
+  row.event_types = query.getColumn(3).getString();
+  row.rate_per_sec = query.getColumn(4).getDouble();
+  row.burst = query.getColumn(5).getInt64();
+  row.tokens = query.getColumn(6).getDouble();
+  row.tokens_updated_at = query.getColumn(7).getDouble();
+  row.active = query.getColumn(8).getInt64() != 0;
+  row.signing = query.getColumn(9).getString();
+  row.max_in_flight = query.getColumn(10).getInt64();
+  return row;
+}
+
+// Binds the columns update_subscriber and add_subscriber share, from index 1.
+void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
+  statement.bind(1, row.url);
+  statement.bind(2, row.secret);
+  statement.bind(3, row.event_types);
+  statement.bind(4, row.rate_per_sec);
+  statement.bind(5, row.burst);
+  statement.bind(6, row.active ? 1 : 0);
+  statement.bind(7, row.signing);
+  statement.bind(8, row.max_in_flight);
+}
+
+}  // namespace
+
+std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
+  SQLite::Statement query(
+      db, std::string(select_columns) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
+  std::vector<subscriber_row> rows;
+  while (query.executeStep()) rows.push_back(read_row(query));
+  return rows;
+}
+
+std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
+  SQLite::Statement query(db, std::string(select_columns) + "WHERE id = ?");
+  query.bind(1, id);
+  if (!query.executeStep()) return std::nullopt;
+  return read_row(query);
+}
+
+std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement insert(
+      db,
+      "INSERT INTO webhook_subscriber(url, secret, event_types, rate_per_sec, burst, active, "
+      "signing, max_in_flight, tokens, tokens_updated_at, id) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  bind_settings(insert, row);
+  insert.bind(9, row.tokens);
+  insert.bind(10, row.tokens_updated_at);
+  if (row.id != 0) {
+    insert.bind(11, row.id);
+  } else {
+    insert.bind(11);  // NULL: SQLite picks the rowid
+  }
+  insert.exec();
+  const std::int64_t id = db.getLastInsertRowid();
+  transaction.commit();
+  return id;
+}
+
+bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(
+      db,
+      "UPDATE webhook_subscriber SET url = ?, secret = ?, event_types = ?, rate_per_sec = ?, "
+      "burst = ?, active = ?, signing = ?, max_in_flight = ? WHERE id = ?");
+  bind_settings(update, row);
+  update.bind(9, row.id);
+  const int changed = update.exec();
+  transaction.commit();
+  return changed > 0;
+}
+
+bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(db, "UPDATE webhook_subscriber SET active = ? WHERE id = ?");
+  update.bind(1, active ? 1 : 0);
+  update.bind(2, id);
+  const int changed = update.exec();
+  transaction.commit();
+  return changed > 0;
+}
+
+void save_buckets(SQLite::Database& db, std::span<const bucket_state> buckets) {
+  if (buckets.empty()) return;
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(
+      db, "UPDATE webhook_subscriber SET tokens = ?, tokens_updated_at = ? WHERE id = ?");
+  for (const auto& bucket : buckets) {
+    detail::statement_use use(update);
+    update.bind(1, bucket.tokens);
+    update.bind(2, bucket.updated_at);
+    update.bind(3, bucket.subscriber_id);
+    update.exec();
+  }
+  transaction.commit();
+}
+
+}  // namespace surge::storage

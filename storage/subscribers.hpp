@@ -1,0 +1,48 @@
+#pragma once
+// The webhook_subscriber table: loading, adding, changing, and handing buckets back.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "proto/id_set.hpp"
+
+namespace surge::storage {
+
+struct subscriber_row {
+  std::int64_t id = 0;
+  std::string url;
+  std::string secret;
+  std::string event_types = "*";
+  double rate_per_sec = 5.0;
+  std::int64_t burst = 10;
+  double tokens = 10.0;
+  double tokens_updated_at = 0;
+  bool active = true;
+  std::string signing = "vvv";
+  std::int64_t max_in_flight = 0;  // 0: the engine default
+};
+
+// Every column of the chosen subscribers (active or not), ordered by id.
+std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which = {});
+std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id);
+
+// Inserts a subscriber (the id is chosen by SQLite when row.id is 0) and returns its id.
+std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
+// Writes every column but tokens/tokens_updated_at. False when no such subscriber.
+bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
+bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
+
+struct bucket_state {
+  std::int64_t subscriber_id = 0;
+  double tokens = 0;
+  double updated_at = 0;  // Unix seconds
+};
+
+// Persists in-memory buckets for the steady-state drainer, in one BEGIN IMMEDIATE transaction.
+void save_buckets(SQLite::Database& db, std::span<const bucket_state> buckets);
+
+}  // namespace surge::storage

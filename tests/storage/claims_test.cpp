@@ -1,0 +1,165 @@
+#include "storage/claims.hpp"
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <SQLiteCpp/Statement.h>
+#include <gtest/gtest.h>
+
+#include "test_db.hpp"
+
+namespace surge::storage {
+namespace {
+
+using testing::query_double;
+using testing::query_int;
+using testing::query_text;
+
+std::vector<std::int64_t> ids_of(const std::vector<claimed_row>& rows) {
+  std::vector<std::int64_t> ids;
+  for (const auto& row : rows) ids.push_back(row.id);
+  return ids;
+}
+
+class Claims : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sub_a_ = testing::insert_subscriber_old(db_);
+    sub_b_ = testing::insert_subscriber_old(db_);
+  }
+
+  testing::temp_dir dir_;
+  SQLite::Database db_ = testing::open_migrated(dir_.file("queue.db"));
+  std::int64_t sub_a_ = 0;
+  std::int64_t sub_b_ = 0;
+};
+
+TEST_F(Claims, LeasesOldestDueRowsPerSubscriberInDueOrder) {
+  // Inserted out of due order, with a tie at 30 broken by id.
+  const auto late = testing::insert_deliveries_old(db_, sub_a_, 1, 50)[0];
+  const auto tie_1 = testing::insert_deliveries_old(db_, sub_a_, 1, 30)[0];
+  const auto early = testing::insert_deliveries_old(db_, sub_a_, 1, 10)[0];
+  const auto tie_2 = testing::insert_deliveries_old(db_, sub_a_, 1, 30)[0];
+  const auto b_rows = testing::insert_deliveries_old(db_, sub_b_, 2, 20);
+
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 3}, {sub_b_, 5}};
+  const auto rows = claims.claim(demand, 100, 30);
+  EXPECT_EQ(ids_of(rows), (std::vector<std::int64_t>{early, tie_1, tie_2, b_rows[0], b_rows[1]}));
+  EXPECT_EQ(rows[0].subscriber_id, sub_a_);
+  EXPECT_EQ(rows[0].event_type, "video.trending");
+  EXPECT_EQ(rows[0].payload, "{\"n\":0}");
+  EXPECT_EQ(rows[0].attempts, 0);
+  EXPECT_EQ(rows[0].next_attempt_at, 10);
+  EXPECT_EQ(rows[0].created_at, 10);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.lease, rows[0].lease);
+    EXPECT_EQ(query_double(db_, "SELECT locked_until FROM webhook_delivery WHERE id = " +
+                                    std::to_string(row.id)),
+              row.lease);
+  }
+  EXPECT_EQ(query_double(db_, "SELECT locked_until FROM webhook_delivery WHERE id = " +
+                                  std::to_string(late)),
+            0);
+}
+
+TEST_F(Claims, OneBacklogDoesNotStarveAnotherSubscriber) {
+  testing::insert_deliveries_old(db_, sub_a_, 500, 1);
+  testing::insert_deliveries_old(db_, sub_b_, 3, 2);
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 10}, {sub_b_, 10}};
+  const auto rows = claims.claim(demand, 100, 30);
+  int a = 0;
+  int b = 0;
+  for (const auto& row : rows) (row.subscriber_id == sub_a_ ? a : b)++;
+  EXPECT_EQ(a, 10);
+  EXPECT_EQ(b, 3);
+}
+
+TEST_F(Claims, SkipsRowsNotDueLeasedOrFinished) {
+  const auto due = testing::insert_deliveries_old(db_, sub_a_, 5, 10);
+  testing::insert_deliveries_old(db_, sub_a_, 2, 1000);  // due later
+  db_.exec("UPDATE webhook_delivery SET status = 'done' WHERE id = " + std::to_string(due[0]));
+  db_.exec("UPDATE webhook_delivery SET status = 'dead' WHERE id = " + std::to_string(due[1]));
+  db_.exec("UPDATE webhook_delivery SET status = 'retry' WHERE id = " + std::to_string(due[2]));
+  db_.exec("UPDATE webhook_delivery SET locked_until = 200 WHERE id = " + std::to_string(due[3]));
+
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 100}};
+  EXPECT_EQ(ids_of(claims.claim(demand, 100, 30)), (std::vector<std::int64_t>{due[2], due[4]}));
+  // Our own fresh leases are not claimable again, the other lease once it has expired.
+  EXPECT_TRUE(claims.claim(demand, 110, 30).empty());
+  EXPECT_EQ(ids_of(claims.claim(demand, 200, 30)),
+            (std::vector<std::int64_t>{due[2], due[3], due[4]}));
+}
+
+TEST_F(Claims, NoDemandNoWork) {
+  testing::insert_deliveries_old(db_, sub_a_, 3, 0);
+  claimer claims(db_);
+  EXPECT_TRUE(claims.claim({}, 100, 30).empty());
+  const std::vector<subscriber_demand> zero = {{sub_a_, 0}, {sub_b_, -1}, {999, 5}};
+  EXPECT_TRUE(claims.claim(zero, 100, 30).empty());
+  EXPECT_EQ(query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > 0"), 0);
+}
+
+TEST_F(Claims, ReusedStatementAcrossManyClaims) {
+  testing::insert_deliveries_old(db_, sub_a_, 25, 0);
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 4}};
+  std::set<std::int64_t> seen;
+  for (int i = 0; i < 10; ++i) {
+    for (const auto& row : claims.claim(demand, 100 + i, 1000)) {
+      EXPECT_TRUE(seen.insert(row.id).second);
+    }
+  }
+  EXPECT_EQ(seen.size(), 25u);
+}
+
+TEST_F(Claims, ReleaseIsFencedOnTheLease) {
+  const auto ids = testing::insert_deliveries_old(db_, sub_a_, 3, 0);
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 3}};
+  const auto rows = claims.claim(demand, 100, 30);
+  ASSERT_EQ(rows.size(), 3u);
+  const std::vector<lease_ref> leases = {{rows[0].id, rows[0].lease},
+                                         {rows[1].id, rows[1].lease + 1},  // not ours
+                                         {rows[2].id, rows[2].lease}};
+  EXPECT_EQ(claims.release(leases), 2);
+  EXPECT_EQ(claims.release({}), 0);
+  EXPECT_EQ(ids_of(claims.claim(demand, 101, 30)), (std::vector<std::int64_t>{ids[0], ids[2]}));
+  EXPECT_EQ(query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " +
+                                std::to_string(ids[0])),
+            "pending");
+}
+
+TEST_F(Claims, LeasesCarryANonceAndStrictlyIncrease) {
+  claimer claims(db_);
+  const double now = 1'700'000'000.123456;
+  double previous = 0;
+  for (int i = 0; i < 100; ++i) {
+    const double lease = claims.make_lease(now, 30);
+    EXPECT_GT(lease, previous);
+    // Never a whole millisecond, so never a whole-second or whole-millisecond `now + 30`.
+    const double micros = std::fmod(std::round(lease * 1e6), 1000.0);
+    EXPECT_NE(micros, 0.0) << lease;
+    previous = lease;
+  }
+  const double first = claimer(db_).make_lease(now, 30);
+  EXPECT_GT(first, now + 30 - 0.001);
+  EXPECT_LT(first, now + 30 + 0.001);
+  // After a clock step back the lease still goes up.
+  EXPECT_GT(claims.make_lease(now - 100, 30), previous);
+}
+
+TEST_F(Claims, ClaimUsesTheSubscriberDueIndex) {
+  SQLite::Statement plan(db_, "EXPLAIN QUERY PLAN " + std::string(claim_statement_text()));
+  std::string details;
+  while (plan.executeStep()) details += plan.getColumn(3).getString() + "\n";
+  EXPECT_NE(details.find("USING INDEX idx_delivery_subscriber_due"), std::string::npos)
+      << details;
+  EXPECT_EQ(details.find("TEMP B-TREE"), std::string::npos) << details;
+}
+
+}  // namespace
+}  // namespace surge::storage

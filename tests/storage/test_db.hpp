@@ -1,0 +1,48 @@
+#pragma once
+// Shared fixtures for the storage tests: real files in a private temporary directory.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+namespace surge::storage::testing {
+
+// A fresh directory under gtest's TempDir, removed with everything in it on destruction.
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// open_database + migrate, as Surge opens a file.
+SQLite::Database open_migrated(const std::string& path,
+                               std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
+
+// What another program does: the DESIGN section 1 DDL, verbatim, on a plain connection.
+void create_shared_tables(SQLite::Database& db);
+
+// Inserts through the other program's statements (base columns only).
+std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types = "*",
+                                   double rate_per_sec = 5.0, int burst = 10);
+// `count` rows for one subscriber, all due at `due`, in one transaction; returns their ids.
+std::vector<std::int64_t> insert_deliveries_old(SQLite::Database& db, std::int64_t subscriber_id,
+                                                int count, double due = 0,
+                                                const std::string& event_type = "video.trending");
+
+// Single-value helpers for assertions.
+std::int64_t query_int(SQLite::Database& db, const std::string& sql);
+double query_double(SQLite::Database& db, const std::string& sql);
+std::string query_text(SQLite::Database& db, const std::string& sql);
+bool query_is_null(SQLite::Database& db, const std::string& sql);
+
+}  // namespace surge::storage::testing
