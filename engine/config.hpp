@@ -1,0 +1,77 @@
+#pragma once
+// Every knob of the drain engine, one struct per component, every timeout named.
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "proto/id_set.hpp"
+#include "proto/retry_policy.hpp"
+
+namespace surge::engine {
+
+using namespace std::chrono_literals;
+
+struct http_client_config {
+  std::chrono::milliseconds connect_timeout = 4s;   // TCP connect (and each address tried)
+  std::chrono::milliseconds attempt_timeout = 8s;   // resolve + connect + TLS + request + response
+  // Idle keep-alive connections are closed before common server idle timeouts (Node.js and
+  // Apache close after 5 s) so that a reused connection is rarely already half-closed.
+  std::chrono::milliseconds idle_timeout = 4s;
+  std::size_t max_response_body = 4096;   // kept only for diagnostics
+  std::size_t max_response_header = 16 * 1024;
+  bool allow_private_targets = false;
+  std::optional<std::string> ca_file;     // instead of the system trust store
+  std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
+};
+
+struct scheduler_config {
+  int per_subscriber_in_flight = 16;   // when the subscriber's max_in_flight column is 0
+  int max_in_flight = 4096;            // whole process; split evenly across shards
+  // Claims ask for the rows a subscriber can send within this horizon, so a claimed row waits
+  // for a token at most this long (far below the lease).
+  std::chrono::milliseconds claim_horizon = 500ms;
+  // Buffered rows per subscriber are capped at this many times its in-flight cap.
+  int buffer_per_slot = 2;
+  std::chrono::milliseconds demand_interval = 5ms;
+  // A subscriber whose last claim came back short is polled again after this (doubling).
+  std::chrono::milliseconds idle_poll_min = 100ms;
+  std::chrono::milliseconds idle_poll_max = 2s;
+  std::chrono::milliseconds outcome_flush_interval = 5ms;
+  std::size_t outcome_flush_rows = 256;
+  std::size_t max_payload_bytes = 1024 * 1024;
+  // A pause (Retry-After) longer than this gives buffered rows back to the queue instead of
+  // holding their leases.
+  std::chrono::milliseconds pause_release_threshold = 5s;
+};
+
+struct storage_worker_config {
+  std::string db_path;
+  std::chrono::milliseconds busy_timeout = 5s;
+  std::chrono::milliseconds lease = 60s;
+  std::chrono::milliseconds commit_interval = 5ms;  // outcomes are committed at least this often
+  std::size_t commit_rows = 500;                    // or as soon as this many are waiting
+  std::chrono::milliseconds subscriber_reload_interval = 3s;
+  std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
+  std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
+  std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
+};
+
+struct drain_config {
+  int threads = 0;  // 0: one shard per core
+  proto::id_set subscribers;
+  bool until_drained = false;
+  // With until_drained: also wait for retries scheduled within this long (0: do not wait).
+  std::chrono::milliseconds until_drained_retry_wait{0};
+  std::optional<std::chrono::milliseconds> duration;
+  std::chrono::milliseconds shutdown_grace = 10s;  // in-flight attempts may finish within this
+  std::chrono::milliseconds progress_interval = 5s;
+  bool progress = true;
+  proto::retry_config retry;
+  std::chrono::seconds retry_after_cap = std::chrono::hours(1);
+  http_client_config http;
+  scheduler_config scheduler;
+  storage_worker_config storage;
+};
+
+}  // namespace surge::engine

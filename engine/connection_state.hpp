@@ -1,0 +1,84 @@
+#pragma once
+// Sans-I/O rules for one keep-alive connection and for an origin's idle list (DESIGN section 5).
+// The Asio layer reports what happened; these classes decide reuse, retry and eviction, so the
+// decisions are tested without sockets.
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace surge::engine {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+enum class connection_phase { connecting, busy, idle, closed };
+
+class connection_lifecycle {
+ public:
+  connection_phase phase() const { return phase_; }
+  int exchanges() const { return exchanges_; }
+
+  void on_connected();
+  // A request starts on this connection (fresh or taken from the idle list).
+  void on_exchange_start();
+  void on_response_byte() { response_started_ = true; }
+  // The response was read; it may return to the pool only if the server keeps the connection
+  // open and nothing of the response is left unread on the wire.
+  void on_response_complete(bool keep_alive, bool read_whole, steady_time now);
+  void on_failure();
+
+  // A failure on a reused connection before any response byte: the server most likely closed
+  // the idle connection as we wrote, so the request is sent once more on a fresh connection.
+  bool failure_warrants_fresh_retry() const;
+  bool idle_since(steady_time& since) const;
+
+ private:
+  connection_phase phase_ = connection_phase::connecting;
+  int exchanges_ = 0;
+  bool response_started_ = false;
+  steady_time idle_since_{};
+};
+
+// Most recently used first: the newest idle connection is the least likely to have been closed
+// by the server. Entries idle for `idle_timeout` or more are handed back for closing.
+template <class Connection>
+class idle_list {
+ public:
+  explicit idle_list(std::chrono::steady_clock::duration idle_timeout)
+      : idle_timeout_(idle_timeout) {}
+
+  void put(Connection connection, steady_time now) {
+    entries_.emplace_front(std::move(connection), now);
+  }
+
+  // The freshest usable connection, if any; expired ones are moved to `expired`.
+  std::optional<Connection> take(steady_time now, std::vector<Connection>& expired) {
+    evict(now, expired);
+    if (entries_.empty()) return std::nullopt;
+    Connection connection = std::move(entries_.front().first);
+    entries_.pop_front();
+    return connection;
+  }
+
+  void evict(steady_time now, std::vector<Connection>& expired) {
+    while (!entries_.empty() && now - entries_.back().second >= idle_timeout_) {
+      expired.push_back(std::move(entries_.back().first));
+      entries_.pop_back();
+    }
+  }
+
+  void clear(std::vector<Connection>& out) {
+    for (auto& entry : entries_) out.push_back(std::move(entry.first));
+    entries_.clear();
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  std::chrono::steady_clock::duration idle_timeout_;
+  std::deque<std::pair<Connection, steady_time>> entries_;  // newest at the front
+};
+
+}  // namespace surge::engine

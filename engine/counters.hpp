@@ -1,0 +1,28 @@
+#pragma once
+// Process-wide delivery counters: written by shards and the storage thread with relaxed atomics
+// (each is a monotonic tally), read by the progress line and the exit summary.
+#include <atomic>
+#include <cstdint>
+
+namespace surge::engine {
+
+struct drain_counters {
+  std::atomic<std::int64_t> claimed{0};
+  std::atomic<std::int64_t> attempts{0};
+  std::atomic<std::int64_t> delivered{0};
+  std::atomic<std::int64_t> retried{0};
+  std::atomic<std::int64_t> dead{0};
+  std::atomic<std::int64_t> released{0};
+  std::atomic<std::int64_t> lost_leases{0};
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::int64_t> buffered{0};
+  std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
+  std::atomic<std::int64_t> storage_errors{0};
+  std::atomic<std::int64_t> backlog{-1};       // due rows at the last check, -1 unknown
+
+  void add(std::atomic<std::int64_t>& counter, std::int64_t n = 1) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,177 @@
+#include "engine/drain.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "engine/counters.hpp"
+#include "engine/http_client.hpp"
+#include "engine/log.hpp"
+#include "engine/shard.hpp"
+#include "engine/storage_worker.hpp"
+#include "storage/database.hpp"
+#include "storage/schema.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+namespace {
+
+std::string progress_line(const drain_counters& counters, std::int64_t delivered_before,
+                          std::chrono::duration<double> interval) {
+  const auto delivered = counters.delivered.load();
+  const double rate = static_cast<double>(delivered - delivered_before) / interval.count();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "progress: delivered=%lld (%.0f/s) retried=%lld dead=%lld in_flight=%lld "
+                "buffered=%lld backlog=%lld lost_leases=%lld",
+                static_cast<long long>(delivered), rate,
+                static_cast<long long>(counters.retried.load()),
+                static_cast<long long>(counters.dead.load()),
+                static_cast<long long>(counters.in_flight.load()),
+                static_cast<long long>(counters.buffered.load()),
+                static_cast<long long>(counters.backlog.load()),
+                static_cast<long long>(counters.lost_leases.load()));
+  return line;
+}
+
+}  // namespace
+
+drain_summary run_drain(const drain_config& input) {
+  drain_config config = input;
+  if (config.threads <= 0) config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  {
+    // Migrations are additive, so running them here keeps a drain usable on a database that
+    // only the steady-state drainer has touched so far.
+    auto db = storage::open_database({.path = config.storage.db_path,
+                                      .busy_timeout = config.storage.busy_timeout,
+                                      .create_if_missing = false});
+    storage::migrate(db);
+  }
+
+  drain_counters counters;
+  auto tls = make_client_tls_context(config.http);
+  storage_worker storage(config, counters);
+  std::vector<std::unique_ptr<shard>> shards;
+  std::vector<shard_endpoint*> endpoints;
+  for (int i = 0; i < config.threads; ++i) {
+    shards.push_back(std::make_unique<shard>(i, config.threads, config, storage, tls, counters));
+    endpoints.push_back(shards.back().get());
+  }
+  storage.attach(endpoints);
+
+  asio::io_context control;
+  asio::signal_set signals(control, SIGINT, SIGTERM);
+  asio::steady_timer stop_timer(control);
+  asio::steady_timer progress_timer(control);
+  asio::steady_timer finish_poll(control);
+  drain_summary summary;
+  bool stopping = false;
+  const auto started = std::chrono::steady_clock::now();
+
+  std::function<void()> poll_finished;
+  auto begin_stop = [&](const char* why) {
+    if (stopping) return;
+    stopping = true;
+    log_info(std::string("stopping: ") + why);
+    storage.stop_claiming();
+    for (auto& s : shards) s->begin_stop();
+    stop_timer.cancel();
+    stop_timer.expires_after(config.shutdown_grace);
+    stop_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      summary.abandoned_in_flight = true;
+      for (auto& s : shards) s->abandon();
+    });
+    poll_finished();
+  };
+
+  poll_finished = [&] {
+    bool all = true;
+    for (auto& s : shards) all = all && s->finished();
+    if (all) {
+      stop_timer.cancel();
+      progress_timer.cancel();
+      signals.cancel();
+      control.stop();
+      return;
+    }
+    finish_poll.expires_after(std::chrono::milliseconds(20));
+    finish_poll.async_wait([&](boost::system::error_code ec) {
+      if (!ec) poll_finished();
+    });
+  };
+
+  std::function<void(boost::system::error_code, int)> on_signal =
+      [&](boost::system::error_code ec, int signal_number) {
+        if (ec) return;
+        if (stopping) {
+          // A second signal: leave now; leases expire on their own (DESIGN section 6).
+          const char message[] = "surge: second signal, exiting without finishing\n";
+          [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
+          std::_Exit(3);
+        }
+        summary.interrupted = true;
+        begin_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+
+  storage.on_drained([&] {
+    asio::post(control, [&] {
+      summary.drained = true;
+      begin_stop("queue drained");
+    });
+  });
+
+  if (config.duration) {
+    stop_timer.expires_after(*config.duration);
+    stop_timer.async_wait([&](boost::system::error_code ec) {
+      if (!ec) begin_stop("duration reached");
+    });
+  }
+
+  std::int64_t delivered_before = 0;
+  std::function<void()> schedule_progress = [&] {
+    if (!config.progress) return;
+    progress_timer.expires_after(config.progress_interval);
+    progress_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      log_info(progress_line(counters, delivered_before, config.progress_interval));
+      delivered_before = counters.delivered.load();
+      schedule_progress();
+    });
+  };
+  schedule_progress();
+
+  storage.start();
+  for (auto& s : shards) s->start();
+  log_info("draining " + config.storage.db_path + " with " + std::to_string(config.threads) +
+           " shards");
+
+  control.run();
+
+  storage.finish(config.threads);
+  for (auto& s : shards) s->join();
+  storage.join();
+
+  summary.delivered = counters.delivered.load();
+  summary.retried = counters.retried.load();
+  summary.dead = counters.dead.load();
+  summary.released = counters.released.load();
+  summary.lost_leases = counters.lost_leases.load();
+  summary.attempts = counters.attempts.load();
+  summary.storage_errors = counters.storage_errors.load();
+  summary.elapsed = std::chrono::steady_clock::now() - started;
+  return summary;
+}
+
+}  // namespace surge::engine

@@ -1,0 +1,29 @@
+#pragma once
+// `surge drain`: wires the shards and the storage thread together and runs until stopped,
+// drained, or out of time; SIGINT/SIGTERM stop it gracefully (DESIGN section 6).
+#include <chrono>
+#include <cstdint>
+
+#include "engine/config.hpp"
+
+namespace surge::engine {
+
+struct drain_summary {
+  std::int64_t delivered = 0;
+  std::int64_t retried = 0;
+  std::int64_t dead = 0;
+  std::int64_t released = 0;
+  std::int64_t lost_leases = 0;
+  std::int64_t attempts = 0;
+  std::int64_t storage_errors = 0;
+  std::chrono::duration<double> elapsed{0};
+  bool drained = false;            // --until-drained reached an empty queue
+  bool interrupted = false;        // stopped by a signal
+  bool abandoned_in_flight = false;  // the grace period ran out
+};
+
+// Runs the drain on the calling thread (which handles signals and progress). Throws at
+// start-up for a bad database or TLS setup; afterwards failures are counted and logged.
+drain_summary run_drain(const drain_config& config);
+
+}  // namespace surge::engine

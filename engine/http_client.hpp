@@ -1,0 +1,78 @@
+#pragma once
+// Keep-alive HTTP/1.1 and HTTPS client for one shard (DESIGN section 5). Not thread-safe: it
+// lives on its shard's io_context thread, like the subscribers that use it.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "engine/config.hpp"
+#include "engine/connection_state.hpp"
+#include "proto/outcome.hpp"
+#include "proto/target_policy.hpp"
+
+namespace surge::engine {
+
+using http_request = boost::beast::http::request<boost::beast::http::string_body>;
+
+struct http_result {
+  int status = 0;  // 0 when the attempt failed before a whole response header arrived
+  proto::transport_error error = proto::transport_error::none;
+  std::string detail;       // error text or the refused address, for last_error
+  std::string retry_after;  // raw header value, empty when absent
+  std::string body_prefix;  // at most max_response_body bytes
+  bool reused_connection = false;
+  bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
+};
+
+// Builds the TLS context every shard shares: peer verification against the system store or
+// `ca_file`, TLS 1.2 minimum. Throws on a bad CA file.
+std::shared_ptr<boost::asio::ssl::context> make_client_tls_context(
+    const http_client_config& config);
+
+class http_client {
+ public:
+  http_client(boost::asio::any_io_executor executor,
+              std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config);
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  // Sends `request` to `target` within the attempt deadline, reusing an idle connection of the
+  // origin when one is there. Never throws for network failures: they come back as errors.
+  boost::asio::awaitable<http_result> send(const proto::target& target,
+                                           const http_request& request);
+
+  // Closes connections idle for longer than the idle timeout.
+  void evict_idle();
+  // Closes every idle connection (shutdown).
+  void close_idle();
+  std::size_t open_connections() const { return open_connections_; }
+
+ private:
+  struct connection;
+  using connection_ptr = std::unique_ptr<connection>;
+  struct origin;
+  struct exchange_outcome;
+
+  boost::asio::awaitable<connection_ptr> open(const proto::target& target,
+                                              steady_time deadline, http_result& result);
+  boost::asio::awaitable<exchange_outcome> exchange(connection& conn, const http_request& request,
+                                                    steady_time deadline);
+  origin& origin_for(const proto::target& target);
+  void close(connection_ptr conn);
+
+  boost::asio::any_io_executor executor_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  http_client_config config_;
+  std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
+  std::size_t open_connections_ = 0;
+};
+
+}  // namespace surge::engine

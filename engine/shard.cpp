@@ -1,0 +1,443 @@
+#include "engine/shard.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include "engine/log.hpp"
+#include "proto/retry_after.hpp"
+#include "storage/database.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
+constexpr int unusable_claim_batch = 64;
+
+std::string failure_text(std::string_view reason, const http_result& result) {
+  std::string text(reason);
+  if (!result.detail.empty()) text += ": " + result.detail;
+  if (result.status != 0 && !result.body_prefix.empty()) {
+    text += ": " + result.body_prefix.substr(0, 200);
+  }
+  return text;
+}
+
+storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind) {
+  storage::outcome out;
+  out.delivery_id = row.id;
+  out.lease = row.lease;
+  out.kind = kind;
+  out.attempts = row.attempts;
+  return out;
+}
+
+}  // namespace
+
+shard::shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
+             std::shared_ptr<asio::ssl::context> tls, drain_counters& counters)
+    : index_(index),
+      shard_count_(shard_count),
+      config_(config),
+      retry_policy_(config.retry),
+      storage_(storage),
+      counters_(counters),
+      work_(io_.get_executor()),
+      client_(io_.get_executor(), std::move(tls), config.http),
+      in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
+      rng_(std::random_device{}()) {}
+
+shard::~shard() { join(); }
+
+void shard::start() {
+  asio::co_spawn(io_, demand_loop(), asio::detached);
+  asio::co_spawn(io_, flush_loop(), asio::detached);
+  thread_ = std::thread([this] {
+    try {
+      io_.run();
+    } catch (const std::exception& error) {
+      log_error(std::string("shard stopped by an internal error: ") + error.what());
+      finished_ = true;
+    }
+  });
+}
+
+void shard::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void shard::on_subscribers(std::vector<storage::subscriber_row> rows) {
+  asio::post(io_, [this, rows = std::move(rows)]() mutable { update_subscribers(std::move(rows)); });
+}
+
+void shard::on_claimed(claim_reply reply) {
+  asio::post(io_, [this, reply = std::move(reply)]() mutable { accept_claims(std::move(reply)); });
+}
+
+void shard::begin_stop() {
+  asio::post(io_, [this] {
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, sub] : subscribers_) {
+      release_ready(*sub);
+      sub->notify();
+    }
+    if (in_flight_ == 0) finish();
+  });
+}
+
+void shard::abandon() {
+  asio::post(io_, [this] {
+    if (finished_) return;
+    if (in_flight_ > 0) {
+      log_warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
+               " attempts still in flight after the grace period; their leases will expire");
+    }
+    finish();
+    io_.stop();
+  });
+}
+
+void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
+  const auto now = steady::now();
+  const double now_unix = storage::unix_now();
+  for (auto& row : rows) {
+    auto settings = derive_settings(row, config_.scheduler);
+    auto it = subscribers_.find(row.id);
+    if (it == subscribers_.end()) {
+      auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
+                                                      now_unix);
+      auto& sub = *state;
+      subscribers_.emplace(row.id, std::move(state));
+      if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
+    } else {
+      auto& sub = *it->second;
+      // New limits take effect without resetting tokens (DESIGN section 3).
+      sub.bucket.reconfigure(row.rate_per_sec, static_cast<double>(row.burst), now);
+      sub.settings = std::move(settings);
+      sub.notify();
+    }
+  }
+}
+
+void shard::accept_claims(claim_reply reply) {
+  claim_outstanding_ = false;
+  const auto now = steady::now();
+  for (const auto& asked : reply.asked) {
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    it->second->pending_claim = std::max(0, it->second->pending_claim - asked.rows);
+  }
+  std::unordered_map<std::int64_t, int> got;
+  for (auto& row : reply.rows) {
+    counters_.add(counters_.claimed);
+    auto it = subscribers_.find(row.subscriber_id);
+    if (it == subscribers_.end()) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    ++got[row.subscriber_id];
+    auto& sub = *it->second;
+    if (stopping_) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    sub.ready.push_back(std::move(row));
+    counters_.add(counters_.buffered);
+  }
+  // A short answer means the subscriber has nothing more due right now: poll it less often.
+  for (const auto& asked : reply.asked) {
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    auto& sub = *it->second;
+    if (got[asked.subscriber_id] < asked.rows) {
+      sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
+                                 config_.scheduler.idle_poll_max);
+      sub.poll_after = now + sub.idle_poll;
+    } else {
+      sub.idle_poll = std::chrono::milliseconds(0);
+    }
+    sub.notify();
+  }
+}
+
+asio::awaitable<void> shard::demand_loop() {
+  asio::steady_timer timer(io_);
+  while (!stopping_) {
+    timer.expires_after(config_.scheduler.demand_interval);
+    co_await timer.async_wait(use_tuple);
+    if (!stopping_ && !claim_outstanding_) send_demand();
+  }
+}
+
+void shard::send_demand() {
+  const auto now = steady::now();
+  const double horizon =
+      std::chrono::duration<double>(config_.scheduler.claim_horizon).count();
+  std::vector<storage::subscriber_demand> demand;
+  for (auto& [id, entry] : subscribers_) {
+    auto& sub = *entry;
+    if (now < sub.poll_after) continue;
+    const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
+    int limit = 0;
+    if (!sub.settings.unusable_reason.empty()) {
+      limit = unusable_claim_batch;
+    } else if (sub.bucket.paused() || sub.paused_until > now) {
+      continue;
+    } else {
+      // Rows it can send within the horizon: tokens now plus refill, bounded by a buffer of a
+      // few in-flight slots so a fast subscriber stays fed between claim rounds.
+      const double sendable = std::floor(sub.bucket.tokens_at(now) + sub.bucket.rate() * horizon);
+      const double buffer_cap = static_cast<double>(sub.settings.in_flight_cap) *
+                                config_.scheduler.buffer_per_slot;
+      limit = static_cast<int>(std::min(sendable, buffer_cap));
+    }
+    const int want = limit - held;
+    if (want <= 0) continue;
+    sub.pending_claim += want;
+    demand.push_back({.subscriber_id = id, .rows = want});
+  }
+  if (demand.empty()) return;
+  claim_outstanding_ = true;
+  storage_.request_claims(index_, std::move(demand));
+}
+
+asio::awaitable<void> shard::pump(subscriber_state& sub) {
+  const auto& limits = config_.scheduler;
+  while (!stopping_) {
+    const auto now = steady::now();
+    auto wake_at = steady::time_point::max();
+    if (sub.ready.empty()) {
+      // Wait for rows.
+    } else if (!sub.settings.unusable_reason.empty()) {
+      while (!sub.ready.empty()) {
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        dead_letter(sub, std::move(row), sub.settings.unusable_reason);
+      }
+      continue;
+    } else if (sub.ready.front().payload.size() > limits.max_payload_bytes) {
+      auto row = std::move(sub.ready.front());
+      sub.ready.pop_front();
+      const auto size = row.payload.size();
+      dead_letter(sub, std::move(row),
+                  "payload too large: " + std::to_string(size) + " bytes, limit " +
+                      std::to_string(limits.max_payload_bytes));
+      continue;
+    } else if (sub.paused_until > now) {
+      wake_at = sub.paused_until;
+    } else if (sub.in_flight >= sub.settings.in_flight_cap) {
+      // Wait for one of its own attempts to finish.
+    } else if (in_flight_ >= in_flight_cap_) {
+      if (std::find(waiting_for_slot_.begin(), waiting_for_slot_.end(), &sub) ==
+          waiting_for_slot_.end()) {
+        waiting_for_slot_.push_back(&sub);
+      }
+    } else if (sub.bucket.try_take(now)) {
+      auto row = std::move(sub.ready.front());
+      sub.ready.pop_front();
+      counters_.add(counters_.buffered, -1);
+      ++sub.in_flight;
+      ++in_flight_;
+      counters_.add(counters_.in_flight);
+      asio::co_spawn(io_, attempt(sub, std::move(row)), asio::detached);
+      continue;
+    } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
+      wake_at = now + wait;
+    }
+    sub.wake.expires_at(wake_at);
+    co_await sub.wake.async_wait(use_tuple);
+  }
+}
+
+asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row row) {
+  const double started_unix = storage::unix_now();
+  const auto attempt_number = row.attempts + 1;
+  http_result result;
+  try {
+    http_request request{http::verb::post, sub.settings.target->path, 11};
+    request.set(http::field::host, sub.settings.target->host_header);
+    request.set(http::field::user_agent, config_.http.user_agent);
+    request.set(http::field::content_type, "application/json");
+    request.set("X-VVV-Event", row.event_type);
+    request.set("X-VVV-Delivery-Id", std::to_string(row.id));
+    request.set("X-VVV-Attempt", std::to_string(attempt_number));
+    const auto signed_fields = sub.settings.signer->sign(
+        "msg_" + std::to_string(row.id), static_cast<std::int64_t>(started_unix), row.payload);
+    for (std::size_t i = 0; i < signed_fields.count; ++i) {
+      request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
+    }
+    request.body() = row.payload;
+    request.prepare_payload();
+    result = co_await client_.send(*sub.settings.target, request);
+  } catch (const std::exception& error) {
+    result.error = proto::transport_error::protocol;
+    result.detail = std::string("internal error: ") + error.what();
+  }
+  counters_.add(counters_.attempts);
+  if (result.fresh_retry) counters_.add(counters_.fresh_retries);
+  const double finished_unix = storage::unix_now();
+
+  auto out = outcome_for(row, storage::outcome_kind::done);
+  out.last_status = result.status;
+  out.finished_at = finished_unix;
+  out.has_attempt = true;
+  out.attempt.delivery_id = row.id;
+  out.attempt.subscriber_id = sub.settings.id;
+  out.attempt.attempt = attempt_number;
+  out.attempt.started_at = started_unix;
+  out.attempt.finished_at = finished_unix;
+  out.attempt.status_code = result.status;
+  if (result.status == 0) out.attempt.error_class = std::string(proto::to_string(result.error));
+
+  if (result.error == proto::transport_error::refused_target) {
+    // The target policy is not a transient failure: retrying would only knock again.
+    out.kind = storage::outcome_kind::dead;
+    out.attempts = attempt_number;
+    out.last_error = "refused target: " + result.detail;
+    counters_.add(counters_.dead);
+  } else {
+    proto::attempt_result classified;
+    classified.status = result.status;
+    classified.error = result.error;
+    if (!result.retry_after.empty()) {
+      classified.retry_after = proto::parse_retry_after(
+          result.retry_after, std::chrono::system_clock::now(), config_.retry_after_cap);
+    }
+    const auto age = std::chrono::duration<double>(finished_unix - row.created_at);
+    const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+    const auto decision = proto::decide(classified, static_cast<int>(row.attempts), age,
+                                        retry_policy_, unit);
+    out.attempts = decision.counts_attempt ? attempt_number : row.attempts;
+    switch (decision.what) {
+      case proto::verdict::done:
+        out.kind = storage::outcome_kind::done;
+        counters_.add(counters_.delivered);
+        break;
+      case proto::verdict::retry:
+        out.kind = storage::outcome_kind::retry;
+        out.next_attempt_at =
+            finished_unix + std::chrono::duration<double>(decision.delay).count();
+        out.last_error = failure_text(decision.reason, result);
+        counters_.add(counters_.retried);
+        break;
+      case proto::verdict::dead:
+        out.kind = storage::outcome_kind::dead;
+        out.last_error = failure_text(decision.reason, result);
+        counters_.add(counters_.dead);
+        break;
+    }
+    if (decision.pause_subscriber) {
+      const auto until = steady::now() + *decision.pause_subscriber;
+      sub.paused_until = std::max(sub.paused_until, until);
+      sub.poll_after = std::max(sub.poll_after, sub.paused_until);
+      if (*decision.pause_subscriber >= config_.scheduler.pause_release_threshold) {
+        reschedule_ready(sub, finished_unix + std::chrono::duration<double>(
+                                                  *decision.pause_subscriber).count(),
+                         "subscriber paused by Retry-After");
+      }
+    }
+    if (decision.deactivate_subscriber) {
+      sub.settings.active = false;
+      sub.settings.unusable_reason = "subscriber deactivated after 410 Gone";
+      deactivate_.push_back(sub.settings.id);
+    }
+  }
+  push_outcome(std::move(out));
+
+  --sub.in_flight;
+  --in_flight_;
+  counters_.add(counters_.in_flight, -1);
+  slot_freed(sub);
+  if (stopping_ && in_flight_ == 0) finish();
+}
+
+void shard::slot_freed(subscriber_state& sub) {
+  sub.notify();
+  if (!waiting_for_slot_.empty()) {
+    auto* next = waiting_for_slot_.front();
+    waiting_for_slot_.erase(waiting_for_slot_.begin());
+    next->notify();
+  }
+}
+
+void shard::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {
+  counters_.add(counters_.buffered, -1);
+  counters_.add(counters_.dead);
+  (void)sub;
+  auto out = outcome_for(row, storage::outcome_kind::dead);
+  out.last_error = std::move(reason);
+  out.finished_at = storage::unix_now();
+  push_outcome(std::move(out));
+}
+
+void shard::release_ready(subscriber_state& sub) {
+  for (auto& row : sub.ready) {
+    counters_.add(counters_.buffered, -1);
+    counters_.add(counters_.released);
+    push_outcome(outcome_for(row, storage::outcome_kind::release));
+  }
+  sub.ready.clear();
+}
+
+void shard::reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason) {
+  for (auto& row : sub.ready) {
+    counters_.add(counters_.buffered, -1);
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at = next_attempt_at;
+    out.last_error = reason;
+    push_outcome(std::move(out));
+  }
+  sub.ready.clear();
+}
+
+void shard::push_outcome(storage::outcome outcome) {
+  outcomes_.push_back(std::move(outcome));
+  if (outcomes_.size() >= config_.scheduler.outcome_flush_rows) flush_outcomes();
+}
+
+void shard::flush_outcomes() {
+  if (outcomes_.empty() && deactivate_.empty()) return;
+  storage_.submit(std::exchange(outcomes_, {}), std::exchange(deactivate_, {}));
+}
+
+asio::awaitable<void> shard::flush_loop() {
+  asio::steady_timer timer(io_);
+  while (!finished_) {
+    timer.expires_after(config_.scheduler.outcome_flush_interval);
+    co_await timer.async_wait(use_tuple);
+    flush_outcomes();
+    // Idle keep-alive connections are closed before servers close them under us.
+    client_.evict_idle();
+  }
+}
+
+void shard::finish() {
+  if (finished_) return;
+  flush_outcomes();
+  std::vector<storage::bucket_state> buckets;
+  const auto now = steady::now();
+  const double now_unix = storage::unix_now();
+  for (auto& [id, sub] : subscribers_) {
+    buckets.push_back({.subscriber_id = id, .tokens = sub->bucket.tokens_at(now),
+                       .updated_at = now_unix});
+    sub->wake.cancel();
+  }
+  storage_.submit_buckets(std::move(buckets));
+  client_.close_idle();
+  finished_ = true;
+  work_.reset();
+}
+
+}  // namespace surge::engine

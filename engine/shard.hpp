@@ -1,0 +1,86 @@
+#pragma once
+// One reactor: an io_context on its own thread owning a slice of the subscribers (id % shards),
+// their buckets, ready queues and connections. Nothing here is shared with other shards.
+#include <atomic>
+#include <memory>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "engine/config.hpp"
+#include "engine/counters.hpp"
+#include "engine/http_client.hpp"
+#include "engine/storage_worker.hpp"
+#include "engine/subscriber.hpp"
+#include "proto/retry_policy.hpp"
+
+namespace surge::engine {
+
+class shard final : public shard_endpoint {
+ public:
+  shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
+        std::shared_ptr<boost::asio::ssl::context> tls, drain_counters& counters);
+  ~shard() override;
+
+  void start();
+  void join();
+
+  void on_subscribers(std::vector<storage::subscriber_row> rows) override;
+  void on_claimed(claim_reply reply) override;
+
+  // Stop: give buffered rows back, let in-flight attempts finish, hand buckets to storage.
+  void begin_stop();
+  // After the grace period: stop at once; attempts still in flight keep their leases, which
+  // expire on their own.
+  void abandon();
+  bool finished() const { return finished_.load(); }
+
+ private:
+  using steady = std::chrono::steady_clock;
+
+  void update_subscribers(std::vector<storage::subscriber_row> rows);
+  void accept_claims(claim_reply reply);
+  boost::asio::awaitable<void> demand_loop();
+  boost::asio::awaitable<void> flush_loop();
+  boost::asio::awaitable<void> pump(subscriber_state& sub);
+  boost::asio::awaitable<void> attempt(subscriber_state& sub, storage::claimed_row row);
+  void send_demand();
+  void dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason);
+  void release_ready(subscriber_state& sub);
+  void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
+  void push_outcome(storage::outcome outcome);
+  void flush_outcomes();
+  void slot_freed(subscriber_state& sub);
+  void finish();
+
+  int index_;
+  int shard_count_;
+  drain_config config_;
+  proto::retry_policy retry_policy_;
+  storage_worker& storage_;
+  drain_counters& counters_;
+  boost::asio::io_context io_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  http_client client_;
+  std::thread thread_;
+
+  std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
+  std::vector<subscriber_state*> waiting_for_slot_;
+  int in_flight_ = 0;
+  int in_flight_cap_;
+  bool claim_outstanding_ = false;
+  bool stopping_ = false;
+  std::vector<storage::outcome> outcomes_;
+  std::vector<std::int64_t> deactivate_;
+  std::mt19937_64 rng_;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace surge::engine

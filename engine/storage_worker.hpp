@@ -1,0 +1,103 @@
+#pragma once
+// The storage thread: the only SQLite connection of a drain. Shards hand it claim requests and
+// outcome batches; it answers claims and pushes subscriber settings back (DESIGN section 2).
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/counters.hpp"
+#include "storage/claims.hpp"
+#include "storage/outcomes.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::engine {
+
+struct claim_reply {
+  std::vector<storage::subscriber_demand> asked;
+  std::vector<storage::claimed_row> rows;
+};
+
+// What the storage thread calls on a shard; implementations post onto the shard's own thread.
+class shard_endpoint {
+ public:
+  virtual ~shard_endpoint() = default;
+  virtual void on_subscribers(std::vector<storage::subscriber_row> rows) = 0;
+  virtual void on_claimed(claim_reply reply) = 0;
+};
+
+class storage_worker {
+ public:
+  storage_worker(const drain_config& config, drain_counters& counters);
+  ~storage_worker();
+
+  // Shards must be attached before start(); subscriber s belongs to shard s % shards.size().
+  void attach(std::vector<shard_endpoint*> shards);
+  void start();
+
+  // Thread-safe hand-offs from shards.
+  void request_claims(int shard, std::vector<storage::subscriber_demand> demand);
+  void submit(std::vector<storage::outcome> outcomes, std::vector<std::int64_t> deactivate);
+  void submit_buckets(std::vector<storage::bucket_state> buckets);
+
+  // Stops claiming for good (shutdown or drained); pending claim requests are answered empty.
+  void stop_claiming();
+  // Writes what is left and ends the thread once every shard has submitted its buckets.
+  void finish(int shards_done_expected);
+  void join();
+
+  // Set when --until-drained finds nothing due, leased or in flight.
+  void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
+  bool failed() const { return failed_.load(); }
+
+ private:
+  void run();
+  void loop_once();
+  void write_outcomes(bool force);
+  void answer_claims();
+  void reload_subscribers(bool initial);
+  void check_drained();
+  void update_drainable(const std::vector<std::pair<std::int64_t, bool>>& ids);
+
+  drain_config config_;
+  drain_counters& counters_;
+  std::vector<shard_endpoint*> shards_;
+  std::thread thread_;
+  std::function<void()> drained_callback_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  struct inbox {
+    std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> claims;
+    std::vector<storage::outcome> outcomes;
+    std::vector<std::int64_t> deactivate;
+    std::vector<storage::bucket_state> buckets;
+    int bucket_batches = 0;
+  } inbox_;
+  bool claiming_ = true;
+  int finish_expected_ = -1;
+  std::atomic<bool> failed_{false};
+
+  // Owned by the storage thread only.
+  std::vector<storage::outcome> pending_outcomes_;
+  std::vector<std::int64_t> pending_deactivate_;
+  std::vector<storage::bucket_state> pending_buckets_;
+  int bucket_batches_ = 0;
+  std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
+  std::chrono::steady_clock::time_point last_commit_{};
+  std::chrono::steady_clock::time_point last_reload_{};
+  std::chrono::steady_clock::time_point last_drained_check_{};
+  std::chrono::steady_clock::time_point retry_storage_after_{};
+  int quiet_checks_ = 0;
+  static constexpr int orphan_sweep_every = 10;  // subscriber reloads
+  int reloads_ = 0;
+  proto::id_set drainable_;
+  struct db_state;
+  std::unique_ptr<db_state> db_;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,56 @@
+#pragma once
+// A subscriber as its shard sees it: the parsed configuration and the live scheduling state.
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "engine/config.hpp"
+#include "engine/token_bucket.hpp"
+#include "proto/signing.hpp"
+#include "proto/target_policy.hpp"
+#include "storage/claims.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::engine {
+
+struct subscriber_settings {
+  std::int64_t id = 0;
+  std::string url;
+  std::optional<proto::target> target;
+  std::optional<proto::signer> signer;
+  double rate = 0;
+  double burst = 1;
+  bool active = true;
+  int in_flight_cap = 1;
+  // Why rows of this subscriber cannot be sent (inactive, bad URL, bad secret); empty if fine.
+  std::string unusable_reason;
+};
+
+subscriber_settings derive_settings(const storage::subscriber_row& row,
+                                    const scheduler_config& config);
+
+struct subscriber_state {
+  subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
+                   boost::asio::any_io_executor executor, double now_unix);
+
+  subscriber_settings settings;
+  token_bucket bucket;
+  std::deque<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
+  int in_flight = 0;
+  int pending_claim = 0;  // rows asked of the storage thread, not yet answered
+  // Polling backoff for a subscriber whose last claim came back short.
+  std::chrono::steady_clock::time_point poll_after{};
+  std::chrono::milliseconds idle_poll{0};
+  std::chrono::steady_clock::time_point paused_until{};
+  // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
+  boost::asio::steady_timer wake;
+
+  void notify() { wake.cancel(); }
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,90 @@
+#include "engine/connection_state.hpp"
+
+#include <gtest/gtest.h>
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+const auto t0 = steady_time{} + 100s;
+
+TEST(ConnectionLifecycle, ReusableOnlyWhenKeptAliveAndReadWhole) {
+  connection_lifecycle kept;
+  kept.on_connected();
+  kept.on_exchange_start();
+  kept.on_response_byte();
+  kept.on_response_complete(true, true, t0);
+  EXPECT_EQ(kept.phase(), connection_phase::idle);
+
+  connection_lifecycle closed_by_server;
+  closed_by_server.on_connected();
+  closed_by_server.on_exchange_start();
+  closed_by_server.on_response_complete(false, true, t0);
+  EXPECT_EQ(closed_by_server.phase(), connection_phase::closed);
+
+  connection_lifecycle truncated;
+  truncated.on_connected();
+  truncated.on_exchange_start();
+  truncated.on_response_complete(true, false, t0);
+  EXPECT_EQ(truncated.phase(), connection_phase::closed);
+}
+
+TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes) {
+  connection_lifecycle first_use;
+  first_use.on_connected();
+  first_use.on_exchange_start();
+  first_use.on_failure();
+  EXPECT_FALSE(first_use.failure_warrants_fresh_retry());  // a new connection failing is real
+
+  connection_lifecycle reused;
+  reused.on_connected();
+  reused.on_exchange_start();
+  reused.on_response_complete(true, true, t0);
+  reused.on_exchange_start();
+  reused.on_failure();
+  EXPECT_TRUE(reused.failure_warrants_fresh_retry());
+
+  connection_lifecycle partial;
+  partial.on_connected();
+  partial.on_exchange_start();
+  partial.on_response_complete(true, true, t0);
+  partial.on_exchange_start();
+  partial.on_response_byte();
+  partial.on_failure();
+  EXPECT_FALSE(partial.failure_warrants_fresh_retry());  // the server answered something
+}
+
+TEST(IdleList, HandsOutTheFreshestAndEvictsExpired) {
+  idle_list<int> idle(4s);
+  std::vector<int> expired;
+  idle.put(1, t0);
+  idle.put(2, t0 + 1s);
+  idle.put(3, t0 + 2s);
+  auto got = idle.take(t0 + 2s, expired);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, 3);
+  EXPECT_TRUE(expired.empty());
+  // At t0 + 4.5s, connection 1 (idle since t0) is past the idle timeout; 2 is not.
+  got = idle.take(t0 + 4500ms, expired);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, 2);
+  EXPECT_EQ(expired, std::vector<int>{1});
+  EXPECT_FALSE(idle.take(t0 + 5s, expired));
+}
+
+TEST(IdleList, SweepClosesOnlyExpired) {
+  idle_list<int> idle(4s);
+  std::vector<int> expired;
+  idle.put(1, t0);
+  idle.put(2, t0 + 3s);
+  idle.evict(t0 + 4s, expired);
+  EXPECT_EQ(expired, std::vector<int>{1});
+  EXPECT_EQ(idle.size(), 1u);
+  std::vector<int> all;
+  idle.clear(all);
+  EXPECT_EQ(all, std::vector<int>{2});
+  EXPECT_EQ(idle.size(), 0u);
+}
+
+}  // namespace
+}  // namespace surge::engine
