@@ -1,0 +1,164 @@
+// surge demo: a viral spike drained end to end on a local queue file, against `surge sink`.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "engine/drain.hpp"
+#include "storage/database.hpp"
+#include "storage/queue.hpp"
+#include "storage/schema.hpp"
+#include "storage/subscribers.hpp"
+#include "tools/commands.hpp"
+#include "tools/drain_options.hpp"
+#include "tools/process.hpp"
+
+namespace surge::tools {
+
+namespace {
+
+struct demo_subscriber {
+  const char* name;
+  const char* events;
+  double rate;
+  std::int64_t burst;
+  const char* signing;
+  const char* secret;
+};
+
+// Limits differ on purpose: an unthrottled sink, a fast dashboard, a slow cache warmer, a
+// per-minute partner, one endpoint that fails often and one that always fails.
+constexpr demo_subscriber demo_subscribers[] = {
+    {"analytics", "*", 2000, 200, "vvv", "demo-secret-analytics"},
+    {"dashboard", "video.*", 400, 40, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+    {"cache-warmer", "video.trending", 80, 10, "vvv", "demo-secret-cache"},
+    {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner"},
+    {"flaky", "video.trending, video.velocity_changed", 150, 20, "vvv", "demo-secret-flaky"},
+    {"broken", "video.rank_updated", 20, 5, "standard", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"},
+};
+
+const char* demo_behaviours = R"({
+  "5": {"mix": [[200, 0.6], [503, 0.4]]},
+  "6": {"status": 500}
+})";
+
+struct demo_options {
+  std::string dir;
+  int scale = 1;
+  bool keep = false;
+};
+
+std::map<std::string, int> count_verdicts(const std::string& record_path) {
+  std::map<std::string, int> verdicts;
+  std::ifstream in(record_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 5 && std::getline(fields, field, ','); ++i) {
+    }
+    ++verdicts[field];
+  }
+  return verdicts;
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app, command_action& action) {
+  auto* cmd = app.add_subcommand(
+      "demo", "Create a queue with a viral spike, start `surge sink`, drain it and report.");
+  auto opts = std::make_shared<demo_options>();
+  cmd->add_option("--dir", opts->dir, "Working directory for the queue file and sink records "
+                                      "(default: a new temporary directory)");
+  cmd->add_option("--scale", opts->scale, "Multiply the spike's size")->check(CLI::Range(1, 100));
+  cmd->add_flag("--keep", opts->keep, "Keep the working directory");
+  cmd->callback([&action, opts] {
+    action = [opts] {
+      namespace fs = std::filesystem;
+      fs::path dir = opts->dir;
+      if (dir.empty()) {
+        std::string pattern = (fs::temp_directory_path() / "surge-demo-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot create a temp dir");
+        dir = pattern;
+      }
+      fs::create_directories(dir);
+      const auto db_path = (dir / "queue.db").string();
+      fs::remove(db_path);
+      {
+        std::ofstream(dir / "behaviours.json") << demo_behaviours;
+      }
+      auto db = storage::open_database({.path = db_path});
+      storage::migrate(db);
+
+      std::cout << "demo: working in " << dir.string() << "\n";
+      const auto port_file = (dir / "sink.port").string();
+      fs::remove(port_file);
+      child_process sink(self_executable(),
+                         {"sink", "--listen", "127.0.0.1:0", "--db", db_path, "--port-file",
+                          port_file, "--behaviours", (dir / "behaviours.json").string(),
+                          "--record", (dir / "sink.csv").string()},
+                         (dir / "sink.out").string(), (dir / "sink.err").string());
+      const auto port = wait_for_file(port_file, std::chrono::seconds(10));
+      if (!port) throw std::runtime_error("surge sink did not start; see " + (dir / "sink.err").string());
+      const std::string base = "http://127.0.0.1:" + std::string(port->substr(0, port->find('\n'))) + "/hook/";
+
+      std::int64_t id = 0;
+      for (const auto& s : demo_subscribers) {
+        storage::subscriber_row row;
+        row.id = ++id;
+        row.url = base + std::to_string(id);
+        row.secret = s.secret;
+        row.event_types = s.events;
+        row.rate_per_sec = s.rate;
+        row.burst = s.burst;
+        row.tokens = static_cast<double>(s.burst);
+        row.signing = s.signing;
+        storage::add_subscriber(db, row);
+        std::printf("  subscriber %lld %-19s %8.2f/s burst %-4lld %-8s events %s\n",
+                    static_cast<long long>(id), s.name, s.rate, static_cast<long long>(s.burst),
+                    s.signing, s.events);
+      }
+      const double now = storage::unix_now();
+      const int scale = opts->scale;
+      std::int64_t rows = 0;
+      rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now, 400 * scale);
+      rows += storage::emit_event(db, "video.velocity_changed", R"({"video_id":"v1","velocity":42.5})", now, 1200 * scale);
+      rows += storage::emit_event(db, "video.rank_updated", R"({"video_id":"v1","rank":1})", now, 10 * scale);
+      std::cout << "demo: queued " << rows << " deliveries; draining\n";
+
+      drain_cli_options drain;
+      drain.db_path = db_path;
+      drain.until_drained = true;
+      drain.until_drained_wait = 5;  // let the flaky endpoint's retries finish
+      drain.allow_private_targets = true;
+      drain.retry_base = 0.2;
+      drain.retry_cap = 2;
+      drain.max_attempts = 4;
+      drain.progress_interval = 2;
+      const auto summary = engine::run_drain(to_drain_config(drain));
+      sink.stop();
+
+      const auto stats = storage::read_stats(db, storage::unix_now());
+      std::printf("\n%-12s %8s %8s %8s %8s\n", "subscriber", "done", "dead", "retry", "pending");
+      for (const auto& s : stats.per_subscriber) {
+        std::printf("%-12lld %8lld %8lld %8lld %8lld\n", static_cast<long long>(s.subscriber_id),
+                    static_cast<long long>(s.done), static_cast<long long>(s.dead),
+                    static_cast<long long>(s.retry), static_cast<long long>(s.pending));
+      }
+      std::cout << "\nsink verdicts:";
+      for (const auto& [verdict, n] : count_verdicts((dir / "sink.csv").string())) {
+        std::cout << " " << verdict << "=" << n;
+      }
+      std::cout << "\n";
+      print_drain_summary(summary);
+      const bool ok = stats.total.pending == 0 && stats.total.retry == 0 && stats.total.done > 0;
+      if (!opts->keep && opts->dir.empty()) fs::remove_all(dir);
+      return ok ? exit_ok : exit_failure;
+    };
+  });
+}
+
+}  // namespace surge::tools

@@ -1,0 +1,28 @@
+// surge drain: empty the backlog as fast as every subscriber's limit allows.
+#include "engine/drain.hpp"
+#include "engine/log.hpp"
+#include "tools/commands.hpp"
+#include "tools/drain_options.hpp"
+
+namespace surge::tools {
+
+
+void add_drain_command(CLI::App& app, command_action& action) {
+  auto* cmd = app.add_subcommand(
+      "drain",
+      "Deliver due rows from the queue within every subscriber's rate limit until stopped.\n"
+      "Exit codes: 0 stopped cleanly (signal, --duration, --until-drained); 1 start-up or "
+      "database failure; 2 bad flags; 3 a second signal cut the shutdown short.");
+  auto opts = std::make_shared<drain_cli_options>();
+  add_drain_options(cmd, *opts);
+  cmd->callback([&action, opts] {
+    action = [opts] {
+      const auto config = to_drain_config(*opts);
+      const auto summary = engine::run_drain(config);
+      print_drain_summary(summary);
+      return exit_ok;
+    };
+  });
+}
+
+}  // namespace surge::tools

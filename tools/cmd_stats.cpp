@@ -1,0 +1,63 @@
+// surge stats: what is in the queue, overall and per subscriber.
+#include <cstdio>
+#include <iostream>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "storage/database.hpp"
+#include "storage/queue.hpp"
+#include "tools/commands.hpp"
+
+namespace surge::tools {
+
+namespace {
+
+boost::json::object to_json(const storage::status_counts& counts) {
+  return {{"pending", counts.pending}, {"retry", counts.retry},   {"done", counts.done},
+          {"dead", counts.dead},       {"due_now", counts.due_now}, {"leased", counts.leased},
+          {"oldest_due_age_seconds", counts.oldest_due_age}};
+}
+
+void print_row(const std::string& label, const storage::status_counts& c) {
+  std::printf("%-12s %10lld %8lld %10lld %8lld %9lld %8lld %12.1f\n", label.c_str(),
+              static_cast<long long>(c.pending), static_cast<long long>(c.retry),
+              static_cast<long long>(c.done), static_cast<long long>(c.dead),
+              static_cast<long long>(c.due_now), static_cast<long long>(c.leased),
+              c.oldest_due_age);
+}
+
+}  // namespace
+
+void add_stats_command(CLI::App& app, command_action& action) {
+  auto* cmd = app.add_subcommand("stats", "Show the queue by status and subscriber.");
+  auto db_path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("--db", *db_path, "SQLite queue file")->required();
+  cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  cmd->callback([&action, db_path, json] {
+    action = [db_path, json] {
+      auto db = storage::open_database({.path = *db_path, .create_if_missing = false});
+      const auto stats = storage::read_stats(db, storage::unix_now());
+      if (*json) {
+        boost::json::object out = to_json(stats.total);
+        boost::json::array subscribers;
+        for (const auto& s : stats.per_subscriber) {
+          auto entry = to_json(s);
+          entry["subscriber_id"] = s.subscriber_id;
+          subscribers.push_back(std::move(entry));
+        }
+        out["subscribers"] = std::move(subscribers);
+        std::cout << boost::json::serialize(out) << "\n";
+        return exit_ok;
+      }
+      std::printf("%-12s %10s %8s %10s %8s %9s %8s %12s\n", "subscriber", "pending", "retry",
+                  "done", "dead", "due_now", "leased", "oldest_due_s");
+      for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
+      print_row("total", stats.total);
+      return exit_ok;
+    };
+  });
+}
+
+}  // namespace surge::tools

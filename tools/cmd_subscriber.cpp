@@ -1,0 +1,191 @@
+// surge subscriber add|list|set|enable|disable: manage endpoints without writing SQL.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "proto/event_match.hpp"
+#include "proto/signing.hpp"
+#include "proto/target_policy.hpp"
+#include "storage/database.hpp"
+#include "storage/schema.hpp"
+#include "storage/subscribers.hpp"
+#include "tools/commands.hpp"
+
+namespace surge::tools {
+
+namespace {
+
+struct subscriber_options {
+  std::string db_path;
+  std::int64_t id = 0;
+  std::optional<std::string> url, secret, events, signing;
+  std::optional<double> rate, rate_per_minute;
+  std::optional<std::int64_t> burst, max_in_flight;
+  bool json = false;
+};
+
+void add_setting_options(CLI::App* cmd, subscriber_options& o) {
+  cmd->add_option("--url", o.url, "Endpoint URL (http or https); validated, not resolved");
+  cmd->add_option("--secret", o.secret,
+                  "Signing secret (default: a new random one; whsec_ form for standard)");
+  cmd->add_option("--events", o.events, "Event filter: '*', exact types, 'video.*', comma-separated");
+  auto* rate = cmd->add_option("--rate", o.rate, "Requests per second (0 pauses)")
+                   ->check(CLI::Range(0.0, 1e9));
+  auto* per_minute = cmd->add_option("--rate-per-minute", o.rate_per_minute,
+                                     "Requests per minute (sets rate to n/60)")
+                         ->check(CLI::Range(0.0, 6e10));
+  rate->excludes(per_minute);
+  cmd->add_option("--burst", o.burst, "Bucket capacity (requests sent at once after idling)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}));
+  cmd->add_option("--signing", o.signing, "Signature scheme: vvv or standard")
+      ->check(CLI::IsMember({"vvv", "standard"}));
+  cmd->add_option("--max-in-flight", o.max_in_flight,
+                  "Concurrent requests to this endpoint (0: the drain's default)")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{100000}));
+}
+
+void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
+  if (o.url) {
+    const auto parsed = proto::parse_target_url(*o.url);
+    if (!parsed.value) throw usage_error("bad --url: " + parsed.error);
+    row.url = *o.url;
+  }
+  if (o.events) {
+    if (auto problem = proto::validate_event_patterns(*o.events); !problem.empty()) {
+      throw usage_error("bad --events: " + problem);
+    }
+    row.event_types = *o.events;
+  }
+  if (o.signing) row.signing = *o.signing;
+  if (o.secret) row.secret = *o.secret;
+  if (o.rate) row.rate_per_sec = *o.rate;
+  if (o.rate_per_minute) row.rate_per_sec = *o.rate_per_minute / 60.0;
+  if (o.burst) row.burst = *o.burst;
+  if (o.max_in_flight) row.max_in_flight = *o.max_in_flight;
+  const auto scheme = proto::parse_signing_scheme(row.signing);
+  std::string error;
+  if (!scheme || !proto::signer::create(*scheme, row.secret, &error)) {
+    throw usage_error("the secret does not suit signing '" + row.signing + "': " + error);
+  }
+}
+
+boost::json::object to_json(const storage::subscriber_row& row) {
+  return {{"id", row.id},           {"url", row.url},
+          {"event_types", row.event_types}, {"rate_per_sec", row.rate_per_sec},
+          {"burst", row.burst},     {"active", row.active},
+          {"signing", row.signing}, {"max_in_flight", row.max_in_flight},
+          {"tokens", row.tokens}};
+}
+
+SQLite::Database open_migrated(const std::string& path) {
+  auto db = storage::open_database({.path = path});
+  storage::migrate(db);
+  return db;
+}
+
+storage::subscriber_row must_load(SQLite::Database& db, std::int64_t id) {
+  auto row = storage::load_subscriber(db, id);
+  if (!row) throw std::runtime_error("no subscriber with id " + std::to_string(id));
+  return *row;
+}
+
+}  // namespace
+
+void add_subscriber_command(CLI::App& app, command_action& action) {
+  auto* group = app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers.");
+  group->require_subcommand(1, 1);
+
+  auto add_opts = std::make_shared<subscriber_options>();
+  auto* add = group->add_subcommand("add", "Add a subscriber and print its id.");
+  add->add_option("--db", add_opts->db_path, "SQLite queue file")->required();
+  add_setting_options(add, *add_opts);
+  add->get_option("--url")->required();
+  add->add_flag("--json", add_opts->json, "Print the new subscriber as JSON");
+  add->callback([&action, add_opts] {
+    action = [add_opts] {
+      storage::subscriber_row row;
+      row.signing = add_opts->signing.value_or("vvv");
+      if (!add_opts->secret) {
+        row.secret = proto::generate_secret(*proto::parse_signing_scheme(row.signing));
+      }
+      apply_settings(*add_opts, row);
+      row.tokens = static_cast<double>(row.burst);
+      auto db = open_migrated(add_opts->db_path);
+      row.id = storage::add_subscriber(db, row);
+      if (add_opts->json) {
+        auto out = to_json(row);
+        out["secret"] = row.secret;
+        std::cout << boost::json::serialize(out) << "\n";
+      } else {
+        std::cout << row.id << "\n";
+      }
+      return exit_ok;
+    };
+  });
+
+  auto list_opts = std::make_shared<subscriber_options>();
+  auto* list = group->add_subcommand("list", "List subscribers.");
+  list->add_option("--db", list_opts->db_path, "SQLite queue file")->required();
+  list->add_flag("--json", list_opts->json, "Print JSON");
+  list->callback([&action, list_opts] {
+    action = [list_opts] {
+      auto db = storage::open_database({.path = list_opts->db_path, .create_if_missing = false});
+      const auto rows = storage::load_subscribers(db);
+      if (list_opts->json) {
+        boost::json::array out;
+        for (const auto& row : rows) out.push_back(to_json(row));
+        std::cout << boost::json::serialize(out) << "\n";
+        return exit_ok;
+      }
+      std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst",
+                  "signing", "max", "url (events)");
+      for (const auto& r : rows) {
+        std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)\n", static_cast<long long>(r.id),
+                    r.active ? "yes" : "no", r.rate_per_sec, static_cast<long long>(r.burst),
+                    r.signing.c_str(), static_cast<long long>(r.max_in_flight), r.url.c_str(),
+                    r.event_types.c_str());
+      }
+      return exit_ok;
+    };
+  });
+
+  auto set_opts = std::make_shared<subscriber_options>();
+  auto* set = group->add_subcommand("set", "Change a subscriber's settings.");
+  set->add_option("--db", set_opts->db_path, "SQLite queue file")->required();
+  set->add_option("id", set_opts->id, "Subscriber id")->required();
+  add_setting_options(set, *set_opts);
+  set->callback([&action, set_opts] {
+    action = [set_opts] {
+      auto db = open_migrated(set_opts->db_path);
+      auto row = must_load(db, set_opts->id);
+      apply_settings(*set_opts, row);
+      storage::update_subscriber(db, row);
+      std::cout << "updated subscriber " << row.id << "\n";
+      return exit_ok;
+    };
+  });
+
+  for (const bool enable : {true, false}) {
+    auto opts = std::make_shared<subscriber_options>();
+    auto* cmd = group->add_subcommand(enable ? "enable" : "disable",
+                                      enable ? "Mark a subscriber active."
+                                             : "Mark a subscriber inactive.");
+    cmd->add_option("--db", opts->db_path, "SQLite queue file")->required();
+    cmd->add_option("id", opts->id, "Subscriber id")->required();
+    cmd->callback([&action, opts, enable] {
+      action = [opts, enable] {
+        auto db = open_migrated(opts->db_path);
+        if (!storage::set_subscriber_active(db, opts->id, enable)) {
+          throw std::runtime_error("no subscriber with id " + std::to_string(opts->id));
+        }
+        std::cout << (enable ? "enabled" : "disabled") << " subscriber " << opts->id << "\n";
+        return exit_ok;
+      };
+    });
+  }
+}
+
+}  // namespace surge::tools

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine: installs what is missing, configures, builds,
+# then runs the demo or the tests.
+#   tools/dev.sh demo          build (release) and drain a demo spike end to end
+#   tools/dev.sh test          build (dev) and run every test
+#   tools/dev.sh test-asan     the suite under AddressSanitizer + UBSan
+#   tools/dev.sh test-tsan     the suite under ThreadSanitizer
+#   tools/dev.sh bench         build (release) and run the micro benchmarks
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certificates
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libssl-dev libsqlite3-dev
+  libsqlitecpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+build() {
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$(nproc)"
+}
+
+install_missing
+case "${1:-}" in
+  demo)
+    build release
+    ./build/release/tools/surge demo "${@:2}"
+    ;;
+  test)
+    build dev
+    ctest --preset dev -j "$(nproc)"
+    ;;
+  test-asan)
+    build asan
+    ctest --preset asan -j "$(nproc)"
+    ;;
+  test-tsan)
+    build tsan
+    ctest --preset tsan -j "$(nproc)"
+    ;;
+  bench)
+    build release
+    ./build/release/bench/surge_bench_micro "${@:2}"
+    ;;
+  *)
+    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|bench" >&2
+    exit 2
+    ;;
+esac

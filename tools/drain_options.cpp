@@ -1,0 +1,130 @@
+#include "tools/drain_options.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "engine/log.hpp"
+#include "tools/commands.hpp"
+
+namespace surge::tools {
+
+namespace {
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+}  // namespace
+
+void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
+  cmd->add_option("--db", o.db_path, "SQLite queue file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--subscribers", o.subscribers,
+                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all)");
+  cmd->add_flag("--until-drained", o.until_drained,
+                "Exit once nothing is due, leased or in flight");
+  cmd->add_option("--until-drained-wait", o.until_drained_wait,
+                  "With --until-drained, also wait for retries scheduled within this many "
+                  "seconds")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--duration", o.duration, "Stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-in-flight", o.max_in_flight, "Requests in flight, whole process")
+      ->capture_default_str()->check(CLI::Range(1, 1'000'000));
+  cmd->add_option("--per-subscriber-in-flight", o.per_subscriber_in_flight,
+                  "Requests in flight per subscriber whose max_in_flight column is 0")
+      ->capture_default_str()->check(CLI::Range(1, 100'000));
+  cmd->add_option("--lease", o.lease, "Seconds a claimed row stays leased to this process")
+      ->capture_default_str()->check(CLI::Range(5.0, 86400.0));
+  cmd->add_option("--max-attempts", o.max_attempts, "Attempts before a row is dead")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-age", o.max_age, "Seconds after creation a row is no longer retried")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--retry-base", o.retry_base, "First retry delay in seconds (doubles)")
+      ->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+  cmd->add_option("--retry-cap", o.retry_cap, "Longest retry delay in seconds")
+      ->capture_default_str()->check(CLI::Range(0.01, 7 * 86400.0));
+  cmd->add_option("--retry-after-cap", o.retry_after_cap,
+                  "Longest Retry-After honoured, in seconds")
+      ->capture_default_str()->check(CLI::Range(0.0, 7 * 86400.0));
+  cmd->add_flag("--allow-private-targets", o.allow_private_targets,
+                "Allow loopback and private addresses (tests and local benchmarks)");
+  cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle instead of the system trust store")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
+                  "Rows with a larger payload are dead-lettered instead of sent")
+      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
+      ->capture_default_str()->check(CLI::Range(0.01, 600.0));
+  cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
+      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  cmd->add_option("--grace", o.shutdown_grace,
+                  "Seconds in-flight attempts may take to finish after a stop signal")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--progress-interval", o.progress_interval,
+                  "Seconds between progress log lines (0: none)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--log-level", o.log_level, "debug, info, warn or error")
+      ->capture_default_str()->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+}
+
+engine::drain_config to_drain_config(const drain_cli_options& o) {
+  engine::drain_config config;
+  config.storage.db_path = o.db_path;
+  config.threads = o.threads;
+  if (!o.subscribers.empty()) {
+    std::string error;
+    auto set = proto::id_set::parse(o.subscribers, &error);
+    if (!set) throw usage_error("bad --subscribers: " + error);
+    config.subscribers = *set;
+  }
+  config.until_drained = o.until_drained;
+  config.until_drained_retry_wait = millis(o.until_drained_wait);
+  if (o.duration > 0) config.duration = millis(o.duration);
+  config.scheduler.max_in_flight = o.max_in_flight;
+  config.scheduler.per_subscriber_in_flight = o.per_subscriber_in_flight;
+  config.storage.lease = millis(o.lease);
+  config.retry.max_attempts = o.max_attempts;
+  config.retry.max_age = std::chrono::seconds(static_cast<std::int64_t>(o.max_age));
+  config.retry.base_delay = millis(o.retry_base);
+  config.retry.max_delay = millis(o.retry_cap);
+  if (config.retry.max_delay < config.retry.base_delay) {
+    throw usage_error("--retry-cap must not be below --retry-base");
+  }
+  config.retry_after_cap = std::chrono::seconds(static_cast<std::int64_t>(o.retry_after_cap));
+  config.http.allow_private_targets = o.allow_private_targets;
+  if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
+  config.scheduler.max_payload_bytes = o.max_payload_bytes;
+  config.http.connect_timeout = millis(o.connect_timeout);
+  config.http.attempt_timeout = millis(o.attempt_timeout);
+  if (config.http.connect_timeout > config.http.attempt_timeout) {
+    config.http.connect_timeout = config.http.attempt_timeout;
+  }
+  config.shutdown_grace = millis(o.shutdown_grace);
+  config.progress = o.progress_interval > 0;
+  if (config.progress) config.progress_interval = millis(o.progress_interval);
+  // Rows must be sent long before their lease runs out; a short lease with a long attempt
+  // timeout would hand rows to the other drainer while we are still sending them.
+  if (config.storage.lease < 2 * config.http.attempt_timeout + config.scheduler.claim_horizon) {
+    throw usage_error("--lease must be at least twice --attempt-timeout plus one second");
+  }
+  const std::string& level = o.log_level;
+  engine::set_log_level(level == "debug"  ? engine::log_level::debug
+                        : level == "warn" ? engine::log_level::warn
+                        : level == "error" ? engine::log_level::error
+                                           : engine::log_level::info);
+  return config;
+}
+
+void print_drain_summary(const engine::drain_summary& s) {
+  const double seconds = s.elapsed.count();
+  std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld lost_leases=%lld "
+              "attempts=%lld duration=%.1fs rate=%.0f/s%s\n",
+              static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
+              static_cast<long long>(s.dead), static_cast<long long>(s.released),
+              static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts), seconds,
+              seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
+              s.drained ? " (drained)" : "");
+  std::fflush(stdout);
+}
+
+}  // namespace surge::tools

@@ -1,0 +1,45 @@
+#pragma once
+// The flags of `surge drain` (also used by `surge demo`) and their translation to the engine
+// configuration.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/config.hpp"
+#include "engine/drain.hpp"
+
+namespace surge::tools {
+
+struct drain_cli_options {
+  std::string db_path;
+  int threads = 0;
+  std::string subscribers;
+  bool until_drained = false;
+  double until_drained_wait = 0;
+  double duration = 0;
+  int max_in_flight = 4096;
+  int per_subscriber_in_flight = 16;
+  double lease = 60;
+  int max_attempts = 8;
+  double max_age = 24 * 3600;
+  double retry_base = 1;
+  double retry_cap = 3600;
+  double retry_after_cap = 3600;
+  bool allow_private_targets = false;
+  std::string ca_file;
+  std::size_t max_payload_bytes = 1024 * 1024;
+  double connect_timeout = 4;
+  double attempt_timeout = 8;
+  double shutdown_grace = 10;
+  double progress_interval = 5;
+  std::string log_level = "info";
+};
+
+void add_drain_options(CLI::App* cmd, drain_cli_options& options);
+// Throws usage_error for values CLI11 cannot check alone.
+engine::drain_config to_drain_config(const drain_cli_options& options);
+
+// The one-line exit summary on stdout.
+void print_drain_summary(const engine::drain_summary& summary);
+
+}  // namespace surge::tools

@@ -1,0 +1,44 @@
+// surge: the webhook spike drainer and its tools.
+#include <exception>
+#include <iostream>
+
+#include <SQLiteCpp/Exception.h>
+
+#include "tools/commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace surge::tools;
+  CLI::App app{"surge: drains webhook delivery spikes from a SQLite queue, within every "
+               "subscriber's rate limit."};
+  app.name("surge");
+  app.require_subcommand(1, 1);
+  app.set_version_flag("--version", "surge 0.1.0");
+
+  command_action action;
+  add_migrate_command(app, action);
+  add_emit_command(app, action);
+  add_stats_command(app, action);
+  add_subscriber_command(app, action);
+  add_drain_command(app, action);
+  add_sink_command(app, action);
+  add_demo_command(app, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int printed = app.exit(error);
+    return printed == 0 ? exit_ok : exit_usage;
+  }
+  try {
+    return action ? action() : exit_usage;
+  } catch (const usage_error& error) {
+    std::cerr << "surge: " << error.what() << "\n";
+    return exit_usage;
+  } catch (const SQLite::Exception& error) {
+    std::cerr << "surge: database error: " << error.what() << "\n";
+    return exit_failure;
+  } catch (const std::exception& error) {
+    std::cerr << "surge: " << error.what() << "\n";
+    return exit_failure;
+  }
+}

@@ -1,0 +1,154 @@
+#include "tools/sink/behaviour.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+namespace surge::sink {
+
+namespace json = boost::json;
+
+namespace {
+
+[[noreturn]] void fail(std::string_view key, std::string_view why) {
+  throw std::invalid_argument("behaviours: \"" + std::string(key) + "\": " + std::string(why));
+}
+
+std::optional<double> as_number(const json::value& value) {
+  if (value.is_int64()) return static_cast<double>(value.get_int64());
+  if (value.is_uint64()) return static_cast<double>(value.get_uint64());
+  if (value.is_double()) return value.get_double();
+  return std::nullopt;
+}
+
+unsigned as_status(std::string_view key, const json::value& value) {
+  const auto number = as_number(value);
+  if (!number || *number != static_cast<double>(static_cast<unsigned>(*number)) ||
+      *number < 100 || *number > 599)
+    fail(key, "a status must be an integer in 100..599");
+  return static_cast<unsigned>(*number);
+}
+
+behaviour parse_one(std::string_view key, const json::value& value) {
+  if (!value.is_object()) fail(key, "expected an object");
+  behaviour result;
+  for (const auto& [field, item] : value.get_object()) {
+    if (field == "status") {
+      result.status = as_status(key, item);
+      result.status_set = true;
+    } else if (field == "delay_ms") {
+      const auto ms = as_number(item);
+      if (!ms || *ms < 0) fail(key, "delay_ms must be a non-negative number");
+      result.delay = std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+    } else if (field == "mix") {
+      if (!item.is_array() || item.get_array().empty()) fail(key, "mix must be a non-empty array");
+      for (const auto& entry : item.get_array()) {
+        if (!entry.is_array() || entry.get_array().size() != 2)
+          fail(key, "each mix entry must be [status, weight]");
+        const auto weight = as_number(entry.get_array()[1]);
+        if (!weight || *weight < 0) fail(key, "a mix weight must be a non-negative number");
+        result.mix.emplace_back(as_status(key, entry.get_array()[0]), *weight);
+      }
+      double total = 0;
+      for (const auto& [status, weight] : result.mix) total += weight;
+      if (total <= 0) fail(key, "mix weights must not all be zero");
+    } else if (field == "retry_after") {
+      if (item.is_string()) {
+        result.retry_after = std::string(item.get_string());
+      } else if (const auto seconds = as_number(item); seconds && *seconds >= 0) {
+        result.retry_after = std::to_string(static_cast<std::int64_t>(*seconds));
+      } else {
+        fail(key, "retry_after must be a string or a non-negative number");
+      }
+    } else if (field == "hang" || field == "reset") {
+      if (!item.is_bool()) fail(key, std::string(field) + " must be true or false");
+      (field == "hang" ? result.hang : result.reset) = item.get_bool();
+    } else if (field == "fail_first") {
+      const auto count = as_number(item);
+      if (!count || *count < 0 || *count > 1e9) fail(key, "fail_first must be a count");
+      result.fail_first = static_cast<int>(*count);
+    } else {
+      fail(key, "unknown field \"" + std::string(field) + "\"");
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+behaviour_set behaviour_set::parse(std::string_view text) {
+  std::error_code ec;
+  const json::value root = json::parse(json::string_view(text.data(), text.size()), ec);
+  if (ec) throw std::invalid_argument("behaviours: not valid JSON: " + ec.message());
+  if (!root.is_object()) throw std::invalid_argument("behaviours: expected a JSON object");
+  behaviour_set result;
+  for (const auto& [key_view, value] : root.get_object()) {
+    const std::string_view key(key_view.data(), key_view.size());
+    if (key == "*") {
+      result.default_ = parse_one(key, value);
+      continue;
+    }
+    std::int64_t id = 0;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (error != std::errc{} || end != key.data() + key.size())
+      fail(key, "keys must be subscriber ids or \"*\"");
+    result.by_id_[id] = parse_one(key, value);
+  }
+  return result;
+}
+
+behaviour_set behaviour_set::load_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("behaviours: cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse(text.str());
+}
+
+const behaviour& behaviour_set::for_subscriber(std::optional<std::int64_t> id) const {
+  if (id) {
+    if (const auto found = by_id_.find(*id); found != by_id_.end()) return found->second;
+  }
+  return default_;
+}
+
+responder::responder(behaviour_set behaviours, std::uint64_t seed)
+    : behaviours_(std::move(behaviours)), rng_(seed) {}
+
+action responder::decide(std::optional<std::int64_t> subscriber_id,
+                         std::string_view delivery_id) {
+  const behaviour& rule = behaviours_.for_subscriber(subscriber_id);
+  action result;
+  result.delay = rule.delay;
+  result.retry_after = rule.retry_after;
+  if (rule.hang) {
+    result.what = action::kind::hang;
+    return result;
+  }
+  if (rule.reset) result.what = action::kind::reset;
+
+  if (rule.fail_first > 0) {
+    std::lock_guard lock(mutex_);
+    int& seen = seen_[{subscriber_id.value_or(0), std::string(delivery_id)}];
+    ++seen;
+    result.status = seen <= rule.fail_first ? (rule.status_set ? rule.status : 500) : 200;
+    if (result.status == 200) result.retry_after.clear();
+    return result;
+  }
+  if (!rule.mix.empty()) {
+    std::vector<double> weights;
+    for (const auto& entry : rule.mix) weights.push_back(entry.second);
+    std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
+    std::lock_guard lock(mutex_);
+    result.status = rule.mix[pick(rng_)].first;
+    return result;
+  }
+  result.status = rule.status;
+  return result;
+}
+
+}  // namespace surge::sink

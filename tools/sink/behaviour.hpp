@@ -1,0 +1,66 @@
+#pragma once
+// Per-subscriber answers of the sink, configured from a JSON object keyed by subscriber id with
+// an optional "*" default, e.g. {"3": {"status": 500}, "5": {"mix": [[200, 0.7], [503, 0.3]]}}.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace surge::sink {
+
+struct behaviour {
+  unsigned status = 200;
+  bool status_set = false;  // fail_first defaults its failing status to 500 otherwise
+  std::chrono::milliseconds delay{0};
+  std::vector<std::pair<unsigned, double>> mix;  // (status, weight); replaces status when set
+  std::string retry_after;                       // sent verbatim when not empty
+  bool hang = false;
+  bool reset = false;
+  int fail_first = 0;
+};
+
+class behaviour_set {
+ public:
+  // Throws std::invalid_argument naming the offending key; unknown fields are errors so that a
+  // typo does not silently turn into "answer 200".
+  static behaviour_set parse(std::string_view json);
+  static behaviour_set load_file(const std::string& path);
+
+  // The subscriber's entry, else "*", else the plain 200 behaviour.
+  const behaviour& for_subscriber(std::optional<std::int64_t> id) const;
+
+ private:
+  std::map<std::int64_t, behaviour> by_id_;
+  behaviour default_;
+};
+
+struct action {
+  enum class kind { respond, hang, reset };
+  kind what = kind::respond;
+  unsigned status = 200;
+  std::chrono::milliseconds delay{0};
+  std::string retry_after;
+};
+
+// The mutable half of behaviours: the seeded RNG for mixes and fail_first counters. Thread-safe.
+class responder {
+ public:
+  explicit responder(behaviour_set behaviours, std::uint64_t seed = 1);
+
+  action decide(std::optional<std::int64_t> subscriber_id, std::string_view delivery_id);
+
+ private:
+  behaviour_set behaviours_;
+  std::mutex mutex_;
+  std::mt19937_64 rng_;
+  // Keyed by subscriber and delivery id: delivery ids are row ids, but a test may reuse them.
+  std::map<std::pair<std::int64_t, std::string>, int, std::less<>> seen_;
+};
+
+}  // namespace surge::sink

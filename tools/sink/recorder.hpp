@@ -1,0 +1,80 @@
+#pragma once
+// Every request the sink saw: a CSV line in the record file and in-memory counters for
+// GET /_sink/stats.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "tools/sink/verdict.hpp"
+
+namespace surge::sink {
+
+struct request_record {
+  double arrival = 0;          // Unix seconds
+  std::string subscriber;      // the last path segment as sent
+  std::string delivery_id;     // X-VVV-Delivery-Id, empty when absent
+  std::string attempt;         // X-VVV-Attempt, empty when absent
+  verdict result = verdict::missing;
+  unsigned status_sent = 0;    // 0: nothing was sent (hang, reset)
+  std::string event_type;      // X-VVV-Event
+  std::uint64_t connection_id = 0;
+  // Protocol slips that do not change the verdict but a drainer must not make.
+  bool bad_content_type = false;
+  bool missing_delivery_headers = false;
+  bool stale_timestamp = false;
+};
+
+// One CSV line without the newline: arrival (6 decimals), subscriber_id, delivery_id, attempt,
+// verdict, status_sent, event_type, connection_id. Fields are quoted only when they need it.
+std::string format_record(const request_record& record);
+
+class recorder {
+ public:
+  // An empty path keeps counters only. The file is truncated: one run, one record.
+  explicit recorder(const std::string& path, std::chrono::milliseconds flush_interval =
+                                                 std::chrono::milliseconds(100));
+  ~recorder();
+  recorder(const recorder&) = delete;
+  recorder& operator=(const recorder&) = delete;
+
+  void add(const request_record& record);
+  void note_connection();
+
+  // {"requests":N,"connections":N,"by_verdict":{..},"by_status":{..},"problems":{..},
+  //  "by_subscriber":{"3":{"requests":..,"ok":..,..,"by_status":{..}}}}
+  std::string stats_json() const;
+  std::uint64_t requests() const;
+
+  // Writes buffered lines to the file; also runs on a timer and when closing.
+  void flush();
+  // Stops the flush thread, flushes and closes the file. Idempotent.
+  void close();
+
+ private:
+  struct counters {
+    std::uint64_t requests = 0;
+    std::map<verdict, std::uint64_t> by_verdict;
+    std::map<unsigned, std::uint64_t> by_status;
+  };
+
+  void flush_locked();
+  void flush_loop(std::chrono::milliseconds interval);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool closing_ = false;
+  std::FILE* file_ = nullptr;
+  std::string buffer_;
+  counters total_;
+  std::uint64_t connections_ = 0;
+  std::uint64_t bad_content_type_ = 0, missing_delivery_headers_ = 0, stale_timestamp_ = 0;
+  std::map<std::string, counters> by_subscriber_;
+  std::thread flusher_;
+};
+
+}  // namespace surge::sink
