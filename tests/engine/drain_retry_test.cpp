@@ -1,0 +1,167 @@
+// Failure handling end to end: backoff, Retry-After in both forms, the attempt and age limits,
+// and 410 Gone.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include <SQLiteCpp/Statement.h>
+
+#include "storage/database.hpp"
+#include "tests/support/e2e.hpp"
+
+namespace surge::testing {
+namespace {
+
+struct retry_env {
+  temp_dir dir;
+  test_queue queue{dir};
+  std::optional<sink_process> sink;
+
+  explicit retry_env(const std::string& behaviours) {
+    sink.emplace(dir, queue.path(), sink_process::options{.behaviours_json = behaviours});
+  }
+  std::int64_t subscriber(double rate = 100, int burst = 10, int max_in_flight = 0) {
+    const auto id = queue.add_subscriber("http://placeholder/", rate, burst);
+    queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink->url_for(id) +
+                    "', max_in_flight = " + std::to_string(max_in_flight) +
+                    " WHERE id = " + std::to_string(id));
+    return id;
+  }
+  run_result drain(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
+                                  "--until-drained-wait", "10", "--allow-private-targets",
+                                  "--progress-interval", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_surge(dir, args);
+  }
+};
+
+std::vector<sink_request> of_delivery(const std::vector<sink_request>& all, std::int64_t id) {
+  std::vector<sink_request> out;
+  for (const auto& r : all) {
+    if (r.delivery_id == id) out.push_back(r);
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.arrival < b.arrival; });
+  return out;
+}
+
+TEST(DrainRetry, FailuresAreRetriedWithBackoffThatIsNeverEarly) {
+  retry_env env(R"({"1": {"fail_first": 2, "status": 500}})");
+  const auto id = env.subscriber();
+  const auto rows = env.queue.add_rows(id, 3);
+  const auto result = env.drain({"--retry-base", "0.4"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  for (auto row : rows) {
+    const auto tries = of_delivery(requests, row);
+    ASSERT_EQ(tries.size(), 3u) << "delivery " << row;
+    EXPECT_EQ(tries[0].attempt, 1);
+    EXPECT_EQ(tries[1].attempt, 2);
+    EXPECT_EQ(tries[2].attempt, 3);
+    // Equal jitter: at least half the nominal delay (0.4 s, then 0.8 s).
+    EXPECT_GE(tries[1].arrival - tries[0].arrival, 0.2);
+    EXPECT_GE(tries[2].arrival - tries[1].arrival, 0.4);
+    const auto state = env.queue.row(row);
+    EXPECT_EQ(state.status, "done");
+    EXPECT_EQ(state.attempts, 3);
+  }
+}
+
+TEST(DrainRetry, TooManyRequestsWithRetryAfterSecondsPausesTheSubscriberAndCostsNoAttempt) {
+  retry_env env(R"({"1": {"fail_first": 1, "status": 429, "retry_after": "2"}})");
+  // One request at a time, so that the pause is visible across rows.
+  const auto id = env.subscriber(100, 10, 1);
+  const auto rows = env.queue.add_rows(id, 3);
+  const auto result = env.drain();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  ASSERT_FALSE(requests.empty());
+  const auto first = std::min_element(requests.begin(), requests.end(), [](auto& a, auto& b) {
+    return a.arrival < b.arrival;
+  });
+  ASSERT_EQ(first->status, 429);
+  for (const auto& request : requests) {
+    if (&request == &*first) continue;
+    EXPECT_GE(request.arrival - first->arrival, 1.95)
+        << "request during the Retry-After pause: delivery " << request.delivery_id;
+  }
+  const auto retried = of_delivery(requests, first->delivery_id);
+  ASSERT_EQ(retried.size(), 2u);
+  EXPECT_EQ(retried[1].attempt, 1) << "a 429 must not use up an attempt";
+  EXPECT_EQ(env.queue.row(first->delivery_id).attempts, 1);
+  for (auto row : rows) EXPECT_EQ(env.queue.row(row).status, "done");
+}
+
+std::string http_date(std::time_t when) {
+  std::tm utc{};
+  gmtime_r(&when, &utc);
+  char text[64];
+  std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
+  return text;
+}
+
+TEST(DrainRetry, ServiceUnavailableWithAnHttpDateIsHonoured) {
+  const auto until = static_cast<std::time_t>(storage::unix_now()) + 4;
+  retry_env env(R"({"1": {"fail_first": 1, "status": 503, "retry_after": ")" + http_date(until) +
+                R"("}})");
+  const auto id = env.subscriber();
+  const auto rows = env.queue.add_rows(id, 1);
+  const auto result = env.drain();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto tries = of_delivery(env.sink->stop_and_read(), rows.front());
+  ASSERT_EQ(tries.size(), 2u);
+  EXPECT_EQ(tries[0].status, 503);
+  EXPECT_GE(tries[1].arrival, static_cast<double>(until) - 0.05);
+  EXPECT_EQ(env.queue.row(rows.front()).attempts, 2);  // a 503 does count
+}
+
+TEST(DrainRetry, AttemptLimitDeadLetters) {
+  retry_env env(R"({"1": {"status": 500}})");
+  const auto id = env.subscriber();
+  const auto rows = env.queue.add_rows(id, 2);
+  const auto result = env.drain({"--max-attempts", "3", "--retry-base", "0.1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  for (auto row : rows) {
+    EXPECT_EQ(of_delivery(requests, row).size(), 3u);
+    const auto state = env.queue.row(row);
+    EXPECT_EQ(state.status, "dead");
+    EXPECT_EQ(state.attempts, 3);
+    EXPECT_EQ(state.last_status.value_or(0), 500);
+    EXPECT_NE(state.last_error.find("attempt limit"), std::string::npos) << state.last_error;
+  }
+}
+
+TEST(DrainRetry, RetryWindowDeadLettersOldRows) {
+  retry_env env(R"({"1": {"status": 502}})");
+  const auto id = env.subscriber();
+  const auto old_rows = env.queue.add_rows(id, 2, R"({"old":true})", storage::unix_now() - 2000);
+  const auto result = env.drain({"--max-age", "1000"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  for (auto row : old_rows) {
+    EXPECT_EQ(of_delivery(requests, row).size(), 1u);
+    const auto state = env.queue.row(row);
+    EXPECT_EQ(state.status, "dead");
+    EXPECT_NE(state.last_error.find("retry window"), std::string::npos) << state.last_error;
+  }
+}
+
+TEST(DrainRetry, GoneDeadLettersAndDeactivatesTheSubscriber) {
+  retry_env env(R"({"1": {"status": 410}})");
+  const auto id = env.subscriber(100, 10, 1);
+  const auto rows = env.queue.add_rows(id, 4);
+  const auto result = env.drain();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  EXPECT_EQ(requests.size(), 1u) << "rows after a 410 must not be sent";
+  for (auto row : rows) EXPECT_EQ(env.queue.row(row).status, "dead");
+  SQLite::Statement active(env.queue.db(), "SELECT active FROM webhook_subscriber WHERE id = ?");
+  active.bind(1, id);
+  ASSERT_TRUE(active.executeStep());
+  EXPECT_EQ(active.getColumn(0).getInt(), 0);
+}
+
+}  // namespace
+}  // namespace surge::testing

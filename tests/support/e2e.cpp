@@ -1,0 +1,215 @@
+#include "tests/support/e2e.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/database.hpp"
+#include "storage/schema.hpp"
+
+namespace surge::testing {
+
+namespace fs = std::filesystem;
+
+std::string surge_binary() { return SURGE_BINARY_PATH; }
+
+std::vector<sink_request> read_sink_record(const std::string& path) {
+  std::vector<sink_request> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream stream(line);
+    std::string field;
+    while (std::getline(stream, field, ',')) fields.push_back(field);
+    if (fields.size() < 8) continue;
+    sink_request request;
+    request.arrival = std::stod(fields[0]);
+    request.subscriber_id = fields[1].empty() ? 0 : std::stoll(fields[1]);
+    request.delivery_id = fields[2].empty() ? 0 : std::stoll(fields[2]);
+    request.attempt = fields[3].empty() ? 0 : std::stoi(fields[3]);
+    request.verdict = fields[4];
+    request.status = std::stoi(fields[5]);
+    request.event_type = fields[6];
+    request.connection_id = std::stoull(fields[7]);
+    out.push_back(std::move(request));
+  }
+  return out;
+}
+
+sink_process::sink_process(const temp_dir& dir, const std::string& db_path, options opts) {
+  static int counter = 0;
+  const std::string tag = "sink" + std::to_string(++counter);
+  record_path_ = dir.file(tag + ".csv");
+  const std::string port_file = dir.file(tag + ".port");
+  std::vector<std::string> args{"sink",        "--listen", "127.0.0.1:0", "--db", db_path,
+                                "--port-file", port_file,  "--record",    record_path_,
+                                "--threads",   std::to_string(opts.threads)};
+  if (!opts.behaviours_json.empty()) {
+    const std::string behaviours = dir.file(tag + "-behaviours.json");
+    std::ofstream(behaviours) << opts.behaviours_json;
+    args.insert(args.end(), {"--behaviours", behaviours});
+  }
+  if (!opts.tls_cert.empty()) {
+    args.insert(args.end(), {"--tls-cert", opts.tls_cert, "--tls-key", opts.tls_key});
+  }
+  process_.emplace(surge_binary(), args, dir.file(tag + ".out"), dir.file(tag + ".err"));
+  const auto port = tools::wait_for_file(port_file, std::chrono::seconds(20));
+  if (!port) throw std::runtime_error("surge sink did not start; see " + dir.file(tag + ".err"));
+  port_ = static_cast<std::uint16_t>(std::stoi(*port));
+}
+
+std::string sink_process::url_for(std::int64_t subscriber_id, bool tls,
+                                  const std::string& host) const {
+  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_) +
+         "/hook/" + std::to_string(subscriber_id);
+}
+
+std::vector<sink_request> sink_process::stop_and_read() {
+  if (process_) {
+    process_->stop(std::chrono::seconds(10));
+    process_.reset();
+  }
+  return read_sink_record(record_path_);
+}
+
+run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
+                     std::chrono::milliseconds timeout) {
+  static int counter = 0;
+  const std::string tag = "run" + std::to_string(++counter);
+  tools::child_process child(surge_binary(), args, dir.file(tag + ".out"), dir.file(tag + ".err"));
+  run_result result;
+  auto status = child.wait(timeout);
+  if (!status) status = child.stop(std::chrono::seconds(5));
+  result.exit_code = *status;
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream content;
+    content << in.rdbuf();
+    return content.str();
+  };
+  result.out = slurp(dir.file(tag + ".out"));
+  result.err = slurp(dir.file(tag + ".err"));
+  return result;
+}
+
+namespace {
+// The shared DDL of DESIGN section 1, exactly as the other programs create it.
+constexpr const char* shared_ddl = R"sql(
+CREATE TABLE webhook_subscriber (
+  id INTEGER PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL,
+  event_types TEXT NOT NULL DEFAULT '*',
+  rate_per_sec REAL NOT NULL DEFAULT 5.0,
+  burst INTEGER NOT NULL DEFAULT 10,
+  tokens REAL NOT NULL DEFAULT 10.0,
+  tokens_updated_at REAL NOT NULL DEFAULT 0,
+  active INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE webhook_delivery (
+  id INTEGER PRIMARY KEY,
+  subscriber_id INTEGER NOT NULL REFERENCES webhook_subscriber(id),
+  event_type TEXT NOT NULL, payload TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending',
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at REAL NOT NULL DEFAULT 0,
+  locked_until REAL NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL);
+CREATE INDEX idx_delivery_due ON webhook_delivery(status, next_attempt_at)
+  WHERE status IN ('pending', 'retry');
+)sql";
+
+SQLite::Database make_queue(const std::string& path) {
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(shared_ddl);
+  }
+  auto db = storage::open_database({.path = path, .create_if_missing = false});
+  storage::migrate(db);
+  return db;
+}
+}  // namespace
+
+test_queue::test_queue(const temp_dir& dir, const std::string& name)
+    : path_(dir.file(name)), db_(make_queue(path_)) {}
+
+std::int64_t test_queue::add_subscriber(const std::string& url, double rate, std::int64_t burst,
+                                        const std::string& signing, const std::string& secret,
+                                        const std::string& events) {
+  storage::subscriber_row row;
+  row.url = url;
+  row.rate_per_sec = rate;
+  row.burst = burst;
+  row.tokens = static_cast<double>(burst);
+  row.signing = signing;
+  row.secret = secret;
+  row.event_types = events;
+  return storage::add_subscriber(db_, row);
+}
+
+std::vector<std::int64_t> test_queue::add_rows(std::int64_t subscriber_id, int count,
+                                               const std::string& payload,
+                                               std::optional<double> created_at) {
+  std::vector<std::int64_t> ids;
+  const double now = storage::unix_now();
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement insert(db_,
+                           "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
+                           "next_attempt_at, created_at) VALUES (?, 'video.trending', ?, ?, ?)");
+  for (int i = 0; i < count; ++i) {
+    insert.bind(1, subscriber_id);
+    insert.bind(2, payload);
+    insert.bind(3, now);
+    insert.bind(4, created_at.value_or(now));
+    insert.exec();
+    insert.reset();
+    ids.push_back(db_.getLastInsertRowid());
+  }
+  transaction.commit();
+  return ids;
+}
+
+test_queue::row_state test_queue::row(std::int64_t delivery_id) {
+  SQLite::Statement query(db_,
+                          "SELECT status, attempts, locked_until, last_status, last_error "
+                          "FROM webhook_delivery WHERE id = ?");
+  query.bind(1, delivery_id);
+  if (!query.executeStep()) throw std::runtime_error("no row " + std::to_string(delivery_id));
+  row_state out;
+  out.status = query.getColumn(0).getString();
+  out.attempts = query.getColumn(1).getInt64();
+  out.locked_until = query.getColumn(2).getDouble();
+  if (!query.getColumn(3).isNull()) out.last_status = query.getColumn(3).getInt();
+  out.last_error = query.getColumn(4).getString();
+  return out;
+}
+
+std::map<std::string, std::int64_t> test_queue::count_by_status() {
+  std::map<std::string, std::int64_t> out;
+  SQLite::Statement query(db_, "SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status");
+  while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
+  return out;
+}
+
+std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests) {
+  std::map<std::int64_t, int> out;
+  for (const auto& request : requests) ++out[request.delivery_id];
+  return out;
+}
+
+int max_in_window(std::vector<double> arrivals, double window) {
+  std::sort(arrivals.begin(), arrivals.end());
+  int best = 0;
+  std::size_t start = 0;
+  for (std::size_t end = 0; end < arrivals.size(); ++end) {
+    while (arrivals[end] - arrivals[start] >= window) ++start;
+    best = std::max(best, static_cast<int>(end - start + 1));
+  }
+  return best;
+}
+
+}  // namespace surge::testing

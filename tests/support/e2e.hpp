@@ -1,0 +1,106 @@
+#pragma once
+// End-to-end test support: a temp directory with a real queue file, the real `surge sink` and
+// `surge drain` processes on loopback, and the sink's request record.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "storage/subscribers.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tools/process.hpp"
+
+namespace surge::testing {
+
+// The `surge` binary under test (set by CMake).
+std::string surge_binary();
+
+struct sink_request {
+  double arrival = 0;
+  std::int64_t subscriber_id = 0;
+  std::int64_t delivery_id = 0;
+  int attempt = 0;
+  std::string verdict;
+  int status = 0;
+  std::string event_type;
+  std::uint64_t connection_id = 0;
+};
+
+std::vector<sink_request> read_sink_record(const std::string& path);
+
+class sink_process {
+ public:
+  struct options {
+    std::string behaviours_json;  // empty: every request gets 200
+    std::string tls_cert, tls_key;
+    int threads = 1;
+  };
+  sink_process(const temp_dir& dir, const std::string& db_path, options opts);
+  sink_process(const temp_dir& dir, const std::string& db_path)
+      : sink_process(dir, db_path, options{}) {}
+
+  std::uint16_t port() const { return port_; }
+  std::string url_for(std::int64_t subscriber_id, bool tls = false,
+                      const std::string& host = "127.0.0.1") const;
+  // Stops the sink (SIGTERM) and returns every request it recorded.
+  std::vector<sink_request> stop_and_read();
+
+ private:
+  std::string record_path_;
+  std::optional<tools::child_process> process_;
+  std::uint16_t port_ = 0;
+};
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `surge ARGS...` to completion (killed after `timeout`).
+run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
+// A queue file made by the shared DDL and migrated, with helpers to fill it.
+class test_queue {
+ public:
+  explicit test_queue(const temp_dir& dir, const std::string& name = "queue.db");
+  const std::string& path() const { return path_; }
+  SQLite::Database& db() { return db_; }
+
+  std::int64_t add_subscriber(const std::string& url, double rate, std::int64_t burst,
+                              const std::string& signing = "vvv",
+                              const std::string& secret = "test-secret",
+                              const std::string& events = "*");
+  // Inserts `count` pending rows for one subscriber, due now (or at `due`).
+  std::vector<std::int64_t> add_rows(std::int64_t subscriber_id, int count,
+                                     const std::string& payload = R"({"video":"v1"})",
+                                     std::optional<double> created_at = std::nullopt);
+
+  struct row_state {
+    std::string status;
+    std::int64_t attempts = 0;
+    double locked_until = 0;
+    std::optional<int> last_status;
+    std::string last_error;
+  };
+  row_state row(std::int64_t delivery_id);
+  std::map<std::string, std::int64_t> count_by_status();
+
+ private:
+  std::string path_;
+  SQLite::Database db_;
+};
+
+// Requests per delivery id.
+std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests);
+
+// Largest count of requests to one subscriber within any window of `window` seconds.
+int max_in_window(std::vector<double> arrivals, double window);
+
+}  // namespace surge::testing
