@@ -119,6 +119,7 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
                                                       now_unix);
       auto& sub = *state;
+      order_.push_back(&sub);
       subscribers_.emplace(row.id, std::move(state));
       if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
     } else {
@@ -139,6 +140,8 @@ void shard::accept_claims(claim_reply reply) {
     if (it == subscribers_.end()) continue;
     it->second->pending_claim = std::max(0, it->second->pending_claim - asked.rows);
   }
+  for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
+  pending_total_ = std::max(0, pending_total_);
   std::unordered_map<std::int64_t, int> got;
   for (auto& row : reply.rows) {
     counters_.add(counters_.claimed);
@@ -154,7 +157,7 @@ void shard::accept_claims(claim_reply reply) {
       continue;
     }
     sub.ready.push_back(std::move(row));
-    counters_.add(counters_.buffered);
+    adjust_buffered(1);
   }
   // A short answer means the subscriber has nothing more due right now: poll it less often.
   for (const auto& asked : reply.asked) {
@@ -186,8 +189,16 @@ void shard::send_demand() {
   const double horizon =
       std::chrono::duration<double>(config_.scheduler.claim_horizon).count();
   std::vector<storage::subscriber_demand> demand;
-  for (auto& [id, entry] : subscribers_) {
-    auto& sub = *entry;
+  // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
+  // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
+  // no subscriber is always last in line.
+  int budget = in_flight_cap_ * config_.scheduler.buffer_per_slot -
+               buffered_ - pending_total_;
+  const std::size_t count = order_.size();
+  std::size_t visited = 0;
+  for (; visited < count && budget > 0; ++visited) {
+    auto& sub = *order_[(demand_cursor_ + visited) % count];
+    const auto id = sub.settings.id;
     if (now < sub.poll_after) continue;
     const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
     int limit = 0;
@@ -203,11 +214,14 @@ void shard::send_demand() {
                                 config_.scheduler.buffer_per_slot;
       limit = static_cast<int>(std::min(sendable, buffer_cap));
     }
-    const int want = limit - held;
+    const int want = std::min(limit - held, budget);
     if (want <= 0) continue;
     sub.pending_claim += want;
+    pending_total_ += want;
+    budget -= want;
     demand.push_back({.subscriber_id = id, .rows = want});
   }
+  if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
   if (demand.empty()) return;
   claim_outstanding_ = true;
   storage_.request_claims(index_, std::move(demand));
@@ -224,16 +238,25 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       while (!sub.ready.empty()) {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
-        dead_letter(sub, std::move(row), sub.settings.unusable_reason);
+        dead_letter(std::move(row), sub.settings.unusable_reason);
       }
       continue;
     } else if (sub.ready.front().payload.size() > limits.max_payload_bytes) {
       auto row = std::move(sub.ready.front());
       sub.ready.pop_front();
       const auto size = row.payload.size();
-      dead_letter(sub, std::move(row),
+      dead_letter(std::move(row),
                   "payload too large: " + std::to_string(size) + " bytes, limit " +
                       std::to_string(limits.max_payload_bytes));
+      continue;
+    } else if (lease_too_short(sub.ready.front())) {
+      // Sending now could outlive the lease and race another drainer for the row: give it back
+      // to the queue instead; it is claimed again on the next round.
+      auto row = std::move(sub.ready.front());
+      sub.ready.pop_front();
+      adjust_buffered(-1);
+      counters_.add(counters_.released);
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
       continue;
     } else if (sub.paused_until > now) {
       wake_at = sub.paused_until;
@@ -247,11 +270,12 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     } else if (sub.bucket.try_take(now)) {
       auto row = std::move(sub.ready.front());
       sub.ready.pop_front();
-      counters_.add(counters_.buffered, -1);
+      adjust_buffered(-1);
       ++sub.in_flight;
       ++in_flight_;
       counters_.add(counters_.in_flight);
-      asio::co_spawn(io_, attempt(sub, std::move(row)), asio::detached);
+      asio::co_spawn(io_, attempt(sub, std::move(row), sub.settings.target, sub.settings.signer),
+                     asio::detached);
       continue;
     } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
       wake_at = now + wait;
@@ -261,26 +285,28 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
   }
 }
 
-asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row row) {
+asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row row,
+                                     std::shared_ptr<const proto::target> target,
+                                     std::shared_ptr<const proto::signer> signer) {
   const double started_unix = storage::unix_now();
   const auto attempt_number = row.attempts + 1;
   http_result result;
   try {
-    http_request request{http::verb::post, sub.settings.target->path, 11};
-    request.set(http::field::host, sub.settings.target->host_header);
+    http_request request{http::verb::post, target->path, 11};
+    request.set(http::field::host, target->host_header);
     request.set(http::field::user_agent, config_.http.user_agent);
     request.set(http::field::content_type, "application/json");
     request.set("X-VVV-Event", row.event_type);
     request.set("X-VVV-Delivery-Id", std::to_string(row.id));
     request.set("X-VVV-Attempt", std::to_string(attempt_number));
-    const auto signed_fields = sub.settings.signer->sign(
+    const auto signed_fields = signer->sign(
         "msg_" + std::to_string(row.id), static_cast<std::int64_t>(started_unix), row.payload);
     for (std::size_t i = 0; i < signed_fields.count; ++i) {
       request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
     }
     request.body() = row.payload;
     request.prepare_payload();
-    result = co_await client_.send(*sub.settings.target, request);
+    result = co_await client_.send(*target, request);
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();
@@ -363,6 +389,12 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
   if (stopping_ && in_flight_ == 0) finish();
 }
 
+bool shard::lease_too_short(const storage::claimed_row& row) const {
+  const double margin =
+      std::chrono::duration<double>(config_.http.attempt_timeout).count() + 1.0;
+  return storage::unix_now() + margin > row.lease;
+}
+
 void shard::slot_freed(subscriber_state& sub) {
   sub.notify();
   if (!waiting_for_slot_.empty()) {
@@ -372,10 +404,9 @@ void shard::slot_freed(subscriber_state& sub) {
   }
 }
 
-void shard::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {
-  counters_.add(counters_.buffered, -1);
+void shard::dead_letter(storage::claimed_row row, std::string reason) {
+  adjust_buffered(-1);
   counters_.add(counters_.dead);
-  (void)sub;
   auto out = outcome_for(row, storage::outcome_kind::dead);
   out.last_error = std::move(reason);
   out.finished_at = storage::unix_now();
@@ -384,7 +415,7 @@ void shard::dead_letter(subscriber_state& sub, storage::claimed_row row, std::st
 
 void shard::release_ready(subscriber_state& sub) {
   for (auto& row : sub.ready) {
-    counters_.add(counters_.buffered, -1);
+    adjust_buffered(-1);
     counters_.add(counters_.released);
     push_outcome(outcome_for(row, storage::outcome_kind::release));
   }
@@ -393,13 +424,18 @@ void shard::release_ready(subscriber_state& sub) {
 
 void shard::reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason) {
   for (auto& row : sub.ready) {
-    counters_.add(counters_.buffered, -1);
+    adjust_buffered(-1);
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at = next_attempt_at;
     out.last_error = reason;
     push_outcome(std::move(out));
   }
   sub.ready.clear();
+}
+
+void shard::adjust_buffered(int delta) {
+  buffered_ += delta;
+  counters_.add(counters_.buffered, delta);
 }
 
 void shard::push_outcome(storage::outcome outcome) {

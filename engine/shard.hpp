@@ -50,12 +50,17 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> demand_loop();
   boost::asio::awaitable<void> flush_loop();
   boost::asio::awaitable<void> pump(subscriber_state& sub);
-  boost::asio::awaitable<void> attempt(subscriber_state& sub, storage::claimed_row row);
+  // Takes the target and signer the pump saw, so a reload cannot change them mid-attempt.
+  boost::asio::awaitable<void> attempt(subscriber_state& sub, storage::claimed_row row,
+                                       std::shared_ptr<const proto::target> target,
+                                       std::shared_ptr<const proto::signer> signer);
   void send_demand();
-  void dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason);
+  void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
   void push_outcome(storage::outcome outcome);
+  void adjust_buffered(int delta);
+  bool lease_too_short(const storage::claimed_row& row) const;
   void flush_outcomes();
   void slot_freed(subscriber_state& sub);
   void finish();
@@ -72,10 +77,14 @@ class shard final : public shard_endpoint {
   std::thread thread_;
 
   std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
+  std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
+  std::size_t demand_cursor_ = 0;
   std::vector<subscriber_state*> waiting_for_slot_;
   int in_flight_ = 0;
   int in_flight_cap_;
   bool claim_outstanding_ = false;
+  int buffered_ = 0;       // rows in this shard's ready queues
+  int pending_total_ = 0;  // rows asked of the storage thread, not yet answered
   bool stopping_ = false;
   std::vector<storage::outcome> outcomes_;
   std::vector<std::int64_t> deactivate_;

@@ -18,7 +18,7 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
 
   auto parsed = proto::parse_target_url(row.url);
   if (parsed.value) {
-    out.target = std::move(*parsed.value);
+    out.target = std::make_shared<const proto::target>(std::move(*parsed.value));
   } else {
     out.unusable_reason = "malformed URL: " + parsed.error;
   }
@@ -27,7 +27,7 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   if (!scheme) {
     if (out.unusable_reason.empty()) out.unusable_reason = "unknown signing scheme '" + row.signing + "'";
   } else if (auto signer = proto::signer::create(*scheme, row.secret, &signer_error)) {
-    out.signer = std::move(*signer);
+    out.signer = std::make_shared<const proto::signer>(std::move(*signer));
   } else if (out.unusable_reason.empty()) {
     out.unusable_reason = "unusable secret: " + signer_error;
   }

@@ -21,8 +21,10 @@ namespace surge::engine {
 struct subscriber_settings {
   std::int64_t id = 0;
   std::string url;
-  std::optional<proto::target> target;
-  std::optional<proto::signer> signer;
+  // Shared so that an attempt in flight keeps the target it started with when a reload swaps
+  // the settings underneath it.
+  std::shared_ptr<const proto::target> target;
+  std::shared_ptr<const proto::signer> signer;
   double rate = 0;
   double burst = 1;
   bool active = true;
