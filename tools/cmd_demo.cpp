@@ -36,7 +36,7 @@ constexpr demo_subscriber demo_subscribers[] = {
     {"dashboard", "video.*", 400, 40, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     {"cache-warmer", "video.trending", 80, 10, "vvv", "demo-secret-cache"},
     {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner"},
-    {"flaky", "video.trending, video.velocity_changed", 150, 20, "vvv", "demo-secret-flaky"},
+    {"flaky", "video.trending, video.velocity_changed", 500, 50, "vvv", "demo-secret-flaky"},
     {"broken", "video.rank_updated", 20, 5, "standard", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"},
 };
 
@@ -93,7 +93,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
       auto db = storage::open_database({.path = db_path});
       storage::migrate(db);
 
-      std::cout << "demo: working in " << dir.string() << "\n";
+      std::cout << "demo: working in " << dir.string() << std::endl;
       const auto port_file = (dir / "sink.port").string();
       fs::remove(port_file);
       child_process sink(self_executable(),
@@ -121,13 +121,14 @@ void add_demo_command(CLI::App& app, command_action& action) {
                     static_cast<long long>(id), s.name, s.rate, static_cast<long long>(s.burst),
                     s.signing, s.events);
       }
+      std::fflush(stdout);
       const double now = storage::unix_now();
       const int scale = opts->scale;
       std::int64_t rows = 0;
       rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now, 400 * scale);
       rows += storage::emit_event(db, "video.velocity_changed", R"({"video_id":"v1","velocity":42.5})", now, 1200 * scale);
       rows += storage::emit_event(db, "video.rank_updated", R"({"video_id":"v1","rank":1})", now, 10 * scale);
-      std::cout << "demo: queued " << rows << " deliveries; draining\n";
+      std::cout << "demo: queued " << rows << " deliveries; draining" << std::endl;
 
       drain_cli_options drain;
       drain.db_path = db_path;

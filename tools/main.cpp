@@ -1,6 +1,7 @@
 // surge: the webhook spike drainer and its tools.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include <SQLiteCpp/Exception.h>
 
@@ -23,6 +24,15 @@ int main(int argc, char** argv) {
   add_sink_command(app, action);
   add_demo_command(app, action);
 
+  // CLI11 reports an unknown subcommand as "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    const auto known = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == word; });
+    if (known.empty()) {
+      std::cerr << "surge: unknown command '" << word << "'\nRun with --help for the commands.\n";
+      return exit_usage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

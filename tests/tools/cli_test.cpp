@@ -1,0 +1,135 @@
+// The `surge` program through its command line: exit codes, messages, --json output.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include "tests/support/e2e.hpp"
+
+namespace surge::testing {
+namespace {
+
+TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
+  temp_dir dir;
+  auto result = run_surge(dir, {"frobnicate"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("unknown command 'frobnicate'"), std::string::npos) << result.err;
+
+  result = run_surge(dir, {"migrate", "--db", dir.file("q.db"), "--bogus"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--bogus"), std::string::npos) << result.err;
+
+  result = run_surge(dir, {"drain", "--db", dir.file("missing.db")});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("missing.db"), std::string::npos) << result.err;
+
+  test_queue queue(dir);
+  result = run_surge(dir, {"drain", "--db", queue.path(), "--subscribers", "5-2"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--subscribers"), std::string::npos) << result.err;
+
+  result = run_surge(dir, {"drain", "--db", queue.path(), "--lease", "5"});
+  EXPECT_EQ(result.exit_code, 2) << "a lease shorter than two attempt timeouts is refused";
+
+  result = run_surge(dir, {"drain", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* flag : {"--threads", "--subscribers", "--until-drained", "--duration",
+                           "--max-in-flight", "--per-subscriber-in-flight", "--lease",
+                           "--max-attempts", "--max-age", "--allow-private-targets",
+                           "--ca-file"}) {
+    EXPECT_NE(result.out.find(flag), std::string::npos) << flag << " missing from --help";
+  }
+}
+
+TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
+  temp_dir dir;
+  const std::string path = dir.file("shared.db");
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec("CREATE TABLE webhook_subscriber (id INTEGER PRIMARY KEY, url TEXT NOT NULL, "
+             "secret TEXT NOT NULL, event_types TEXT NOT NULL DEFAULT '*', rate_per_sec REAL "
+             "NOT NULL DEFAULT 5.0, burst INTEGER NOT NULL DEFAULT 10, tokens REAL NOT NULL "
+             "DEFAULT 10.0, tokens_updated_at REAL NOT NULL DEFAULT 0, active INTEGER NOT NULL "
+             "DEFAULT 1)");
+    raw.exec("INSERT INTO webhook_subscriber (url, secret) VALUES ('https://a.example/h', 's')");
+  }
+  // webhook_delivery is missing: migrate creates what is absent and keeps what is there.
+  auto result = run_surge(dir, {"migrate", "--db", path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("schema version"), std::string::npos);
+  result = run_surge(dir, {"migrate", "--db", path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("already current"), std::string::npos) << result.out;
+
+  result = run_surge(dir, {"subscriber", "list", "--db", path, "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto list = boost::json::parse(result.out).as_array();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].at("signing").as_string(), "vvv");  // the new column's default
+}
+
+TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
+  temp_dir dir;
+  const std::string db = dir.file("q.db");
+  ASSERT_EQ(run_surge(dir, {"migrate", "--db", db}).exit_code, 0);
+
+  auto added = run_surge(dir, {"subscriber", "add", "--db", db, "--url",
+                               "https://partner.example/hook", "--events", "video.*",
+                               "--rate-per-minute", "120", "--burst", "4", "--signing",
+                               "standard", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const auto sub = boost::json::parse(added.out).as_object();
+  EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").as_double(), 2.0);
+  EXPECT_EQ(std::string(sub.at("secret").as_string()).rfind("whsec_", 0), 0u)
+      << "a standard subscriber gets a generated whsec_ secret";
+
+  auto other = run_surge(dir, {"subscriber", "add", "--db", db, "--url",
+                               "http://other.example/x", "--events", "user.*"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+
+  auto bad = run_surge(dir, {"subscriber", "add", "--db", db, "--url", "ftp://x.example/"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--url"), std::string::npos) << bad.err;
+
+  auto emitted = run_surge(dir, {"emit", "--db", db, "--type", "video.trending", "--data",
+                                 R"({"video":"v1"})", "--count", "5"});
+  ASSERT_EQ(emitted.exit_code, 0) << emitted.err;
+  EXPECT_NE(emitted.out.find("queued 5 "), std::string::npos) << emitted.out;  // one matches
+
+  auto not_json = run_surge(dir, {"emit", "--db", db, "--type", "video.trending", "--data",
+                                  "{not json"});
+  EXPECT_EQ(not_json.exit_code, 2);
+
+  auto stats = run_surge(dir, {"stats", "--db", db, "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const auto parsed = boost::json::parse(stats.out).as_object();
+  EXPECT_EQ(parsed.at("pending").as_int64(), 5);
+  EXPECT_EQ(parsed.at("due_now").as_int64(), 5);
+  ASSERT_EQ(parsed.at("subscribers").as_array().size(), 1u);
+
+  ASSERT_EQ(run_surge(dir, {"subscriber", "disable", "--db", db, "1"}).exit_code, 0);
+  auto listed = run_surge(dir, {"subscriber", "list", "--db", db, "--json"});
+  EXPECT_FALSE(boost::json::parse(listed.out).as_array()[0].at("active").as_bool());
+  EXPECT_EQ(run_surge(dir, {"subscriber", "enable", "--db", db, "99"}).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace surge::testing
+
+namespace surge::testing {
+namespace {
+
+// The README's main job: a demo spike drained end to end against a real sink process.
+TEST(Cli, DemoDrainsASpikeEndToEnd) {
+  temp_dir dir;
+  const auto result = run_surge(dir, {"demo", "--dir", dir.file("demo")});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("sink verdicts: ok="), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("bad="), std::string::npos) << "a signature failed to verify";
+}
+
+}  // namespace
+}  // namespace surge::testing
