@@ -1,0 +1,89 @@
+// Limits are live: changed in the table while a drain runs, and handed over to and from the
+// steady-state drainer through the persisted bucket columns (DESIGN section 3).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <SQLiteCpp/Statement.h>
+
+#include "storage/database.hpp"
+#include "tests/support/e2e.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<double> sorted_arrivals(const std::vector<sink_request>& requests) {
+  std::vector<double> out;
+  for (const auto& r : requests) out.push_back(r.arrival);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber("http://placeholder/", 4, 1);
+  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
+                  "' WHERE id = " + std::to_string(id));
+  queue.add_rows(id, 300);
+
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--allow-private-targets",
+                              "--duration", "9", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(3s);
+  const double changed_at = storage::unix_now();
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                   std::to_string(id), "--rate", "40", "--burst", "1"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  ASSERT_EQ(drain.wait(30s).value_or(-1), 0);
+
+  const auto arrivals = sorted_arrivals(sink.stop_and_read());
+  const auto before = std::count_if(arrivals.begin(), arrivals.end(),
+                                    [&](double t) { return t < changed_at; });
+  // ~3 s at 4/s before the change; the re-read happens within 3 s of it, and then 40/s for
+  // the rest: far more than the old rate could ever send in 9 s (36 + 1).
+  EXPECT_LE(before, 4 * 3 + 2);
+  EXPECT_GT(static_cast<double>(arrivals.size()), 4 * 9 + 1 + 40);
+  // The new limit holds too: at most burst + 40 * T + 1 in any window after the change.
+  std::vector<double> after;
+  for (double t : arrivals) {
+    if (t >= changed_at) after.push_back(t);
+  }
+  EXPECT_LE(max_in_window(after, 1.0), 1 + 40 + 1);
+}
+
+TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber("http://placeholder/", 2, 20);
+  // The steady-state drainer just spent the whole burst: no second burst for Surge.
+  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
+                  "', tokens = 0, tokens_updated_at = " + std::to_string(storage::unix_now()) +
+                  " WHERE id = " + std::to_string(id));
+  queue.add_rows(id, 100);
+
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
+                                      "--duration", "3", "--progress-interval", "0"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto arrivals = sorted_arrivals(sink.stop_and_read());
+  // An empty bucket at 2/s for ~3 s: about 6 requests, nowhere near a burst of 20.
+  EXPECT_LE(arrivals.size(), 9u);
+  EXPECT_GE(arrivals.size(), 3u);
+
+  SQLite::Statement bucket(queue.db(),
+                           "SELECT tokens, tokens_updated_at FROM webhook_subscriber WHERE id = ?");
+  bucket.bind(1, id);
+  ASSERT_TRUE(bucket.executeStep());
+  // Written back at exit: a recent time and less than one token left (it was backlogged).
+  EXPECT_LT(bucket.getColumn(0).getDouble(), 1.0);
+  EXPECT_GT(bucket.getColumn(1).getDouble(), storage::unix_now() - 10);
+}
+
+}  // namespace
+}  // namespace surge::testing
