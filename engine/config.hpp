@@ -67,6 +67,9 @@ struct drain_config {
   std::chrono::milliseconds shutdown_grace = 10s;  // in-flight attempts may finish within this
   std::chrono::milliseconds progress_interval = 5s;
   bool progress = true;
+  enum class status_line { automatic, on, off } status = status_line::automatic;
+  std::optional<std::string> metrics_listen;  // HOST:PORT for /metrics and /healthz
+  std::size_t metrics_top_subscribers = 50;
   proto::retry_config retry;
   std::chrono::seconds retry_after_cap = std::chrono::hours(1);
   http_client_config http;

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include "engine/counters.hpp"
 #include "engine/http_client.hpp"
 #include "engine/log.hpp"
+#include "engine/metrics.hpp"
+#include "engine/metrics_server.hpp"
 #include "engine/shard.hpp"
 #include "engine/storage_worker.hpp"
 #include "storage/database.hpp"
@@ -25,21 +28,48 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string progress_line(const drain_counters& counters, std::int64_t delivered_before,
-                          std::chrono::duration<double> interval) {
-  const auto delivered = counters.delivered.load();
-  const double rate = static_cast<double>(delivered - delivered_before) / interval.count();
+std::string progress_line(const drain_counters& counters, double rate) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "progress: delivered=%lld (%.0f/s) retried=%lld dead=%lld in_flight=%lld "
                 "buffered=%lld backlog=%lld lost_leases=%lld",
-                static_cast<long long>(delivered), rate,
+                static_cast<long long>(counters.delivered.load()), rate,
                 static_cast<long long>(counters.retried.load()),
                 static_cast<long long>(counters.dead.load()),
                 static_cast<long long>(counters.in_flight.load()),
                 static_cast<long long>(counters.buffered.load()),
                 static_cast<long long>(counters.backlog.load()),
                 static_cast<long long>(counters.lost_leases.load()));
+  return line;
+}
+
+std::string eta_text(std::int64_t backlog, double rate) {
+  if (backlog <= 0) return "0:00";
+  if (rate < 0.5) return "--:--";
+  const auto seconds = static_cast<long long>(static_cast<double>(backlog) / rate);
+  char text[32];
+  if (seconds >= 3600) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", seconds / 3600, seconds / 60 % 60,
+                  seconds % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lld:%02lld", seconds / 60, seconds % 60);
+  }
+  return text;
+}
+
+std::string status_text(const drain_metrics& metrics, double rate) {
+  const auto& c = metrics.counters;
+  const auto backlog = c.backlog.load();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "surge: backlog %s | %.0f delivered/s | failing %lld | in flight %lld | "
+                "buffered %lld | done %lld dead %lld | ETA %s",
+                backlog < 0 ? "?" : std::to_string(backlog).c_str(), rate,
+                static_cast<long long>(metrics.failing_subscribers()),
+                static_cast<long long>(c.in_flight.load()),
+                static_cast<long long>(c.buffered.load()),
+                static_cast<long long>(c.delivered.load()),
+                static_cast<long long>(c.dead.load()), eta_text(backlog, rate).c_str());
   return line;
 }
 
@@ -57,13 +87,14 @@ drain_summary run_drain(const drain_config& input) {
     storage::migrate(db);
   }
 
-  drain_counters counters;
+  drain_metrics metrics(static_cast<std::size_t>(config.threads));
+  drain_counters& counters = metrics.counters;
   auto tls = make_client_tls_context(config.http);
-  storage_worker storage(config, counters);
+  storage_worker storage(config, metrics);
   std::vector<std::unique_ptr<shard>> shards;
   std::vector<shard_endpoint*> endpoints;
   for (int i = 0; i < config.threads; ++i) {
-    shards.push_back(std::make_unique<shard>(i, config.threads, config, storage, tls, counters));
+    shards.push_back(std::make_unique<shard>(i, config.threads, config, storage, tls, metrics));
     endpoints.push_back(shards.back().get());
   }
   storage.attach(endpoints);
@@ -139,14 +170,46 @@ drain_summary run_drain(const drain_config& input) {
     });
   }
 
+  std::optional<metrics_server> server;
+  if (config.metrics_listen) {
+    server.emplace(control, *config.metrics_listen,
+                   metrics_server::handlers{
+                       .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },
+                       .unhealthy_reason = [&] {
+                         return metrics.unhealthy_reason(std::chrono::seconds(10),
+                                                         std::chrono::seconds(2));
+                       }});
+    log_info("metrics on http://" + config.metrics_listen->substr(0, config.metrics_listen->rfind(':')) +
+             ":" + std::to_string(server->port()) + "/metrics");
+  }
+
+  // On a terminal: one status line redrawn every second. Otherwise: a log line now and then.
+  const bool status_line =
+      config.status == drain_config::status_line::on ||
+      (config.status == drain_config::status_line::automatic && ::isatty(STDERR_FILENO));
+  set_status_line_active(status_line);
+  const auto tick = status_line ? std::chrono::milliseconds(1000) : config.progress_interval;
   std::int64_t delivered_before = 0;
+  double smoothed_rate = 0;
+  auto last_tick = std::chrono::steady_clock::now();
   std::function<void()> schedule_progress = [&] {
-    if (!config.progress) return;
-    progress_timer.expires_after(config.progress_interval);
+    if (!status_line && !config.progress) return;
+    progress_timer.expires_after(tick);
     progress_timer.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
-      log_info(progress_line(counters, delivered_before, config.progress_interval));
-      delivered_before = counters.delivered.load();
+      const auto now = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(now - last_tick).count();
+      const auto delivered = counters.delivered.load();
+      const double rate = seconds > 0 ? static_cast<double>(delivered - delivered_before) / seconds : 0;
+      // Smoothed over a few ticks so the ETA does not jump with every burst.
+      smoothed_rate = smoothed_rate == 0 ? rate : 0.7 * smoothed_rate + 0.3 * rate;
+      delivered_before = delivered;
+      last_tick = now;
+      if (status_line) {
+        write_status_line(status_text(metrics, smoothed_rate));
+      } else {
+        log_info(progress_line(counters, rate));
+      }
       schedule_progress();
     });
   };
@@ -158,6 +221,8 @@ drain_summary run_drain(const drain_config& input) {
            " shards");
 
   control.run();
+  if (status_line) end_status_line();
+  if (server) server->stop();
 
   storage.finish(config.threads);
   for (auto& s : shards) s->join();

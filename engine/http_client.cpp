@@ -106,8 +106,12 @@ std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& 
 }
 
 http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::context> tls,
-                         http_client_config config)
-    : executor_(std::move(executor)), tls_(std::move(tls)), config_(std::move(config)) {}
+                         http_client_config config,
+                         std::atomic<std::int64_t>* open_connections_gauge)
+    : executor_(std::move(executor)),
+      tls_(std::move(tls)),
+      config_(std::move(config)),
+      open_connections_gauge_(open_connections_gauge) {}
 
 http_client::~http_client() = default;
 
@@ -123,6 +127,7 @@ void http_client::close(connection_ptr conn) {
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
   conn->lowest().close();
   --open_connections_;
+  if (open_connections_gauge_) open_connections_gauge_->fetch_sub(1, std::memory_order_relaxed);
 }
 
 void http_client::evict_idle() {
@@ -200,6 +205,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
   ++open_connections_;
+  if (open_connections_gauge_) open_connections_gauge_->fetch_add(1, std::memory_order_relaxed);
 
   if (!target.tls) {
     auto conn = std::make_unique<connection>(std::move(stream));

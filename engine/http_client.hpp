@@ -1,7 +1,9 @@
 #pragma once
 // Keep-alive HTTP/1.1 and HTTPS client for one shard (DESIGN section 5). Not thread-safe: it
 // lives on its shard's io_context thread, like the subscribers that use it.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -39,7 +41,8 @@ std::shared_ptr<boost::asio::ssl::context> make_client_tls_context(
 class http_client {
  public:
   http_client(boost::asio::any_io_executor executor,
-              std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config);
+              std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config,
+              std::atomic<std::int64_t>* open_connections_gauge = nullptr);
   ~http_client();
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
@@ -73,6 +76,7 @@ class http_client {
   http_client_config config_;
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
   std::size_t open_connections_ = 0;
+  std::atomic<std::int64_t>* open_connections_gauge_;
 };
 
 }  // namespace surge::engine

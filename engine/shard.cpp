@@ -46,15 +46,16 @@ storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_k
 }  // namespace
 
 shard::shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
-             std::shared_ptr<asio::ssl::context> tls, drain_counters& counters)
+             std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)
     : index_(index),
       shard_count_(shard_count),
       config_(config),
       retry_policy_(config.retry),
       storage_(storage),
-      counters_(counters),
+      metrics_(metrics),
+      counters_(metrics.counters),
       work_(io_.get_executor()),
-      client_(io_.get_executor(), std::move(tls), config.http),
+      client_(io_.get_executor(), std::move(tls), config.http, &metrics.open_connections),
       in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
       rng_(std::random_device{}()) {}
 
@@ -268,6 +269,11 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         waiting_for_slot_.push_back(&sub);
       }
     } else if (sub.bucket.try_take(now)) {
+      if (sub.token_wait_since) {
+        add_to(metrics_.token_wait_seconds,
+               std::chrono::duration<double>(now - *sub.token_wait_since).count());
+        sub.token_wait_since.reset();
+      }
       auto row = std::move(sub.ready.front());
       sub.ready.pop_front();
       adjust_buffered(-1);
@@ -278,6 +284,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
                      asio::detached);
       continue;
     } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
+      if (!sub.token_wait_since) sub.token_wait_since = now;
       wake_at = now + wait;
     }
     sub.wake.expires_at(wake_at);
@@ -314,6 +321,16 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
   counters_.add(counters_.attempts);
   if (result.fresh_retry) counters_.add(counters_.fresh_retries);
   const double finished_unix = storage::unix_now();
+  metrics_.count_attempt(result.status);
+  metrics_.attempt_duration.observe(finished_unix - started_unix);
+  if (row.attempts == 0) metrics_.due_lag.observe(std::max(0.0, started_unix - row.next_attempt_at));
+  if (result.status >= 200 && result.status < 300) {
+    ++sub.delivered;
+    sub.consecutive_failures = 0;
+  } else {
+    ++sub.failed_attempts;
+    ++sub.consecutive_failures;
+  }
 
   auto out = outcome_for(row, storage::outcome_kind::done);
   out.last_status = result.status;
@@ -450,13 +467,44 @@ void shard::flush_outcomes() {
 
 asio::awaitable<void> shard::flush_loop() {
   asio::steady_timer timer(io_);
+  auto next_publish = steady::now();
   while (!finished_) {
     timer.expires_after(config_.scheduler.outcome_flush_interval);
     co_await timer.async_wait(use_tuple);
     flush_outcomes();
+    metrics_.beat_shard(static_cast<std::size_t>(index_));
+    if (steady::now() >= next_publish) {
+      publish_metrics();
+      next_publish = steady::now() + std::chrono::seconds(1);
+    }
     // Idle keep-alive connections are closed before servers close them under us.
     client_.evict_idle();
   }
+}
+
+void shard::publish_metrics() {
+  drain_metrics::shard_view view;
+  const auto now = steady::now();
+  for (const auto* sub : order_) {
+    if (sub->paused_until > now) ++view.paused_subscribers;
+    if (sub->consecutive_failures > 0) ++view.failing_subscribers;
+    if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
+    view.subscribers.push_back({.id = sub->settings.id, .delivered = sub->delivered,
+                                .failed = sub->failed_attempts, .in_flight = sub->in_flight,
+                                .buffered = static_cast<std::int64_t>(sub->ready.size()),
+                                .rate_limit = sub->settings.rate,
+                                .paused = sub->paused_until > now});
+  }
+  // Only the busiest can make the scrape's top list, so keep the hand-off small.
+  const std::size_t keep = config_.metrics_top_subscribers;
+  if (view.subscribers.size() > keep) {
+    std::nth_element(view.subscribers.begin(), view.subscribers.begin() + static_cast<std::ptrdiff_t>(keep),
+                     view.subscribers.end(), [](const auto& a, const auto& b) {
+                       return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
+                     });
+    view.subscribers.resize(keep);
+  }
+  metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
 }
 
 void shard::finish() {

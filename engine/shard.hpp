@@ -17,6 +17,7 @@
 #include "engine/config.hpp"
 #include "engine/counters.hpp"
 #include "engine/http_client.hpp"
+#include "engine/metrics.hpp"
 #include "engine/storage_worker.hpp"
 #include "engine/subscriber.hpp"
 #include "proto/retry_policy.hpp"
@@ -26,7 +27,7 @@ namespace surge::engine {
 class shard final : public shard_endpoint {
  public:
   shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
-        std::shared_ptr<boost::asio::ssl::context> tls, drain_counters& counters);
+        std::shared_ptr<boost::asio::ssl::context> tls, drain_metrics& metrics);
   ~shard() override;
 
   void start();
@@ -64,12 +65,14 @@ class shard final : public shard_endpoint {
   void flush_outcomes();
   void slot_freed(subscriber_state& sub);
   void finish();
+  void publish_metrics();
 
   int index_;
   int shard_count_;
   drain_config config_;
   proto::retry_policy retry_policy_;
   storage_worker& storage_;
+  drain_metrics& metrics_;
   drain_counters& counters_;
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

@@ -11,6 +11,7 @@
 
 #include "engine/config.hpp"
 #include "engine/counters.hpp"
+#include "engine/metrics.hpp"
 #include "storage/claims.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/subscribers.hpp"
@@ -32,7 +33,7 @@ class shard_endpoint {
 
 class storage_worker {
  public:
-  storage_worker(const drain_config& config, drain_counters& counters);
+  storage_worker(const drain_config& config, drain_metrics& metrics);
   ~storage_worker();
 
   // Shards must be attached before start(); subscriber s belongs to shard s % shards.size().
@@ -61,9 +62,11 @@ class storage_worker {
   void answer_claims();
   void reload_subscribers(bool initial);
   void check_drained();
+  void ping_if_idle();
   void update_drainable(const std::vector<std::pair<std::int64_t, bool>>& ids);
 
   drain_config config_;
+  drain_metrics& metrics_;
   drain_counters& counters_;
   std::vector<shard_endpoint*> shards_;
   std::thread thread_;
@@ -91,6 +94,7 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_commit_{};
   std::chrono::steady_clock::time_point last_reload_{};
   std::chrono::steady_clock::time_point last_drained_check_{};
+  std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
   int quiet_checks_ = 0;
   static constexpr int orphan_sweep_every = 10;  // subscriber reloads

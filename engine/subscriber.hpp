@@ -49,6 +49,11 @@ struct subscriber_state {
   std::chrono::steady_clock::time_point poll_after{};
   std::chrono::milliseconds idle_poll{0};
   std::chrono::steady_clock::time_point paused_until{};
+  // Set while the front row waits for a token, to account token wait time.
+  std::optional<std::chrono::steady_clock::time_point> token_wait_since;
+  std::int64_t delivered = 0;
+  std::int64_t failed_attempts = 0;
+  int consecutive_failures = 0;
   // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
   boost::asio::steady_timer wake;
 

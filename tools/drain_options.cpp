@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/log.hpp"
+#include "engine/metrics_server.hpp"
 #include "tools/commands.hpp"
 
 namespace surge::tools {
@@ -65,6 +66,17 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--log-level", o.log_level, "debug, info, warn or error")
       ->capture_default_str()->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  cmd->add_option("--log-format", o.log_format, "text or json (one object per line)")
+      ->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--progress", o.progress,
+                  "auto: a live status line on a terminal, else log lines every "
+                  "--progress-interval; on: always the status line; off: neither")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--metrics-listen", o.metrics_listen,
+                  "HOST:PORT for Prometheus /metrics and /healthz (port 0 picks one)");
+  cmd->add_option("--metrics-subscribers", o.metrics_subscribers,
+                  "Per-subscriber series for at most this many, the busiest first")
+      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{10000}));
 }
 
 engine::drain_config to_drain_config(const drain_cli_options& o) {
@@ -100,7 +112,21 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
     config.http.connect_timeout = config.http.attempt_timeout;
   }
   config.shutdown_grace = millis(o.shutdown_grace);
-  config.progress = o.progress_interval > 0;
+  config.progress = o.progress_interval > 0 && o.progress != "off";
+  config.status = o.progress == "on"    ? engine::drain_config::status_line::on
+                  : o.progress == "off" ? engine::drain_config::status_line::off
+                                        : engine::drain_config::status_line::automatic;
+  if (!o.metrics_listen.empty()) {
+    try {
+      engine::parse_listen_address(o.metrics_listen);
+    } catch (const std::invalid_argument& error) {
+      throw usage_error(std::string("bad --metrics-listen: ") + error.what());
+    }
+    config.metrics_listen = o.metrics_listen;
+  }
+  config.metrics_top_subscribers = o.metrics_subscribers;
+  engine::set_log_format(o.log_format == "json" ? engine::log_format::json
+                                                : engine::log_format::text);
   if (config.progress) config.progress_interval = millis(o.progress_interval);
   // Rows must be sent long before their lease runs out; a short lease with a long attempt
   // timeout would hand rows to the other drainer while we are still sending them.

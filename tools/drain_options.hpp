@@ -33,6 +33,10 @@ struct drain_cli_options {
   double shutdown_grace = 10;
   double progress_interval = 5;
   std::string log_level = "info";
+  std::string log_format = "text";
+  std::string progress = "auto";
+  std::string metrics_listen;
+  std::size_t metrics_subscribers = 50;
 };
 
 void add_drain_options(CLI::App* cmd, drain_cli_options& options);
