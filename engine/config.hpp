@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/adaptive_rate.hpp"
+#include "engine/circuit_breaker.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
 
@@ -43,6 +45,8 @@ struct scheduler_config {
   // A pause (Retry-After) longer than this gives buffered rows back to the queue instead of
   // holding their leases.
   std::chrono::milliseconds pause_release_threshold = 5s;
+  circuit_config circuit;
+  adaptive_rate_config adaptive;
 };
 
 struct storage_worker_config {

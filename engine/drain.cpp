@@ -234,6 +234,7 @@ drain_summary run_drain(const drain_config& input) {
   summary.released = counters.released.load();
   summary.lost_leases = counters.lost_leases.load();
   summary.attempts = counters.attempts.load();
+  summary.remaining = storage.remaining();
   summary.storage_errors = counters.storage_errors.load();
   summary.elapsed = std::chrono::steady_clock::now() - started;
   return summary;

@@ -148,6 +148,13 @@ std::int64_t drain_metrics::failing_subscribers() const {
   return total;
 }
 
+std::vector<std::int64_t> drain_metrics::blocked_subscribers() const {
+  std::lock_guard lock(views_mutex_);
+  std::vector<std::int64_t> out;
+  for (const auto& view : views_) out.insert(out.end(), view.blocked.begin(), view.blocked.end());
+  return out;
+}
+
 std::string drain_metrics::render(std::size_t top) const {
   std::string out;
   out.reserve(8192);
@@ -210,18 +217,22 @@ std::string drain_metrics::render(std::size_t top) const {
                    commit_duration);
 
   std::vector<subscriber_snapshot> subscribers;
-  std::int64_t paused = 0, failing = 0;
+  std::int64_t paused = 0, failing = 0, open_circuits = 0;
   {
     std::lock_guard lock(views_mutex_);
     for (const auto& view : views_) {
       paused += view.paused_subscribers;
       failing += view.failing_subscribers;
+      open_circuits += view.open_circuits;
       subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
     }
   }
   gauge("surge_subscribers_paused", "Subscribers paused by Retry-After.", static_cast<double>(paused));
   gauge("surge_subscribers_failing", "Subscribers whose last attempt failed.",
         static_cast<double>(failing));
+  gauge("surge_subscribers_circuit_open",
+        "Subscribers whose circuit is open: one probe per cool-down, nothing claimed.",
+        static_cast<double>(open_circuits));
 
   // Bounded cardinality: the busiest subscribers only.
   std::sort(subscribers.begin(), subscribers.end(), [](const auto& a, const auto& b) {

@@ -64,10 +64,13 @@ struct drain_metrics {
   struct shard_view {
     std::int64_t paused_subscribers = 0;
     std::int64_t failing_subscribers = 0;
+    std::int64_t open_circuits = 0;
+    std::vector<std::int64_t> blocked;  // subscribers behind a persistently open circuit
     std::vector<subscriber_snapshot> subscribers;
   };
   void publish(std::size_t shard, shard_view view);
   std::int64_t failing_subscribers() const;
+  std::vector<std::int64_t> blocked_subscribers() const;
 
   void count_attempt(int status);  // 0: transport failure
 

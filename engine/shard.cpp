@@ -118,15 +118,17 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
     auto it = subscribers_.find(row.id);
     if (it == subscribers_.end()) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
-                                                      now_unix);
+                                                      now_unix, config_.scheduler);
       auto& sub = *state;
       order_.push_back(&sub);
       subscribers_.emplace(row.id, std::move(state));
       if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
     } else {
       auto& sub = *it->second;
-      // New limits take effect without resetting tokens (DESIGN section 3).
-      sub.bucket.reconfigure(row.rate_per_sec, static_cast<double>(row.burst), now);
+      // New limits take effect without resetting tokens (DESIGN section 3); a rate lowered by
+      // pushback stays lowered, within the new limit.
+      sub.pace.reconfigure(row.rate_per_sec);
+      sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
       sub.settings = std::move(settings);
       sub.notify();
     }
@@ -207,6 +209,10 @@ void shard::send_demand() {
       limit = unusable_claim_batch;
     } else if (sub.bucket.paused() || sub.paused_until > now) {
       continue;
+    } else if (sub.breaker.blocking()) {
+      // An open circuit claims nothing but the one row its probe needs.
+      if (!sub.probe_due(now)) continue;
+      limit = 1;
     } else {
       // Rows it can send within the horizon: tokens now plus refill, bounded by a buffer of a
       // few in-flight slots so a fast subscriber stays fed between claim rounds.
@@ -261,6 +267,9 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       continue;
     } else if (sub.paused_until > now) {
       wake_at = sub.paused_until;
+    } else if (sub.breaker.blocking() && !sub.probe_due(now)) {
+      // Open: wait for the probe time. Probing: wait for the probe's answer.
+      if (sub.breaker.current() == circuit_breaker::state::open) wake_at = sub.breaker.next_probe_at();
     } else if (sub.in_flight >= sub.settings.in_flight_cap) {
       // Wait for one of its own attempts to finish.
     } else if (in_flight_ >= in_flight_cap_) {
@@ -269,6 +278,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         waiting_for_slot_.push_back(&sub);
       }
     } else if (sub.bucket.try_take(now)) {
+      sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
       if (sub.token_wait_since) {
         add_to(metrics_.token_wait_seconds,
                std::chrono::duration<double>(now - *sub.token_wait_since).count());
@@ -331,6 +341,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
     ++sub.failed_attempts;
     ++sub.consecutive_failures;
   }
+  observe_endpoint(sub, result);
 
   auto out = outcome_for(row, storage::outcome_kind::done);
   out.last_status = result.status;
@@ -404,6 +415,31 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
   counters_.add(counters_.in_flight, -1);
   slot_freed(sub);
   if (stopping_ && in_flight_ == 0) finish();
+}
+
+void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
+  const auto now = steady::now();
+  const bool pushback = result.status == 429 || result.status == 503;
+  // 5xx and no answer at all say the endpoint is unwell; any other answer says it is alive.
+  // A 503 with Retry-After is pushback, handled by the pause, not a sign of a dead endpoint.
+  const bool unwell =
+      (result.status >= 500 && !(result.status == 503 && !result.retry_after.empty())) ||
+      (result.status == 0 && result.error != proto::transport_error::refused_target);
+  if (unwell) {
+    const bool was_closed = !sub.breaker.blocking();
+    sub.breaker.on_failure(now);
+    if (was_closed && sub.breaker.blocking()) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
+               std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
+      // Its buffered rows go back to the queue rather than sit on leases while it is down.
+      release_ready(sub);
+    }
+  } else if (result.status != 0) {
+    sub.breaker.on_success();
+  }
+  const bool changed = pushback ? sub.pace.on_pushback(now)
+                                : (result.status >= 200 && result.status < 300 && sub.pace.on_success(now));
+  if (changed) sub.bucket.reconfigure(sub.pace.effective(), sub.bucket.capacity(), now);
 }
 
 bool shard::lease_too_short(const storage::claimed_row& row) const {
@@ -488,6 +524,8 @@ void shard::publish_metrics() {
   for (const auto* sub : order_) {
     if (sub->paused_until > now) ++view.paused_subscribers;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
+    if (sub->breaker.blocking()) ++view.open_circuits;
+    if (sub->breaker.persistently_open()) view.blocked.push_back(sub->settings.id);
     if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
     view.subscribers.push_back({.id = sub->settings.id, .delivered = sub->delivered,
                                 .failed = sub->failed_attempts, .in_flight = sub->in_flight,

@@ -62,6 +62,8 @@ class shard final : public shard_endpoint {
   void push_outcome(storage::outcome outcome);
   void adjust_buffered(int delta);
   bool lease_too_short(const storage::claimed_row& row) const;
+  // Feeds an attempt's result to the subscriber's circuit breaker and adaptive rate.
+  void observe_endpoint(subscriber_state& sub, const http_result& result);
   void flush_outcomes();
   void slot_freed(subscriber_state& sub);
   void finish();

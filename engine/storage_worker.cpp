@@ -153,7 +153,14 @@ void storage_worker::run() {
           log_error(std::string("could not write token buckets back: ") + error.what());
         }
       }
-      if (pending_outcomes_.empty()) return;
+      if (pending_outcomes_.empty()) {
+        try {
+          remaining_ = storage::count_outstanding(db_->db, storage::unix_now(), config_.subscribers);
+        } catch (const SQLite::Exception&) {
+          remaining_ = -1;
+        }
+        return;
+      }
       // Outcomes that could not be written yet: keep trying until the database takes them.
       std::this_thread::sleep_for(config_.storage.error_backoff);
     }
@@ -238,8 +245,8 @@ void storage_worker::reload_subscribers(bool initial) {
   last_reload_ = steady::now();
   try {
     auto rows = storage::load_subscribers(db_->db, config_.subscribers);
-    std::vector<std::pair<std::int64_t, bool>> rows_for_drainable;
-    for (const auto& row : rows) rows_for_drainable.emplace_back(row.id, row.rate_per_sec > 0);
+    sendable_.clear();
+    for (const auto& row : rows) sendable_.emplace_back(row.id, row.rate_per_sec > 0);
     std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
     for (auto& row : rows) {
       per_shard[static_cast<std::size_t>(row.id % static_cast<std::int64_t>(shards_.size()))]
@@ -248,7 +255,6 @@ void storage_worker::reload_subscribers(bool initial) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       shards_[i]->on_subscribers(std::move(per_shard[i]));
     }
-    update_drainable(rows_for_drainable);
     // Orphan rows are rare and finding them reads the due index, so look only now and then.
     if (reloads_++ % orphan_sweep_every == 0) {
       const auto orphans = storage::dead_letter_orphans(db_->db, storage::unix_now(),
@@ -265,20 +271,23 @@ void storage_worker::reload_subscribers(bool initial) {
   }
 }
 
-void storage_worker::update_drainable(const std::vector<std::pair<std::int64_t, bool>>& ids) {
-  // Rows of paused subscribers (rate 0) cannot be sent, so --until-drained does not wait for
-  // them; everything else in the chosen set counts.
-  bool any_paused = false;
+void storage_worker::update_drainable() {
+  // Rows of paused subscribers (rate 0) and of subscribers whose circuit stays open probe after
+  // probe cannot be sent now, so --until-drained does not wait for them; everything else in
+  // the chosen set counts.
+  auto blocked = metrics_.blocked_subscribers();
+  std::sort(blocked.begin(), blocked.end());
+  bool any_excluded = false;
   std::string list;
-  for (const auto& [id, sendable] : ids) {
-    if (!sendable) {
-      any_paused = true;
+  for (const auto& [id, sendable] : sendable_) {
+    if (!sendable || std::binary_search(blocked.begin(), blocked.end(), id)) {
+      any_excluded = true;
       continue;
     }
     if (!list.empty()) list += ',';
     list += std::to_string(id);
   }
-  if (!any_paused) {
+  if (!any_excluded) {
     drainable_ = config_.subscribers;
   } else if (list.empty()) {
     drainable_ = proto::id_set::parse("0").value();  // no real subscriber has id 0
@@ -309,6 +318,7 @@ void storage_worker::check_drained() {
     return;
   }
   try {
+    update_drainable();
     const double now = storage::unix_now();
     const auto outstanding = storage::count_outstanding(db_->db, now, drainable_);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);

@@ -54,6 +54,8 @@ class storage_worker {
   // Set when --until-drained finds nothing due, leased or in flight.
   void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
   bool failed() const { return failed_.load(); }
+  // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
+  std::int64_t remaining() const { return remaining_; }
 
  private:
   void run();
@@ -63,7 +65,7 @@ class storage_worker {
   void reload_subscribers(bool initial);
   void check_drained();
   void ping_if_idle();
-  void update_drainable(const std::vector<std::pair<std::int64_t, bool>>& ids);
+  void update_drainable();
 
   drain_config config_;
   drain_metrics& metrics_;
@@ -100,6 +102,8 @@ class storage_worker {
   static constexpr int orphan_sweep_every = 10;  // subscriber reloads
   int reloads_ = 0;
   proto::id_set drainable_;
+  std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, rate > 0
+  std::int64_t remaining_ = -1;
   struct db_state;
   std::unique_ptr<db_state> db_;
 };

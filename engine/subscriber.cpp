@@ -37,12 +37,15 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
 
 subscriber_state::subscriber_state(const storage::subscriber_row& row,
                                    subscriber_settings derived,
-                                   boost::asio::any_io_executor executor, double now_unix)
+                                   boost::asio::any_io_executor executor, double now_unix,
+                                   const scheduler_config& config)
     : settings(std::move(derived)),
       bucket(row.rate_per_sec, static_cast<double>(row.burst),
              seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
                            static_cast<double>(row.burst), now_unix),
              std::chrono::steady_clock::now()),
+      pace(row.rate_per_sec, config.adaptive),
+      breaker(config.circuit),
       wake(std::move(executor)) {}
 
 }  // namespace surge::engine

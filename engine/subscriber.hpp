@@ -9,6 +9,8 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "engine/adaptive_rate.hpp"
+#include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
 #include "engine/token_bucket.hpp"
 #include "proto/signing.hpp"
@@ -38,10 +40,13 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
 
 struct subscriber_state {
   subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
-                   boost::asio::any_io_executor executor, double now_unix);
+                   boost::asio::any_io_executor executor, double now_unix,
+                   const scheduler_config& config);
 
   subscriber_settings settings;
-  token_bucket bucket;
+  token_bucket bucket;      // refills at pace.effective(), not always the configured rate
+  adaptive_rate pace;
+  circuit_breaker breaker;
   std::deque<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
@@ -58,6 +63,10 @@ struct subscriber_state {
   boost::asio::steady_timer wake;
 
   void notify() { wake.cancel(); }
+  // An open circuit whose cool-down has passed: one row may go out as the probe.
+  bool probe_due(std::chrono::steady_clock::time_point now) const {
+    return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();
+  }
 };
 
 }  // namespace surge::engine

@@ -54,6 +54,12 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
                   "Rows with a larger payload are dead-lettered instead of sent")
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  cmd->add_option("--circuit-failures", o.circuit_failures,
+                  "Consecutive failures (5xx, no answer) that open a subscriber's circuit")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--circuit-max-cooldown", o.circuit_max_cooldown,
+                  "Longest wait between probes of an open circuit, in seconds")
+      ->capture_default_str()->check(CLI::Range(1.0, 3600.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
       ->capture_default_str()->check(CLI::Range(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
@@ -106,6 +112,8 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.http.allow_private_targets = o.allow_private_targets;
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
+  config.scheduler.circuit.failure_threshold = o.circuit_failures;
+  config.scheduler.circuit.max_cooldown = millis(o.circuit_max_cooldown);
   config.http.connect_timeout = millis(o.connect_timeout);
   config.http.attempt_timeout = millis(o.attempt_timeout);
   if (config.http.connect_timeout > config.http.attempt_timeout) {
@@ -144,10 +152,11 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
 void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
   std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld lost_leases=%lld "
-              "attempts=%lld duration=%.1fs rate=%.0f/s%s\n",
+              "attempts=%lld remaining=%lld duration=%.1fs rate=%.0f/s%s\n",
               static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
               static_cast<long long>(s.dead), static_cast<long long>(s.released),
-              static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts), seconds,
+              static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts),
+              static_cast<long long>(s.remaining), seconds,
               seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
               s.drained ? " (drained)" : "");
   std::fflush(stdout);

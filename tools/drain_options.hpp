@@ -28,6 +28,8 @@ struct drain_cli_options {
   bool allow_private_targets = false;
   std::string ca_file;
   std::size_t max_payload_bytes = 1024 * 1024;
+  int circuit_failures = 10;
+  double circuit_max_cooldown = 60;
   double connect_timeout = 4;
   double attempt_timeout = 8;
   double shutdown_grace = 10;

@@ -7,6 +7,11 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
@@ -48,7 +53,8 @@ sink_process::sink_process(const temp_dir& dir, const std::string& db_path, opti
   const std::string tag = "sink" + std::to_string(++counter);
   record_path_ = dir.file(tag + ".csv");
   const std::string port_file = dir.file(tag + ".port");
-  std::vector<std::string> args{"sink",        "--listen", "127.0.0.1:0", "--db", db_path,
+  const std::string listen = "127.0.0.1:" + std::to_string(opts.port);
+  std::vector<std::string> args{"sink",        "--listen", listen,       "--db", db_path,
                                 "--port-file", port_file,  "--record",    record_path_,
                                 "--threads",   std::to_string(opts.threads)};
   if (!opts.behaviours_json.empty()) {
@@ -193,6 +199,18 @@ std::map<std::string, std::int64_t> test_queue::count_by_status() {
   SQLite::Statement query(db_, "SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status");
   while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
   return out;
+}
+
+std::uint16_t unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests) {

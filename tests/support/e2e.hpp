@@ -39,6 +39,7 @@ class sink_process {
     std::string behaviours_json;  // empty: every request gets 200
     std::string tls_cert, tls_key;
     int threads = 1;
+    std::uint16_t port = 0;  // 0: any free port
   };
   sink_process(const temp_dir& dir, const std::string& db_path, options opts);
   sink_process(const temp_dir& dir, const std::string& db_path)
@@ -96,6 +97,9 @@ class test_queue {
   std::string path_;
   SQLite::Database db_;
 };
+
+// A loopback port nothing listens on right now (bound and released).
+std::uint16_t unused_port();
 
 // Requests per delivery id.
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests);
