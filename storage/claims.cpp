@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <utility>
+
+#include <unistd.h>
 
 #include <SQLiteCpp/Transaction.h>
 
@@ -23,6 +27,16 @@ constexpr const char* claim_sql =
 constexpr const char* release_sql =
     "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
 
+// Who holds a lease, for `surge stats`. OR REPLACE: two processes can (rarely) pick the same
+// lease value, and that must not fail a claim.
+constexpr const char* record_lease_sql =
+    "INSERT OR REPLACE INTO surge_lease(lease, owner, claimed_at) VALUES (?, ?, ?)";
+// Any owner's rows: a process that crashed never cleans up after itself, and an hour after its
+// lease expired a row names nobody's lease any more.
+constexpr const char* prune_leases_sql = "DELETE FROM surge_lease WHERE lease < ?";
+constexpr double lease_record_keep_seconds = 3600;
+constexpr int claims_between_prunes = 100;
+
 // Leases are whole milliseconds plus this claimer's nonce in the microsecond digits; when a lease
 // must be bumped to stay increasing, a whole millisecond keeps the nonce digits intact.
 constexpr double lease_step = 0.001;
@@ -42,10 +56,21 @@ bool due_order(const claimed_row& a, const claimed_row& b) {
 
 std::string_view claim_statement_text() { return claim_sql; }
 
-claimer::claimer(SQLite::Database& db)
+std::string default_lease_owner() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof host, "%s", "unknown");
+  }
+  return "surge@" + std::string(host) + ":" + std::to_string(::getpid());
+}
+
+claimer::claimer(SQLite::Database& db, std::string owner)
     : db_(db),
+      owner_(std::move(owner)),
       claim_statement_(std::make_unique<SQLite::Statement>(db, claim_sql)),
       release_statement_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      record_lease_statement_(std::make_unique<SQLite::Statement>(db, record_lease_sql)),
+      prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)),
       process_nonce_(random_nonce()) {}
 
 claimer::~claimer() = default;
@@ -81,8 +106,27 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
     // RETURNING hands rows back in no promised order.
     std::sort(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(), due_order);
   }
+  // Empty claims are frequent (polling subscribers that came back short) and lease nothing.
+  if (!rows.empty()) record_lease(lease, now);
   transaction.commit();
   return rows;
+}
+
+void claimer::record_lease(double lease, double now) {
+  {
+    auto& statement = *record_lease_statement_;
+    detail::statement_use use(statement);
+    statement.bind(1, lease);
+    statement.bind(2, owner_);
+    statement.bind(3, now);
+    statement.exec();
+  }
+  if (claims_until_prune_-- > 0) return;
+  claims_until_prune_ = claims_between_prunes - 1;
+  auto& statement = *prune_leases_statement_;
+  detail::statement_use use(statement);
+  statement.bind(1, now - lease_record_keep_seconds);
+  statement.exec();
 }
 
 int claimer::release(std::span<const lease_ref> leases) {

@@ -33,15 +33,21 @@ struct lease_ref {
   double lease = 0;
 };
 
+// "surge@<hostname>:<pid>": who holds a lease, as `surge stats` shows it.
+std::string default_lease_owner();
+
 class claimer {
  public:
-  explicit claimer(SQLite::Database& db);
+  // Needs schema version 2 (surge_lease). `owner` names this claimer in surge_lease.
+  explicit claimer(SQLite::Database& db, std::string owner = default_lease_owner());
   ~claimer();
 
   // For each demand entry, leases up to `rows` rows of that subscriber that are due
   // (next_attempt_at <= now, status pending or retry) and free (locked_until <= now), oldest due
   // first, all in one BEGIN IMMEDIATE transaction using UPDATE ... RETURNING. Rows of one
-  // subscriber come out ordered by next_attempt_at.
+  // subscriber come out ordered by next_attempt_at. A claim that leased anything also records
+  // its lease and owner in surge_lease (one row per call), and every 100 such claims the
+  // transaction also drops surge_lease rows more than an hour past their lease.
   std::vector<claimed_row> claim(std::span<const subscriber_demand> demand, double now,
                                  double lease_seconds);
 
@@ -52,10 +58,18 @@ class claimer {
   // strictly increasing across calls so that a fence never matches another claimer's lease.
   double make_lease(double now, double seconds);
 
+  const std::string& owner() const { return owner_; }
+
  private:
+  void record_lease(double lease, double now);
+
   SQLite::Database& db_;
+  std::string owner_;
   std::unique_ptr<SQLite::Statement> claim_statement_;
   std::unique_ptr<SQLite::Statement> release_statement_;
+  std::unique_ptr<SQLite::Statement> record_lease_statement_;
+  std::unique_ptr<SQLite::Statement> prune_leases_statement_;
+  int claims_until_prune_ = 0;  // 0: prune in the next claim that leases rows
   double last_lease_ = 0;
   double process_nonce_ = 0;
 };

@@ -50,7 +50,38 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
   return inserted;
 }
 
+namespace {
+
+// Leased rows grouped by lease value, named through surge_lease. The status condition lets
+// SQLite walk idx_delivery_due instead of the whole table (done/dead rows are never leased).
+void add_lease_holders(SQLite::Database& db, double now, const proto::id_set& which,
+                       std::map<std::int64_t, subscriber_counts>& by_subscriber) {
+  const std::string filter = detail::id_filter(which, "d.subscriber_id");
+  // A file Surge has not migrated to version 2 yet: no Surge claimer can have leased anything.
+  const bool recorded = db.tableExists("surge_lease");
+  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) +
+                                           "')"
+                                     : "'" + std::string(lease_owner_other) + "'";
+  const std::string join = recorded ? " LEFT JOIN surge_lease l ON l.lease = d.locked_until" : "";
+  SQLite::Statement query(db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) " +
+                                  "FROM webhook_delivery d" + join +
+                                  " WHERE d.status IN ('pending','retry') "
+                                  "AND d.locked_until > :now AND " +
+                                  filter + " GROUP BY 1, 2");
+  query.bind(":now", now);
+  while (query.executeStep()) {
+    const std::int64_t id = query.getColumn(0).getInt64();
+    subscriber_counts& counts = by_subscriber[id];
+    counts.subscriber_id = id;
+    counts.leased_by[query.getColumn(1).getString()] += query.getColumn(2).getInt64();
+  }
+}
+
+}  // namespace
+
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which) {
+  // A read transaction: both queries see one snapshot, so leased_by adds up to leased.
+  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
   // One pass over the table, grouped by (subscriber, status); done and dead rows have to be read
   // anyway to be counted, so the due/leased figures ride along instead of taking a second query.
   SQLite::Statement query(
@@ -81,6 +112,9 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
     }
   }
 
+  add_lease_holders(db, now, which, by_subscriber);
+  snapshot.commit();
+
   queue_stats stats;
   auto& total = stats.total;
   for (const auto& [id, counts] : by_subscriber) {
@@ -92,6 +126,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
     total.due_now += counts.due_now;
     total.leased += counts.leased;
     total.oldest_due_age = std::max(total.oldest_due_age, counts.oldest_due_age);
+    for (const auto& [owner, rows] : counts.leased_by) total.leased_by[owner] += rows;
   }
   return stats;
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Producer-side fan-out and queue statistics.
 #include <cstdint>
+#include <map>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,7 +22,12 @@ struct status_counts {
   std::int64_t due_now = 0;          // pending/retry with next_attempt_at <= now
   std::int64_t leased = 0;           // pending/retry with locked_until > now
   double oldest_due_age = 0;         // now - min(next_attempt_at) over due rows, 0 if none
+  // The leased rows by holder: a Surge claimer's owner string ("surge@host:pid"), or
+  // lease_owner_other for a lease no Surge claimer recorded (the steady-state drainer).
+  std::map<std::string, std::int64_t> leased_by;
 };
+
+inline constexpr const char* lease_owner_other = "other";
 
 struct subscriber_counts : status_counts {
   std::int64_t subscriber_id = 0;
@@ -32,7 +39,8 @@ struct queue_stats {
 };
 
 // Reads every row of the chosen subscribers, finished ones included (about a microsecond per row
-// on a 1M-row file): call it on its own connection or rarely, not between claims and outcomes.
+// on a 1M-row file), plus the pending/retry rows once more to attribute the leased ones: call it
+// on its own connection or rarely, not between claims and outcomes.
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which = {});
 
 // Rows of the chosen subscribers that are due now or still leased (by anyone): the drain is

@@ -73,6 +73,14 @@ CREATE INDEX IF NOT EXISTS idx_attempt_subscriber_started
 CREATE INDEX IF NOT EXISTS idx_delivery_subscriber_due
   ON webhook_delivery(subscriber_id, next_attempt_at) WHERE status IN ('pending','retry');
 )sql"},
+      // Who holds which lease value, so `surge stats` can say whose rows are leased; rows
+      // leased under a value not listed here belong to the steady-state drainer.
+      {2,
+       {},
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_lease (
+  lease REAL PRIMARY KEY, owner TEXT NOT NULL, claimed_at REAL NOT NULL);
+)sql"},
   };
   return all;
 }

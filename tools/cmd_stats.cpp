@@ -1,6 +1,7 @@
 // surge stats: what is in the queue, overall and per subscriber.
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -14,9 +15,28 @@ namespace surge::tools {
 namespace {
 
 boost::json::object to_json(const storage::status_counts& counts) {
+  boost::json::object leased_by;
+  for (const auto& [owner, rows] : counts.leased_by) leased_by[owner] = rows;
   return {{"pending", counts.pending}, {"retry", counts.retry},   {"done", counts.done},
           {"dead", counts.dead},       {"due_now", counts.due_now}, {"leased", counts.leased},
+          {"leased_by", std::move(leased_by)},
           {"oldest_due_age_seconds", counts.oldest_due_age}};
+}
+
+// Who holds the leased rows: each Surge process by owner, "other" for the steady-state drainer.
+void print_lease_holders(const storage::queue_stats& stats) {
+  if (stats.total.leased_by.empty()) return;
+  std::printf("\n%-32s %10s  %s\n", "leased by", "rows", "subscribers");
+  for (const auto& [owner, rows] : stats.total.leased_by) {
+    std::string subscribers;
+    for (const auto& s : stats.per_subscriber) {
+      if (!s.leased_by.contains(owner)) continue;
+      if (!subscribers.empty()) subscribers += ",";
+      subscribers += std::to_string(s.subscriber_id);
+    }
+    std::printf("%-32s %10lld  %s\n", owner.c_str(), static_cast<long long>(rows),
+                subscribers.c_str());
+  }
 }
 
 void print_row(const std::string& label, const storage::status_counts& c) {
@@ -55,6 +75,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
                   "done", "dead", "due_now", "leased", "oldest_due_s");
       for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
       print_row("total", stats.total);
+      print_lease_holders(stats);
       return exit_ok;
     };
   });

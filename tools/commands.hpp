@@ -1,7 +1,8 @@
 #pragma once
 // Each `surge` subcommand registers itself on the top-level CLI11 app and, when chosen, sets the
 // function main() runs after parsing. Exit codes (docs/cli.md): 0 success, 1 runtime failure,
-// 2 usage error (bad flag or value), 3 stopped by a second signal.
+// 2 usage error (bad flag or value), 3 stopped by a second signal, 4 `audit` found a rate-limit
+// violation.
 #include <functional>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,7 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;
 inline constexpr int exit_usage = 2;
 inline constexpr int exit_aborted = 3;
+inline constexpr int exit_violation = 4;
 
 void add_migrate_command(CLI::App& app, command_action& action);
 void add_emit_command(CLI::App& app, command_action& action);
@@ -22,6 +24,8 @@ void add_subscriber_command(CLI::App& app, command_action& action);
 void add_drain_command(CLI::App& app, command_action& action);
 void add_sink_command(CLI::App& app, command_action& action);
 void add_demo_command(CLI::App& app, command_action& action);
+void add_dead_command(CLI::App& app, command_action& action);
+void add_audit_command(CLI::App& app, command_action& action);
 
 // Thrown by an action for a bad value that parsing could not catch (exit code 2).
 struct usage_error : std::runtime_error {

@@ -1,6 +1,7 @@
 #include "tools/process.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <spawn.h>
@@ -70,6 +71,18 @@ int child_process::stop(std::chrono::milliseconds grace) {
   if (auto status = wait(grace)) return *status;
   signal(SIGKILL);
   return wait(std::chrono::seconds(10)).value_or(-1);
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
 }
 
 std::string self_executable() {

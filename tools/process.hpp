@@ -1,5 +1,5 @@
 #pragma once
-// Child processes for `surge demo` and the tests: spawn, signal, wait.
+// Child processes for `surge demo`, `surge audit --chart` and the tests: spawn, signal, wait.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -34,6 +34,10 @@ class child_process {
 
 // The running executable, for spawning our own subcommands.
 std::string self_executable();
+
+// The full path of an executable `name` found on $PATH (child_process does not search), or
+// nullopt when there is none.
+std::optional<std::string> find_program(const std::string& name);
 
 // Waits until `path` exists and is non-empty, returning its content; nullopt on timeout.
 std::optional<std::string> wait_for_file(const std::string& path, std::chrono::milliseconds timeout);

@@ -54,6 +54,8 @@ void expect_fully_migrated(SQLite::Database& db) {
   EXPECT_EQ(columns(db, "surge_attempt"),
             (std::set<std::string>{"id", "delivery_id", "subscriber_id", "attempt", "started_at",
                                    "finished_at", "status_code", "error_class"}));
+  EXPECT_EQ(columns(db, "surge_lease"),
+            (std::set<std::string>{"lease", "owner", "claimed_at"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
   EXPECT_TRUE(has_index(db, "idx_delivery_subscriber_due"));
   EXPECT_EQ(query_int(db,
@@ -70,10 +72,12 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 1);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT version FROM surge_schema_version"), 1);
-  EXPECT_NEAR(query_double(db, "SELECT applied_at FROM surge_schema_version"), unix_now(), 60);
+  EXPECT_EQ(latest_schema_version(), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 2);
+  EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
+              60);
 }
 
 TEST(Schema, UnmigratedSharedFileIsVersionZero) {
@@ -119,7 +123,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 1);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -137,6 +141,42 @@ TEST(Schema, ColumnAddedEarlierDoesNotBreakTheMigration) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
+}
+
+TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
+  testing::temp_dir dir;
+  const auto path = dir.file("queue.db");
+  {
+    // What a Surge build with only migration 1 left behind, with rows in it.
+    SQLite::Database v1 = testing::open_migrated(path);
+    v1.exec("DROP TABLE surge_lease");
+    v1.exec("DELETE FROM surge_schema_version WHERE version = 2");
+    ASSERT_EQ(schema_version(v1), 1);
+    testing::insert_subscriber_old(v1);
+    testing::insert_deliveries_old(v1, 1, 2, 100.0);
+    v1.exec("UPDATE webhook_delivery SET last_status = 500, last_error = 'HTTP 500' WHERE id = 1");
+  }
+  SQLite::Database db = testing::open_migrated(path);
+  expect_fully_migrated(db);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
+  EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
+}
+
+TEST(Schema, BothVersionsApplyOnTheSharedDdlFile) {
+  testing::temp_dir dir;
+  const auto path = dir.file("queue.db");
+  {
+    SQLite::Database other(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    testing::create_shared_tables(other);
+  }
+  SQLite::Database db = testing::open_migrated(path);
+  expect_fully_migrated(db);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  // surge_lease is keyed by the lease value, so stats can join on locked_until.
+  EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
+            1);
 }
 
 }  // namespace

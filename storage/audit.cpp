@@ -1,0 +1,163 @@
+#include "storage/audit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::storage {
+
+std::int64_t max_in_window(std::span<const double> sorted, double window) {
+  std::int64_t best = 0;
+  std::size_t first = 0;
+  for (std::size_t last = 0; last < sorted.size(); ++last) {
+    while (sorted[last] - sorted[first] >= window) ++first;
+    best = std::max(best, static_cast<std::int64_t>(last - first + 1));
+  }
+  return best;
+}
+
+double nearest_rank(std::span<const double> sorted, double p) {
+  if (sorted.empty()) return 0;
+  const double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  const auto index = static_cast<std::size_t>(std::max(rank, 1.0)) - 1;
+  return sorted[std::min(index, sorted.size() - 1)];
+}
+
+double allowed_in_window(const audit_limit& limit, double window) {
+  // The + 1 is the brief's allowance for clock granularity at the window edges.
+  return static_cast<double>(limit.burst) + limit.rate_per_sec * window + 1;
+}
+
+window_excess worst_window(std::span<const double> sorted, const audit_limit& limit) {
+  window_excess worst;
+  if (sorted.empty()) return worst;
+  // Relative times keep rate * t small enough for doubles to stay exact to well below 1e-6.
+  const double origin = sorted.front();
+  double min_value = 0;
+  std::size_t min_index = 0;
+  for (std::size_t j = 0; j < sorted.size(); ++j) {
+    const double value = static_cast<double>(j) - limit.rate_per_sec * (sorted[j] - origin);
+    if (j == 0 || value < min_value) {
+      min_value = value;
+      min_index = j;
+    }
+    const double excess = value - min_value - static_cast<double>(limit.burst);
+    if (j == 0 || excess > worst.excess) {
+      worst.excess = excess;
+      worst.seconds = sorted[j] - sorted[min_index];
+      worst.count = static_cast<std::int64_t>(j - min_index + 1);
+    }
+  }
+  return worst;
+}
+
+subscriber_audit audit_attempts(std::int64_t subscriber_id, std::span<const attempt_sample> attempts,
+                                const std::optional<audit_limit>& limit) {
+  subscriber_audit out;
+  out.subscriber_id = subscriber_id;
+  out.limit = limit;
+  out.attempts = static_cast<std::int64_t>(attempts.size());
+  if (attempts.empty()) return out;
+
+  std::vector<double> starts;
+  std::vector<double> latencies;
+  starts.reserve(attempts.size());
+  latencies.reserve(attempts.size());
+  for (const auto& a : attempts) {
+    starts.push_back(a.started_at);
+    latencies.push_back(a.finished_at - a.started_at);
+    if (a.status_code >= 200 && a.status_code < 300) ++out.successes;
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(latencies.begin(), latencies.end());
+
+  out.first_started_at = starts.front();
+  out.last_started_at = starts.back();
+  out.max_per_1s = max_in_window(starts, 1);
+  out.max_per_60s = max_in_window(starts, 60);
+  out.latency_p50 = nearest_rank(latencies, 50);
+  out.latency_p90 = nearest_rank(latencies, 90);
+  out.latency_p99 = nearest_rank(latencies, 99);
+  if (!limit) return out;
+
+  out.allowed_per_1s = allowed_in_window(*limit, 1);
+  out.allowed_per_60s = allowed_in_window(*limit, 60);
+  const auto worst = worst_window(starts, *limit);
+  out.worst_window_seconds = worst.seconds;
+  out.worst_window_count = worst.count;
+  out.worst_window_excess = worst.excess;
+  // Every window a 1 s or 60 s maximum could exceed is among those worst_window weighs; the
+  // margin absorbs rounding in rate * T, never a whole request.
+  constexpr double rounding = 1e-6;
+  out.violation = worst.excess > rounding ||
+                  static_cast<double>(out.max_per_1s) > out.allowed_per_1s + rounding ||
+                  static_cast<double>(out.max_per_60s) > out.allowed_per_60s + rounding;
+  const double span = out.last_started_at - out.first_started_at;
+  if (out.attempts > limit->burst && span > 0) {
+    out.achieved_rate = static_cast<double>(out.attempts - limit->burst) / span;
+  }
+  return out;
+}
+
+std::vector<second_count> successes_per_second(std::span<const attempt_sample> attempts) {
+  std::map<std::int64_t, std::int64_t> bins;
+  for (const auto& a : attempts) {
+    if (a.status_code >= 200 && a.status_code < 300) {
+      ++bins[static_cast<std::int64_t>(std::floor(a.started_at))];
+    }
+  }
+  std::vector<second_count> out;
+  out.reserve(bins.size());
+  for (const auto& [second, count] : bins) out.push_back({second, count});
+  return out;
+}
+
+std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
+                                    bool with_delivered) {
+  std::vector<audit_entry> out;
+  if (!db.tableExists("surge_attempt")) return out;
+  // One snapshot: the limits and the attempts read together.
+  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
+  std::map<std::int64_t, audit_limit> limits;
+  for (const auto& row : load_subscribers(db, which)) {
+    limits[row.id] = {row.rate_per_sec, row.burst, row.active};
+  }
+
+  SQLite::Statement query(db,
+                          "SELECT subscriber_id, started_at, finished_at, "
+                          "COALESCE(status_code, 0) FROM surge_attempt WHERE " +
+                              detail::id_filter(which, "subscriber_id") +
+                              " ORDER BY subscriber_id, started_at");
+  std::vector<attempt_sample> samples;
+  std::int64_t current = 0;
+  auto flush = [&] {
+    if (samples.empty()) return;
+    const auto found = limits.find(current);
+    std::optional<audit_limit> limit;
+    if (found != limits.end()) limit = found->second;
+    audit_entry& entry = out.emplace_back();
+    entry.summary = audit_attempts(current, samples, limit);
+    if (with_delivered) entry.delivered = successes_per_second(samples);
+    samples.clear();
+  };
+  while (query.executeStep()) {
+    const std::int64_t id = query.getColumn(0).getInt64();
+    if (id != current) {
+      flush();
+      current = id;
+    }
+    samples.push_back({query.getColumn(1).getDouble(), query.getColumn(2).getDouble(),
+                       query.getColumn(3).getInt()});
+  }
+  flush();
+  snapshot.commit();
+  return out;
+}
+
+}  // namespace surge::storage

@@ -1,0 +1,85 @@
+#include "storage/dead_letters.hpp"
+
+#include <set>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+namespace {
+
+// The WHERE clause shared by list and replay; binds :since when set. Dead rows have no index of
+// their own (the due indexes cover pending/retry only), so this is one table scan: fine for an
+// operator's command, not for a hot path.
+std::string selection_sql(const dead_selection& which) {
+  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id");
+  if (which.created_since) sql += " AND created_at >= :since";
+  return sql;
+}
+
+void bind_selection(SQLite::Statement& statement, const dead_selection& which) {
+  if (which.created_since) statement.bind(":since", *which.created_since);
+  if (which.limit) statement.bind(":limit", *which.limit);
+}
+
+std::string newest_first(const dead_selection& which) {
+  return std::string(" ORDER BY created_at DESC, id DESC") + (which.limit ? " LIMIT :limit" : "");
+}
+
+}  // namespace
+
+std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which) {
+  SQLite::Statement query(db,
+                          "SELECT id, subscriber_id, event_type, attempts, last_status, "
+                          "last_error, created_at FROM webhook_delivery WHERE " +
+                              selection_sql(which) + newest_first(which));
+  bind_selection(query, which);
+  std::vector<dead_row> rows;
+  while (query.executeStep()) {
+    dead_row& row = rows.emplace_back();
+    row.id = query.getColumn(0).getInt64();
+    row.subscriber_id = query.getColumn(1).getInt64();
+    row.event_type = query.getColumn(2).getString();
+    row.attempts = query.getColumn(3).getInt64();
+    row.last_status = query.getColumn(4).isNull() ? 0 : query.getColumn(4).getInt();
+    row.last_error = query.getColumn(5).isNull() ? "" : query.getColumn(5).getString();
+    row.created_at = query.getColumn(6).getDouble();
+  }
+  return rows;
+}
+
+replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now) {
+  // With a limit the newest rows are chosen by a subquery, as `dead list` would show them.
+  const std::string where = which.limit ? "id IN (SELECT id FROM webhook_delivery WHERE " +
+                                              selection_sql(which) + newest_first(which) + ")"
+                                        : selection_sql(which);
+  replay_report report;
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  std::set<std::int64_t> subscribers;
+  {
+    SQLite::Statement update(db,
+                             "UPDATE webhook_delivery SET status = 'pending', attempts = 0, "
+                             "next_attempt_at = :now, locked_until = 0 WHERE " +
+                                 where + " RETURNING subscriber_id");
+    update.bind(":now", now);
+    bind_selection(update, which);
+    while (update.executeStep()) {
+      ++report.replayed;
+      subscribers.insert(update.getColumn(0).getInt64());
+    }
+  }
+  SQLite::Statement active(db, "SELECT active FROM webhook_subscriber WHERE id = ?");
+  for (const std::int64_t id : subscribers) {
+    detail::statement_use use(active);
+    active.bind(1, id);
+    if (!active.executeStep() || active.getColumn(0).getInt() == 0) {
+      report.inactive_subscribers.push_back(id);
+    }
+  }
+  transaction.commit();
+  return report;
+}
+
+}  // namespace surge::storage

@@ -1,0 +1,278 @@
+// The operator commands through the real binary on a real queue file: dead, audit, stats'
+// lease holders.
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <SQLiteCpp/Statement.h>
+
+#include "storage/claims.hpp"
+#include "storage/database.hpp"
+#include "tests/support/e2e.hpp"
+#include "tools/time_arg.hpp"
+
+namespace surge::testing {
+namespace {
+
+void make_dead(test_queue& queue, std::int64_t id) {
+  queue.db().exec("UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 500, "
+                  "last_error = 'attempt limit (HTTP 500)', next_attempt_at = 0 WHERE id = " +
+                  std::to_string(id));
+}
+
+TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const double now = storage::unix_now();
+  const auto sub = queue.add_subscriber("https://a.example/h", 5, 10);
+  const auto older = queue.add_rows(sub, 1, "{}", now - 7200)[0];
+  const auto newer = queue.add_rows(sub, 1, "{}", now - 60)[0];
+  queue.add_rows(sub, 1);  // pending: not listed
+  make_dead(queue, older);
+  make_dead(queue, newer);
+
+  auto result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto rows = boost::json::parse(result.out).as_array();
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& first = rows[0].as_object();
+  EXPECT_EQ(first.at("id").as_int64(), newer);
+  EXPECT_EQ(first.at("subscriber_id").as_int64(), sub);
+  EXPECT_EQ(first.at("event_type").as_string(), "video.trending");
+  EXPECT_EQ(first.at("attempts").as_int64(), 8);
+  EXPECT_EQ(first.at("last_status").as_int64(), 500);
+  EXPECT_EQ(first.at("last_error").as_string(), "attempt limit (HTTP 500)");
+  EXPECT_NEAR(first.at("created_at").as_double(), now - 60, 0.01);
+  EXPECT_EQ(rows[1].at("id").as_int64(), older);
+
+  result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--limit", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("attempt limit (HTTP 500)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("newest 1 shown"), std::string::npos) << result.out;
+}
+
+TEST(AdminCli, DeadReplayBySubscriberAndSince) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const double now = storage::unix_now();
+  const auto a = queue.add_subscriber("https://a.example/h", 5, 10);
+  const auto b = queue.add_subscriber("https://b.example/h", 5, 10);
+  const auto a_old = queue.add_rows(a, 1, "{}", now - 3 * 3600)[0];
+  const auto a_new = queue.add_rows(a, 1, "{}", now - 600)[0];
+  const auto b_new = queue.add_rows(b, 1, "{}", now - 600)[0];
+  for (const auto id : {a_old, a_new, b_new}) make_dead(queue, id);
+
+  auto result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--subscriber",
+                                std::to_string(a), "--since", "-2h"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("replayed 1 "), std::string::npos) << result.out;
+  auto row = queue.row(a_new);
+  EXPECT_EQ(row.status, "pending");
+  EXPECT_EQ(row.attempts, 0);
+  EXPECT_EQ(row.locked_until, 0);
+  EXPECT_EQ(queue.row(a_old).status, "dead");
+  EXPECT_EQ(queue.row(b_new).status, "dead");
+  const double due = queue.db()
+                         .execAndGet("SELECT next_attempt_at FROM webhook_delivery WHERE id = " +
+                                     std::to_string(a_new))
+                         .getDouble();
+  EXPECT_NEAR(due, storage::unix_now(), 60);
+
+  // An ISO-8601 time: 4 hours ago takes a's old row too; b is disabled, which the output says.
+  ASSERT_EQ(run_surge(dir, {"subscriber", "disable", "--db", queue.path(), std::to_string(b)})
+                .exit_code,
+            0);
+  result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--since",
+                           tools::format_utc(now - 4 * 3600), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto report = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(report.at("replayed").as_int64(), 2);
+  ASSERT_EQ(report.at("inactive_subscribers").as_array().size(), 1u);
+  EXPECT_EQ(report.at("inactive_subscribers").as_array()[0].as_int64(), b);
+  EXPECT_EQ(queue.row(a_old).status, "pending");
+  EXPECT_EQ(queue.row(a_old).attempts, 0);
+  EXPECT_EQ(queue.count_by_status().count("dead"), 0u);
+
+  // No filter: every dead row, and the count is printed even when it is 0.
+  make_dead(queue, b_new);
+  result = run_surge(dir, {"dead", "replay", "--db", queue.path()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("replayed 1 "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("inactive"), std::string::npos) << result.out;
+  result = run_surge(dir, {"dead", "replay", "--db", queue.path()});
+  EXPECT_NE(result.out.find("replayed 0 "), std::string::npos) << result.out;
+}
+
+TEST(AdminCli, DeadRejectsBadArguments) {
+  temp_dir dir;
+  test_queue queue(dir);
+  for (const char* since : {"yesterday", "2026-11-21T06:00:00", "-2x", "2026-13-01"}) {
+    const auto result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--since", since});
+    EXPECT_EQ(result.exit_code, 2) << since;
+    EXPECT_NE(result.err.find("--since"), std::string::npos) << result.err;
+  }
+  auto result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--subscriber", "3-1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--subscriber"), std::string::npos) << result.err;
+  result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--limit", "0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(run_surge(dir, {"dead", "--db", queue.path()}).exit_code, 2);
+}
+
+// Hand-filled surge_attempt rows for the audit.
+class attempt_filler {
+ public:
+  explicit attempt_filler(test_queue& queue)
+      : insert_(queue.db(),
+                "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+                "finished_at, status_code, error_class) VALUES (?, ?, 1, ?, ?, ?, NULL)") {}
+  void add(std::int64_t subscriber, double started, double latency, int status = 200) {
+    insert_.reset();
+    insert_.bind(1, ++delivery_);
+    insert_.bind(2, subscriber);
+    insert_.bind(3, started);
+    insert_.bind(4, started + latency);
+    insert_.bind(5, status);
+    insert_.exec();
+  }
+
+ private:
+  SQLite::Statement insert_;
+  std::int64_t delivery_ = 0;
+};
+
+class AdminAudit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Conforming: burst 10 at once, then 5/s for 40 s; latencies 1..100 ms over the first 100.
+    good_ = queue_.add_subscriber("https://good.example/h", 5, 10);
+    attempt_filler fill(queue_);
+    int n = 0;
+    for (int i = 0; i < 10; ++i) fill.add(good_, start_, ++n / 1000.0);
+    for (int i = 1; i <= 200; ++i) {
+      const int latency_ms = n < 100 ? ++n : 50;
+      fill.add(good_, start_ + i * 0.2, latency_ms / 1000.0, i % 20 == 0 ? 503 : 200);
+    }
+    // Over the limit: 30 requests within one second against burst 2 + 1/s.
+    bad_ = queue_.add_subscriber("https://bad.example/h", 1, 2);
+    for (int i = 0; i < 30; ++i) fill.add(bad_, start_ + 5 + i * 0.03, 0.2);
+  }
+
+  temp_dir dir_;
+  test_queue queue_{dir_};
+  const double start_ = 1'795'000'000;
+  std::int64_t good_ = 0, bad_ = 0;
+};
+
+TEST_F(AdminAudit, ConformingSubscriberPassesWithExitZero) {
+  const auto result =
+      run_surge(dir_, {"audit", "--db", queue_.path(), "--subscriber", std::to_string(good_),
+                       "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto list = boost::json::parse(result.out).as_array();
+  ASSERT_EQ(list.size(), 1u);
+  const auto& a = list[0].as_object();
+  EXPECT_EQ(a.at("subscriber_id").as_int64(), good_);
+  EXPECT_EQ(a.at("attempts").as_int64(), 210);
+  EXPECT_EQ(a.at("successes").as_int64(), 200);  // every 20th of the spaced ones got 503
+  EXPECT_FALSE(a.at("violation").as_bool());
+  EXPECT_LE(a.at("max_1s").as_int64(), a.at("allowed_1s").as_double());
+  EXPECT_DOUBLE_EQ(a.at("allowed_1s").as_double(), 16);
+  EXPECT_DOUBLE_EQ(a.at("allowed_60s").as_double(), 311);
+  EXPECT_NEAR(a.at("achieved_rate").as_double(), 5, 1e-6);  // (210 - 10) / 40 s
+  EXPECT_LE(a.at("worst_window").at("excess").as_double(), 0);
+  // Latencies: 1..100 ms once each, then 110 times 50 ms. Nearest rank over 210 values:
+  // p50 is the 105th (50 ms), p90 the 189th (79 ms), p99 the 208th (98 ms). The tolerance is
+  // what doubles near 1.8e9 s keep of a difference.
+  const auto& latency = a.at("latency_seconds").as_object();
+  EXPECT_NEAR(latency.at("p50").as_double(), 0.050, 1e-6);
+  EXPECT_NEAR(latency.at("p90").as_double(), 0.079, 1e-6);
+  EXPECT_NEAR(latency.at("p99").as_double(), 0.098, 1e-6);
+}
+
+TEST_F(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
+  auto result = run_surge(dir_, {"audit", "--db", queue_.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 4) << result.out << result.err;
+  const auto list = boost::json::parse(result.out).as_array();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_FALSE(list[0].at("violation").as_bool());
+  const auto& bad = list[1].as_object();
+  EXPECT_EQ(bad.at("subscriber_id").as_int64(), bad_);
+  EXPECT_TRUE(bad.at("violation").as_bool());
+  EXPECT_EQ(bad.at("max_1s").as_int64(), 30);
+  EXPECT_DOUBLE_EQ(bad.at("allowed_1s").as_double(), 4);
+  EXPECT_NEAR(bad.at("latency_seconds").at("p99").as_double(), 0.2, 1e-6);
+
+  result = run_surge(dir_, {"audit", "--db", queue_.path()});
+  EXPECT_EQ(result.exit_code, 4);
+  EXPECT_NE(result.out.find("VIOLATION"), std::string::npos) << result.out;
+
+  result = run_surge(dir_, {"audit", "--help"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.out.find("4 at least one subscriber exceeded"), std::string::npos)
+      << result.out;
+}
+
+TEST_F(AdminAudit, ChartIsAPng) {
+  const std::string png = dir_.file("audit chart.png");
+  const auto result = run_surge(dir_, {"audit", "--db", queue_.path(), "--chart", png});
+  ASSERT_EQ(result.exit_code, 4) << result.out << result.err;  // the chart does not hide it
+  EXPECT_NE(result.out.find("chart: "), std::string::npos) << result.out;
+  std::ifstream in(png, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+TEST_F(AdminAudit, ChartWithoutGnuplotFailsClearly) {
+  const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", dir_.file("nothing-here").c_str(), 1);  // the child inherits it
+  const auto result =
+      run_surge(dir_, {"audit", "--db", queue_.path(), "--chart", dir_.file("c.png")});
+  ::setenv("PATH", saved.c_str(), 1);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("gnuplot"), std::string::npos) << result.err;
+}
+
+TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto a = queue.add_subscriber("https://a.example/h", 5, 10);
+  const auto b = queue.add_subscriber("https://b.example/h", 5, 10);
+  queue.add_rows(a, 3);
+  queue.add_rows(b, 4);
+  const double now = storage::unix_now();
+  storage::claimer claims(queue.db(), "surge@test-host:4242");
+  const std::vector<storage::subscriber_demand> demand = {{a, 2}};
+  ASSERT_EQ(claims.claim(demand, now, 300).size(), 2u);
+  // The steady-state drainer's lease: a whole-second now + 30.
+  queue.db().exec("UPDATE webhook_delivery SET locked_until = " +
+                  std::to_string(static_cast<long long>(now) + 300) +
+                  " WHERE id IN (SELECT id FROM webhook_delivery WHERE subscriber_id = " +
+                  std::to_string(b) + " LIMIT 3)");
+
+  auto result = run_surge(dir, {"stats", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto stats = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(stats.at("leased").as_int64(), 5);
+  const auto& by = stats.at("leased_by").as_object();
+  EXPECT_EQ(by.size(), 2u);
+  EXPECT_EQ(by.at("surge@test-host:4242").as_int64(), 2);
+  EXPECT_EQ(by.at("other").as_int64(), 3);
+  EXPECT_EQ(stats.at("subscribers").as_array()[1].at("leased_by").at("other").as_int64(), 3);
+  EXPECT_EQ(stats.at("dead").as_int64(), 0);
+
+  result = run_surge(dir, {"stats", "--db", queue.path()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("leased by"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("surge@test-host:4242"), std::string::npos) << result.out;
+}
+
+}  // namespace
+}  // namespace surge::testing
