@@ -1,4 +1,5 @@
 #include "engine/http_client.hpp"
+#include "engine/response_parser.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -13,9 +14,7 @@
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/dynamic_body.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -253,12 +252,8 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
     co_return;
   }
 
-  http::response_parser<http::dynamic_body> parser;
-  parser.header_limit(static_cast<std::uint32_t>(config.max_response_header));
-  // No body limit while reading the header: Beast would reject a large Content-Length before we
-  // learn the status. The body is capped below, and dynamic_body never reserves the announced
-  // length, so a hostile Content-Length costs no memory.
-  parser.body_limit(boost::none);
+  response_parser parser;
+  prepare_for_header(parser, config);
   auto [header_ec, header_bytes] = co_await http::async_read_header(stream, buffer, parser,
                                                                     use_tuple);
   if (parser.got_some() || buffer.size() > 0) lifecycle.on_response_byte();
@@ -288,7 +283,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 
   bool read_whole = parser.is_done();
   if (!read_whole) {
-    parser.body_limit(config.max_response_body);
+    prepare_for_body(parser, config);
     auto [body_ec, body_bytes] = co_await http::async_read(stream, buffer, parser, use_tuple);
     read_whole = !body_ec && parser.is_done();
     if (body_ec && body_ec != http::error::body_limit) {

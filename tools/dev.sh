@@ -2,7 +2,8 @@
 # One entry point for a fresh Debian 12 machine: installs what is missing, configures, builds,
 # then runs the demo or the tests.
 #   tools/dev.sh demo          build (release) and drain a demo spike end to end
-#   tools/dev.sh test          build (dev) and run every test
+#   tools/dev.sh test          build (dev) and run every test, then a short run of each fuzzer
+#   tools/dev.sh fuzz [SECS]   build the libFuzzer targets (clang) and run each SECS (default 300)
 #   tools/dev.sh test-asan     the suite under AddressSanitizer + UBSan
 #   tools/dev.sh test-tsan     the suite under ThreadSanitizer
 #   tools/dev.sh bench         build (release) and run the micro benchmarks
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libssl-dev libsqlite3-dev
   libsqlitecpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
-  gnuplot-nox fonts-dejavu-core)
+  gnuplot-nox fonts-dejavu-core clang libclang-rt-14-dev)
 
 install_missing() {
   local missing=()
@@ -29,7 +30,7 @@ install_missing() {
 }
 
 build() {
-  cmake --preset "$1" >/dev/null
+  cmake --preset "$1" "${@:2}" >/dev/null
   cmake --build --preset "$1" -j "$(nproc)"
 }
 
@@ -42,6 +43,12 @@ case "${1:-}" in
   test)
     build dev
     ctest --preset dev -j "$(nproc)"
+    build fuzz -DSURGE_FUZZ_SECONDS=10
+    ctest --preset fuzz
+    ;;
+  fuzz)
+    build fuzz -DSURGE_FUZZ_SECONDS="${2:-300}"
+    ctest --preset fuzz
     ;;
   test-asan)
     build asan
@@ -56,7 +63,7 @@ case "${1:-}" in
     ./build/release/bench/surge_bench_micro "${@:2}"
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|bench" >&2
+    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|fuzz [SECONDS]|bench" >&2
     exit 2
     ;;
 esac
