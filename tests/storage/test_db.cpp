@@ -1,8 +1,5 @@
 #include "test_db.hpp"
 
-#include <atomic>
-#include <random>
-
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 #include <gtest/gtest.h>
@@ -11,22 +8,9 @@
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
+#include "tests/support/shared_ddl.hpp"
 
 namespace surge::storage::testing {
-
-temp_dir::temp_dir() {
-  static std::atomic<int> counter{0};
-  std::random_device entropy;
-  path_ = std::filesystem::path(::testing::TempDir()) /
-          ("surge_storage_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-           std::to_string(entropy()));
-  std::filesystem::create_directories(path_);
-}
-
-temp_dir::~temp_dir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
 
 SQLite::Database open_migrated(const std::string& path, std::chrono::milliseconds busy_timeout) {
   database_config config;
@@ -37,29 +21,7 @@ SQLite::Database open_migrated(const std::string& path, std::chrono::millisecond
   return db;
 }
 
-void create_shared_tables(SQLite::Database& db) {
-  db.exec(R"sql(
-CREATE TABLE webhook_subscriber (
-  id INTEGER PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL,
-  event_types TEXT NOT NULL DEFAULT '*',           -- '*', exact types, 'video.*' prefixes, comma-separated
-  rate_per_sec REAL NOT NULL DEFAULT 5.0,          -- a per-minute limit is rate_per_sec = n/60
-  burst INTEGER NOT NULL DEFAULT 10,
-  tokens REAL NOT NULL DEFAULT 10.0,               -- persisted bucket, used by the steady-state drainer
-  tokens_updated_at REAL NOT NULL DEFAULT 0,
-  active INTEGER NOT NULL DEFAULT 1);
-CREATE TABLE webhook_delivery (
-  id INTEGER PRIMARY KEY,
-  subscriber_id INTEGER NOT NULL REFERENCES webhook_subscriber(id),
-  event_type TEXT NOT NULL, payload TEXT NOT NULL, -- payload: the exact bytes to POST
-  status TEXT NOT NULL DEFAULT 'pending',          -- pending | retry | done | dead
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_at REAL NOT NULL DEFAULT 0,         -- due when next_attempt_at <= now
-  locked_until REAL NOT NULL DEFAULT 0,            -- lease; free when locked_until <= now
-  created_at REAL NOT NULL);
-CREATE INDEX idx_delivery_due ON webhook_delivery(status, next_attempt_at)
-  WHERE status IN ('pending', 'retry');
-)sql");
-}
+void create_shared_tables(SQLite::Database& db) { db.exec(surge::testing::shared_ddl); }
 
 std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types,
                                    double rate_per_sec, int burst) {

@@ -8,21 +8,11 @@
 
 #include <SQLiteCpp/Database.h>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace surge::storage::testing {
 
-// A fresh directory under gtest's TempDir, removed with everything in it on destruction.
-class temp_dir {
- public:
-  temp_dir();
-  ~temp_dir();
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using surge::testing::temp_dir;
 
 // open_database + migrate, as Surge opens a file.
 SQLite::Database open_migrated(const std::string& path,
