@@ -8,10 +8,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/field.hpp>
 
+#include "engine/delivery.hpp"
 #include "engine/log.hpp"
-#include "proto/retry_after.hpp"
 #include "storage/database.hpp"
 
 namespace surge::engine {
@@ -24,24 +23,6 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
 constexpr int unusable_claim_batch = 64;
-
-std::string failure_text(std::string_view reason, const http_result& result) {
-  std::string text(reason);
-  if (!result.detail.empty()) text += ": " + result.detail;
-  if (result.status != 0 && !result.body_prefix.empty()) {
-    text += ": " + result.body_prefix.substr(0, 200);
-  }
-  return text;
-}
-
-storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind) {
-  storage::outcome out;
-  out.delivery_id = row.id;
-  out.lease = row.lease;
-  out.kind = kind;
-  out.attempts = row.attempts;
-  return out;
-}
 
 }  // namespace
 
@@ -305,35 +286,63 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
 asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row row,
                                      std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer) {
-  const double started_unix = storage::unix_now();
-  const auto attempt_number = row.attempts + 1;
+  attempt_times times;
+  times.started_unix = storage::unix_now();
   http_result result;
   try {
-    http_request request{http::verb::post, target->path, 11};
-    request.set(http::field::host, target->host_header);
-    request.set(http::field::user_agent, config_.http.user_agent);
-    request.set(http::field::content_type, "application/json");
-    request.set("X-VVV-Event", row.event_type);
-    request.set("X-VVV-Delivery-Id", std::to_string(row.id));
-    request.set("X-VVV-Attempt", std::to_string(attempt_number));
-    const auto signed_fields = signer->sign(
-        "msg_" + std::to_string(row.id), static_cast<std::int64_t>(started_unix), row.payload);
-    for (std::size_t i = 0; i < signed_fields.count; ++i) {
-      request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
-    }
-    request.body() = row.payload;
-    request.prepare_payload();
+    const auto request = build_delivery_request(*target, *signer, row,
+                                                static_cast<std::int64_t>(times.started_unix),
+                                                config_.http.user_agent);
     result = co_await client_.send(*target, request);
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();
   }
+  times.finished_unix = storage::unix_now();
+  times.now = std::chrono::system_clock::now();
+  record_attempt(sub, row, result, times);
+
+  const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  auto judged = judge_attempt(row, sub.settings.id, result, times, retry_policy_,
+                              config_.retry_after_cap, unit);
+  switch (judged.outcome.kind) {
+    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
+    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
+    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
+    case storage::outcome_kind::release: break;
+  }
+  if (judged.pause_subscriber) {
+    const auto pause = *judged.pause_subscriber;
+    sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
+    sub.poll_after = std::max(sub.poll_after, sub.paused_until);
+    if (pause >= config_.scheduler.pause_release_threshold) {
+      reschedule_ready(sub, times.finished_unix + std::chrono::duration<double>(pause).count(),
+                       "subscriber paused by Retry-After");
+    }
+  }
+  if (judged.deactivate_subscriber) {
+    sub.settings.active = false;
+    sub.settings.unusable_reason = "subscriber deactivated after 410 Gone";
+    deactivate_.push_back(sub.settings.id);
+  }
+  push_outcome(std::move(judged.outcome));
+
+  --sub.in_flight;
+  --in_flight_;
+  counters_.add(counters_.in_flight, -1);
+  slot_freed(sub);
+  if (stopping_ && in_flight_ == 0) finish();
+}
+
+void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& row,
+                           const http_result& result, const attempt_times& times) {
   counters_.add(counters_.attempts);
   if (result.fresh_retry) counters_.add(counters_.fresh_retries);
-  const double finished_unix = storage::unix_now();
   metrics_.count_attempt(result.status);
-  metrics_.attempt_duration.observe(finished_unix - started_unix);
-  if (row.attempts == 0) metrics_.due_lag.observe(std::max(0.0, started_unix - row.next_attempt_at));
+  metrics_.attempt_duration.observe(times.finished_unix - times.started_unix);
+  if (row.attempts == 0) {
+    metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+  }
   if (result.status >= 200 && result.status < 300) {
     ++sub.delivered;
     sub.consecutive_failures = 0;
@@ -342,79 +351,6 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
     ++sub.consecutive_failures;
   }
   observe_endpoint(sub, result);
-
-  auto out = outcome_for(row, storage::outcome_kind::done);
-  out.last_status = result.status;
-  out.finished_at = finished_unix;
-  out.has_attempt = true;
-  out.attempt.delivery_id = row.id;
-  out.attempt.subscriber_id = sub.settings.id;
-  out.attempt.attempt = attempt_number;
-  out.attempt.started_at = started_unix;
-  out.attempt.finished_at = finished_unix;
-  out.attempt.status_code = result.status;
-  if (result.status == 0) out.attempt.error_class = std::string(proto::to_string(result.error));
-
-  if (result.error == proto::transport_error::refused_target) {
-    // The target policy is not a transient failure: retrying would only knock again.
-    out.kind = storage::outcome_kind::dead;
-    out.attempts = attempt_number;
-    out.last_error = "refused target: " + result.detail;
-    counters_.add(counters_.dead);
-  } else {
-    proto::attempt_result classified;
-    classified.status = result.status;
-    classified.error = result.error;
-    if (!result.retry_after.empty()) {
-      classified.retry_after = proto::parse_retry_after(
-          result.retry_after, std::chrono::system_clock::now(), config_.retry_after_cap);
-    }
-    const auto age = std::chrono::duration<double>(finished_unix - row.created_at);
-    const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-    const auto decision = proto::decide(classified, static_cast<int>(row.attempts), age,
-                                        retry_policy_, unit);
-    out.attempts = decision.counts_attempt ? attempt_number : row.attempts;
-    switch (decision.what) {
-      case proto::verdict::done:
-        out.kind = storage::outcome_kind::done;
-        counters_.add(counters_.delivered);
-        break;
-      case proto::verdict::retry:
-        out.kind = storage::outcome_kind::retry;
-        out.next_attempt_at =
-            finished_unix + std::chrono::duration<double>(decision.delay).count();
-        out.last_error = failure_text(decision.reason, result);
-        counters_.add(counters_.retried);
-        break;
-      case proto::verdict::dead:
-        out.kind = storage::outcome_kind::dead;
-        out.last_error = failure_text(decision.reason, result);
-        counters_.add(counters_.dead);
-        break;
-    }
-    if (decision.pause_subscriber) {
-      const auto until = steady::now() + *decision.pause_subscriber;
-      sub.paused_until = std::max(sub.paused_until, until);
-      sub.poll_after = std::max(sub.poll_after, sub.paused_until);
-      if (*decision.pause_subscriber >= config_.scheduler.pause_release_threshold) {
-        reschedule_ready(sub, finished_unix + std::chrono::duration<double>(
-                                                  *decision.pause_subscriber).count(),
-                         "subscriber paused by Retry-After");
-      }
-    }
-    if (decision.deactivate_subscriber) {
-      sub.settings.active = false;
-      sub.settings.unusable_reason = "subscriber deactivated after 410 Gone";
-      deactivate_.push_back(sub.settings.id);
-    }
-  }
-  push_outcome(std::move(out));
-
-  --sub.in_flight;
-  --in_flight_;
-  counters_.add(counters_.in_flight, -1);
-  slot_freed(sub);
-  if (stopping_ && in_flight_ == 0) finish();
 }
 
 void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {

@@ -16,6 +16,7 @@
 
 #include "engine/config.hpp"
 #include "engine/counters.hpp"
+#include "engine/delivery.hpp"
 #include "engine/http_client.hpp"
 #include "engine/metrics.hpp"
 #include "engine/storage_worker.hpp"
@@ -62,6 +63,9 @@ class shard final : public shard_endpoint {
   void push_outcome(storage::outcome outcome);
   void adjust_buffered(int delta);
   bool lease_too_short(const storage::claimed_row& row) const;
+  // Counters, metrics and the subscriber's failure streak for one finished attempt.
+  void record_attempt(subscriber_state& sub, const storage::claimed_row& row,
+                      const http_result& result, const attempt_times& times);
   // Feeds an attempt's result to the subscriber's circuit breaker and adaptive rate.
   void observe_endpoint(subscriber_state& sub, const http_result& result);
   void flush_outcomes();

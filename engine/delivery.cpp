@@ -1,0 +1,113 @@
+#include "engine/delivery.hpp"
+
+#include <string>
+
+#include <boost/beast/http/field.hpp>
+
+#include "proto/outcome.hpp"
+#include "proto/retry_after.hpp"
+
+namespace surge::engine {
+
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string failure_text(std::string_view reason, const http_result& result) {
+  std::string text(reason);
+  if (!result.detail.empty()) text += ": " + result.detail;
+  if (result.status != 0 && !result.body_prefix.empty()) {
+    text += ": " + result.body_prefix.substr(0, 200);
+  }
+  return text;
+}
+
+}  // namespace
+
+storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind) {
+  storage::outcome out;
+  out.delivery_id = row.id;
+  out.lease = row.lease;
+  out.kind = kind;
+  out.attempts = row.attempts;
+  return out;
+}
+
+http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
+                                    const storage::claimed_row& row, std::int64_t unix_seconds,
+                                    std::string_view user_agent) {
+  http_request request{http::verb::post, target.path, 11};
+  request.set(http::field::host, target.host_header);
+  request.set(http::field::user_agent, user_agent);
+  request.set(http::field::content_type, "application/json");
+  request.set("X-VVV-Event", row.event_type);
+  const std::string id = std::to_string(row.id);
+  request.set("X-VVV-Delivery-Id", id);
+  request.set("X-VVV-Attempt", std::to_string(row.attempts + 1));
+  const auto signed_fields = signer.sign("msg_" + id, unix_seconds, row.payload);
+  for (std::size_t i = 0; i < signed_fields.count; ++i) {
+    request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
+  }
+  request.body() = row.payload;
+  request.prepare_payload();
+  return request;
+}
+
+attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t subscriber_id,
+                                const http_result& result, const attempt_times& times,
+                                const proto::retry_policy& policy,
+                                std::chrono::seconds retry_after_cap, double unit_random) {
+  const auto attempt_number = row.attempts + 1;
+  attempt_judgement judged;
+  auto& out = judged.outcome;
+  out = outcome_for(row, storage::outcome_kind::done);
+  out.last_status = result.status;
+  out.finished_at = times.finished_unix;
+  out.has_attempt = true;
+  out.attempt.delivery_id = row.id;
+  out.attempt.subscriber_id = subscriber_id;
+  out.attempt.attempt = attempt_number;
+  out.attempt.started_at = times.started_unix;
+  out.attempt.finished_at = times.finished_unix;
+  out.attempt.status_code = result.status;
+  if (result.status == 0) out.attempt.error_class = std::string(proto::to_string(result.error));
+
+  if (result.error == proto::transport_error::refused_target) {
+    // The target policy is not a transient failure: retrying would only knock again.
+    out.kind = storage::outcome_kind::dead;
+    out.attempts = attempt_number;
+    out.last_error = "refused target: " + result.detail;
+    return judged;
+  }
+
+  proto::attempt_result classified;
+  classified.status = result.status;
+  classified.error = result.error;
+  if (!result.retry_after.empty()) {
+    classified.retry_after = proto::parse_retry_after(result.retry_after, times.now, retry_after_cap);
+  }
+  const auto age = std::chrono::duration<double>(times.finished_unix - row.created_at);
+  const auto decision =
+      proto::decide(classified, static_cast<int>(row.attempts), age, policy, unit_random);
+  out.attempts = decision.counts_attempt ? attempt_number : row.attempts;
+  switch (decision.what) {
+    case proto::verdict::done:
+      out.kind = storage::outcome_kind::done;
+      break;
+    case proto::verdict::retry:
+      out.kind = storage::outcome_kind::retry;
+      out.next_attempt_at =
+          times.finished_unix + std::chrono::duration<double>(decision.delay).count();
+      out.last_error = failure_text(decision.reason, result);
+      break;
+    case proto::verdict::dead:
+      out.kind = storage::outcome_kind::dead;
+      out.last_error = failure_text(decision.reason, result);
+      break;
+  }
+  judged.pause_subscriber = decision.pause_subscriber;
+  judged.deactivate_subscriber = decision.deactivate_subscriber;
+  return judged;
+}
+
+}  // namespace surge::engine

@@ -1,0 +1,132 @@
+#include "engine/delivery.hpp"
+
+#include <gtest/gtest.h>
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+storage::claimed_row sample_row(std::int64_t attempts = 0) {
+  storage::claimed_row row;
+  row.id = 4242;
+  row.subscriber_id = 7;
+  row.event_type = "video.trending";
+  row.payload = R"({"video":"v1", "views": 1e6})";
+  row.attempts = attempts;
+  row.created_at = 1'700'000'000.0;
+  row.lease = 1'700'000'060.000123;
+  return row;
+}
+
+proto::target sample_target() { return *proto::parse_target_url("https://partner.example:8443/hooks/in?x=1").value; }
+
+TEST(DeliveryRequest, CarriesThePayloadUnchangedAndEveryHeader) {
+  const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
+  const auto row = sample_row(2);
+  const auto request = build_delivery_request(sample_target(), signer, row, 1'700'000'100, "Surge/test");
+  EXPECT_EQ(request.method(), boost::beast::http::verb::post);
+  EXPECT_EQ(request.target(), "/hooks/in?x=1");
+  EXPECT_EQ(request[boost::beast::http::field::host], "partner.example:8443");
+  EXPECT_EQ(request.body(), row.payload);
+  EXPECT_EQ(request[boost::beast::http::field::content_type], "application/json");
+  EXPECT_EQ(request[boost::beast::http::field::content_length], std::to_string(row.payload.size()));
+  EXPECT_EQ(request["X-VVV-Event"], "video.trending");
+  EXPECT_EQ(request["X-VVV-Delivery-Id"], "4242");
+  EXPECT_EQ(request["X-VVV-Attempt"], "3");
+  EXPECT_EQ(request[boost::beast::http::field::user_agent], "Surge/test");
+  EXPECT_EQ(request["X-VVV-Timestamp"], "1700000100");
+  EXPECT_TRUE(proto::verify_vvv("secret", "1700000100", row.payload,
+                                std::string(request["X-VVV-Signature"])));
+}
+
+TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
+  const std::string secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const auto signer = proto::signer::create(proto::signing_scheme::standard, secret).value();
+  const auto first = build_delivery_request(sample_target(), signer, sample_row(0), 1000, "ua");
+  const auto later = build_delivery_request(sample_target(), signer, sample_row(5), 2000, "ua");
+  EXPECT_EQ(first["webhook-id"], later["webhook-id"]);
+  EXPECT_EQ(first["webhook-timestamp"], "1000");
+  EXPECT_EQ(later["webhook-timestamp"], "2000");
+  EXPECT_TRUE(proto::verify_standard(secret, std::string(later["webhook-id"]), "2000",
+                                     sample_row().payload, std::string(later["webhook-signature"])));
+}
+
+attempt_times times_at(double started) {
+  return {.started_unix = started, .finished_unix = started + 0.25,
+          .now = std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000)};
+}
+
+http_result answered(int status, std::string retry_after = {}) {
+  http_result result;
+  result.status = status;
+  result.retry_after = std::move(retry_after);
+  return result;
+}
+
+TEST(JudgeAttempt, SuccessIsDoneWithAnAttemptRecord) {
+  const auto judged = judge_attempt(sample_row(1), 7, answered(204), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::done);
+  EXPECT_EQ(judged.outcome.attempts, 2);
+  EXPECT_EQ(judged.outcome.lease, sample_row().lease);  // the fence
+  EXPECT_TRUE(judged.outcome.has_attempt);
+  EXPECT_EQ(judged.outcome.attempt.attempt, 2);
+  EXPECT_EQ(judged.outcome.attempt.status_code, 204);
+  EXPECT_DOUBLE_EQ(judged.outcome.attempt.finished_at - judged.outcome.attempt.started_at, 0.25);
+}
+
+TEST(JudgeAttempt, ServerErrorRetriesAfterTheBackoffWithTheReason) {
+  auto result = answered(500);
+  result.body_prefix = "database on fire";
+  const proto::retry_policy policy({.base_delay = 2s, .max_delay = 1h, .max_attempts = 8, .max_age = 24h});
+  const auto judged = judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010), policy, 3600s, 0.0);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::retry);
+  EXPECT_EQ(judged.outcome.attempts, 1);
+  // Equal jitter with unit 0: half the nominal 2 s.
+  EXPECT_NEAR(judged.outcome.next_attempt_at, 1'700'000'010.25 + 1.0, 1e-6);
+  EXPECT_NE(judged.outcome.last_error.find("database on fire"), std::string::npos);
+  EXPECT_FALSE(judged.pause_subscriber);
+}
+
+TEST(JudgeAttempt, TooManyRequestsPausesAndCostsNoAttempt) {
+  const auto judged = judge_attempt(sample_row(3), 7, answered(429, "30"), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::retry);
+  EXPECT_EQ(judged.outcome.attempts, 3);
+  ASSERT_TRUE(judged.pause_subscriber);
+  EXPECT_EQ(*judged.pause_subscriber, 30s);
+  EXPECT_NEAR(judged.outcome.next_attempt_at, 1'700'000'010.25 + 30, 1e-6);
+  EXPECT_EQ(judged.outcome.attempt.attempt, 4);  // the audit still counts what was sent
+}
+
+TEST(JudgeAttempt, GoneDeadLettersAndDeactivates) {
+  const auto judged = judge_attempt(sample_row(0), 7, answered(410), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::dead);
+  EXPECT_TRUE(judged.deactivate_subscriber);
+}
+
+TEST(JudgeAttempt, RefusedTargetIsDeadAtOnceWithTheAddress) {
+  http_result result;
+  result.error = proto::transport_error::refused_target;
+  result.detail = "refused non-public address 10.0.0.5 (private_use)";
+  const auto judged = judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::dead);
+  EXPECT_NE(judged.outcome.last_error.find("10.0.0.5"), std::string::npos);
+  EXPECT_EQ(judged.outcome.attempt.error_class, "refused_target");
+}
+
+TEST(JudgeAttempt, TransportErrorsAreRecordedByClass) {
+  http_result result;
+  result.error = proto::transport_error::timeout;
+  const auto judged = judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::retry);
+  EXPECT_EQ(judged.outcome.attempt.status_code, 0);
+  EXPECT_EQ(judged.outcome.attempt.error_class, "timeout");
+}
+
+}  // namespace
+}  // namespace surge::engine
