@@ -282,14 +282,31 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
   }
 
   bool read_whole = parser.is_done();
-  if (!read_whole) {
+  const auto announced = parser.content_length();
+  if (!read_whole && announced && *announced > config.max_response_body) {
+    // Beast checks body_limit against Content-Length only while parsing the header, so a large
+    // announced body is not read at all: the status is what counts, the connection is dropped.
+    out.detail = "response body of " + std::to_string(*announced) + " bytes not read";
+  } else if (!read_whole) {
     prepare_for_body(parser, config);
-    auto [body_ec, body_bytes] = co_await http::async_read(stream, buffer, parser, use_tuple);
-    read_whole = !body_ec && parser.is_done();
-    if (body_ec && body_ec != http::error::body_limit) {
-      // The status already arrived and stands; only the connection is lost.
-      out.detail = "response body: " + body_ec.message();
+    // Piece by piece, so that neither a long body nor a peer that keeps sending can hold the
+    // attempt past its cap or its deadline (an expired stream timer does not fire while reads
+    // keep completing).
+    while (!parser.is_done()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        out.detail = "response body not finished by the attempt deadline";
+        break;
+      }
+      auto [body_ec, body_bytes] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
+      if (body_ec == http::error::body_limit) break;
+      if (body_ec) {
+        // The status already arrived and stands; only the connection is lost.
+        out.detail = "response body: " + body_ec.message();
+        break;
+      }
+      if (response.body().size() > config.max_response_body) break;
     }
+    read_whole = parser.is_done();
   }
   out.body_prefix = beast::buffers_to_string(response.body().data());
   if (out.body_prefix.size() > config.max_response_body) {
