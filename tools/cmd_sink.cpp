@@ -25,6 +25,7 @@ struct sink_options {
   std::string db;
   std::string tls_cert;
   std::string tls_key;
+  std::string tls_max_version;
   std::string behaviours;
   std::string record;
   std::string port_file;
@@ -66,6 +67,7 @@ int run_sink(const sink_options& options) {
   config.db_path = options.db;
   config.tls_cert = options.tls_cert;
   config.tls_key = options.tls_key;
+  config.tls_max_version = options.tls_max_version;
   config.record_path = options.record;
   config.threads = options.threads;
   config.seed = options.seed;
@@ -114,6 +116,12 @@ void add_sink_command(CLI::App& app, command_action& action) {
                   ->check(CLI::ExistingFile);
   cert->needs(key);
   key->needs(cert);
+  command
+      ->add_option("--tls-max-version", options->tls_max_version,
+                   "Newest TLS version served: 1.2 or 1.3; 1.1 serves only TLS 1.1, to test "
+                   "that clients refuse it")
+      ->check(CLI::IsMember({"1.1", "1.2", "1.3"}))
+      ->needs(cert);
   command->add_option("--behaviours", options->behaviours,
                       "JSON file: per-subscriber answers keyed by id, \"*\" for the default")
       ->check(CLI::ExistingFile);

@@ -43,6 +43,8 @@ std::vector<sink_request> read_sink_record(const std::string& path) {
     request.status = std::stoi(fields[5]);
     request.event_type = fields[6];
     request.connection_id = std::stoull(fields[7]);
+    if (fields.size() > 8) request.sni = fields[8];
+    if (fields.size() > 9) request.body_sha256 = fields[9];
     out.push_back(std::move(request));
   }
   return out;
@@ -53,7 +55,9 @@ sink_process::sink_process(const temp_dir& dir, const std::string& db_path, opti
   const std::string tag = "sink" + std::to_string(++counter);
   record_path_ = dir.file(tag + ".csv");
   const std::string port_file = dir.file(tag + ".port");
-  const std::string listen = "127.0.0.1:" + std::to_string(opts.port);
+  const std::string host = opts.host.find(':') == std::string::npos ? opts.host
+                                                                      : "[" + opts.host + "]";
+  const std::string listen = host + ":" + std::to_string(opts.port);
   std::vector<std::string> args{"sink",        "--listen", listen,       "--db", db_path,
                                 "--port-file", port_file,  "--record",    record_path_,
                                 "--threads",   std::to_string(opts.threads)};
@@ -64,6 +68,9 @@ sink_process::sink_process(const temp_dir& dir, const std::string& db_path, opti
   }
   if (!opts.tls_cert.empty()) {
     args.insert(args.end(), {"--tls-cert", opts.tls_cert, "--tls-key", opts.tls_key});
+  }
+  if (!opts.tls_max_version.empty()) {
+    args.insert(args.end(), {"--tls-max-version", opts.tls_max_version});
   }
   process_.emplace(surge_binary(), args, dir.file(tag + ".out"), dir.file(tag + ".err"));
   const auto port = tools::wait_for_file(port_file, std::chrono::seconds(20));
@@ -192,6 +199,13 @@ test_queue::row_state test_queue::row(std::int64_t delivery_id) {
   if (!query.getColumn(3).isNull()) out.last_status = query.getColumn(3).getInt();
   out.last_error = query.getColumn(4).getString();
   return out;
+}
+
+void test_queue::set_url(std::int64_t subscriber_id, const std::string& url) {
+  SQLite::Statement update(db_, "UPDATE webhook_subscriber SET url = ? WHERE id = ?");
+  update.bind(1, url);
+  update.bind(2, subscriber_id);
+  update.exec();
 }
 
 std::map<std::string, std::int64_t> test_queue::count_by_status() {

@@ -29,6 +29,8 @@ struct sink_request {
   int status = 0;
   std::string event_type;
   std::uint64_t connection_id = 0;
+  std::string sni;          // the TLS server name the client sent; empty for plain HTTP
+  std::string body_sha256;  // lowercase hex SHA-256 of the body the sink received
 };
 
 std::vector<sink_request> read_sink_record(const std::string& path);
@@ -38,14 +40,17 @@ class sink_process {
   struct options {
     std::string behaviours_json;  // empty: every request gets 200
     std::string tls_cert, tls_key;
+    std::string tls_max_version;  // --tls-max-version; empty: the sink's default
     int threads = 1;
     std::uint16_t port = 0;  // 0: any free port
+    std::string host = "127.0.0.1";  // where to listen: a loopback address, "::1" for IPv6
   };
   sink_process(const temp_dir& dir, const std::string& db_path, options opts);
   sink_process(const temp_dir& dir, const std::string& db_path)
       : sink_process(dir, db_path, options{}) {}
 
   std::uint16_t port() const { return port_; }
+  const std::string& record_path() const { return record_path_; }
   std::string url_for(std::int64_t subscriber_id, bool tls = false,
                       const std::string& host = "127.0.0.1") const;
   // Stops the sink (SIGTERM) and returns every request it recorded.
@@ -92,6 +97,9 @@ class test_queue {
   };
   row_state row(std::int64_t delivery_id);
   std::map<std::string, std::int64_t> count_by_status();
+  // Points a subscriber at `url` with raw SQL (add_subscriber validates URLs; tests of bad or
+  // hostile URLs need to store them as a producer could).
+  void set_url(std::int64_t subscriber_id, const std::string& url);
 
  private:
   std::string path_;

@@ -45,7 +45,58 @@ test_pki make_test_pki(const std::filesystem::path& dir) {
                 "' -CAkey '" + at("ca.key") + "' -CAcreateserial -out '" + at("server.crt") +
                 "' -days 2 -extfile '" + at("server.ext") + "'",
             log);
-  return {at("ca.crt"), at("server.crt"), at("server.key")};
+  return {at("ca.crt"), at("server.crt"), at("server.key"), at("ca.key")};
+}
+
+namespace {
+constexpr const char* server_extensions =
+    "basicConstraints=CA:FALSE\n"
+    "keyUsage=critical,digitalSignature\n"
+    "extendedKeyUsage=serverAuth\n"
+    "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+constexpr const char* ec_key_options =
+    " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+}  // namespace
+
+test_certificate make_self_signed_cert(const std::filesystem::path& dir) {
+  const auto at = [&](const char* name) { return (dir / name).string(); };
+  const std::string openssl = SURGE_OPENSSL_PATH;
+  run_shell(openssl + " req -x509" + ec_key_options + " -keyout '" + at("self-signed.key") +
+                "' -out '" + at("self-signed.crt") + "' -days 2 -subj '/CN=localhost'" +
+                " -addext subjectAltName=DNS:localhost,IP:127.0.0.1" +
+                " -addext extendedKeyUsage=serverAuth",
+            dir / "openssl.log");
+  return {at("self-signed.crt"), at("self-signed.key")};
+}
+
+test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki) {
+  const auto at = [&](const char* name) { return (dir / name).string(); };
+  const std::filesystem::path log = dir / "openssl.log";
+  const std::string openssl = SURGE_OPENSSL_PATH;
+  std::filesystem::create_directories(dir / "ca-new");
+  std::ofstream(at("ca-index.txt")).close();
+  std::ofstream(at("ca-serial")) << "1000\n";
+  {
+    std::ofstream config(at("ca.cnf"));
+    config << "[ca]\ndefault_ca = test_ca\n"
+              "[test_ca]\n"
+              "database = " << at("ca-index.txt") << "\n"
+              "new_certs_dir = " << at("ca-new") << "\n"
+              "serial = " << at("ca-serial") << "\n"
+              "default_md = sha256\npolicy = any_name\nunique_subject = no\n"
+              "copy_extensions = none\n"
+              "[any_name]\ncommonName = supplied\n"
+              "[server_ext]\n" << server_extensions;
+  }
+  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at("expired.key") +
+                "' -out '" + at("expired.csr") + "' -subj '/CN=localhost'",
+            log);
+  run_shell(openssl + " ca -batch -notext -config '" + at("ca.cnf") + "' -cert '" + pki.ca_cert +
+                "' -keyfile '" + pki.ca_key + "' -in '" + at("expired.csr") + "' -out '" +
+                at("expired.crt") + "' -startdate 200101000000Z -enddate 200102000000Z" +
+                " -extensions server_ext",
+            log);
+  return {at("expired.crt"), at("expired.key")};
 }
 
 }  // namespace surge::testing

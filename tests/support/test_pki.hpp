@@ -8,9 +8,21 @@ namespace surge::testing {
 
 struct test_pki {
   std::string ca_cert, server_cert, server_key;
+  std::string ca_key;  // for signing further certificates (make_expired_cert)
 };
 
 // Writes the files into `dir`. Throws std::runtime_error with openssl's output on failure.
 test_pki make_test_pki(const std::filesystem::path& dir);
+
+struct test_certificate {
+  std::string cert, key;
+};
+
+// A certificate for localhost and 127.0.0.1 that signs itself: no CA vouches for it.
+test_certificate make_self_signed_cert(const std::filesystem::path& dir);
+
+// A certificate for localhost and 127.0.0.1 from the test CA whose validity ended in 2020
+// (`openssl ca -startdate/-enddate`: OpenSSL 3.0's `x509 -req` cannot backdate).
+test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki);
 
 }  // namespace surge::testing

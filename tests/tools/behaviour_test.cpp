@@ -27,6 +27,32 @@ TEST(BehaviourSet, ParsesTheDocumentedExample) {
   EXPECT_EQ(set.for_subscriber(std::nullopt).delay, std::chrono::milliseconds(5));
 }
 
+TEST(BehaviourSet, ParsesTheFaultShapes) {
+  const auto set = behaviour_set::parse(R"({
+    "1": {"reset_first": 2}, "2": {"trickle_ms": 1000}, "3": {"body_bytes": 104857600},
+    "4": {"announce_length": 1000000000000}, "5": {"endless_chunked": true},
+    "6": {"status": 302, "location": "http://127.0.0.1:1/x"}})");
+  EXPECT_EQ(set.for_subscriber(1).reset_first, 2);
+  EXPECT_EQ(set.for_subscriber(2).trickle, std::chrono::milliseconds(1000));
+  EXPECT_EQ(set.for_subscriber(3).body_bytes.value_or(0), 104857600u);
+  EXPECT_EQ(set.for_subscriber(4).announce_length.value_or(0), 1000000000000u);
+  EXPECT_TRUE(set.for_subscriber(5).endless_chunked);
+  EXPECT_EQ(set.for_subscriber(6).location, "http://127.0.0.1:1/x");
+  EXPECT_FALSE(set.for_subscriber(1).body_bytes.has_value());
+}
+
+TEST(BehaviourSet, RejectsFaultShapeMistakes) {
+  for (const char* bad : {R"({"3": {"reset_first": -1}})", R"({"3": {"trickle_ms": 0}})",
+                          R"({"3": {"body_bytes": 1.5}})", R"({"3": {"body_bytes": -1}})",
+                          R"({"3": {"announce_length": "10"}})",
+                          R"({"3": {"endless_chunked": 1}})", R"({"3": {"location": 5}})",
+                          R"({"3": {"body_bytes": 10, "endless_chunked": true}})",
+                          R"({"3": {"body_bytes": 10, "announce_length": 20}})",
+                          R"({"3": {"reset_first": 1, "fail_first": 1}})",
+                          R"({"3": {"reset_first": 1, "reset": true}})"})
+    EXPECT_THROW(behaviour_set::parse(bad), std::invalid_argument) << bad;
+}
+
 TEST(BehaviourSet, DefaultsToPlain200) {
   const auto set = behaviour_set::parse("{}");
   EXPECT_EQ(set.for_subscriber(1).status, 200u);
@@ -70,6 +96,33 @@ TEST(Responder, MixPicksOnlyConfiguredStatusesAndIsSeeded) {
   EXPECT_EQ(seen.count(200) + seen.count(503), 200u);
   EXPECT_GT(seen.count(200), 0u);
   EXPECT_GT(seen.count(503), 0u);
+}
+
+TEST(Responder, ResetFirstCountsPerDeliveryIdThenAnswers) {
+  responder r(behaviour_set::parse(R"({"8": {"reset_first": 2, "status": 202}})"));
+  EXPECT_EQ(r.decide(8, "a").what, action::kind::reset);
+  EXPECT_EQ(r.decide(8, "b").what, action::kind::reset);
+  EXPECT_EQ(r.decide(8, "a").what, action::kind::reset);
+  const auto answered = r.decide(8, "a");
+  EXPECT_EQ(answered.what, action::kind::respond);
+  EXPECT_EQ(answered.status, 202u);
+  EXPECT_EQ(r.decide(8, "b").what, action::kind::reset);
+  EXPECT_EQ(r.decide(8, "b").what, action::kind::respond);
+}
+
+TEST(Responder, CarriesTheBodyShapeAndTheLocation) {
+  responder r(behaviour_set::parse(R"({"3": {"body_bytes": 100}, "4": {"announce_length": 9},
+    "5": {"endless_chunked": true}, "6": {"status": 301, "location": "/x", "trickle_ms": 5}})"));
+  EXPECT_EQ(r.decide(3, "").body, body_shape::sized);
+  EXPECT_EQ(r.decide(3, "").body_length, 100u);
+  EXPECT_EQ(r.decide(4, "").body, body_shape::announced);
+  EXPECT_EQ(r.decide(4, "").body_length, 9u);
+  EXPECT_EQ(r.decide(5, "").body, body_shape::endless_chunked);
+  const auto moved = r.decide(6, "");
+  EXPECT_EQ(moved.body, body_shape::normal);
+  EXPECT_EQ(moved.status, 301u);
+  EXPECT_EQ(moved.location, "/x");
+  EXPECT_EQ(moved.trickle, std::chrono::milliseconds(5));
 }
 
 TEST(Responder, HangAndResetAreActions) {

@@ -6,6 +6,7 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
 #include <boost/json/parse.hpp>
 
 #include "sink_test_support.hpp"
@@ -20,7 +21,7 @@ namespace json = boost::json;
 
 constexpr std::size_t column_subscriber = 1, column_delivery = 2, column_attempt = 3,
                       column_verdict = 4, column_status = 5, column_event = 6,
-                      column_connection = 7;
+                      column_connection = 7, column_sni = 8, column_body_sha256 = 9;
 
 class SinkServer : public ::testing::Test {
  protected:
@@ -355,14 +356,17 @@ TEST_F(SinkServer, RecordHasOneLinePerRequestAfterStop) {
   const auto rows = stop_and_read_record();
   ASSERT_EQ(rows.size(), 6u);
   for (const auto& row : rows) {
-    ASSERT_EQ(row.size(), 8u);
+    ASSERT_EQ(row.size(), 10u);
     const auto& arrival = row[0];
     ASSERT_NE(arrival.find('.'), std::string::npos);
     EXPECT_EQ(arrival.size() - arrival.find('.') - 1, 6u) << arrival;
     EXPECT_GT(std::stod(arrival), 1.6e9);
   }
-  EXPECT_EQ(rows[0], (std::vector<std::string>{rows[0][0], "1", "1", "1", "ok", "200",
-                                               "video.rank_updated", rows[0][column_connection]}));
+  // Plain HTTP: no server name; the body {"video":42} by its SHA-256.
+  EXPECT_EQ(rows[0], (std::vector<std::string>{
+                         rows[0][0], "1", "1", "1", "ok", "200", "video.rank_updated",
+                         rows[0][column_connection], "",
+                         "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b"}));
   EXPECT_EQ(rows[2][column_attempt], "4");
   EXPECT_EQ(rows[2][column_status], "503");
   EXPECT_EQ(rows[3][column_status], "0");
@@ -392,6 +396,111 @@ TEST_F(SinkServer, SeveralThreadsServeConcurrentClients) {
   const auto rows = stop_and_read_record();
   EXPECT_EQ(rows.size(), 20u);
   for (const auto& row : rows) EXPECT_EQ(row[column_verdict], "ok");
+}
+
+TEST_F(SinkServer, ResetFirstResetsThenAnswersPerDelivery) {
+  start(R"({"8": {"reset_first": 2}})");
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    const auto reset = post({.subscriber_id = 8, .delivery_id = "80", .attempt = attempt});
+    EXPECT_FALSE(reset.response);
+    EXPECT_EQ(reset.error, boost::asio::error::connection_reset) << reset.error.message();
+  }
+  const auto third = post({.subscriber_id = 8, .delivery_id = "80", .attempt = 3});
+  ASSERT_TRUE(third.response) << third.error.message();
+  EXPECT_EQ(third.response->result_int(), 200u);
+  EXPECT_FALSE(post({.subscriber_id = 8, .delivery_id = "81"}).response)
+      << "each delivery id has its own count";
+
+  const auto rows = stop_and_read_record();
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0][column_status], "0");
+  EXPECT_EQ(rows[1][column_status], "0");
+  EXPECT_EQ(rows[2][column_status], "200");
+  EXPECT_EQ(rows[3][column_status], "0");
+}
+
+TEST_F(SinkServer, TrickleSendsTheWholeResponseOneByteAtATime) {
+  start(R"({"4": {"trickle_ms": 2}})");
+  const auto begin = std::chrono::steady_clock::now();
+  const auto result = post({.subscriber_id = 4}, 30s);
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  ASSERT_TRUE(result.response) << result.error.message();
+  EXPECT_EQ(result.response->result_int(), 200u);
+  EXPECT_EQ(result.response->body(), R"({"ok":true})");
+  // A pause after every byte of a response of well over 100 bytes.
+  EXPECT_GE(elapsed, 100 * 2ms);
+}
+
+TEST_F(SinkServer, TrickleOutlastsAClientDeadline) {
+  start(R"({"4": {"trickle_ms": 100}})");
+  const auto result = post({.subscriber_id = 4}, 300ms);
+  EXPECT_FALSE(result.response);
+  EXPECT_EQ(result.error, boost::beast::error::timeout) << result.error.message();
+}
+
+TEST_F(SinkServer, BodyBytesStreamsThatManyBytesOnAKeptConnection) {
+  start(R"({"4": {"body_bytes": 1000000}})");
+  test_client client(port());
+  ASSERT_FALSE(client.connect());
+  for (int i = 0; i < 2; ++i) {
+    const auto result = client.send(signed_request({.subscriber_id = 4}, subscriber(4)));
+    ASSERT_TRUE(result.response) << result.error.message();
+    EXPECT_EQ(result.response->result_int(), 200u);
+    EXPECT_EQ(result.response->body().size(), 1000000u);
+    EXPECT_TRUE(result.response->keep_alive());
+  }
+  EXPECT_EQ(stats().at("streamed_body_bytes").to_number<std::uint64_t>(), 2000000u);
+  const auto rows = stop_and_read_record();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][column_connection], rows[1][column_connection]);
+}
+
+TEST_F(SinkServer, AnnounceLengthSendsFarLessThanItClaims) {
+  start(R"({"4": {"announce_length": 1000}})");
+  const auto result = post({.subscriber_id = 4}, 300ms);
+  EXPECT_FALSE(result.response);
+  EXPECT_EQ(result.error, boost::beast::error::timeout) << result.error.message();
+  EXPECT_EQ(stats().at("streamed_body_bytes").to_number<std::uint64_t>(), 2u);
+}
+
+TEST_F(SinkServer, EndlessChunkedNeverEnds) {
+  start(R"({"4": {"endless_chunked": true}})");
+  const auto result = post({.subscriber_id = 4}, 500ms);
+  EXPECT_FALSE(result.response);
+  // The client gives up at its body limit (Beast: 8 MB) or at its deadline, whichever is first.
+  EXPECT_TRUE(result.error == http::error::body_limit ||
+              result.error == boost::beast::error::timeout)
+      << result.error.message();
+  // The sink counts what it streamed once its next write fails on the closed connection.
+  std::uint64_t streamed = 0;
+  for (int i = 0; i < 100 && streamed == 0; ++i) {
+    streamed = stats().at("streamed_body_bytes").to_number<std::uint64_t>();
+    if (streamed == 0) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GT(streamed, 4096u);
+}
+
+TEST_F(SinkServer, LocationIsSentWithTheStatus) {
+  start(R"({"4": {"status": 302, "location": "http://127.0.0.1:9/elsewhere"}})");
+  const auto result = post({.subscriber_id = 4});
+  ASSERT_TRUE(result.response) << result.error.message();
+  EXPECT_EQ(result.response->result_int(), 302u);
+  EXPECT_EQ((*result.response)[http::field::location], "http://127.0.0.1:9/elsewhere");
+}
+
+TEST_F(SinkServer, BodyIsRecordedByItsHashByteForByte) {
+  start();
+  const std::string not_utf8("\xC3\x28", 2);
+  post({.subscriber_id = 1, .delivery_id = "1", .body = ""});
+  post({.subscriber_id = 1, .delivery_id = "2", .body = not_utf8});
+  const auto rows = stop_and_read_record();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][column_verdict], "ok");
+  EXPECT_EQ(rows[0][column_body_sha256],
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rows[1][column_verdict], "ok");
+  EXPECT_EQ(rows[1][column_body_sha256], sha256_hex(not_utf8));
+  EXPECT_EQ(rows[1][column_sni], "") << "plain HTTP has no server name";
 }
 
 TEST_F(SinkServer, StopIsIdempotentAndServerCanBeDestroyedUnstarted) {

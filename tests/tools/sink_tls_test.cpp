@@ -1,6 +1,12 @@
 // The sink behind TLS, with a CA made for the test: trusted clients are served, others fail.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <openssl/ssl.h>
+
 #include "sink_test_support.hpp"
 #include "tools/sink/sink_server.hpp"
 
@@ -79,6 +85,62 @@ TEST_F(SinkTls, ClientNotTrustingTheCaFails) {
 TEST_F(SinkTls, WrongHostNameFails) {
   test_client client(server_->port(), pki_.ca_cert, "example.com");
   EXPECT_TRUE(client.connect());
+}
+
+TEST_F(SinkTls, RecordsTheServerNameTheClientSent) {
+  test_client client(server_->port(), pki_.ca_cert, "localhost");
+  ASSERT_FALSE(client.connect());
+  ASSERT_TRUE(client.send(signed_for(vvv_id)).response);
+  server_->stop();
+  const auto lines = read_lines(dir_.file("record.csv"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(split_csv(lines[0]).at(8), "localhost");
+}
+
+// A client that speaks only TLS 1.1, at the security level OpenSSL 3 requires for it.
+boost::beast::error_code handshake_with_tls_1_1(std::uint16_t port) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ssl::context context(asio::ssl::context::tls_client);
+  SSL_CTX* native = context.native_handle();
+  SSL_CTX_set_security_level(native, 0);
+  SSL_CTX_set_min_proto_version(native, TLS1_1_VERSION);
+  SSL_CTX_set_max_proto_version(native, TLS1_1_VERSION);
+  SSL_CTX_set_cipher_list(native, "DEFAULT:@SECLEVEL=0");
+  context.set_verify_mode(asio::ssl::verify_none);
+  asio::ssl::stream<asio::ip::tcp::socket> stream(io, context);
+  boost::beast::error_code error;
+  stream.next_layer().connect({asio::ip::make_address("127.0.0.1"), port}, error);
+  if (!error) stream.handshake(asio::ssl::stream_base::client, error);
+  return error;
+}
+
+TEST_F(SinkTls, MaxVersionOneOneServesOnlyTls11) {
+  sink_config config;
+  config.db_path = queue_;
+  config.tls_cert = pki_.server_cert;
+  config.tls_key = pki_.server_key;
+  config.tls_max_version = "1.1";
+  sink_server old_server(std::move(config));
+  old_server.start();
+  EXPECT_FALSE(handshake_with_tls_1_1(old_server.port())) << "the sink must speak TLS 1.1";
+  test_client modern(old_server.port(), pki_.ca_cert);
+  EXPECT_TRUE(modern.connect()) << "a TLS 1.2+ client must not agree with a TLS 1.1 server";
+  // The default sink refuses TLS 1.1, as Surge's client does.
+  EXPECT_TRUE(handshake_with_tls_1_1(server_->port()));
+}
+
+TEST_F(SinkTls, BadMaxVersionIsRefused) {
+  sink_config config;
+  config.db_path = queue_;
+  config.tls_cert = pki_.server_cert;
+  config.tls_key = pki_.server_key;
+  config.tls_max_version = "1.0";
+  EXPECT_THROW(sink_server{std::move(config)}, std::invalid_argument);
+  sink_config plain;
+  plain.db_path = queue_;
+  plain.tls_max_version = "1.2";
+  EXPECT_THROW(sink_server{std::move(plain)}, std::invalid_argument);
 }
 
 TEST_F(SinkTls, PlainHttpGetsNoResponse) {

@@ -67,14 +67,38 @@ behaviour parse_one(std::string_view key, const json::value& value) {
     } else if (field == "hang" || field == "reset") {
       if (!item.is_bool()) fail(key, std::string(field) + " must be true or false");
       (field == "hang" ? result.hang : result.reset) = item.get_bool();
-    } else if (field == "fail_first") {
+    } else if (field == "fail_first" || field == "reset_first") {
       const auto count = as_number(item);
-      if (!count || *count < 0 || *count > 1e9) fail(key, "fail_first must be a count");
-      result.fail_first = static_cast<int>(*count);
+      if (!count || *count < 0 || *count > 1e9) fail(key, std::string(field) + " must be a count");
+      (field == "fail_first" ? result.fail_first : result.reset_first) = static_cast<int>(*count);
+    } else if (field == "trickle_ms") {
+      const auto ms = as_number(item);
+      if (!ms || *ms < 1) fail(key, "trickle_ms must be a positive number");
+      result.trickle = std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+    } else if (field == "body_bytes" || field == "announce_length") {
+      const auto bytes = as_number(item);
+      // 2^53: exact in a double, and far beyond anything a test streams.
+      if (!bytes || *bytes < 0 || *bytes > 9007199254740992.0 ||
+          *bytes != static_cast<double>(static_cast<std::uint64_t>(*bytes)))
+        fail(key, std::string(field) + " must be a byte count");
+      (field == "body_bytes" ? result.body_bytes : result.announce_length) =
+          static_cast<std::uint64_t>(*bytes);
+    } else if (field == "endless_chunked") {
+      if (!item.is_bool()) fail(key, "endless_chunked must be true or false");
+      result.endless_chunked = item.get_bool();
+    } else if (field == "location") {
+      if (!item.is_string()) fail(key, "location must be a string");
+      result.location = std::string(item.get_string());
     } else {
       fail(key, "unknown field \"" + std::string(field) + "\"");
     }
   }
+  // Combinations whose meaning would be a guess are refused rather than silently resolved.
+  if (int(result.body_bytes.has_value()) + int(result.announce_length.has_value()) +
+          int(result.endless_chunked) > 1)
+    fail(key, "body_bytes, announce_length and endless_chunked exclude each other");
+  if (result.reset_first > 0 && (result.reset || result.fail_first > 0))
+    fail(key, "reset_first cannot be combined with reset or fail_first");
   return result;
 }
 
@@ -125,12 +149,33 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
   action result;
   result.delay = rule.delay;
   result.retry_after = rule.retry_after;
+  result.location = rule.location;
+  result.trickle = rule.trickle;
+  if (rule.body_bytes) {
+    result.body = body_shape::sized;
+    result.body_length = *rule.body_bytes;
+  } else if (rule.announce_length) {
+    result.body = body_shape::announced;
+    result.body_length = *rule.announce_length;
+  } else if (rule.endless_chunked) {
+    result.body = body_shape::endless_chunked;
+  }
   if (rule.hang) {
     result.what = action::kind::hang;
     return result;
   }
   if (rule.reset) result.what = action::kind::reset;
 
+  if (rule.reset_first > 0) {
+    std::lock_guard lock(mutex_);
+    int& seen = seen_[{subscriber_id.value_or(0), std::string(delivery_id)}];
+    ++seen;
+    if (seen <= rule.reset_first) {
+      result.what = action::kind::reset;
+      return result;
+    }
+    // Past the resets: the configured answer (status, mix) as for any other request.
+  }
   if (rule.fail_first > 0) {
     std::lock_guard lock(mutex_);
     int& seen = seen_[{subscriber_id.value_or(0), std::string(delivery_id)}];

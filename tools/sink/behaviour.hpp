@@ -23,6 +23,13 @@ struct behaviour {
   bool hang = false;
   bool reset = false;
   int fail_first = 0;
+  // Hostile or broken answers, for the drainer's fault tests:
+  int reset_first = 0;                  // reset the first N requests per delivery id, then answer
+  std::chrono::milliseconds trickle{0}; // write the whole response one byte per interval
+  std::optional<std::uint64_t> body_bytes;       // a body this long, streamed, Content-Length
+  std::optional<std::uint64_t> announce_length;  // announce this Content-Length, send "{}"
+  bool endless_chunked = false;                  // a chunked body that never ends
+  std::string location;                          // a Location header (for 3xx tests)
 };
 
 class behaviour_set {
@@ -40,15 +47,24 @@ class behaviour_set {
   behaviour default_;
 };
 
+// How the response body is produced. Everything but `normal` is streamed by the server, never
+// held in memory, and closes or holds the connection as the shape demands.
+enum class body_shape { normal, sized, announced, endless_chunked };
+
 struct action {
   enum class kind { respond, hang, reset };
   kind what = kind::respond;
   unsigned status = 200;
   std::chrono::milliseconds delay{0};
   std::string retry_after;
+  std::string location;
+  std::chrono::milliseconds trickle{0};
+  body_shape body = body_shape::normal;
+  std::uint64_t body_length = 0;  // sized: bytes sent; announced: Content-Length claimed
 };
 
-// The mutable half of behaviours: the seeded RNG for mixes and fail_first counters. Thread-safe.
+// The mutable half of behaviours: the seeded RNG for mixes and the fail_first / reset_first
+// counters. Thread-safe.
 class responder {
  public:
   explicit responder(behaviour_set behaviours, std::uint64_t seed = 1);

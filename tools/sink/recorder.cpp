@@ -61,6 +61,10 @@ std::string format_record(const request_record& record) {
   append_field(line, record.event_type);
   line += ',';
   line += std::to_string(record.connection_id);
+  line += ',';
+  append_field(line, record.sni);
+  line += ',';
+  line += record.body_sha256;
   return line;
 }
 
@@ -96,11 +100,17 @@ void recorder::note_connection() {
   ++connections_;
 }
 
+void recorder::note_streamed(std::uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  streamed_body_bytes_ += bytes;
+}
+
 std::string recorder::stats_json() const {
   std::lock_guard lock(mutex_);
   json::object root;
   root["requests"] = total_.requests;
   root["connections"] = connections_;
+  root["streamed_body_bytes"] = streamed_body_bytes_;
   root["by_verdict"] = to_json(total_.by_verdict);
   root["by_status"] = to_json(total_.by_status);
   root["problems"] = json::object{{"bad_content_type", bad_content_type_},

@@ -27,10 +27,13 @@ struct request_record {
   bool bad_content_type = false;
   bool missing_delivery_headers = false;
   bool stale_timestamp = false;
+  std::string sni;             // the TLS server name the client sent, empty for none or plain
+  std::string body_sha256;     // lowercase hex of the body received, empty when not read whole
 };
 
 // One CSV line without the newline: arrival (6 decimals), subscriber_id, delivery_id, attempt,
-// verdict, status_sent, event_type, connection_id. Fields are quoted only when they need it.
+// verdict, status_sent, event_type, connection_id, sni, body_sha256. Fields are quoted only when
+// they need it.
 std::string format_record(const request_record& record);
 
 class recorder {
@@ -44,9 +47,13 @@ class recorder {
 
   void add(const request_record& record);
   void note_connection();
+  // Bytes written after the header by streamed answers (body_bytes, announce_length,
+  // endless_chunked, chunk framing included): how much a client let the sink send before it
+  // closed.
+  void note_streamed(std::uint64_t bytes);
 
-  // {"requests":N,"connections":N,"by_verdict":{..},"by_status":{..},"problems":{..},
-  //  "by_subscriber":{"3":{"requests":..,"ok":..,..,"by_status":{..}}}}
+  // {"requests":N,"connections":N,"streamed_body_bytes":N,"by_verdict":{..},"by_status":{..},
+  //  "problems":{..},"by_subscriber":{"3":{"requests":..,"ok":..,..,"by_status":{..}}}}
   std::string stats_json() const;
   std::uint64_t requests() const;
 
@@ -72,6 +79,7 @@ class recorder {
   std::string buffer_;
   counters total_;
   std::uint64_t connections_ = 0;
+  std::uint64_t streamed_body_bytes_ = 0;
   std::uint64_t bad_content_type_ = 0, missing_delivery_headers_ = 0, stale_timestamp_ = 0;
   std::map<std::string, counters> by_subscriber_;
   std::thread flusher_;

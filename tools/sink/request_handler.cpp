@@ -8,6 +8,8 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 
+#include <openssl/evp.h>
+
 #include "storage/database.hpp"
 
 namespace surge::sink {
@@ -59,8 +61,22 @@ std::string_view subscriber_segment(std::string_view target) {
   return slash == std::string_view::npos ? target : target.substr(slash + 1);
 }
 
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr) != 1) return {};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0xf];
+  }
+  return out;
+}
+
 reply request_handler::handle(const request_type& request, std::uint64_t connection_id,
-                              double arrival) {
+                              double arrival, std::string_view sni) {
   const std::string_view path = request.target().substr(0, request.target().find('?'));
   // The sink's own endpoints are neither counted nor recorded.
   if (path == "/_sink/stats" && request.method() == http::verb::get) {
@@ -72,12 +88,13 @@ reply request_handler::handle(const request_type& request, std::uint64_t connect
             make_response(request.version(), request.keep_alive(), 404,
                           R"({"ok":false,"error":"not found"})")};
   }
-  return webhook(request, connection_id, arrival);
+  return webhook(request, connection_id, arrival, sni);
 }
 
 reply request_handler::webhook(const request_type& request, std::uint64_t connection_id,
-                               double arrival) {
-  request_record record = describe(request, connection_id, arrival);
+                               double arrival, std::string_view sni) {
+  request_record record = describe(request, connection_id, arrival, sni);
+  record.body_sha256 = sha256_hex(request.body());
   const auto id = parse_int<std::int64_t>(record.subscriber);
   const std::optional<subscriber_key> subscriber = id ? subscribers_.find(*id) : std::nullopt;
 
@@ -105,6 +122,10 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
                           : R"({"ok":false,"status":)" + std::to_string(decided.status) + "}");
     if (!decided.retry_after.empty())
       result.response.set(http::field::retry_after, decided.retry_after);
+    if (!decided.location.empty()) result.response.set(http::field::location, decided.location);
+    result.trickle = decided.trickle;
+    result.body = decided.body;
+    result.body_length = decided.body_length;
   }
   // Recorded when decided, not when sent: a hanging or delayed request still gets its line even
   // if the client gives up or the sink stops first.
@@ -113,8 +134,9 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
 }
 
 reply request_handler::too_large(const http::request_header<>& header,
-                                 std::uint64_t connection_id, double arrival) {
-  request_record record = describe(header, connection_id, arrival);
+                                 std::uint64_t connection_id, double arrival,
+                                 std::string_view sni) {
+  request_record record = describe(header, connection_id, arrival, sni);
   record.result = verdict::too_large;
   record.status_sent = 413;
   records_.add(record);
@@ -125,10 +147,12 @@ reply request_handler::too_large(const http::request_header<>& header,
 }
 
 request_record request_handler::describe(const http::request_header<>& request,
-                                         std::uint64_t connection_id, double arrival) const {
+                                         std::uint64_t connection_id, double arrival,
+                                         std::string_view sni) const {
   request_record record;
   record.arrival = arrival;
   record.connection_id = connection_id;
+  record.sni = std::string(sni);
   record.subscriber = std::string(subscriber_segment(request.target()));
   const auto delivery_id = header(request, "X-VVV-Delivery-Id");
   const auto attempt = header(request, "X-VVV-Attempt");

@@ -1,11 +1,13 @@
 #include "tools/sink/sink_server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -23,6 +25,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -31,6 +34,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "storage/database.hpp"
@@ -70,16 +74,39 @@ struct connection {
   Stream stream;
   asio::steady_timer delay;
   std::uint64_t id;
+  std::string sni;  // the server name the TLS client asked for
   // Set by close_now(): a read that completed just before the close must not start a delay.
   bool closed = false;
 };
 
-ssl::context make_tls_context(const std::string& cert, const std::string& key) {
+int tls_version_code(const std::string& text) {
+  if (text == "1.1") return TLS1_1_VERSION;
+  if (text == "1.2") return TLS1_2_VERSION;
+  if (text == "1.3") return TLS1_3_VERSION;
+  throw std::invalid_argument("TLS version must be 1.1, 1.2 or 1.3, not " + text);
+}
+
+ssl::context make_tls_context(const std::string& cert, const std::string& key,
+                              const std::string& max_version) {
   ssl::context context(ssl::context::tls_server);
+  SSL_CTX* native = context.native_handle();
   context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
                       ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
-  SSL_CTX_set_min_proto_version(context.native_handle(), TLS1_2_VERSION);
+  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  if (!max_version.empty()) {
+    const int newest = tls_version_code(max_version);
+    if (newest < TLS1_2_VERSION) {
+      // An obsolete-only server, for testing that clients refuse it: OpenSSL 3 (and Debian's
+      // system configuration) allow TLS 1.1 only at security level 0.
+      SSL_CTX_clear_options(native, SSL_OP_NO_TLSv1_1);
+      SSL_CTX_set_security_level(native, 0);
+      SSL_CTX_set_min_proto_version(native, newest);
+      if (SSL_CTX_set_cipher_list(native, "DEFAULT:@SECLEVEL=0") != 1)
+        throw std::runtime_error("cannot enable TLS 1.1 ciphers");
+    }
+    SSL_CTX_set_max_proto_version(native, newest);
+  }
   context.use_certificate_chain_file(cert);
   context.use_private_key_file(key, ssl::context::pem);
   return context;
@@ -113,7 +140,10 @@ struct sink_server::impl {
         handler(subscribers, behaviours, records) {
     if (config.tls_cert.empty() != config.tls_key.empty())
       throw std::invalid_argument("TLS needs both a certificate and a key");
-    if (!config.tls_cert.empty()) tls.emplace(make_tls_context(config.tls_cert, config.tls_key));
+    if (!config.tls_max_version.empty() && config.tls_cert.empty())
+      throw std::invalid_argument("a TLS version needs a certificate and a key");
+    if (!config.tls_cert.empty())
+      tls.emplace(make_tls_context(config.tls_cert, config.tls_key, config.tls_max_version));
     if (config.threads < 1) throw std::invalid_argument("threads must be at least 1");
     listen();
   }
@@ -196,6 +226,8 @@ struct sink_server::impl {
       lowest.expires_after(handshake_timeout);
       auto [ec] = co_await stream.async_handshake(ssl::stream_base::server, use_tuple);
       if (ec) co_return;
+      if (const char* name = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name))
+        conn.sni = name;
     }
     beast::flat_buffer buffer;
     for (;;) {
@@ -207,7 +239,7 @@ struct sink_server::impl {
       // Beast reports body_limit only after every header field was parsed into the message
       // (is_header_done() is still false when the Content-Length alone exceeds the limit).
       if (read_error == http::error::body_limit) {
-        reply answer = handler.too_large(parser.get(), conn.id, arrival);
+        reply answer = handler.too_large(parser.get(), conn.id, arrival, conn.sni);
         lowest.expires_after(write_timeout);
         auto [write_error, written] =
             co_await http::async_write(stream, answer.response, use_tuple);
@@ -216,7 +248,7 @@ struct sink_server::impl {
       }
       if (read_error || conn.closed) co_return;  // closed by the client, idle timeout, stop()
 
-      reply answer = handler.handle(parser.get(), conn.id, arrival);
+      reply answer = handler.handle(parser.get(), conn.id, arrival, conn.sni);
       if (answer.what == action::kind::hang) {
         co_await hold_open(stream);
         co_return;
@@ -234,12 +266,108 @@ struct sink_server::impl {
         lowest.socket().close(ignored);
         co_return;
       }
+      if (answer.body != body_shape::normal) {
+        if (!co_await stream_answer(stream, answer)) co_return;
+        continue;
+      }
+      if (answer.trickle.count() > 0) {
+        if (!co_await trickle_answer(conn, answer)) co_return;
+        if (answer.response.need_eof()) break;
+        continue;
+      }
       lowest.expires_after(write_timeout);
       auto [write_error, written] = co_await http::async_write(stream, answer.response, use_tuple);
       if (write_error) co_return;
       if (answer.response.need_eof()) break;
     }
     co_await close_gracefully(stream, false);
+  }
+
+  // The whole response, one byte per `answer.trickle`: a server (or a middlebox) that is alive
+  // but slower than any deadline. False when the client went away.
+  template <class Stream>
+  asio::awaitable<bool> trickle_answer(connection<Stream>& conn, const reply& answer) {
+    std::ostringstream text;
+    text << answer.response;
+    const std::string bytes = text.str();
+    auto& lowest = beast::get_lowest_layer(conn.stream);
+    for (const char byte : bytes) {
+      lowest.expires_after(write_timeout);
+      auto [write_error, written] =
+          co_await asio::async_write(conn.stream, asio::buffer(&byte, 1), use_tuple);
+      if (write_error || conn.closed) co_return false;
+      conn.delay.expires_after(answer.trickle);
+      auto [wait_error] = co_await conn.delay.async_wait(use_tuple);
+      if (wait_error) co_return false;
+    }
+    co_return true;
+  }
+
+  // Hostile bodies, streamed from a fixed buffer so the sink's memory stays flat whatever it
+  // sends. True when the connection may serve another request (a whole sized body on a
+  // keep-alive request); false when it is finished with.
+  template <class Stream>
+  asio::awaitable<bool> stream_answer(Stream& stream, const reply& answer) {
+    auto& lowest = beast::get_lowest_layer(stream);
+    http::response<http::empty_body> head{answer.response.result(), answer.response.version()};
+    for (const auto& field : answer.response.base()) {
+      if (field.name() == http::field::content_length) continue;
+      head.set(field.name_string(), field.value());
+    }
+    const bool keep_alive = answer.body == body_shape::sized && answer.response.keep_alive();
+    head.keep_alive(keep_alive);
+    if (answer.body == body_shape::endless_chunked) {
+      head.chunked(true);
+    } else {
+      head.content_length(answer.body_length);
+    }
+    http::response_serializer<http::empty_body> serializer(head);
+    lowest.expires_after(write_timeout);
+    auto [head_error, head_bytes] =
+        co_await http::async_write_header(stream, serializer, use_tuple);
+    if (head_error) co_return false;
+
+    static const std::string filler(64 * 1024, ' ');
+    std::uint64_t sent = 0;
+    bool ok = true;
+    switch (answer.body) {
+      case body_shape::sized:
+        while (ok && sent < answer.body_length) {
+          const auto part = static_cast<std::size_t>(
+              std::min<std::uint64_t>(filler.size(), answer.body_length - sent));
+          lowest.expires_after(write_timeout);
+          auto [ec, n] = co_await asio::async_write(stream, asio::buffer(filler.data(), part),
+                                                    use_tuple);
+          sent += n;
+          ok = !ec;
+        }
+        break;
+      case body_shape::announced: {
+        // Far less than announced; then the connection is held open, so a client trusting the
+        // Content-Length waits for bytes that never come.
+        const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(2, answer.body_length));
+        lowest.expires_after(write_timeout);
+        auto [ec, n] = co_await asio::async_write(stream, asio::buffer("{}", part), use_tuple);
+        sent += n;
+        records.note_streamed(sent);
+        if (!ec) co_await hold_open(stream);
+        co_return false;
+      }
+      case body_shape::endless_chunked: {
+        const std::string chunk = "1000\r\n" + filler.substr(0, 0x1000) + "\r\n";
+        while (ok) {
+          lowest.expires_after(write_timeout);
+          auto [ec, n] = co_await asio::async_write(stream, asio::buffer(chunk), use_tuple);
+          sent += n;
+          ok = !ec;
+        }
+        break;
+      }
+      case body_shape::normal:
+        break;
+    }
+    records.note_streamed(sent);
+    co_return ok && keep_alive;
   }
 
   // Answers "Expect: 100-continue" (curl sends it for larger bodies and would otherwise wait a

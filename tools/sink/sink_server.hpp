@@ -17,6 +17,9 @@ struct sink_config {
   std::string db_path;     // the queue file; must exist
   std::string tls_cert;    // PEM chain; with tls_key switches the listener to TLS
   std::string tls_key;
+  // "1.1", "1.2" or "1.3": the newest TLS version served; empty: any from 1.2 up. "1.1" serves
+  // only TLS 1.1 (at OpenSSL security level 0), to test that clients refuse it.
+  std::string tls_max_version;
   behaviour_set behaviours;
   std::uint64_t seed = 1;  // for "mix" picks
   std::string record_path; // empty: no CSV record
