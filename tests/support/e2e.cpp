@@ -17,6 +17,7 @@
 
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
+#include "tests/support/shared_ddl.hpp"
 
 namespace surge::testing {
 
@@ -113,29 +114,6 @@ run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
 }
 
 namespace {
-// The shared DDL of DESIGN section 1, exactly as the other programs create it.
-constexpr const char* shared_ddl = R"sql(
-CREATE TABLE webhook_subscriber (
-  id INTEGER PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL,
-  event_types TEXT NOT NULL DEFAULT '*',
-  rate_per_sec REAL NOT NULL DEFAULT 5.0,
-  burst INTEGER NOT NULL DEFAULT 10,
-  tokens REAL NOT NULL DEFAULT 10.0,
-  tokens_updated_at REAL NOT NULL DEFAULT 0,
-  active INTEGER NOT NULL DEFAULT 1);
-CREATE TABLE webhook_delivery (
-  id INTEGER PRIMARY KEY,
-  subscriber_id INTEGER NOT NULL REFERENCES webhook_subscriber(id),
-  event_type TEXT NOT NULL, payload TEXT NOT NULL,
-  status TEXT NOT NULL DEFAULT 'pending',
-  attempts INTEGER NOT NULL DEFAULT 0,
-  next_attempt_at REAL NOT NULL DEFAULT 0,
-  locked_until REAL NOT NULL DEFAULT 0,
-  created_at REAL NOT NULL);
-CREATE INDEX idx_delivery_due ON webhook_delivery(status, next_attempt_at)
-  WHERE status IN ('pending', 'retry');
-)sql";
-
 SQLite::Database make_queue(const std::string& path) {
   {
     SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
