@@ -75,7 +75,7 @@ void shard::begin_stop() {
       release_ready(*sub);
       sub->notify();
     }
-    if (in_flight_ == 0) finish();
+    finish_if_quiet();
   });
 }
 
@@ -157,6 +157,8 @@ void shard::accept_claims(claim_reply reply) {
     }
     sub.notify();
   }
+  // A stopping shard may have been waiting for this answer to finish.
+  finish_if_quiet();
 }
 
 asio::awaitable<void> shard::demand_loop() {
@@ -331,7 +333,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
   --in_flight_;
   counters_.add(counters_.in_flight, -1);
   slot_freed(sub);
-  if (stopping_ && in_flight_ == 0) finish();
+  finish_if_quiet();
 }
 
 void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& row,
@@ -479,6 +481,12 @@ void shard::publish_metrics() {
     view.subscribers.resize(keep);
   }
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
+}
+
+void shard::finish_if_quiet() {
+  // A claim answer still on its way may carry leased rows; finishing before it arrives would
+  // leave them leased until the lease runs out, so a stopping shard waits for it too.
+  if (stopping_ && in_flight_ == 0 && !claim_outstanding_) finish();
 }
 
 void shard::finish() {

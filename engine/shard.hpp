@@ -71,6 +71,7 @@ class shard final : public shard_endpoint {
   void flush_outcomes();
   void slot_freed(subscriber_state& sub);
   void finish();
+  void finish_if_quiet();
   void publish_metrics();
 
   int index_;
