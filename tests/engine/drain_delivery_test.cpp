@@ -28,9 +28,7 @@ TEST(DrainDelivery, EveryRowOfEverySubscriberIsDeliveredOnceWithValidSignatures)
   };
   std::set<std::int64_t> expected;
   for (const auto& [signing, secret] : schemes) {
-    const auto id = queue.add_subscriber("http://placeholder/", 5000, 500, signing, secret);
-    queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                    "' WHERE id = " + std::to_string(id));
+    const auto id = queue.add_subscriber_at(sink, 5000, 500, signing, secret);
     for (auto row : queue.add_rows(id, 150)) expected.insert(row);
   }
 
@@ -87,9 +85,7 @@ TEST(DrainDelivery, BadRowsAreDeadLetteredWithAReasonWhileTheRestDrains) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path());
-  const auto good = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(good) +
-                  "' WHERE id = " + std::to_string(good));
+  const auto good = queue.add_subscriber_at(sink, 1000, 100);
   const auto malformed = queue.add_subscriber("http://placeholder/", 1000, 100);
   queue.db().exec("UPDATE webhook_subscriber SET url = 'ftp://example.com/x' WHERE id = " +
                   std::to_string(malformed));
@@ -124,9 +120,7 @@ TEST(DrainDelivery, NonPublicTargetsAreRefusedWithoutTheFlag) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path());
-  const auto loopback = queue.add_subscriber("http://placeholder/", 100, 10);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(loopback) +
-                  "' WHERE id = " + std::to_string(loopback));
+  const auto loopback = queue.add_subscriber_at(sink, 100, 10);
   const auto by_name = queue.add_subscriber("http://placeholder/", 100, 10);
   queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(by_name, false, "localhost") +
                   "' WHERE id = " + std::to_string(by_name));

@@ -74,9 +74,7 @@ void drop_option(std::vector<std::string>& args, const std::string& flag) {
 
 std::int64_t subscriber_at(test_queue& queue, const sink_process& sink, double rate = 1000,
                            int burst = 100) {
-  const auto id = queue.add_subscriber("http://placeholder/", rate, burst);
-  queue.set_url(id, sink.url_for(id));
-  return id;
+  return queue.add_subscriber_at(sink, rate, burst);
 }
 
 void set_max_in_flight(test_queue& queue, std::int64_t subscriber, int cap) {

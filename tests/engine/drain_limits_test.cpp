@@ -26,9 +26,7 @@ TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber("http://placeholder/", 4, 1);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                  "' WHERE id = " + std::to_string(id));
+  const auto id = queue.add_subscriber_at(sink, 4, 1);
   queue.add_rows(id, 300);
 
   tools::child_process drain(surge_binary(),

@@ -61,9 +61,7 @@ struct slow_queue {
   sink_process sink{dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 100}})"}};
   explicit slow_queue(int rows) {
     for (int i = 0; i < 3; ++i) {
-      const auto id = queue.add_subscriber("http://placeholder/", 50, 5);
-      queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                      "' WHERE id = " + std::to_string(id));
+      const auto id = queue.add_subscriber_at(sink, 50, 5);
       queue.add_rows(id, rows);
     }
   }

@@ -51,9 +51,7 @@ TEST(DrainRate, EverySubscriberStaysWithinItsLimitAndNearItWhileBacklogged) {
   };
   std::vector<std::int64_t> ids;
   for (const auto& limit : cases) {
-    const auto id = queue.add_subscriber("http://placeholder/", limit.rate, limit.burst);
-    queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                    "' WHERE id = " + std::to_string(id));
+    const auto id = queue.add_subscriber_at(sink, limit.rate, limit.burst);
     queue.add_rows(id, limit.rows);
     ids.push_back(id);
   }
@@ -72,12 +70,8 @@ TEST(DrainRate, AHugeBacklogDoesNotHoldBackAnotherSubscriber) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path(), {.threads = 2});
-  const auto big = queue.add_subscriber("http://placeholder/", 1500, 100);
-  const auto small = queue.add_subscriber("http://placeholder/", 40, 10);
-  for (auto id : {big, small}) {
-    queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                    "' WHERE id = " + std::to_string(id));
-  }
+  const auto big = queue.add_subscriber_at(sink, 1500, 100);
+  const auto small = queue.add_subscriber_at(sink, 40, 10);
   // The big backlog is older, so a global "oldest first" claim would serve it first.
   queue.add_rows(big, 100'000);
   const auto small_rows = queue.add_rows(small, 60);

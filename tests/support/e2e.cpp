@@ -164,6 +164,14 @@ std::vector<std::int64_t> test_queue::add_rows(std::int64_t subscriber_id, int c
   return ids;
 }
 
+std::int64_t test_queue::add_subscriber_at(const sink_process& sink, double rate,
+                                          std::int64_t burst, const std::string& signing,
+                                          const std::string& secret) {
+  const auto id = add_subscriber("http://placeholder/", rate, burst, signing, secret);
+  set_url(id, sink.url_for(id));
+  return id;
+}
+
 test_queue::row_state test_queue::row(std::int64_t delivery_id) {
   SQLite::Statement query(db_,
                           "SELECT status, attempts, locked_until, last_status, last_error "

@@ -100,6 +100,10 @@ class test_queue {
   // Points a subscriber at `url` with raw SQL (add_subscriber validates URLs; tests of bad or
   // hostile URLs need to store them as a producer could).
   void set_url(std::int64_t subscriber_id, const std::string& url);
+  // A subscriber whose URL is the sink's /hook/<its id>.
+  std::int64_t add_subscriber_at(const sink_process& sink, double rate, std::int64_t burst,
+                                 const std::string& signing = "vvv",
+                                 const std::string& secret = "test-secret");
 
  private:
   std::string path_;
