@@ -109,6 +109,17 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
   EXPECT_EQ(parsed.at("due_now").as_int64(), 5);
   ASSERT_EQ(parsed.at("subscribers").as_array().size(), 1u);
 
+  auto set = run_surge(dir, {"subscriber", "set", "--db", db, "1", "--rate", "7.5",
+                             "--url", "https://moved.example/hook"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  auto after_set = boost::json::parse(
+      run_surge(dir, {"subscriber", "list", "--db", db, "--json"}).out).as_array()[0].as_object();
+  EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").as_double(), 7.5);
+  EXPECT_EQ(after_set.at("url").as_string(), "https://moved.example/hook");
+  EXPECT_EQ(after_set.at("burst").as_int64(), 4) << "unset options keep their values";
+  EXPECT_EQ(run_surge(dir, {"subscriber", "set", "--db", db, "99", "--rate", "1"}).exit_code, 1);
+  EXPECT_EQ(run_surge(dir, {"subscriber", "set", "--db", db, "1", "--rate", "-1"}).exit_code, 2);
+
   ASSERT_EQ(run_surge(dir, {"subscriber", "disable", "--db", db, "1"}).exit_code, 0);
   auto listed = run_surge(dir, {"subscriber", "list", "--db", db, "--json"});
   EXPECT_FALSE(boost::json::parse(listed.out).as_array()[0].at("active").as_bool());
