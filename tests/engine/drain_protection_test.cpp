@@ -77,3 +77,41 @@ TEST(DrainProtection, AnEndpointThatComesBackGetsEverything) {
 
 }  // namespace
 }  // namespace surge::testing
+
+namespace surge::testing {
+namespace {
+
+// A receiver that accepts 20 requests a second from a subscriber configured for 100, and answers
+// the rest 429 with "Retry-After: 0" (so pausing does not help): pushback must bring the
+// effective rate down to about what it accepts, rather than sending at the configured rate into
+// a wall of 429s.
+TEST(DrainProtection, PushbackBringsTheRateDownToWhatTheReceiverAccepts) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"accept_rate": 20, "retry_after": "0"}})"});
+  const auto id = queue.add_subscriber_at(sink, 100, 10);
+  queue.add_rows(id, 2000);
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
+                                      "--duration", "14", "--progress-interval", "0"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  auto requests = sink.stop_and_read();
+  std::sort(requests.begin(), requests.end(),
+            [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
+  ASSERT_FALSE(requests.empty());
+  // After a few seconds to adapt: the second half of the run.
+  const double from = requests.front().arrival + 7.0;
+  int accepted = 0, refused = 0;
+  for (const auto& r : requests) {
+    if (r.arrival < from) continue;
+    (r.status == 429 ? refused : accepted) += 1;
+  }
+  std::cerr << "second half: " << accepted << " accepted, " << refused << " refused\n";
+  const double span = requests.back().arrival - from;
+  ASSERT_GT(span, 3.0);
+  EXPECT_LE(refused, accepted / 5) << "still pushing far above what the receiver accepts";
+  EXPECT_GE(accepted / span, 0.5 * 20) << "backed off far below what the receiver accepts";
+}
+
+}  // namespace
+}  // namespace surge::testing

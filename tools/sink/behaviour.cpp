@@ -1,5 +1,6 @@
 #include "tools/sink/behaviour.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -86,6 +87,10 @@ behaviour parse_one(std::string_view key, const json::value& value) {
     } else if (field == "endless_chunked") {
       if (!item.is_bool()) fail(key, "endless_chunked must be true or false");
       result.endless_chunked = item.get_bool();
+    } else if (field == "accept_rate") {
+      const auto rate = as_number(item);
+      if (!rate || *rate <= 0) fail(key, "accept_rate must be a positive number");
+      result.accept_rate = *rate;
     } else if (field == "location") {
       if (!item.is_string()) fail(key, "location must be a string");
       result.location = std::string(item.get_string());
@@ -165,6 +170,13 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
     return result;
   }
   if (rule.reset) result.what = action::kind::reset;
+  if (rule.accept_rate > 0) {
+    if (over_accept_rate(subscriber_id.value_or(0), rule.accept_rate)) {
+      result.status = 429;  // with the rule's retry_after, if any
+      return result;
+    }
+    result.retry_after.clear();
+  }
 
   if (rule.reset_first > 0) {
     std::lock_guard lock(mutex_);
@@ -194,6 +206,19 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
   }
   result.status = rule.status;
   return result;
+}
+
+bool responder::over_accept_rate(std::int64_t subscriber_id, double rate) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);
+  auto [it, fresh] = accept_buckets_.try_emplace(subscriber_id, accept_bucket{rate, now});
+  auto& bucket = it->second;
+  const double elapsed = std::chrono::duration<double>(now - bucket.updated).count();
+  bucket.tokens = std::min(rate, bucket.tokens + elapsed * rate);
+  bucket.updated = now;
+  if (bucket.tokens < 1.0) return true;
+  bucket.tokens -= 1.0;
+  return false;
 }
 
 }  // namespace surge::sink

@@ -30,6 +30,9 @@ struct behaviour {
   std::optional<std::uint64_t> announce_length;  // announce this Content-Length, send "{}"
   bool endless_chunked = false;                  // a chunked body that never ends
   std::string location;                          // a Location header (for 3xx tests)
+  // Accept at most this many requests per second per subscriber (a bucket of one second's
+  // worth); the rest get 429 (with `retry_after` if set). 0: no limit. For adaptive-rate tests.
+  double accept_rate = 0;
 };
 
 class behaviour_set {
@@ -77,6 +80,12 @@ class responder {
   std::mt19937_64 rng_;
   // Keyed by subscriber and delivery id: delivery ids are row ids, but a test may reuse them.
   std::map<std::pair<std::int64_t, std::string>, int, std::less<>> seen_;
+  struct accept_bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point updated;
+  };
+  std::map<std::int64_t, accept_bucket> accept_buckets_;
+  bool over_accept_rate(std::int64_t subscriber_id, double rate);
 };
 
 }  // namespace surge::sink
