@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "storage/claims.hpp"
@@ -45,10 +46,12 @@ std::set<std::int64_t> populate(const std::string& path, std::vector<std::int64_
 
 // Claims small batches and completes them until nothing is due or leased. Returns the ids it
 // claimed; any lost lease is an error (nobody's lease expires during the test). `opened` runs
-// once the connection is ready, to line up with the other process.
+// once the connection is ready, to line up with the other process; `first_batch` after the
+// first batch is written, so that both sides can be made to take part whatever the scheduling.
 std::vector<std::int64_t> surge_drain(const std::string& path,
                                       const std::vector<std::int64_t>& subscribers,
-                                      const std::function<void()>& opened = [] {}) {
+                                      const std::function<void()>& opened = [] {},
+                                      const std::function<void()>& first_batch = [] {}) {
   SQLite::Database db = testing::open_migrated(path);
   claimer claims(db);
   outcome_writer writer(db);
@@ -75,6 +78,7 @@ std::vector<std::int64_t> surge_drain(const std::string& path,
       seen.push_back(row.id);
     }
     if (!writer.write(batch).lost_leases.empty()) throw std::runtime_error("lost a lease");
+    if (seen.size() == rows.size()) first_batch();
     // Leave the lock free for a moment, as the engine's storage thread does between batches.
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
@@ -128,30 +132,46 @@ TEST(Processes, ForkedClaimersClaimEveryRowExactlyOnce) {
   // Both sides open their connection, then start together: child says ready, parent says go.
   int ready[2];
   int go[2];
+  int claimed[2];  // the child's first batch is done: under a slow build (TSan) the parent could
+                   // otherwise take every row before the child ever gets the lock
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(go), 0);
+  ASSERT_EQ(pipe(claimed), 0);
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     // The child reports through its exit code and a file; it never returns into gtest.
     int code = 0;
     try {
-      write_ids(child_file, surge_drain(path, subscribers, [&] {
-                  char byte = 1;
-                  if (write(ready[1], &byte, 1) != 1 || read(go[0], &byte, 1) != 1) _exit(3);
-                }));
+      const auto line_up = [&] {
+        char byte = 1;
+        if (write(ready[1], &byte, 1) != 1 || read(go[0], &byte, 1) != 1) _exit(3);
+      };
+      const auto report_first_batch = [&] {
+        char byte = 1;
+        if (write(claimed[1], &byte, 1) != 1) _exit(4);
+      };
+      write_ids(child_file, surge_drain(path, subscribers, line_up, report_first_batch));
     } catch (...) {
       code = 2;
     }
     _exit(code);
   }
-  const auto mine = surge_drain(path, subscribers, [&] {
-    char byte = 0;
-    if (read(ready[0], &byte, 1) != 1 || write(go[1], &byte, 1) != 1) {
-      throw std::runtime_error("child never got ready");
-    }
-  });
-  for (const int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
+  const auto mine = surge_drain(
+      path, subscribers,
+      [&] {
+        char byte = 0;
+        if (read(ready[0], &byte, 1) != 1 || write(go[1], &byte, 1) != 1) {
+          throw std::runtime_error("child never got ready");
+        }
+      },
+      [&] {
+        // Wait (bounded) for the child's first batch, so that both really claim side by side.
+        pollfd fd{claimed[0], POLLIN, 0};
+        char byte = 0;
+        if (::poll(&fd, 1, 10000) == 1) (void)!read(claimed[0], &byte, 1);
+      });
+  for (const int fd : {ready[0], ready[1], go[0], go[1], claimed[0], claimed[1]}) close(fd);
   ASSERT_EQ(exit_code(child), 0);
 
   const auto theirs = read_ids(child_file);
