@@ -26,19 +26,17 @@ class connection_lifecycle {
   void on_response_byte() { response_started_ = true; }
   // The response was read; it may return to the pool only if the server keeps the connection
   // open and nothing of the response is left unread on the wire.
-  void on_response_complete(bool keep_alive, bool read_whole, steady_time now);
+  void on_response_complete(bool keep_alive, bool read_whole);
   void on_failure();
 
   // A failure on a reused connection before any response byte: the server most likely closed
   // the idle connection as we wrote, so the request is sent once more on a fresh connection.
   bool failure_warrants_fresh_retry() const;
-  bool idle_since(steady_time& since) const;
 
  private:
   connection_phase phase_ = connection_phase::connecting;
   int exchanges_ = 0;
   bool response_started_ = false;
-  steady_time idle_since_{};
 };
 
 // Most recently used first: the newest idle connection is the least likely to have been closed

@@ -119,7 +119,6 @@ drain_summary run_drain(const drain_config& input) {
     stop_timer.expires_after(config.shutdown_grace);
     stop_timer.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
-      summary.abandoned_in_flight = true;
       for (auto& s : shards) s->abandon();
     });
     poll_finished();
@@ -150,7 +149,6 @@ drain_summary run_drain(const drain_config& input) {
           [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
           std::_Exit(3);
         }
-        summary.interrupted = true;
         begin_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
         signals.async_wait(on_signal);
       };

@@ -20,9 +20,7 @@ struct drain_summary {
   // under --until-drained, or whatever a --duration or signal stop left (-1 unknown).
   std::int64_t remaining = -1;
   std::chrono::duration<double> elapsed{0};
-  bool drained = false;            // --until-drained reached an empty queue
-  bool interrupted = false;        // stopped by a signal
-  bool abandoned_in_flight = false;  // the grace period ran out
+  bool drained = false;  // --until-drained reached an empty queue
 };
 
 // Runs the drain on the calling thread (which handles signals and progress). Throws at

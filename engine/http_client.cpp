@@ -125,7 +125,6 @@ void http_client::close(connection_ptr conn) {
   error_code ignored;
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
   conn->lowest().close();
-  --open_connections_;
   if (open_connections_gauge_) open_connections_gauge_->fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -203,7 +202,6 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
-  ++open_connections_;
   if (open_connections_gauge_) open_connections_gauge_->fetch_add(1, std::memory_order_relaxed);
 
   if (!target.tls) {
@@ -314,8 +312,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
   }
   // Bytes beyond the response (pipelined garbage) make the connection unsafe to reuse.
   out.reusable = read_whole && response.keep_alive() && buffer.size() == 0;
-  lifecycle.on_response_complete(response.keep_alive(), read_whole && buffer.size() == 0,
-                                 std::chrono::steady_clock::now());
+  lifecycle.on_response_complete(response.keep_alive(), read_whole && buffer.size() == 0);
 }
 
 }  // namespace

@@ -56,7 +56,6 @@ class http_client {
   void evict_idle();
   // Closes every idle connection (shutdown).
   void close_idle();
-  std::size_t open_connections() const { return open_connections_; }
 
  private:
   struct connection;
@@ -75,7 +74,6 @@ class http_client {
   std::shared_ptr<boost::asio::ssl::context> tls_;
   http_client_config config_;
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
-  std::size_t open_connections_ = 0;
   std::atomic<std::int64_t>* open_connections_gauge_;
 };
 

@@ -256,8 +256,8 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     } else if (sub.in_flight >= sub.settings.in_flight_cap) {
       // Wait for one of its own attempts to finish.
     } else if (in_flight_ >= in_flight_cap_) {
-      if (std::find(waiting_for_slot_.begin(), waiting_for_slot_.end(), &sub) ==
-          waiting_for_slot_.end()) {
+      if (!sub.waiting_for_slot) {
+        sub.waiting_for_slot = true;
         waiting_for_slot_.push_back(&sub);
       }
     } else if (sub.bucket.try_take(now)) {
@@ -390,7 +390,8 @@ void shard::slot_freed(subscriber_state& sub) {
   sub.notify();
   if (!waiting_for_slot_.empty()) {
     auto* next = waiting_for_slot_.front();
-    waiting_for_slot_.erase(waiting_for_slot_.begin());
+    waiting_for_slot_.pop_front();
+    next->waiting_for_slot = false;
     next->notify();
   }
 }

@@ -2,6 +2,7 @@
 // One reactor: an io_context on its own thread owning a slice of the subscribers (id % shards),
 // their buckets, ready queues and connections. Nothing here is shared with other shards.
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <random>
 #include <thread>
@@ -89,7 +90,7 @@ class shard final : public shard_endpoint {
   std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
   std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
   std::size_t demand_cursor_ = 0;
-  std::vector<subscriber_state*> waiting_for_slot_;
+  std::deque<subscriber_state*> waiting_for_slot_;  // FIFO, each subscriber at most once
   int in_flight_ = 0;
   int in_flight_cap_;
   bool claim_outstanding_ = false;

@@ -53,7 +53,6 @@ class storage_worker {
 
   // Set when --until-drained finds nothing due, leased or in flight.
   void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
-  bool failed() const { return failed_.load(); }
   // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
   std::int64_t remaining() const { return remaining_; }
 
@@ -85,7 +84,6 @@ class storage_worker {
   } inbox_;
   bool claiming_ = true;
   int finish_expected_ = -1;
-  std::atomic<bool> failed_{false};
 
   // Owned by the storage thread only.
   std::vector<storage::outcome> pending_outcomes_;

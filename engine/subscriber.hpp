@@ -59,6 +59,7 @@ struct subscriber_state {
   std::int64_t delivered = 0;
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
+  bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
   // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
   boost::asio::steady_timer wake;
 

@@ -14,7 +14,7 @@ using command_action = std::function<int()>;
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_failure = 1;
 inline constexpr int exit_usage = 2;
-inline constexpr int exit_aborted = 3;
+// 3 is returned by the drain itself (std::_Exit) on a second signal.
 inline constexpr int exit_violation = 4;
 
 void add_migrate_command(CLI::App& app, command_action& action);

@@ -13,19 +13,19 @@ TEST(ConnectionLifecycle, ReusableOnlyWhenKeptAliveAndReadWhole) {
   kept.on_connected();
   kept.on_exchange_start();
   kept.on_response_byte();
-  kept.on_response_complete(true, true, t0);
+  kept.on_response_complete(true, true);
   EXPECT_EQ(kept.phase(), connection_phase::idle);
 
   connection_lifecycle closed_by_server;
   closed_by_server.on_connected();
   closed_by_server.on_exchange_start();
-  closed_by_server.on_response_complete(false, true, t0);
+  closed_by_server.on_response_complete(false, true);
   EXPECT_EQ(closed_by_server.phase(), connection_phase::closed);
 
   connection_lifecycle truncated;
   truncated.on_connected();
   truncated.on_exchange_start();
-  truncated.on_response_complete(true, false, t0);
+  truncated.on_response_complete(true, false);
   EXPECT_EQ(truncated.phase(), connection_phase::closed);
 }
 
@@ -39,7 +39,7 @@ TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes)
   connection_lifecycle reused;
   reused.on_connected();
   reused.on_exchange_start();
-  reused.on_response_complete(true, true, t0);
+  reused.on_response_complete(true, true);
   reused.on_exchange_start();
   reused.on_failure();
   EXPECT_TRUE(reused.failure_warrants_fresh_retry());
@@ -47,7 +47,7 @@ TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes)
   connection_lifecycle partial;
   partial.on_connected();
   partial.on_exchange_start();
-  partial.on_response_complete(true, true, t0);
+  partial.on_response_complete(true, true);
   partial.on_exchange_start();
   partial.on_response_byte();
   partial.on_failure();

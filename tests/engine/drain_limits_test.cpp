@@ -85,3 +85,38 @@ TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
 
 }  // namespace
 }  // namespace surge::testing
+
+namespace surge::testing {
+namespace {
+
+// --max-in-flight caps requests across all subscribers: with 2 slots and a receiver that takes
+// 200 ms, at most ~10 requests start per second, and every subscriber queued for a slot is
+// served in turn.
+TEST(DrainLimits, TheProcessWideInFlightCapHoldsAndServesEveryWaitingSubscriber) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 200}})"});
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(queue.add_subscriber_at(sink, 1000, 100));
+    queue.add_rows(ids.back(), 5);
+  }
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
+                                      "--until-drained", "--threads", "1", "--max-in-flight", "2",
+                                      "--progress-interval", "0"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = sink.stop_and_read();
+  EXPECT_EQ(deliveries(requests).size(), 20u);
+  std::vector<double> arrivals;
+  for (const auto& r : requests) arrivals.push_back(r.arrival);
+  // Two slots of 200 ms: 10 per second, one more for the window's edge.
+  EXPECT_LE(max_in_window(arrivals, 1.0), 11);
+  for (auto id : ids) {
+    EXPECT_EQ(std::count_if(requests.begin(), requests.end(),
+                            [&](const auto& r) { return r.subscriber_id == id; }),
+              5);
+  }
+}
+
+}  // namespace
+}  // namespace surge::testing
