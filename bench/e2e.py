@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""End-to-end drain scenarios (issue 5, DESIGN section 7): one command, every scenario.
+
+For each scenario: create a queue file, start `surge sink` on 127.0.0.1 (HTTP or HTTPS with a
+throw-away CA), run `surge drain --until-drained`, then read what happened from the queue itself
+(`surge_attempt` holds every attempt's start and finish) and from the kernel (CPU, peak RSS of the
+drainer). Scenarios (a) also run `wrk` against the same sink with the same body, before and after
+the drain, and report Surge's rate as a ratio to the mean. Prints one JSON document and writes it,
+with a gnuplot chart, to --out.
+
+    bench/e2e.py                              # every scenario, full size (about 10 minutes)
+    bench/e2e.py --scenarios a_http,d         # some of them
+    bench/e2e.py --smoke                      # every scenario, tiny (the CI smoke test)
+    bench/e2e.py --surge build/release/tools/surge --out bench-out
+
+Nothing here asserts a speed: the numbers go to docs/benchmarks.md. The script fails only when a
+scenario did not do its job (rows left undelivered, a process that did not start).
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BODY = ('{"type":"video.trending","video_id":"v_8f3k2j9d","channel_id":"c_19283",'
+        '"title":"A clip that went viral overnight","score":98.7,"velocity":1523.4,"rank":3,'
+        '"region":"EU","tags":["music","live","trending"],'
+        '"thumbnail":"https://cdn.example.com/t/v_8f3k2j9d.jpg",'
+        '"observed_at":"2026-11-21T06:00:00Z"}')
+UNLIMITED = 1_000_000.0
+WINDOW_EPSILON = 0.001  # seconds of clock slack allowed in the window check
+
+
+def log(*parts):
+    print("e2e:", *parts, file=sys.stderr, flush=True)
+
+
+def quantile(sorted_values, q):
+    if not sorted_values:
+        return None
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def ms(value):
+    return None if value is None else round(value * 1000.0, 3)
+
+
+class Subscriber:
+    def __init__(self, sid, rate=UNLIMITED, burst=UNLIMITED, behaviour=None, group="main"):
+        self.id, self.rate, self.burst = sid, rate, burst
+        self.behaviour, self.group = behaviour, group
+
+
+class Scenario:
+    """What to queue, how the sink answers, and which drain flags to use."""
+
+    def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
+                 drain_args=(), stop_when_done=None, due_offsets=None):
+        self.name, self.title, self.subscribers = name, title, subscribers
+        self.rows_for = rows_for            # subscriber -> rows to queue
+        self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
+        self.drain_args = list(drain_args)
+        self.stop_when_done = stop_when_done  # a group: SIGTERM once its rows are all done
+        self.due_offsets = due_offsets      # subscriber -> [seconds after start] (future rows)
+
+
+def write_pki(directory):
+    """A CA and a certificate for localhost signed by it, with the openssl CLI."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=surge bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    Path(directory, "server.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+
+
+def cpu_seconds_of(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Sink:
+    def __init__(self, surge, directory, db, scenario, threads):
+        self.directory = Path(directory)
+        behaviours = {"*": {"delay_ms": scenario.delay_ms}} if scenario.delay_ms else {}
+        for sub in scenario.subscribers:
+            if sub.behaviour:
+                behaviours[str(sub.id)] = sub.behaviour
+        (self.directory / "behaviours.json").write_text(json.dumps(behaviours))
+        args = [surge, "sink", "--listen", "127.0.0.1:0", "--db", db, "--threads", str(threads),
+                "--port-file", "port", "--behaviours", "behaviours.json"]
+        if scenario.tls:
+            args += ["--tls-cert", "server.crt", "--tls-key", "server.key"]
+        self.log_file = open(self.directory / "sink.log", "w")
+        self.process = subprocess.Popen(args, cwd=directory, stdout=self.log_file,
+                                        stderr=subprocess.STDOUT)
+        port_file = self.directory / "port"
+        for _ in range(200):
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        else:
+            pass
+        if not (port_file.exists() and port_file.read_text().strip()):
+            self.stop()
+            raise RuntimeError("sink did not start: " + (self.directory / "sink.log").read_text())
+        self.port = int(port_file.read_text())
+
+    def cpu_seconds(self):
+        return cpu_seconds_of(self.process.pid)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log_file.close()
+
+
+def run_wrk(url, seconds, connections, directory):
+    script = Path(directory, "post.lua")
+    script.write_text(
+        'wrk.method = "POST"\n'
+        f"wrk.body = [[{BODY}]]\n"
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        'wrk.headers["X-VVV-Event"] = "video.trending"\n'
+        'wrk.headers["X-VVV-Delivery-Id"] = "1"\n'
+        'wrk.headers["X-VVV-Attempt"] = "1"\n'
+        'wrk.headers["X-VVV-Timestamp"] = tostring(os.time())\n'
+        'wrk.headers["X-VVV-Signature"] = "sha256=' + "0" * 64 + '"\n')
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+                         check=True, capture_output=True, text=True).stdout
+    if "Non-2xx" in out:
+        raise RuntimeError("wrk got non-2xx answers:\n" + out)
+    for line in out.splitlines():
+        if line.startswith("Requests/sec:"):
+            return float(line.split()[1])
+    raise RuntimeError("no rate in wrk's output:\n" + out)
+
+
+def populate(db, scenario, url_base, start_estimate):
+    """Subscribers and rows straight into the file (10,000 `subscriber add` calls would take
+    minutes); the columns are the shared DDL's plus Surge's migrated ones."""
+    connection = sqlite3.connect(db)
+    with connection:
+        connection.executemany(
+            "INSERT INTO webhook_subscriber (id, url, secret, event_types, rate_per_sec, burst,"
+            " tokens, tokens_updated_at, active) VALUES (?, ?, ?, '*', ?, ?, ?, 0, 1)",
+            [(s.id, f"{url_base}/hook/{s.id}", f"bench-secret-{s.id:08d}", s.rate,
+              int(min(s.burst, 2**31 - 1)), float(min(s.burst, 2**31 - 1)))
+             for s in scenario.subscribers])
+    now = time.time()
+    rows = 0
+
+    def generate():
+        nonlocal rows
+        for sub in scenario.subscribers:
+            if scenario.due_offsets and sub.id in scenario.due_offsets:
+                dues = [start_estimate + offset for offset in scenario.due_offsets[sub.id]]
+            else:
+                dues = [now] * scenario.rows_for(sub)
+            for due in dues:
+                rows += 1
+                # created_at = the time the row became due, so lag is started_at - created_at.
+                yield (sub.id, BODY, due, due)
+    with connection:
+        connection.executemany(
+            "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at,"
+            " created_at) VALUES (?, 'video.trending', ?, ?, ?)", generate())
+    connection.close()
+    return rows
+
+
+def outstanding(db, ids):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        marks = ",".join("?" * len(ids))
+        return connection.execute(
+            f"SELECT count(*) FROM webhook_delivery WHERE status != 'done' AND subscriber_id IN"
+            f" ({marks})", ids).fetchone()[0]
+    finally:
+        connection.close()
+
+
+def run_drain(surge, directory, db, scenario, timeout):
+    args = [surge, "drain", "--db", db, "--until-drained", "--allow-private-targets",
+            "--progress-interval", "0", *scenario.drain_args]
+    if scenario.tls:
+        args += ["--ca-file", "ca.crt"]
+    with open(Path(directory, "drain.log"), "w") as drain_log:
+        started = time.time()
+        process = subprocess.Popen(args, cwd=directory, stdout=drain_log, stderr=subprocess.STDOUT)
+        watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
+        stopped_at = None
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            elapsed = time.time() - started
+            if elapsed > timeout:
+                process.kill()
+                raise RuntimeError(f"drain still running after {timeout} s")
+            if watched and stopped_at is None and elapsed > 0.5 and outstanding(db, watched) == 0:
+                stopped_at = time.time()
+                process.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+        finished = time.time()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0 and stopped_at is None:
+        raise RuntimeError(f"drain exited {process.returncode}: "
+                           + Path(directory, "drain.log").read_text()[-2000:])
+    return {"started": started, "finished": finished, "usage": usage}
+
+
+def window_violations(starts, rate, burst):
+    """Windows of one second holding more starts than a full bucket allows (burst + rate)."""
+    allowed = int(burst + rate + 1e-9)
+    return sum(1 for i in range(len(starts) - allowed)
+               if starts[i + allowed] - starts[i] < 1.0 - WINDOW_EPSILON)
+
+
+def in_flight_profile(attempts):
+    events = sorted([(a[2], 1) for a in attempts] + [(a[3], -1) for a in attempts],
+                    key=lambda e: (e[0], e[1]))
+    if not events:
+        return 0, 0.0
+    current = peak = 0
+    area = 0.0
+    previous = events[0][0]
+    for at, step in events:
+        area += current * (at - previous)
+        previous = at
+        current += step
+        peak = max(peak, current)
+    span = events[-1][0] - events[0][0]
+    return peak, (area / span if span > 0 else 0.0)
+
+
+def analyse(db, scenario, drain, queued):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    # (subscriber, attempt number, started, finished, status, created_at)
+    attempts = connection.execute(
+        "SELECT a.subscriber_id, a.attempt, a.started_at, a.finished_at, a.status_code,"
+        " d.created_at FROM surge_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id"
+        " ORDER BY a.started_at").fetchall()
+    done = connection.execute("SELECT count(*) FROM webhook_delivery WHERE status = 'done'"
+                              ).fetchone()[0]
+    connection.close()
+    start = drain["started"]
+    ok = [a for a in attempts if a[4] is not None and 200 <= a[4] < 300]
+    groups = {s.id: s.group for s in scenario.subscribers}
+    delay = scenario.delay_ms / 1000.0
+    usage = drain["usage"]
+    cpu = usage.ru_utime + usage.ru_stime
+    last = max((a[3] for a in ok), default=start)
+    result = {
+        "title": scenario.title, "rows": queued, "subscribers": len(scenario.subscribers),
+        "drain_args": " ".join(scenario.drain_args), "tls": scenario.tls,
+        "endpoint_delay_ms": scenario.delay_ms, "attempts": len(attempts), "delivered": len(ok),
+        "done_rows": done, "wall_seconds": round(drain["finished"] - start, 3),
+        "active_seconds": round(last - start, 3),
+        "deliveries_per_second": round(len(ok) / (last - start), 1) if last > start else None,
+        "cpu_seconds": round(cpu, 3),
+        "cpu_seconds_per_1000": round(1000 * cpu / len(ok), 4) if ok else None,
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
+    by_group = {}
+    for a in attempts:
+        by_group.setdefault(groups.get(a[0], "main"), []).append(a)
+    for group, rows in sorted(by_group.items()):
+        first = sorted(a[2] - max(a[5], start) for a in rows if a[1] == 1)
+        added = sorted(a[3] - a[2] - delay for a in rows if a[4] is not None and 200 <= a[4] < 300)
+        delivered = [a for a in rows if a[4] is not None and 200 <= a[4] < 300]
+        group_last = max((a[3] for a in delivered), default=start)
+        result[group] = {
+            "attempts": len(rows), "delivered": len(delivered),
+            "deliveries_per_second": (round(len(delivered) / (group_last - start), 1)
+                                      if group_last > start else None),
+            "lag_p50_ms": ms(quantile(first, 0.5)), "lag_p99_ms": ms(quantile(first, 0.99)),
+            "lag_max_ms": ms(first[-1] if first else None),
+            "added_p50_ms": ms(quantile(added, 0.5)), "added_p99_ms": ms(quantile(added, 0.99)),
+        }
+    peak, mean = in_flight_profile(attempts)
+    result["in_flight_peak"] = peak
+    result["in_flight_mean"] = round(mean, 1)
+    if delay > 0 and mean > 0 and result["deliveries_per_second"]:
+        # Little's law: mean in flight / latency is the rate those requests could sustain.
+        result["little_ratio"] = round(result["deliveries_per_second"] / (mean / delay), 3)
+    limited = [s for s in scenario.subscribers if s.rate < UNLIMITED]
+    if limited:
+        starts = {}
+        for a in attempts:
+            starts.setdefault(a[0], []).append(a[2])
+        violations, fractions = 0, []
+        for sub in limited:
+            times = starts.get(sub.id, [])
+            violations += window_violations(times, sub.rate, sub.burst)
+            if len(times) > sub.burst + 5 and times[-1] > times[0]:
+                fractions.append((len(times) - sub.burst) / (times[-1] - times[0]) / sub.rate)
+        fractions.sort()
+        result["window_violations"] = violations
+        result["configured_rate_sum"] = round(sum(s.rate for s in limited), 1)
+        result["achieved_fraction_of_rate"] = {
+            "subscribers": len(fractions), "min": quantile(fractions, 0.0),
+            "p5": quantile(fractions, 0.05), "p50": quantile(fractions, 0.5),
+            "at_least_95_percent": sum(1 for f in fractions if f >= 0.95)}
+        for key in ("min", "p5", "p50"):
+            value = result["achieved_fraction_of_rate"][key]
+            result["achieved_fraction_of_rate"][key] = None if value is None else round(value, 3)
+    timeline = {}
+    for a in ok:
+        second = int(a[3] - start)
+        timeline[second] = timeline.get(second, 0) + 1
+    result["timeline"] = [timeline.get(s, 0) for s in range(max(timeline, default=-1) + 1)]
+    return result
+
+
+def run_scenario(args, scenario, workdir):
+    directory = Path(workdir, scenario.name)
+    directory.mkdir()
+    db = str(directory / "q.db")
+    subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
+    if scenario.tls:
+        write_pki(directory)
+    # The sink reads the subscribers' secrets at start, so they go in first; its port is needed
+    # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
+    placeholder = "http://127.0.0.1:1"
+    queued = populate(db, scenario, placeholder, time.time() + args.start_margin)
+    sink = Sink(args.surge, directory, db, scenario, args.sink_threads)
+    try:
+        scheme_host = (f"https://localhost:{sink.port}" if scenario.tls
+                       else f"http://127.0.0.1:{sink.port}")
+        connection = sqlite3.connect(db)
+        with connection:
+            connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
+                               (placeholder, scheme_host))
+        connection.close()
+        result = {}
+        wrk_rates = []
+        if scenario.wrk:
+            log(f"{scenario.name}: wrk before ({args.wrk_seconds} s)")
+            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                     args.wrk_connections, directory))
+        log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers")
+        sink_cpu = sink.cpu_seconds()
+        drain = run_drain(args.surge, directory, db, scenario, args.timeout)
+        sink_cpu = sink.cpu_seconds() - sink_cpu
+        result = analyse(db, scenario, drain, queued)
+        result["sink_cpu_seconds"] = round(sink_cpu, 3)
+        if scenario.wrk:
+            log(f"{scenario.name}: wrk after")
+            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                     args.wrk_connections, directory))
+            result["wrk_rates"] = wrk_rates
+            result["wrk_rate"] = round(sum(wrk_rates) / len(wrk_rates), 1)
+            result["ratio_to_wrk"] = round(result["deliveries_per_second"] / result["wrk_rate"], 3)
+    finally:
+        sink.stop()
+    expected = queued if scenario.stop_when_done is None else sum(
+        scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
+    if result["done_rows"] < expected:
+        raise RuntimeError(f"{scenario.name}: {result['done_rows']} of {expected} rows done; see "
+                           f"{directory}/drain.log")
+    return result
+
+
+def build_scenarios(scale, half_rate):
+    def n(full, least=1):
+        return max(least, int(full * scale))
+    rng = random.Random(7)
+    scenarios = {}
+    unthrottled = [Subscriber(i) for i in range(1, 101)]
+    per_sub = n(200_000, 200) // 100
+    scenarios["a_http"] = Scenario("a_http", "(a) 100 unthrottled subscribers, HTTP", unthrottled,
+                                   lambda s: per_sub, wrk=True)
+    scenarios["a_https"] = Scenario("a_https", "(a) 100 unthrottled subscribers, HTTPS",
+                                    unthrottled, lambda s: per_sub, tls=True, wrk=True)
+    # Added latency at half of (a)'s rate: the same 100 subscribers, each limited to 1/200 of it.
+    paced = [Subscriber(i, rate=half_rate / 100, burst=1) for i in range(1, 101)]
+    scenarios["half_rate"] = Scenario(
+        "half_rate", "100 subscribers paced to half of (a)'s rate", paced,
+        lambda s: max(5, int(s.rate * max(2.0, 15 * scale))))
+    many = [Subscriber(i) for i in range(1, n(10_000, 100) + 1)]
+    scenarios["b"] = Scenario("b", "(b) 10,000 subscribers answering in 200 ms", many,
+                              lambda s: n(1_000_000, 10_000) // len(many), delay_ms=200,
+                              drain_args=["--max-in-flight", "8192"])
+    limited = [Subscriber(i, rate=float(rng.randint(5, 50)), burst=5)
+               for i in range(1, n(10_000, 100) + 1)]
+    scenarios["c"] = Scenario("c", "(c) 10,000 subscribers limited to 5-50/s", limited,
+                              lambda s: max(10, int(20 * min(1.0, scale * 20))))
+    fits = [Subscriber(i, rate=float(rng.randint(5, 50)), burst=5) for i in range(1, 201)]
+    scenarios["c_fit"] = Scenario("c_fit", "(c') 200 subscribers limited to 5-50/s", fits,
+                                  lambda s: max(10, int(s.rate * max(2.0, 20 * scale))))
+    small_count = n(1_000, 50)
+    spread = max(2.0, 15.0 * scale)
+    mixed = [Subscriber(1, group="backlog")] + [Subscriber(i, group="small")
+                                                for i in range(2, small_count + 2)]
+    offsets = {s.id: sorted(rng.uniform(0, spread) for _ in range(5)) for s in mixed[1:]}
+    scenarios["d"] = Scenario("d", "(d) a 200,000-row backlog beside 1,000 small subscribers",
+                              mixed, lambda s: n(200_000, 1_000) if s.id == 1 else 5,
+                              due_offsets=offsets, drain_args=["--until-drained-wait", "60"])
+    # (e): 30 % failing (500), hanging, or answering 429; the healthy 70 % are timed until done.
+    def faulty(i):
+        if i <= 70:
+            return Subscriber(i, group="healthy")
+        behaviour = ({"status": 500} if i <= 80 else {"hang": True} if i <= 90
+                     else {"status": 429})
+        return Subscriber(i, behaviour=behaviour, group="faulty")
+    rows_e = n(200_000, 2_000) // 100
+    fault_args = ["--attempt-timeout", "2", "--grace", "1"]
+    scenarios["e_healthy"] = Scenario(
+        "e_healthy", "(e) baseline: the same 100 subscribers, all healthy",
+        [Subscriber(i, group="healthy" if i <= 70 else "others") for i in range(1, 101)],
+        lambda s: rows_e, drain_args=fault_args)
+    scenarios["e"] = Scenario("e", "(e) 30 % failing, hanging or answering 429",
+                              [faulty(i) for i in range(1, 101)], lambda s: rows_e,
+                              drain_args=fault_args, stop_when_done="healthy")
+    return scenarios
+
+
+def write_chart(results, out):
+    data = Path(out, "timeline.dat")
+    names = [name for name in results if results[name].get("timeline")]
+    with open(data, "w") as f:
+        for name in names:
+            f.write(f'"{name}"\n')
+            for second, count in enumerate(results[name]["timeline"]):
+                f.write(f"{second + 0.5} {count}\n")
+            f.write("\n\n")
+    bars = Path(out, "rates.dat")
+    with open(bars, "w") as f:
+        for name in names:
+            r = results[name]
+            f.write(f'"{name}" {r.get("deliveries_per_second") or 0} {r.get("wrk_rate", 0)}\n')
+    plot = [
+        "set terminal pngcairo size 1400,560 font 'DejaVu Sans,10'",
+        f"set output '{Path(out, 'e2e.png')}'",
+        "set multiplot layout 1,2 title 'surge drain, end to end on one machine'",
+        "set title 'Deliveries per second over the drain'",
+        "set xlabel 'seconds since surge drain started'", "set ylabel 'deliveries completed'",
+        "set key outside right top", "set grid",
+        "plot " + ", ".join(f"'{data}' index {i} using 1:2 with lines lw 2 title '{name}'"
+                            for i, name in enumerate(names)),
+        "set title 'Mean rate: surge drain vs wrk on the same sink'",
+        "set style data histograms", "set style histogram cluster gap 1",
+        "set style fill solid 0.8 border -1", "set xtics rotate by -30", "unset xlabel",
+        "set ylabel 'requests per second'", "set key inside right top",
+        f"plot '{bars}' using 2:xtic(1) title 'surge drain', '' using 3 title 'wrk'",
+        "unset multiplot",
+    ]
+    subprocess.run(["gnuplot"], input="\n".join(plot), text=True, check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--surge", default="build/release/tools/surge")
+    parser.add_argument("--scenarios", default="a_http,a_https,half_rate,b,c,c_fit,d,e_healthy,e")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every size")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 s of wrk (CI)")
+    parser.add_argument("--out", default="bench-out")
+    parser.add_argument("--wrk-seconds", type=int, default=10)
+    parser.add_argument("--wrk-connections", type=int, default=64)
+    parser.add_argument("--sink-threads", type=int, default=1)
+    parser.add_argument("--half-rate", type=float, default=None,
+                        help="aggregate rate of half_rate; default: half of a_http's, else 5000")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per drain")
+    parser.add_argument("--start-margin", type=float, default=2.0,
+                        help="(d): the small subscribers' rows fall due from now + this")
+    parser.add_argument("--no-chart", action="store_true")
+    args = parser.parse_args()
+    if args.smoke:
+        args.scale, args.wrk_seconds = min(args.scale, 0.01), 1
+    args.surge = str(Path(args.surge).resolve())
+    if not os.access(args.surge, os.X_OK):
+        sys.exit(f"no surge binary at {args.surge} (build the release preset first)")
+    wanted = [name.strip() for name in args.scenarios.split(",") if name.strip()]
+    known = build_scenarios(args.scale, 5000.0)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        sys.exit(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=Path(__file__).parent).stdout.strip()
+    report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
+              "scale": args.scale, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "scenarios": {}}
+    with tempfile.TemporaryDirectory(prefix="surge-e2e-") as workdir:
+        for name in wanted:
+            half = args.half_rate
+            if half is None:
+                a = report["scenarios"].get("a_http")
+                half = a["deliveries_per_second"] / 2 if a else 5000.0
+            scenario = build_scenarios(args.scale, half)[name]
+            report["scenarios"][name] = run_scenario(args, scenario, workdir)
+            summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
+            log(name, json.dumps(summary))
+    report["load_after"] = os.getloadavg()[0]
+    Path(args.out, "e2e.json").write_text(json.dumps(report, indent=1) + "\n")
+    if not args.no_chart:
+        write_chart(report["scenarios"], args.out)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
