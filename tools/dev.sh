@@ -6,7 +6,8 @@
 #   tools/dev.sh fuzz [SECS]   build the libFuzzer targets (clang) and run each SECS (default 300)
 #   tools/dev.sh test-asan     the suite under AddressSanitizer + UBSan
 #   tools/dev.sh test-tsan     the suite under ThreadSanitizer
-#   tools/dev.sh bench         build (release) and run the micro benchmarks
+#   tools/dev.sh ci            test, then test-asan and test-tsan (what .ci/run does)
+#   tools/dev.sh bench         build (release), run the micro benchmarks and every e2e scenario
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,12 +59,18 @@ case "${1:-}" in
     build tsan
     ctest --preset tsan -j "$(nproc)"
     ;;
+  ci)
+    ./tools/dev.sh test
+    ./tools/dev.sh test-asan
+    ./tools/dev.sh test-tsan
+    ;;
   bench)
     build release
     ./build/release/bench/surge_bench_micro "${@:2}"
+    python3 bench/e2e.py --surge build/release/tools/surge --out build/release/bench-out
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|fuzz [SECONDS]|bench" >&2
+    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|ci|fuzz [SECONDS]|bench" >&2
     exit 2
     ;;
 esac
