@@ -1,8 +1,11 @@
 // The sink over real loopback sockets: verdicts, behaviours, keep-alive, record and stats.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/error.hpp>
 #include <boost/beast/core/error.hpp>
@@ -189,6 +192,26 @@ TEST_F(SinkServer, DelayIsHonoured) {
   ASSERT_TRUE(result.response) << result.error.message();
   EXPECT_EQ(result.response->result_int(), 200u);
   EXPECT_GE(elapsed, 200ms);
+}
+
+TEST_F(SinkServer, DelayPerRequestGrowsWithTheRequestsBeingAnswered) {
+  start(R"({"4": {"delay_per_request_ms": 150}})");
+  auto timed = [&] {
+    const auto begin = std::chrono::steady_clock::now();
+    const bool answered = post({.subscriber_id = 4}).response.has_value();
+    return answered ? std::chrono::steady_clock::now() - begin : std::chrono::hours(1);
+  };
+  const auto alone = timed();
+  EXPECT_GE(alone, 150ms);
+  EXPECT_LT(alone, 300ms);
+  // Three at once: whichever arrives last is answered after 3 x 150 ms.
+  std::vector<std::chrono::steady_clock::duration> elapsed(3);
+  std::vector<std::thread> clients;
+  for (auto& e : elapsed) clients.emplace_back([&] { e = timed(); });
+  for (auto& client : clients) client.join();
+  const auto slowest = *std::max_element(elapsed.begin(), elapsed.end());
+  EXPECT_GE(slowest, 450ms);
+  EXPECT_LT(slowest, std::chrono::hours(1)) << "a request went unanswered";
 }
 
 TEST_F(SinkServer, ResetClosesWithoutResponse) {

@@ -45,6 +45,10 @@ behaviour parse_one(std::string_view key, const json::value& value) {
       const auto ms = as_number(item);
       if (!ms || *ms < 0) fail(key, "delay_ms must be a non-negative number");
       result.delay = std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+    } else if (field == "delay_per_request_ms") {
+      const auto ms = as_number(item);
+      if (!ms || *ms < 0) fail(key, "delay_per_request_ms must be a non-negative number");
+      result.delay_per_request = std::chrono::microseconds(static_cast<std::int64_t>(*ms * 1000));
     } else if (field == "mix") {
       if (!item.is_array() || item.get_array().empty()) fail(key, "mix must be a non-empty array");
       for (const auto& entry : item.get_array()) {
@@ -153,6 +157,7 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
   const behaviour& rule = behaviours_.for_subscriber(subscriber_id);
   action result;
   result.delay = rule.delay;
+  result.delay_per_request = rule.delay_per_request;
   result.retry_after = rule.retry_after;
   result.location = rule.location;
   result.trickle = rule.trickle;

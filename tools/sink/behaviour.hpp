@@ -18,6 +18,9 @@ struct behaviour {
   unsigned status = 200;
   bool status_set = false;  // fail_first defaults its failing status to 500 otherwise
   std::chrono::milliseconds delay{0};
+  // Added to `delay` once per request the sink is answering at that moment, this one included:
+  // a receiver that slows down under load (for the adaptive concurrency tests).
+  std::chrono::microseconds delay_per_request{0};
   std::vector<std::pair<unsigned, double>> mix;  // (status, weight); replaces status when set
   std::string retry_after;                       // sent verbatim when not empty
   bool hang = false;
@@ -59,6 +62,7 @@ struct action {
   kind what = kind::respond;
   unsigned status = 200;
   std::chrono::milliseconds delay{0};
+  std::chrono::microseconds delay_per_request{0};
   std::string retry_after;
   std::string location;
   std::chrono::milliseconds trickle{0};

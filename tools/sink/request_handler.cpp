@@ -113,6 +113,7 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
   reply result;
   result.what = decided.what;
   result.delay = decided.delay;
+  result.delay_per_request = decided.delay_per_request;
   if (decided.what == action::kind::respond) {
     record.status_sent = decided.status;
     result.response =

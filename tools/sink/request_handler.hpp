@@ -21,6 +21,7 @@ struct reply {
   action::kind what = action::kind::respond;
   std::chrono::milliseconds delay{0};
   response_type response;  // only meaningful for kind::respond
+  std::chrono::microseconds delay_per_request{0};  // times the requests being answered
   // Hostile shapes (behaviour.hpp): the server writes these itself instead of `response`'s body.
   std::chrono::milliseconds trickle{0};
   body_shape body = body_shape::normal;

@@ -65,6 +65,19 @@ using tls_stream = ssl::stream<beast::tcp_stream>;
 template <class Stream>
 constexpr bool is_tls = std::is_same_v<Stream, tls_stream>;
 
+// One request being answered, for `delay_per_request`: counts itself in for its lifetime.
+struct answering_count {
+  explicit answering_count(std::atomic<int>& counter) : load(++counter), counter_(counter) {}
+  ~answering_count() { --counter_; }
+  answering_count(const answering_count&) = delete;
+  answering_count& operator=(const answering_count&) = delete;
+
+  const int load;  // requests being answered when this one arrived, itself included
+
+ private:
+  std::atomic<int>& counter_;
+};
+
 template <class Stream>
 struct connection {
   template <class... Args>
@@ -253,9 +266,11 @@ struct sink_server::impl {
         co_await hold_open(stream);
         co_return;
       }
-      if (answer.delay.count() > 0) {
+      // Counted until this iteration ends (answered, or the connection gone).
+      const answering_count counted(answering);
+      if (answer.delay.count() > 0 || answer.delay_per_request.count() > 0) {
         // A timer, not a sleep: other connections on this thread keep being served.
-        conn.delay.expires_after(answer.delay);
+        conn.delay.expires_after(answer.delay + answer.delay_per_request * counted.load);
         auto [wait_error] = co_await conn.delay.async_wait(use_tuple);
         if (wait_error) co_return;
       }
@@ -441,6 +456,7 @@ struct sink_server::impl {
   std::optional<ssl::context> tls;
   connection_registry registry;
   std::atomic<std::uint64_t> last_connection_id{0};
+  std::atomic<int> answering{0};  // requests read and not yet answered, all threads
 
   asio::io_context io;
   tcp::acceptor acceptor{asio::make_strand(io)};
