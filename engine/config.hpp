@@ -7,6 +7,7 @@
 
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
+#include "engine/origin_limit.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
 
@@ -49,6 +50,7 @@ struct scheduler_config {
   std::chrono::milliseconds pause_release_threshold = 5s;
   circuit_config circuit;
   adaptive_rate_config adaptive;
+  origin_limit_config origin;  // adaptive concurrency per host:port, per shard
 };
 
 struct storage_worker_config {

@@ -111,6 +111,7 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       sub.pace.reconfigure(row.rate_per_sec);
       sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
       sub.settings = std::move(settings);
+      sub.waiting_on_origin = nullptr;
       sub.notify();
     }
   }
@@ -260,6 +261,13 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         sub.waiting_for_slot = true;
         waiting_for_slot_.push_back(&sub);
       }
+    } else if (auto& origin = origin_of(*sub.settings.target);
+               !origin.limit.admits(origin.in_flight)) {
+      origin.limit.note_blocked();
+      if (sub.waiting_on_origin != &origin) {
+        sub.waiting_on_origin = &origin;
+        origin.waiting.push_back(&sub);
+      }
     } else if (sub.bucket.try_take(now)) {
       sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
       if (sub.token_wait_since) {
@@ -272,8 +280,11 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       adjust_buffered(-1);
       ++sub.in_flight;
       ++in_flight_;
+      ++origin.in_flight;
       counters_.add(counters_.in_flight);
-      asio::co_spawn(io_, attempt(sub, std::move(row), sub.settings.target, sub.settings.signer),
+      asio::co_spawn(io_,
+                     attempt(sub, origin, std::move(row), sub.settings.target,
+                             sub.settings.signer),
                      asio::detached);
       continue;
     } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
@@ -285,11 +296,13 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
   }
 }
 
-asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row row,
+asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
+                                     storage::claimed_row row,
                                      std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer) {
   attempt_times times;
   times.started_unix = storage::unix_now();
+  const auto began = steady::now();
   http_result result;
   try {
     const auto request = build_delivery_request(*target, *signer, row,
@@ -302,6 +315,8 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
   }
   times.finished_unix = storage::unix_now();
   times.now = std::chrono::system_clock::now();
+  // Only exchanges that got a response say how long the endpoint takes to answer.
+  if (result.status != 0) origin.limit.on_latency(steady::now() - began, steady::now());
   record_attempt(sub, row, result, times);
 
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
@@ -331,8 +346,9 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, storage::claimed_row
 
   --sub.in_flight;
   --in_flight_;
+  --origin.in_flight;
   counters_.add(counters_.in_flight, -1);
-  slot_freed(sub);
+  slot_freed(sub, origin);
   finish_if_quiet();
 }
 
@@ -386,7 +402,7 @@ bool shard::lease_too_short(const storage::claimed_row& row) const {
   return storage::unix_now() + margin > row.lease;
 }
 
-void shard::slot_freed(subscriber_state& sub) {
+void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
   sub.notify();
   if (!waiting_for_slot_.empty()) {
     auto* next = waiting_for_slot_.front();
@@ -394,6 +410,22 @@ void shard::slot_freed(subscriber_state& sub) {
     next->waiting_for_slot = false;
     next->notify();
   }
+  // As many as the origin now admits: the limit may have grown by more than one slot.
+  int admissible = origin.limit.enabled() ? origin.limit.limit() - origin.in_flight : 1;
+  while (admissible > 0 && !origin.waiting.empty()) {
+    auto* next = origin.waiting.front();
+    origin.waiting.pop_front();
+    if (next->waiting_on_origin != &origin) continue;  // left behind by a URL change
+    next->waiting_on_origin = nullptr;
+    next->notify();
+    --admissible;
+  }
+}
+
+origin_state& shard::origin_of(const proto::target& target) {
+  auto& slot = origins_[target.origin_key];
+  if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, steady::now());
+  return *slot;
 }
 
 void shard::dead_letter(storage::claimed_row row, std::string reason) {

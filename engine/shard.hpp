@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -20,11 +21,22 @@
 #include "engine/delivery.hpp"
 #include "engine/http_client.hpp"
 #include "engine/metrics.hpp"
+#include "engine/origin_limit.hpp"
 #include "engine/storage_worker.hpp"
 #include "engine/subscriber.hpp"
 #include "proto/retry_policy.hpp"
 
 namespace surge::engine {
+
+// One host:port as a shard sees it: its adaptive concurrency limit, the attempts in flight to
+// it, and the subscribers waiting for it to admit one more (FIFO).
+struct origin_state {
+  origin_state(const origin_limit_config& config, origin_limit::time_point now)
+      : limit(config, now) {}
+  origin_limit limit;
+  int in_flight = 0;
+  std::deque<subscriber_state*> waiting;
+};
 
 class shard final : public shard_endpoint {
  public:
@@ -54,7 +66,8 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> flush_loop();
   boost::asio::awaitable<void> pump(subscriber_state& sub);
   // Takes the target and signer the pump saw, so a reload cannot change them mid-attempt.
-  boost::asio::awaitable<void> attempt(subscriber_state& sub, storage::claimed_row row,
+  boost::asio::awaitable<void> attempt(subscriber_state& sub, origin_state& origin,
+                                       storage::claimed_row row,
                                        std::shared_ptr<const proto::target> target,
                                        std::shared_ptr<const proto::signer> signer);
   void send_demand();
@@ -70,7 +83,8 @@ class shard final : public shard_endpoint {
   // Feeds an attempt's result to the subscriber's circuit breaker and adaptive rate.
   void observe_endpoint(subscriber_state& sub, const http_result& result);
   void flush_outcomes();
-  void slot_freed(subscriber_state& sub);
+  void slot_freed(subscriber_state& sub, origin_state& origin);
+  origin_state& origin_of(const proto::target& target);
   void finish();
   void finish_if_quiet();
   void publish_metrics();
@@ -91,6 +105,7 @@ class shard final : public shard_endpoint {
   std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
   std::size_t demand_cursor_ = 0;
   std::deque<subscriber_state*> waiting_for_slot_;  // FIFO, each subscriber at most once
+  std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
   int in_flight_ = 0;
   int in_flight_cap_;
   bool claim_outstanding_ = false;

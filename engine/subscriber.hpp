@@ -20,6 +20,8 @@
 
 namespace surge::engine {
 
+struct origin_state;
+
 struct subscriber_settings {
   std::int64_t id = 0;
   std::string url;
@@ -60,6 +62,9 @@ struct subscriber_state {
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
+  // The origin whose concurrency limit it is queued behind, if any (entries left behind in
+  // another origin's queue by a URL change are recognised by this and skipped).
+  origin_state* waiting_on_origin = nullptr;
   // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
   boost::asio::steady_timer wake;
 

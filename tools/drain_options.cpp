@@ -60,6 +60,10 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--circuit-max-cooldown", o.circuit_max_cooldown,
                   "Longest wait between probes of an open circuit, in seconds")
       ->capture_default_str()->check(CLI::Range(1.0, 3600.0));
+  cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
+                  "Requests in flight to one host:port shrink once its latency exceeds this many "
+                  "times the best seen (plus 5 ms); 0 turns the adaptive limit off")
+      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
       ->capture_default_str()->check(CLI::Range(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
@@ -114,6 +118,7 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
   config.scheduler.circuit.failure_threshold = o.circuit_failures;
   config.scheduler.circuit.max_cooldown = millis(o.circuit_max_cooldown);
+  config.scheduler.origin.latency_tolerance = o.origin_latency_tolerance;
   config.http.connect_timeout = millis(o.connect_timeout);
   config.http.attempt_timeout = millis(o.attempt_timeout);
   if (config.http.connect_timeout > config.http.attempt_timeout) {

@@ -30,6 +30,7 @@ struct drain_cli_options {
   std::size_t max_payload_bytes = 1024 * 1024;
   int circuit_failures = 10;
   double circuit_max_cooldown = 60;
+  double origin_latency_tolerance = 2.0;
   double connect_timeout = 4;
   double attempt_timeout = 8;
   double shutdown_grace = 10;

@@ -1,0 +1,52 @@
+#include "engine/origin_limit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace surge::engine {
+
+origin_limit::origin_limit(origin_limit_config config, time_point now)
+    : config_(config),
+      limit_(std::max(config.minimum, config.initial)),
+      period_start_(now),
+      window_start_(now) {}
+
+origin_limit::duration origin_limit::best_latency() const {
+  return std::min(best_current_, best_previous_);
+}
+
+void origin_limit::on_latency(duration latency, time_point now) {
+  if (!enabled()) return;
+  if (now - period_start_ >= config_.best_latency_period) {
+    best_previous_ = best_current_;
+    best_current_ = duration::max();
+    period_start_ = now;
+  }
+  best_current_ = std::min(best_current_, latency);
+  window_sum_ += latency;
+  ++window_samples_;
+  if (now - window_start_ >= config_.window) end_window(now);
+}
+
+void origin_limit::end_window(time_point now) {
+  using seconds = std::chrono::duration<double>;
+  const double average = seconds(window_sum_).count() / window_samples_;
+  const double acceptable = config_.latency_tolerance * seconds(best_latency()).count() +
+                            seconds(config_.latency_slack).count();
+  if (average > acceptable) {
+    // Queueing: shrink in proportion, at most by half per window.
+    const double factor = std::max(0.5, acceptable / average);
+    limit_ = std::max(config_.minimum, static_cast<int>(std::floor(limit_ * factor)));
+    slow_start_ = false;
+  } else if (blocked_) {
+    constexpr int ceiling = 1 << 20;  // far above any in-flight cap; keeps doubling finite
+    const int step = slow_start_ ? limit_ : std::max(1, static_cast<int>(limit_ * config_.growth));
+    limit_ = std::min(ceiling, limit_ + step);
+  }
+  window_start_ = now;
+  window_sum_ = duration::zero();
+  window_samples_ = 0;
+  blocked_ = false;
+}
+
+}  // namespace surge::engine

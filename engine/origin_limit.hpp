@@ -1,0 +1,64 @@
+#pragma once
+// Adaptive concurrency per origin (sans-I/O), in the spirit of TCP Vegas: requests in flight to
+// one host:port are capped at a limit that grows while latency stays near the best seen and
+// shrinks in proportion once latency says requests are queueing (at the endpoint, or in this
+// process when the CPU is the bottleneck). Slow endpoints keep every slot they can use; a fast
+// one stops being sent 1,600 requests at once when 100 suffice, and an endpoint that slows down
+// under load gets less concurrency instead of more queueing.
+#include <chrono>
+
+namespace surge::engine {
+
+struct origin_limit_config {
+  // 0 turns the limit off (only the per-subscriber and process caps apply).
+  double latency_tolerance = 2.0;  // allowed: tolerance * best latency + slack
+  std::chrono::microseconds latency_slack{std::chrono::milliseconds(5)};
+  // Small, like TCP's initial window: the best latency is first measured without a burst of our
+  // own requests queueing in front of it, which would make queueing look normal.
+  int initial = 8;
+  int minimum = 4;
+  std::chrono::milliseconds window{100};  // the limit moves at most once per window
+  // The best latency is the minimum over the last one to two of these periods, so an endpoint
+  // that became slower for good is judged against its new normal after at most two periods.
+  std::chrono::milliseconds best_latency_period{std::chrono::seconds(5)};
+  // Per window while the limit binds and latency is good: doubling until the first decrease
+  // (slow start, so a 200 ms endpoint gets thousands of slots within a second or two), then
+  // this fraction.
+  double growth = 0.125;
+};
+
+class origin_limit {
+ public:
+  using clock = std::chrono::steady_clock;
+  using time_point = clock::time_point;
+  using duration = clock::duration;
+
+  explicit origin_limit(origin_limit_config config, time_point now);
+
+  bool enabled() const { return config_.latency_tolerance > 0; }
+  bool admits(int in_flight) const { return !enabled() || in_flight < limit_; }
+  // A request could not start because of this limit: growth is only earned under demand.
+  void note_blocked() { blocked_ = true; }
+  // One exchange finished with a response (any status); failures before a response say nothing
+  // about queueing and are not fed in.
+  void on_latency(duration latency, time_point now);
+
+  int limit() const { return limit_; }
+  duration best_latency() const;
+
+ private:
+  void end_window(time_point now);
+
+  origin_limit_config config_;
+  int limit_;
+  duration best_current_ = duration::max();   // minimum in the running period
+  duration best_previous_ = duration::max();  // minimum in the period before
+  time_point period_start_;
+  time_point window_start_;
+  duration window_sum_{};
+  int window_samples_ = 0;
+  bool blocked_ = false;
+  bool slow_start_ = true;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,116 @@
+#include "engine/origin_limit.hpp"
+
+#include <gtest/gtest.h>
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = origin_limit::clock;
+
+origin_limit_config config() {
+  return {.latency_tolerance = 2.0, .latency_slack = 1ms, .initial = 64, .minimum = 4,
+          .window = 100ms, .best_latency_period = 5s, .growth = 0.125};
+}
+
+// Feeds `samples` latencies evenly over one window; the last lands on its end and closes it.
+clock::time_point feed_window(origin_limit& limit, clock::time_point at, clock::duration latency,
+                              bool blocked, int samples = 10) {
+  for (int i = 0; i < samples; ++i) {
+    at += 100ms / samples;
+    if (blocked) limit.note_blocked();
+    limit.on_latency(latency, at);
+  }
+  return at;
+}
+
+TEST(OriginLimit, StartsAtTheInitialLimitAndAdmitsBelowIt) {
+  origin_limit limit(config(), clock::now());
+  EXPECT_EQ(limit.limit(), 64);
+  EXPECT_TRUE(limit.admits(63));
+  EXPECT_FALSE(limit.admits(64));
+}
+
+TEST(OriginLimit, GrowsWhileItBindsAndLatencyStaysNearTheBest) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  now = feed_window(limit, now, 200ms, true);
+  now = feed_window(limit, now, 200ms, true);
+  EXPECT_GT(limit.limit(), 64);
+  const int after_two = limit.limit();
+  for (int i = 0; i < 40; ++i) now = feed_window(limit, now, 200ms, true);
+  // Doubling: a latency-bound endpoint reaches thousands of slots within a second.
+  EXPECT_GT(limit.limit(), 5000);
+  EXPECT_GT(limit.limit(), after_two);
+}
+
+TEST(OriginLimit, DoublesUntilTheFirstDecreaseThenGrowsGently) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  now = feed_window(limit, now, 10ms, true);
+  EXPECT_EQ(limit.limit(), 128);
+  now = feed_window(limit, now, 10ms, true);
+  EXPECT_EQ(limit.limit(), 256);
+  now = feed_window(limit, now, 30ms, true);  // acceptable 2 * 10 + 1 = 21 ms: 21/30 of it
+  EXPECT_EQ(limit.limit(), 179);
+  now = feed_window(limit, now, 10ms, true);
+  EXPECT_EQ(limit.limit(), 179 + 22);
+}
+
+TEST(OriginLimit, StartsSmallByDefault) {
+  const origin_limit limit(origin_limit_config{}, clock::now());
+  EXPECT_EQ(limit.limit(), 8);
+}
+
+TEST(OriginLimit, DoesNotGrowWithoutDemand) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  for (int i = 0; i < 20; ++i) now = feed_window(limit, now, 200ms, false);
+  EXPECT_EQ(limit.limit(), 64);
+}
+
+TEST(OriginLimit, ShrinksInProportionWhenRequestsQueue) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  now = feed_window(limit, now, 1ms, true);  // best latency 1 ms: acceptable 2 * 1 + 1 = 3 ms
+  const int before = limit.limit();
+  now = feed_window(limit, now, 4ms, true);  // 3/4 of the limit
+  EXPECT_EQ(limit.limit(), static_cast<int>(before * 0.75));
+  now = feed_window(limit, now, 60ms, true);  // at most halved per window
+  EXPECT_EQ(limit.limit(), static_cast<int>(before * 0.75) / 2);
+}
+
+TEST(OriginLimit, NeverGoesBelowTheMinimum) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  now = feed_window(limit, now, 1ms, false);
+  for (int i = 0; i < 50; ++i) now = feed_window(limit, now, 500ms, false);
+  EXPECT_EQ(limit.limit(), 4);
+  EXPECT_TRUE(limit.admits(3));
+}
+
+TEST(OriginLimit, ForgetsAnOldBestLatencyAfterTwoPeriods) {
+  auto now = clock::now();
+  origin_limit limit(config(), now);
+  limit.on_latency(1ms, now);
+  EXPECT_EQ(limit.best_latency(), 1ms);
+  // The endpoint is slower for good: 50 ms from now on.
+  for (int i = 0; i < 110; ++i) now = feed_window(limit, now, 50ms, false);
+  EXPECT_EQ(limit.best_latency(), 50ms);
+  const int settled = limit.limit();
+  // Judged against its new normal, it stops shrinking and, under demand, grows again.
+  for (int i = 0; i < 5; ++i) now = feed_window(limit, now, 50ms, true);
+  EXPECT_GT(limit.limit(), settled);
+}
+
+TEST(OriginLimit, ZeroToleranceTurnsItOff) {
+  auto cfg = config();
+  cfg.latency_tolerance = 0;
+  auto now = clock::now();
+  origin_limit limit(cfg, now);
+  for (int i = 0; i < 20; ++i) now = feed_window(limit, now, 500ms, true);
+  EXPECT_TRUE(limit.admits(1'000'000));
+}
+
+}  // namespace
+}  // namespace surge::engine
