@@ -405,6 +405,14 @@ def build_scenarios(scale, half_rate):
                                    lambda s: per_sub, wrk=True)
     scenarios["a_https"] = Scenario("a_https", "(a) 100 unthrottled subscribers, HTTPS",
                                     unthrottled, lambda s: per_sub, tls=True, wrk=True)
+    # The same with the process capped at 256 requests in flight: the defaults keep 100 x 16
+    # connections open to the one loopback origin, which costs CPU on both sides (docs).
+    capped = ["--max-in-flight", "256"]
+    scenarios["a_http_256"] = Scenario("a_http_256", "(a) HTTP, --max-in-flight 256",
+                                       unthrottled, lambda s: per_sub, wrk=True, drain_args=capped)
+    scenarios["a_https_256"] = Scenario("a_https_256", "(a) HTTPS, --max-in-flight 256",
+                                        unthrottled, lambda s: per_sub, tls=True, wrk=True,
+                                        drain_args=capped)
     # Added latency at half of (a)'s rate: the same 100 subscribers, each limited to 1/200 of it.
     paced = [Subscriber(i, rate=half_rate / 100, burst=1) for i in range(1, 101)]
     scenarios["half_rate"] = Scenario(
@@ -413,7 +421,7 @@ def build_scenarios(scale, half_rate):
     many = [Subscriber(i) for i in range(1, n(10_000, 100) + 1)]
     scenarios["b"] = Scenario("b", "(b) 10,000 subscribers answering in 200 ms", many,
                               lambda s: n(1_000_000, 10_000) // len(many), delay_ms=200,
-                              drain_args=["--max-in-flight", "8192"])
+                              drain_args=["--max-in-flight", "5120"])
     limited = [Subscriber(i, rate=float(rng.randint(5, 50)), burst=5)
                for i in range(1, n(10_000, 100) + 1)]
     scenarios["c"] = Scenario("c", "(c) 10,000 subscribers limited to 5-50/s", limited,
@@ -484,7 +492,8 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="a_http,a_https,half_rate,b,c,c_fit,d,e_healthy,e")
+    parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,half_rate,b,"
+                                                "c,c_fit,d,e_healthy,e")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 s of wrk (CI)")
     parser.add_argument("--out", default="bench-out")
