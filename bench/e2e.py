@@ -114,8 +114,6 @@ class Sink:
             if self.process.poll() is not None:
                 break
             time.sleep(0.05)
-        else:
-            pass
         if not (port_file.exists() and port_file.read_text().strip()):
             self.stop()
             raise RuntimeError("sink did not start: " + (self.directory / "sink.log").read_text())
@@ -365,7 +363,6 @@ def run_scenario(args, scenario, workdir):
             connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
                                (placeholder, scheme_host))
         connection.close()
-        result = {}
         wrk_rates = []
         if scenario.wrk:
             log(f"{scenario.name}: wrk before ({args.wrk_seconds} s)")
@@ -389,8 +386,8 @@ def run_scenario(args, scenario, workdir):
     expected = queued if scenario.stop_when_done is None else sum(
         scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
     if result["done_rows"] < expected:
-        raise RuntimeError(f"{scenario.name}: {result['done_rows']} of {expected} rows done; see "
-                           f"{directory}/drain.log")
+        raise RuntimeError(f"{scenario.name}: {result['done_rows']} of {expected} rows done; the "
+                           "drain's log ends:\n" + Path(directory, "drain.log").read_text()[-2000:])
     return result
 
 
@@ -471,7 +468,7 @@ def write_chart(results, out):
             r = results[name]
             f.write(f'"{name}" {r.get("deliveries_per_second") or 0} {r.get("wrk_rate", 0)}\n')
     plot = [
-        "set terminal pngcairo size 1400,560 font 'DejaVu Sans,10'",
+        "set terminal pngcairo size 1400,560 font 'DejaVu Sans,10' noenhanced",
         f"set output '{Path(out, 'e2e.png')}'",
         "set multiplot layout 1,2 title 'surge drain, end to end on one machine'",
         "set title 'Deliveries per second over the drain'",
@@ -507,7 +504,12 @@ def main():
                         help="(d): the small subscribers' rows fall due from now + this")
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags, every scenario")
     parser.add_argument("--no-chart", action="store_true")
+    parser.add_argument("--replot", metavar="JSON", help="only draw the chart of an earlier run")
     args = parser.parse_args()
+    if args.replot:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_chart(json.loads(Path(args.replot).read_text())["scenarios"], args.out)
+        return
     if args.smoke:
         args.scale, args.wrk_seconds = min(args.scale, 0.01), 1
     args.surge = str(Path(args.surge).resolve())
