@@ -62,13 +62,14 @@ class Scenario:
     """What to queue, how the sink answers, and which drain flags to use."""
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
-                 drain_args=(), stop_when_done=None, due_offsets=None):
+                 drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
         self.drain_args = list(drain_args)
         self.stop_when_done = stop_when_done  # a group: SIGTERM once its rows are all done
         self.due_offsets = due_offsets      # subscriber -> [seconds after start] (future rows)
+        self.seed_loop = seed_loop          # drained by surge_seed_loop instead of surge drain
 
 
 def write_pki(directory):
@@ -207,17 +208,23 @@ def child_of(pid):
     return int(children[0]) if children else None
 
 
-def run_drain(surge, directory, db, scenario, timeout, extra_args):
+def run_drain(options, directory, db, scenario):
     # Under /usr/bin/time: the kernel's peak RSS of a process started from this (large) Python
     # process would include this process's own RSS at fork time.
-    args = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", "time.txt", surge, "drain", "--db", db,
-            "--until-drained", "--allow-private-targets", "--progress-interval", "0",
-            *scenario.drain_args, *extra_args]
-    if scenario.tls:
-        args += ["--ca-file", "ca.crt"]
+    timed = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", "time.txt"]
+    if scenario.seed_loop:
+        command = [*timed, options.seed_loop, "--db", db]
+    else:
+        command = [*timed, options.surge, "drain", "--db", db, "--until-drained",
+                   "--allow-private-targets", "--progress-interval", "0", *scenario.drain_args,
+                   *options.drain_args.split()]
+        if scenario.tls:
+            command += ["--ca-file", "ca.crt"]
+    timeout = options.timeout
     with open(Path(directory, "drain.log"), "w") as drain_log:
         started = time.time()
-        process = subprocess.Popen(args, cwd=directory, stdout=drain_log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=directory, stdout=drain_log,
+                                   stderr=subprocess.STDOUT)
         watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
         stopped_at = None
         while process.poll() is None:
@@ -370,9 +377,10 @@ def run_scenario(args, scenario, workdir):
                                      args.wrk_connections, directory))
         log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers")
         sink_cpu = sink.cpu_seconds()
-        drain = run_drain(args.surge, directory, db, scenario, args.timeout, args.drain_args.split())
+        drain = run_drain(args, directory, db, scenario)
         sink_cpu = sink.cpu_seconds() - sink_cpu
         result = analyse(db, scenario, drain, queued)
+        result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["sink_cpu_seconds"] = round(sink_cpu, 3)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
@@ -442,6 +450,12 @@ def build_scenarios(scale, half_rate):
                      else {"status": 429})
         return Subscriber(i, behaviour=behaviour, group="faulty")
     rows_e = n(200_000, 2_000) // 100
+    # The naive loop on (a)'s and (b)'s endpoints, at sizes it finishes in seconds.
+    scenarios["seed_a"] = Scenario("seed_a", "seed loop: 100 subscribers, sink answers at once",
+                                   unthrottled, lambda s: n(50_000, 100) // 100, seed_loop=True)
+    scenarios["seed_b"] = Scenario("seed_b", "seed loop: 100 subscribers answering in 200 ms",
+                                   unthrottled, lambda s: 1 if s.id <= n(50, 10) else 0,
+                                   delay_ms=200, seed_loop=True)
     fault_args = ["--attempt-timeout", "2", "--grace", "1"]
     scenarios["e_healthy"] = Scenario(
         "e_healthy", "(e) baseline: the same 100 subscribers, all healthy",
@@ -490,7 +504,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
     parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,half_rate,b,"
-                                                "c,c_fit,d,e_healthy,e")
+                                                "c,c_fit,d,e_healthy,e,seed_a,seed_b")
+    parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
+                        help="the naive loop's binary, for the seed_* scenarios")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 s of wrk (CI)")
     parser.add_argument("--out", default="bench-out")
@@ -516,6 +532,9 @@ def main():
     if not os.access(args.surge, os.X_OK):
         sys.exit(f"no surge binary at {args.surge} (build the release preset first)")
     wanted = [name.strip() for name in args.scenarios.split(",") if name.strip()]
+    args.seed_loop = str(Path(args.seed_loop).resolve())
+    if any(name.startswith("seed_") for name in wanted) and not os.access(args.seed_loop, os.X_OK):
+        sys.exit(f"no seed loop binary at {args.seed_loop} (build target surge_seed_loop)")
     known = build_scenarios(args.scale, 5000.0)
     unknown = [name for name in wanted if name not in known]
     if unknown:
