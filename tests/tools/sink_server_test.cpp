@@ -203,7 +203,7 @@ TEST_F(SinkServer, DelayPerRequestGrowsWithTheRequestsBeingAnswered) {
   };
   const auto alone = timed();
   EXPECT_GE(alone, 150ms);
-  EXPECT_LT(alone, 300ms);
+  EXPECT_LT(alone, 450ms) << "answered as if three requests were in progress";
   // Three at once: whichever arrives last is answered after 3 x 150 ms.
   std::vector<std::chrono::steady_clock::duration> elapsed(3);
   std::vector<std::thread> clients;
