@@ -352,7 +352,9 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
       if (!conn) co_return result;
     }
 
+    const auto exchange_began = std::chrono::steady_clock::now();
     auto out = co_await exchange(*conn, request, deadline);
+    result.exchange_time = std::chrono::steady_clock::now() - exchange_began;
     if (out.error != transport_error::none && conn->lifecycle.failure_warrants_fresh_retry() &&
         std::chrono::steady_clock::now() < deadline && tries == 0) {
       close(std::move(conn));

@@ -2,6 +2,7 @@
 // Keep-alive HTTP/1.1 and HTTPS client for one shard (DESIGN section 5). Not thread-safe: it
 // lives on its shard's io_context thread, like the subscribers that use it.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,9 @@ struct http_result {
   std::string body_prefix;  // at most max_response_body bytes
   bool reused_connection = false;
   bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
+  // From the request's first byte to the end of the response (or the failure): the endpoint's
+  // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
+  std::chrono::steady_clock::duration exchange_time{};
 };
 
 // Builds the TLS context every shard shares: peer verification against the system store or

@@ -110,8 +110,11 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       // pushback stays lowered, within the new limit.
       sub.pace.reconfigure(row.rate_per_sec);
       sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
+      // Queued behind another origin now: let the pump find its new one.
+      const bool moved = settings.target && sub.settings.target &&
+                         settings.target->origin_key != sub.settings.target->origin_key;
+      if (moved) sub.waiting_on_origin = nullptr;
       sub.settings = std::move(settings);
-      sub.waiting_on_origin = nullptr;
       sub.notify();
     }
   }
@@ -262,13 +265,18 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         waiting_for_slot_.push_back(&sub);
       }
     } else if (auto& origin = origin_of(*sub.settings.target);
-               !origin.limit.admits(origin.in_flight)) {
+               !origin.limit.admits(origin.in_flight) ||
+               (!sub.origin_turn && sub.in_flight > 0 && !origin.waiting.empty())) {
+      // One that already has requests out queues behind those waiting, unless it is its turn:
+      // otherwise the subscriber whose attempt just finished takes each freed slot back, and a
+      // big backlog keeps the origin's other subscribers waiting until it is gone.
       origin.limit.note_blocked();
       if (sub.waiting_on_origin != &origin) {
         sub.waiting_on_origin = &origin;
         origin.waiting.push_back(&sub);
       }
     } else if (sub.bucket.try_take(now)) {
+      sub.origin_turn = false;
       sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
       if (sub.token_wait_since) {
         add_to(metrics_.token_wait_seconds,
@@ -302,7 +310,6 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
                                      std::shared_ptr<const proto::signer> signer) {
   attempt_times times;
   times.started_unix = storage::unix_now();
-  const auto began = steady::now();
   http_result result;
   try {
     const auto request = build_delivery_request(*target, *signer, row,
@@ -315,8 +322,13 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   }
   times.finished_unix = storage::unix_now();
   times.now = std::chrono::system_clock::now();
-  // Only exchanges that got a response say how long the endpoint takes to answer.
-  if (result.status != 0) origin.limit.on_latency(steady::now() - began, steady::now());
+  // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
+  // whole wait); connect and TLS time are not in it, so opening connections does not read as
+  // queueing.
+  const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
+  if (waited && result.exchange_time > steady::duration::zero()) {
+    origin.limit.on_latency(result.exchange_time, steady::now());
+  }
   record_attempt(sub, row, result, times);
 
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
@@ -410,6 +422,10 @@ void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
     next->waiting_for_slot = false;
     next->notify();
   }
+  wake_origin_waiters(origin);
+}
+
+void shard::wake_origin_waiters(origin_state& origin) {
   // As many as the origin now admits: the limit may have grown by more than one slot.
   int admissible = origin.limit.enabled() ? origin.limit.limit() - origin.in_flight : 1;
   while (admissible > 0 && !origin.waiting.empty()) {
@@ -417,6 +433,7 @@ void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
     origin.waiting.pop_front();
     if (next->waiting_on_origin != &origin) continue;  // left behind by a URL change
     next->waiting_on_origin = nullptr;
+    next->origin_turn = true;
     next->notify();
     --admissible;
   }

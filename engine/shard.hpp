@@ -84,6 +84,8 @@ class shard final : public shard_endpoint {
   void observe_endpoint(subscriber_state& sub, const http_result& result);
   void flush_outcomes();
   void slot_freed(subscriber_state& sub, origin_state& origin);
+  // Wakes as many subscribers at the head of the origin's queue as it now admits.
+  void wake_origin_waiters(origin_state& origin);
   origin_state& origin_of(const proto::target& target);
   void finish();
   void finish_if_quiet();

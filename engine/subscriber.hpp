@@ -65,6 +65,7 @@ struct subscriber_state {
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
+  bool origin_turn = false;  // woken from the head of that queue: may send before those behind
   // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
   boost::asio::steady_timer wake;
 

@@ -118,6 +118,10 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
   config.scheduler.circuit.failure_threshold = o.circuit_failures;
   config.scheduler.circuit.max_cooldown = millis(o.circuit_max_cooldown);
+  // Below 1 no latency is ever good enough and the limit would sit at its minimum.
+  if (o.origin_latency_tolerance > 0 && o.origin_latency_tolerance < 1) {
+    throw usage_error("--origin-latency-tolerance must be 0 (off) or at least 1");
+  }
   config.scheduler.origin.latency_tolerance = o.origin_latency_tolerance;
   config.http.connect_timeout = millis(o.connect_timeout);
   config.http.attempt_timeout = millis(o.attempt_timeout);

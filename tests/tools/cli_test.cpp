@@ -33,12 +33,16 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   result = run_surge(dir, {"drain", "--db", queue.path(), "--lease", "5"});
   EXPECT_EQ(result.exit_code, 2) << "a lease shorter than two attempt timeouts is refused";
 
+  result = run_surge(dir, {"drain", "--db", queue.path(), "--origin-latency-tolerance", "0.5"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--origin-latency-tolerance"), std::string::npos) << result.err;
+
   result = run_surge(dir, {"drain", "--help"});
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"--threads", "--subscribers", "--until-drained", "--duration",
                            "--max-in-flight", "--per-subscriber-in-flight", "--lease",
                            "--max-attempts", "--max-age", "--allow-private-targets",
-                           "--ca-file"}) {
+                           "--ca-file", "--origin-latency-tolerance"}) {
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag << " missing from --help";
   }
 }
