@@ -223,21 +223,26 @@ def run_drain(options, directory, db, scenario):
     timeout = options.timeout
     with open(Path(directory, "drain.log"), "w") as drain_log:
         started = time.time()
+        # A session of its own, so a timeout or Ctrl-C here ends the drainer, not only `time`.
         process = subprocess.Popen(command, cwd=directory, stdout=drain_log,
-                                   stderr=subprocess.STDOUT)
+                                   stderr=subprocess.STDOUT, start_new_session=True)
         watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
         stopped_at = None
-        while process.poll() is None:
-            elapsed = time.time() - started
-            if elapsed > timeout:
-                process.kill()
-                raise RuntimeError(f"drain still running after {timeout} s")
-            if watched and stopped_at is None and elapsed > 0.5 and outstanding(db, watched) == 0:
-                drainer = child_of(process.pid)
-                if drainer:
-                    stopped_at = time.time()
-                    os.kill(drainer, signal.SIGTERM)
-            time.sleep(0.2)
+        try:
+            while process.poll() is None:
+                elapsed = time.time() - started
+                if elapsed > timeout:
+                    raise RuntimeError(f"drain still running after {timeout} s")
+                if watched and stopped_at is None and elapsed > 0.5 and outstanding(db, watched) == 0:
+                    drainer = child_of(process.pid)
+                    if drainer:
+                        stopped_at = time.time()
+                        os.kill(drainer, signal.SIGTERM)
+                time.sleep(0.2)
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         finished = time.time()
     text = Path(directory, "time.txt").read_text().split()
     if process.returncode != 0 and stopped_at is None:
@@ -259,7 +264,7 @@ def in_flight_profile(attempts):
     events = sorted([(a[2], 1) for a in attempts] + [(a[3], -1) for a in attempts],
                     key=lambda e: (e[0], e[1]))
     if not events:
-        return 0, 0.0
+        return 0, 0.0, 0.0
     current = peak = 0
     area = 0.0
     previous = events[0][0]
@@ -269,7 +274,7 @@ def in_flight_profile(attempts):
         current += step
         peak = max(peak, current)
     span = events[-1][0] - events[0][0]
-    return peak, (area / span if span > 0 else 0.0)
+    return peak, (area / span if span > 0 else 0.0), span
 
 
 def analyse(db, scenario, drain, queued):
@@ -315,12 +320,13 @@ def analyse(db, scenario, drain, queued):
             "lag_max_ms": ms(first[-1] if first else None),
             "added_p50_ms": ms(quantile(added, 0.5)), "added_p99_ms": ms(quantile(added, 0.99)),
         }
-    peak, mean = in_flight_profile(attempts)
+    peak, mean, span = in_flight_profile(attempts)
     result["in_flight_peak"] = peak
     result["in_flight_mean"] = round(mean, 1)
-    if delay > 0 and mean > 0 and result["deliveries_per_second"]:
-        # Little's law: mean in flight / latency is the rate those requests could sustain.
-        result["little_ratio"] = round(result["deliveries_per_second"] / (mean / delay), 3)
+    if delay > 0 and mean > 0 and span > 0:
+        # Little's law: mean in flight / latency is the rate those requests could sustain; the
+        # rate is taken over the same span as the mean (first start to last finish).
+        result["little_ratio"] = round(len(ok) / span / (mean / delay), 3)
     limited = [s for s in scenario.subscribers if s.rate < UNLIMITED]
     if limited:
         starts = {}

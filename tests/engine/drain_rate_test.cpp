@@ -60,13 +60,16 @@ double transit_spread(const std::vector<sink_request>& requests, std::int64_t id
                       const std::map<std::pair<std::int64_t, int>, double>& starts) {
   double low = 1e9;
   double high = -1e9;
+  std::size_t matched = 0;
   for (const auto& request : requests) {
     if (request.subscriber_id != id) continue;
     const auto start = starts.find({request.delivery_id, request.attempt});
     if (start == starts.end()) continue;
+    ++matched;
     low = std::min(low, request.arrival - start->second);
     high = std::max(high, request.arrival - start->second);
   }
+  EXPECT_EQ(matched, starts.size()) << "every attempt Surge started should have arrived";
   return high >= low ? high - low : 0.0;
 }
 
