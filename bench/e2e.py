@@ -424,6 +424,14 @@ def build_scenarios(scale, half_rate):
     scenarios["a_https_256"] = Scenario("a_https_256", "(a) HTTPS, --max-in-flight 256",
                                         unthrottled, lambda s: per_sub, tls=True, wrk=True,
                                         drain_args=capped)
+    # The adaptive per-origin limit (off by default) finds that concurrency from latency.
+    adaptive = ["--origin-latency-tolerance", "2"]
+    scenarios["a_http_adaptive"] = Scenario(
+        "a_http_adaptive", "(a) HTTP, --origin-latency-tolerance 2", unthrottled,
+        lambda s: per_sub, wrk=True, drain_args=adaptive)
+    scenarios["a_https_adaptive"] = Scenario(
+        "a_https_adaptive", "(a) HTTPS, --origin-latency-tolerance 2", unthrottled,
+        lambda s: per_sub, tls=True, wrk=True, drain_args=adaptive)
     # Added latency at half of (a)'s rate: the same 100 subscribers, each limited to 1/200 of it.
     paced = [Subscriber(i, rate=half_rate / 100, burst=1) for i in range(1, 101)]
     scenarios["half_rate"] = Scenario(
@@ -509,7 +517,8 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,half_rate,b,"
+    parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,"
+                                                "a_http_adaptive,a_https_adaptive,half_rate,b,"
                                                 "c,c_fit,d,e_healthy,e,seed_a,seed_b")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
                         help="the naive loop's binary, for the seed_* scenarios")

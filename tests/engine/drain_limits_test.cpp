@@ -175,7 +175,8 @@ TEST(DrainLimits, AnOriginsSlotsGoRoundInTurnBetweenItsSubscribers) {
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
                                       "--until-drained", "--until-drained-wait", "5",
                                       "--threads", "1", "--per-subscriber-in-flight", "64",
-                                      "--progress-interval", "0"});
+                                      "--origin-latency-tolerance", "2", "--progress-interval",
+                                      "0"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = sink.stop_and_read();
   ASSERT_EQ(deliveries(requests).size(), 3200u);
