@@ -8,7 +8,7 @@ drainer). Scenarios (a) also run `wrk` against the same sink with the same body,
 the drain, and report Surge's rate as a ratio to the mean. Prints one JSON document and writes it,
 with a gnuplot chart, to --out.
 
-    bench/e2e.py                              # every scenario, full size (about 10 minutes)
+    bench/e2e.py                              # every scenario, full size (about 13 minutes)
     bench/e2e.py --scenarios a_http,d         # some of them
     bench/e2e.py --smoke                      # every scenario, tiny (the CI smoke test)
     bench/e2e.py --surge build/release/tools/surge --out bench-out
