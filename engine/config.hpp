@@ -63,6 +63,8 @@ struct storage_worker_config {
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
+  // After the grace period, how long the last outcome writes may still wait for the database.
+  std::chrono::milliseconds final_write_window = 1s;
 };
 
 struct drain_config {

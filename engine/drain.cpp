@@ -28,6 +28,10 @@ namespace asio = boost::asio;
 
 namespace {
 
+// Two stop signals closer together than this are one stop request delivered twice; a person
+// pressing Ctrl-C again takes longer than this.
+constexpr auto repeated_signal_window = std::chrono::milliseconds(500);
+
 std::string progress_line(const drain_counters& counters, double rate) {
   char line[256];
   std::snprintf(line, sizeof line,
@@ -106,28 +110,41 @@ drain_summary run_drain(const drain_config& input) {
   asio::steady_timer finish_poll(control);
   drain_summary summary;
   bool stopping = false;
+  std::chrono::steady_clock::time_point stop_began;
   const auto started = std::chrono::steady_clock::now();
 
   std::function<void()> poll_finished;
   auto begin_stop = [&](const char* why) {
     if (stopping) return;
     stopping = true;
+    stop_began = std::chrono::steady_clock::now();
     log_info(std::string("stopping: ") + why);
     storage.stop_claiming();
     for (auto& s : shards) s->begin_stop();
+    // The grace period bounds the whole stop: in-flight attempts get it, and the last writes
+    // get a moment more; whatever the database has not taken by then is left to the leases.
     stop_timer.cancel();
     stop_timer.expires_after(config.shutdown_grace);
     stop_timer.async_wait([&](boost::system::error_code ec) {
       if (ec) return;
       for (auto& s : shards) s->abandon();
+      stop_timer.expires_after(config.storage.final_write_window);
+      stop_timer.async_wait([&](boost::system::error_code ec) {
+        if (!ec) storage.abandon();
+      });
     });
     poll_finished();
   };
 
+  bool storage_finishing = false;
   poll_finished = [&] {
     bool all = true;
     for (auto& s : shards) all = all && s->finished();
-    if (all) {
+    if (all && !storage_finishing) {
+      storage_finishing = true;
+      storage.finish(config.threads);
+    }
+    if (all && storage.finished()) {
       stop_timer.cancel();
       progress_timer.cancel();
       signals.cancel();
@@ -143,13 +160,18 @@ drain_summary run_drain(const drain_config& input) {
   std::function<void(boost::system::error_code, int)> on_signal =
       [&](boost::system::error_code ec, int signal_number) {
         if (ec) return;
-        if (stopping) {
+        if (stopping && std::chrono::steady_clock::now() - stop_began < repeated_signal_window) {
+          // One stop request delivered twice: `timeout` and other supervisors signal the child
+          // and then its process group within microseconds (DESIGN section 6).
+          log_info("ignoring a repeated stop signal");
+        } else if (stopping) {
           // A second signal: leave now; leases expire on their own (DESIGN section 6).
           const char message[] = "surge: second signal, exiting without finishing\n";
           [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
           std::_Exit(3);
+        } else {
+          begin_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
         }
-        begin_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
         signals.async_wait(on_signal);
       };
   signals.async_wait(on_signal);
@@ -158,6 +180,12 @@ drain_summary run_drain(const drain_config& input) {
     asio::post(control, [&] {
       summary.drained = true;
       begin_stop("queue drained");
+    });
+  });
+  storage.on_fatal([&](std::string why) {
+    asio::post(control, [&, why = std::move(why)] {
+      summary.failure = why;
+      begin_stop("the queue file is gone");
     });
   });
 
@@ -222,7 +250,6 @@ drain_summary run_drain(const drain_config& input) {
   if (status_line) end_status_line();
   if (server) server->stop();
 
-  storage.finish(config.threads);
   for (auto& s : shards) s->join();
   storage.join();
 
@@ -234,6 +261,7 @@ drain_summary run_drain(const drain_config& input) {
   summary.attempts = counters.attempts.load();
   summary.remaining = storage.remaining();
   summary.storage_errors = counters.storage_errors.load();
+  summary.unwritten = storage.unwritten();
   summary.elapsed = std::chrono::steady_clock::now() - started;
   return summary;
 }

@@ -3,6 +3,7 @@
 // drained, or out of time; SIGINT/SIGTERM stop it gracefully (DESIGN section 6).
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "engine/config.hpp"
 
@@ -21,6 +22,11 @@ struct drain_summary {
   std::int64_t remaining = -1;
   std::chrono::duration<double> elapsed{0};
   bool drained = false;  // --until-drained reached an empty queue
+  // Outcomes the database had not taken when the stop's deadline passed; their rows are sent
+  // again once their leases expire.
+  std::int64_t unwritten = 0;
+  // Why the drain had to stop on its own (the queue file deleted or replaced); empty if not.
+  std::string failure;
 };
 
 // Runs the drain on the calling thread (which handles signals and progress). Throws at

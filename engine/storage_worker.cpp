@@ -15,19 +15,24 @@ namespace surge::engine {
 using steady = std::chrono::steady_clock;
 
 struct storage_worker::db_state {
-  explicit db_state(const storage_worker_config& config)
+  db_state(const storage_worker_config& config, const storage::interruptible_wait& lock_wait)
       : db(storage::open_database({.path = config.db_path,
                                    .busy_timeout = config.busy_timeout,
-                                   .create_if_missing = false})),
+                                   .create_if_missing = false,
+                                   .lock_wait = &lock_wait})),
+        file(storage::identify_file(config.db_path)),
         claims(db),
         writer(db) {}
   SQLite::Database db;
+  std::optional<storage::file_identity> file;  // what the path named when it was opened
   storage::claimer claims;
   storage::outcome_writer writer;
 };
 
 storage_worker::storage_worker(const drain_config& config, drain_metrics& metrics)
-    : config_(config), metrics_(metrics), counters_(metrics.counters) {}
+    : config_(config), metrics_(metrics), counters_(metrics.counters) {
+  lock_wait_.timeout = config_.storage.busy_timeout;
+}
 
 storage_worker::~storage_worker() { join(); }
 
@@ -35,7 +40,7 @@ void storage_worker::attach(std::vector<shard_endpoint*> shards) { shards_ = std
 
 void storage_worker::start() {
   // Opened here so that a bad path fails at start-up, before any thread runs.
-  db_ = std::make_unique<db_state>(config_.storage);
+  db_ = std::make_unique<db_state>(config_.storage, lock_wait_);
   reload_subscribers(true);
   thread_ = std::thread([this] { run(); });
 }
@@ -89,6 +94,14 @@ void storage_worker::finish(int shards_done_expected) {
   {
     std::lock_guard lock(mutex_);
     finish_expected_ = shards_done_expected;
+  }
+  wake_.notify_one();
+}
+
+void storage_worker::abandon() {
+  {
+    std::lock_guard lock(mutex_);
+    lock_wait_.give_up.store(true);
   }
   wake_.notify_one();
 }
@@ -163,12 +176,32 @@ void storage_worker::run() {
         } catch (const SQLite::Exception&) {
           remaining_ = -1;
         }
+        finished_.store(true);
         return;
       }
-      // Outcomes that could not be written yet: keep trying until the database takes them.
-      std::this_thread::sleep_for(config_.storage.error_backoff);
+      if (lock_wait_.give_up.load()) {
+        give_up_writing();
+        return;
+      }
+      // Outcomes that could not be written yet: keep trying until the database takes them or
+      // the stop's deadline passes (abandon()).
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, config_.storage.error_backoff, [this] { return lock_wait_.give_up.load(); });
     }
   }
+}
+
+void storage_worker::give_up_writing() {
+  unwritten_ = static_cast<std::int64_t>(pending_outcomes_.size());
+  if (unwritten_ > 0) {
+    double lease_ends = 0;
+    for (const auto& outcome : pending_outcomes_) lease_ends = std::max(lease_ends, outcome.lease);
+    const auto wait = std::max(0.0, lease_ends - storage::unix_now());
+    log_error("stopped before the database took the outcomes of " + std::to_string(unwritten_) +
+              " rows; their leases end within " + std::to_string(static_cast<long long>(wait + 1)) +
+              " s and they will be sent again then (at-least-once)");
+  }
+  finished_.store(true);
 }
 
 void storage_worker::write_outcomes(bool force) {
@@ -306,6 +339,7 @@ void storage_worker::ping_if_idle() {
   const auto now = steady::now();
   if (now - last_ping_ < std::chrono::seconds(1)) return;
   last_ping_ = now;
+  check_queue_file();
   try {
     db_->db.execAndGet("SELECT COUNT(*) FROM surge_schema_version");
     metrics_.beat_storage();
@@ -313,6 +347,22 @@ void storage_worker::ping_if_idle() {
     counters_.add(counters_.storage_errors);
     log_error(std::string("database check failed: ") + error.what());
   }
+}
+
+void storage_worker::check_queue_file() {
+  // SQLite keeps writing to a file that was deleted or renamed over: outcomes would land in a
+  // file nobody reads and the new file's rows would never be claimed.
+  if (queue_lost_ || !db_->file) return;
+  if (storage::identify_file(config_.storage.db_path) == db_->file) return;
+  queue_lost_ = true;
+  std::string why = "the queue file " + config_.storage.db_path +
+                    " was deleted or replaced while draining; stopped claiming from it";
+  log_error(why);
+  {
+    std::lock_guard lock(mutex_);
+    claiming_ = false;
+  }
+  if (fatal_callback_) fatal_callback_(std::move(why));
 }
 
 void storage_worker::check_drained() {

@@ -13,6 +13,7 @@
 #include "engine/counters.hpp"
 #include "engine/metrics.hpp"
 #include "storage/claims.hpp"
+#include "storage/database.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/subscribers.hpp"
 
@@ -49,12 +50,21 @@ class storage_worker {
   void stop_claiming();
   // Writes what is left and ends the thread once every shard has submitted its buckets.
   void finish(int shards_done_expected);
+  // The stop's deadline passed: stop waiting for locks and for a database that refuses writes;
+  // outcomes not yet written are left to their leases.
+  void abandon();
+  // The storage thread has ended (its last outcomes written or abandoned).
+  bool finished() const { return finished_.load(); }
   void join();
 
   // Set when --until-drained finds nothing due, leased or in flight.
   void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
+  // Called on the storage thread when the queue file is no longer the one it opened.
+  void on_fatal(std::function<void(std::string)> callback) { fatal_callback_ = std::move(callback); }
   // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
   std::int64_t remaining() const { return remaining_; }
+  // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.
+  std::int64_t unwritten() const { return unwritten_; }
 
  private:
   void run();
@@ -64,6 +74,8 @@ class storage_worker {
   void reload_subscribers(bool initial);
   void check_drained();
   void ping_if_idle();
+  void check_queue_file();
+  void give_up_writing();
   void update_drainable();
 
   drain_config config_;
@@ -72,6 +84,9 @@ class storage_worker {
   std::vector<shard_endpoint*> shards_;
   std::thread thread_;
   std::function<void()> drained_callback_;
+  std::function<void(std::string)> fatal_callback_;
+  storage::interruptible_wait lock_wait_;
+  std::atomic<bool> finished_{false};
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -102,6 +117,8 @@ class storage_worker {
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, rate > 0
   std::int64_t remaining_ = -1;
+  std::int64_t unwritten_ = 0;
+  bool queue_lost_ = false;
   struct db_state;
   std::unique_ptr<db_state> db_;
 };

@@ -1,10 +1,32 @@
 #include "storage/database.hpp"
 
+#include <thread>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
 #include <SQLiteCpp/Exception.h>
 
 #include "storage/sql_support.hpp"
 
 namespace surge::storage {
+
+namespace {
+
+// SQLite's own busy timeout sleeps until it runs out, deaf to a stop; this one waits in short
+// steps and checks the give-up flag between them.
+int wait_for_lock(void* context, int calls) {
+  const auto& wait = *static_cast<const interruptible_wait*>(context);
+  if (wait.give_up.load(std::memory_order_relaxed)) return 0;
+  using namespace std::chrono_literals;
+  const auto step = calls < 10 ? 1ms : 5ms;
+  const auto waited = calls < 10 ? calls * 1ms : 10ms + (calls - 10) * 5ms;
+  if (waited >= wait.timeout) return 0;
+  std::this_thread::sleep_for(step);
+  return 1;
+}
+
+}  // namespace
 
 SQLite::Database open_database(const database_config& config) {
   int flags = SQLite::OPEN_READONLY;
@@ -12,6 +34,10 @@ SQLite::Database open_database(const database_config& config) {
     flags = SQLite::OPEN_READWRITE | (config.create_if_missing ? SQLite::OPEN_CREATE : 0);
   }
   SQLite::Database db(config.path, flags, static_cast<int>(config.busy_timeout.count()));
+  if (config.lock_wait) {
+    sqlite3_busy_handler(db.getHandle(), wait_for_lock,
+                         const_cast<interruptible_wait*>(config.lock_wait));
+  }
   if (!config.read_only) {
     // WAL lets the other drainer read while we write and makes our commits cheap; it is a
     // property of the file, so this is a no-op when the file is already in WAL mode.
@@ -21,6 +47,12 @@ SQLite::Database open_database(const database_config& config) {
   // commits, which then come back as due rows (at-least-once holds).
   db.exec("PRAGMA synchronous=NORMAL");
   return db;
+}
+
+std::optional<file_identity> identify_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return file_identity{.device = info.st_dev, .inode = info.st_ino};
 }
 
 double unix_now() {
