@@ -32,7 +32,12 @@ tcp::endpoint parse_listen_address(const std::string& text) {
   if (colon == std::string::npos) throw std::invalid_argument("expected HOST:PORT, got " + text);
   std::string host = text.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
+  // A bare ":PORT" would mean every interface: the metrics then reach whoever can reach the
+  // host, so that must be said explicitly.
+  if (host.empty()) {
+    throw std::invalid_argument("no host in " + text + " (127.0.0.1:PORT for this machine only, "
+                                "0.0.0.0:PORT or [::]:PORT for every interface)");
+  }
   unsigned port = 0;
   const auto* begin = text.data() + colon + 1;
   const auto* end = text.data() + text.size();

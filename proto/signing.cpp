@@ -286,6 +286,25 @@ bool verify_standard(std::string_view secret, std::string_view message_id,
   return matched;
 }
 
+std::string problem_with_new_secret(signing_scheme scheme, std::string_view secret) {
+  std::string error;
+  if (!signer::create(scheme, secret, &error)) return error;
+  if (scheme == signing_scheme::vvv) return {};
+  std::string problem;
+  int index = 0;
+  for_each_token(secret, [&](std::string_view token) {
+    ++index;
+    if (!problem.empty()) return;
+    const auto key = token.starts_with(whsec_prefix)
+                         ? base64_decode(token.substr(whsec_prefix.size()))
+                         : std::nullopt;
+    if (!key || key->size() < 24 || key->size() > 64) {
+      problem = "secret " + std::to_string(index) + " is not whsec_<base64 of 24 to 64 bytes>";
+    }
+  });
+  return problem;
+}
+
 std::string generate_secret(signing_scheme scheme) {
   std::array<unsigned char, 32> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {

@@ -24,6 +24,12 @@ std::string base64_encode(std::span<const unsigned char> bytes);
 // Standard base64 with padding; nullopt on any character outside the alphabet or bad padding.
 std::optional<std::string> base64_decode(std::string_view text);
 
+// What a secret typed by an operator must be (`surge subscriber add|set`); the drain accepts
+// more, for rows other programs wrote. standard: every space-separated key is `whsec_<base64>`
+// of 24 to 64 bytes, as the Standard Webhooks spec asks; a bare or short key is almost always a
+// pasted vvv secret that receivers' libraries would read differently. Empty if fine.
+std::string problem_with_new_secret(signing_scheme scheme, std::string_view secret);
+
 // Header fields a signed request carries: 2 for vvv, 3 for standard.
 struct signed_fields {
   std::array<std::pair<std::string_view, std::string>, 3> fields;

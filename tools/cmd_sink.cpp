@@ -33,7 +33,7 @@ struct sink_options {
   std::uint64_t seed = 1;
 };
 
-// "HOST:PORT", "[v6]:PORT" or ":PORT" (all interfaces).
+// "HOST:PORT" or "[v6]:PORT"; every interface only when asked for by name (0.0.0.0 or ::).
 void parse_listen(const std::string& text, sink::sink_config& config) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos) throw usage_error("--listen: expected HOST:PORT, got " + text);
@@ -45,7 +45,11 @@ void parse_listen(const std::string& text, sink::sink_config& config) {
   const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || error != std::errc{} || end != port.data() + port.size() || value > 65535)
     throw usage_error("--listen: bad port in " + text);
-  config.host = host.empty() ? "0.0.0.0" : host;
+  if (host.empty()) {
+    throw usage_error("--listen: no host in " + text +
+                      " (127.0.0.1:PORT for this machine only, 0.0.0.0:PORT for every interface)");
+  }
+  config.host = host;
   config.port = static_cast<std::uint16_t>(value);
 }
 

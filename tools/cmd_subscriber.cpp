@@ -13,6 +13,7 @@
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
+#include "tools/number_check.hpp"
 
 namespace surge::tools {
 
@@ -33,10 +34,10 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
                   "Signing secret (default: a new random one; whsec_ form for standard)");
   cmd->add_option("--events", o.events, "Event filter: '*', exact types, 'video.*', comma-separated");
   auto* rate = cmd->add_option("--rate", o.rate, "Requests per second (0 pauses)")
-                   ->check(CLI::Range(0.0, 1e9));
+                   ->check(finite_in(0.0, 1e9));
   auto* per_minute = cmd->add_option("--rate-per-minute", o.rate_per_minute,
                                      "Requests per minute (sets rate to n/60)")
-                         ->check(CLI::Range(0.0, 6e10));
+                         ->check(finite_in(0.0, 6e10));
   rate->excludes(per_minute);
   cmd->add_option("--burst", o.burst, "Bucket capacity (requests sent at once after idling)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}));
@@ -66,9 +67,9 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   if (o.burst) row.burst = *o.burst;
   if (o.max_in_flight) row.max_in_flight = *o.max_in_flight;
   const auto scheme = proto::parse_signing_scheme(row.signing);
-  std::string error;
-  if (!scheme || !proto::signer::create(*scheme, row.secret, &error)) {
-    throw usage_error("the secret does not suit signing '" + row.signing + "': " + error);
+  if (!scheme) throw usage_error("unknown signing '" + row.signing + "'");
+  if (auto problem = proto::problem_with_new_secret(*scheme, row.secret); !problem.empty()) {
+    throw usage_error("the secret does not suit signing '" + row.signing + "': " + problem);
   }
 }
 

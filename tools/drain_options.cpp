@@ -6,10 +6,14 @@
 #include "engine/log.hpp"
 #include "engine/metrics_server.hpp"
 #include "tools/commands.hpp"
+#include "tools/number_check.hpp"
 
 namespace surge::tools {
 
 namespace {
+// Ten years: longer than any drain or retry window, and far from overflowing milliseconds.
+constexpr double max_seconds = 10 * 365 * 86400.0;
+
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
@@ -20,33 +24,34 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--subscribers", o.subscribers,
-                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all)");
+                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all)")
+      ->each([&o](const std::string&) { o.subscribers_given = true; });
   cmd->add_flag("--until-drained", o.until_drained,
                 "Exit once nothing is due, leased or in flight");
   cmd->add_option("--until-drained-wait", o.until_drained_wait,
                   "With --until-drained, also wait for retries scheduled within this many "
                   "seconds")
-      ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
+      ->capture_default_str()->check(finite_in(0.0, 86400.0));
   cmd->add_option("--duration", o.duration, "Stop after this many seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_in(0.001, max_seconds));
   cmd->add_option("--max-in-flight", o.max_in_flight, "Requests in flight, whole process")
       ->capture_default_str()->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--per-subscriber-in-flight", o.per_subscriber_in_flight,
                   "Requests in flight per subscriber whose max_in_flight column is 0")
       ->capture_default_str()->check(CLI::Range(1, 100'000));
   cmd->add_option("--lease", o.lease, "Seconds a claimed row stays leased to this process")
-      ->capture_default_str()->check(CLI::Range(5.0, 86400.0));
+      ->capture_default_str()->check(finite_in(5.0, 86400.0));
   cmd->add_option("--max-attempts", o.max_attempts, "Attempts before a row is dead")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--max-age", o.max_age, "Seconds after creation a row is no longer retried")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(finite_in(1.0, max_seconds));
   cmd->add_option("--retry-base", o.retry_base, "First retry delay in seconds (doubles)")
-      ->capture_default_str()->check(CLI::Range(0.01, 86400.0));
+      ->capture_default_str()->check(finite_in(0.01, 86400.0));
   cmd->add_option("--retry-cap", o.retry_cap, "Longest retry delay in seconds")
-      ->capture_default_str()->check(CLI::Range(0.01, 7 * 86400.0));
+      ->capture_default_str()->check(finite_in(0.01, 7 * 86400.0));
   cmd->add_option("--retry-after-cap", o.retry_after_cap,
                   "Longest Retry-After honoured, in seconds")
-      ->capture_default_str()->check(CLI::Range(0.0, 7 * 86400.0));
+      ->capture_default_str()->check(finite_in(0.0, 7 * 86400.0));
   cmd->add_flag("--allow-private-targets", o.allow_private_targets,
                 "Allow loopback and private addresses (tests and local benchmarks)");
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle instead of the system trust store")
@@ -59,22 +64,22 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--circuit-max-cooldown", o.circuit_max_cooldown,
                   "Longest wait between probes of an open circuit, in seconds")
-      ->capture_default_str()->check(CLI::Range(1.0, 3600.0));
+      ->capture_default_str()->check(finite_in(1.0, 3600.0));
   cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
                   "exceeds this many times the best seen (plus 5 ms); 2 is a good value; 0 (the "
                   "default) turns it off")
-      ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+      ->capture_default_str()->check(finite_in(0.0, 100.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
-      ->capture_default_str()->check(CLI::Range(0.01, 600.0));
+      ->capture_default_str()->check(finite_in(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
-      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+      ->capture_default_str()->check(finite_in(0.01, 3600.0));
   cmd->add_option("--grace", o.shutdown_grace,
                   "Seconds in-flight attempts may take to finish after a stop signal")
-      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+      ->capture_default_str()->check(finite_in(0.0, 3600.0));
   cmd->add_option("--progress-interval", o.progress_interval,
                   "Seconds between progress log lines (0: none)")
-      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+      ->capture_default_str()->check(finite_in(0.0, 3600.0));
   cmd->add_option("--log-level", o.log_level, "debug, info, warn or error")
       ->capture_default_str()->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   cmd->add_option("--log-format", o.log_format, "text or json (one object per line)")
@@ -94,7 +99,9 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   engine::drain_config config;
   config.storage.db_path = o.db_path;
   config.threads = o.threads;
-  if (!o.subscribers.empty()) {
+  if (o.subscribers_given) {
+    // An empty list is a mistake (an unset shell variable, say), not "all subscribers".
+    if (o.subscribers.empty()) throw usage_error("bad --subscribers: empty list");
     std::string error;
     auto set = proto::id_set::parse(o.subscribers, &error);
     if (!set) throw usage_error("bad --subscribers: " + error);
@@ -162,11 +169,12 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
 void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
   std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld lost_leases=%lld "
-              "attempts=%lld remaining=%lld storage_errors=%lld duration=%.1fs rate=%.0f/s%s\n",
+              "attempts=%lld remaining=%lld storage_errors=%lld unwritten=%lld duration=%.1fs rate=%.0f/s%s\n",
               static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
               static_cast<long long>(s.dead), static_cast<long long>(s.released),
               static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts),
-              static_cast<long long>(s.remaining), static_cast<long long>(s.storage_errors), seconds,
+              static_cast<long long>(s.remaining), static_cast<long long>(s.storage_errors),
+              static_cast<long long>(s.unwritten), seconds,
               seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
               s.drained ? " (drained)" : "");
   std::fflush(stdout);

@@ -14,6 +14,7 @@ struct drain_cli_options {
   std::string db_path;
   int threads = 0;
   std::string subscribers;
+  bool subscribers_given = false;  // so that an empty --subscribers is an error, not "all"
   bool until_drained = false;
   double until_drained_wait = 0;
   double duration = 0;

@@ -268,6 +268,23 @@ TEST(signing, verify_standard_rotation) {
                                both.fields[2].second));
 }
 
+TEST(signing, new_secrets_for_standard_must_be_whsec_keys_of_24_to_64_bytes) {
+  using proto::problem_with_new_secret;
+  using proto::signing_scheme;
+  EXPECT_EQ(problem_with_new_secret(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "");
+  EXPECT_EQ(problem_with_new_secret(signing_scheme::standard,
+                                    proto::generate_secret(signing_scheme::standard)), "");
+  // Bare base64 works at drain time but is refused at the door, as is a short key.
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "notwhsec"), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "whsec_c2hvcnQ="), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard,
+                                    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw notwhsec"), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "whsec_!!!"), "");
+  EXPECT_EQ(problem_with_new_secret(signing_scheme::vvv, "anything"), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::vvv, ""), "");
+}
+
 TEST(signing, generate_secret) {
   const std::string a = generate_secret(signing_scheme::vvv);
   const std::string b = generate_secret(signing_scheme::vvv);

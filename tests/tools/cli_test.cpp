@@ -47,6 +47,48 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   }
 }
 
+// Hostile numbers are refused at the door with exit code 2 and a message naming the flag:
+// CLI11's own range checks let NaN through, and a huge duration overflowed its conversion.
+TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::vector<std::string> drain{"drain", "--db", queue.path(), "--until-drained"};
+  const std::vector<std::pair<std::string, std::string>> bad_drain_flags{
+      {"--attempt-timeout", "nan"}, {"--max-age", "nan"},       {"--connect-timeout", "NaN"},
+      {"--grace", "nan"},           {"--duration", "nan"},      {"--duration", "1e308"},
+      {"--duration", "inf"},        {"--lease", "nan"},         {"--retry-base", "nan"},
+      {"--retry-cap", "-nan"},      {"--retry-after-cap", "nan"}, {"--max-age", "0.5"},
+      {"--until-drained-wait", "nan"}, {"--progress-interval", "inf"},
+      {"--origin-latency-tolerance", "nan"}, {"--circuit-max-cooldown", "nan"},
+      {"--subscribers", ""}, {"--metrics-listen", ":0"}};
+  for (const auto& [flag, value] : bad_drain_flags) {
+    auto args = drain;
+    args.push_back(flag);
+    args.push_back(value);
+    const auto result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 2) << flag << " " << value << ": " << result.err;
+    EXPECT_NE(result.err.find(flag), std::string::npos) << flag << ": " << result.err;
+  }
+
+  for (const char* rate : {"nan", "inf", "-1"}) {
+    const auto result = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                        "https://a.example/h", "--rate", rate});
+    EXPECT_EQ(result.exit_code, 2) << rate << ": " << result.err;
+    EXPECT_NE(result.err.find("--rate"), std::string::npos) << result.err;
+  }
+  const auto per_minute = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                          "https://a.example/h", "--rate-per-minute", "nan"});
+  EXPECT_EQ(per_minute.exit_code, 2) << per_minute.err;
+  const auto secret = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                      "https://a.example/h", "--signing", "standard",
+                                      "--secret", "notwhsec"});
+  EXPECT_EQ(secret.exit_code, 2) << secret.err;
+  EXPECT_EQ(queue.count_by_status().size(), 0u);
+  SQLite::Statement count(queue.db(), "SELECT COUNT(*) FROM webhook_subscriber");
+  ASSERT_TRUE(count.executeStep());
+  EXPECT_EQ(count.getColumn(0).getInt64(), 0) << "a refused subscriber was stored";
+}
+
 TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
   temp_dir dir;
   const std::string path = dir.file("shared.db");

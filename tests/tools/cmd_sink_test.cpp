@@ -42,7 +42,7 @@ class SinkCommand : public ::testing::Test {
 };
 
 TEST_F(SinkCommand, BadListenIsAUsageError) {
-  for (const char* listen : {"nonsense", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:x"}) {
+  for (const char* listen : {"nonsense", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:x", ":0", ":8080"}) {
     CLI::App app;
     tools::command_action action;
     tools::add_sink_command(app, action);
