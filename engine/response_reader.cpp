@@ -83,6 +83,8 @@ response_reader::progress response_reader::on_bytes(beast::flat_buffer& buffer) 
       on_header();
       continue;
     }
+    // A chunk header split across reads, for one.
+    if (ec == http::error::need_more) return progress::need_more;
     if (ec == http::error::body_limit) {
       finish(false);
     } else if (ec) {

@@ -74,6 +74,19 @@ TEST(ResponseReader, SkipsEarlyHintsWithHeadersAndSeveralInterims) {
   EXPECT_TRUE(f.reusable());
 }
 
+TEST(ResponseReader, AChunkedBodySplitAnywhereIsReadWhole) {
+  const std::string chunked =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n3\r\n!!!\r\n0\r\n\r\n";
+  for (std::size_t piece : {1, 2, 5, 1000}) {
+    fed f(continue_100 + chunked, piece);
+    ASSERT_EQ(f.last, progress::done) << piece;
+    EXPECT_EQ(f.reader.status(), 200);
+    EXPECT_EQ(f.reader.body_prefix(), "ok!!!") << piece;
+    EXPECT_EQ(f.reader.detail(), "") << piece;
+    EXPECT_TRUE(f.reusable()) << piece;
+  }
+}
+
 TEST(ResponseReader, BytesAfterTheResponseStayAndForbidReuse) {
   fed f(continue_100 + ok_200 + error_500);
   ASSERT_EQ(f.last, progress::done);
