@@ -119,7 +119,9 @@ class raw_server {
       std::size_t body = 0;
       std::string lower = head;
       std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-      if (const auto at = lower.find("\r\ncontent-length:"); at != npos) body = std::stoul(head.substr(at + 17));
+      if (const auto at = lower.find("\r\ncontent-length:"); at != npos) {
+        body = std::stoul(head.substr(at + 17));
+      }
       if (const auto at = lower.find("\r\nx-vvv-delivery-id:"); at != npos) {
         request.delivery_id = std::stoll(head.substr(at + 20));
       }

@@ -33,7 +33,8 @@ void check(bool condition) {
 
 void feed(run& r, std::string_view wire, const std::vector<std::size_t>& sizes, std::uint8_t mode) {
   auto progress = r.reader.on_bytes(r.buffer);
-  for (std::size_t i = 0; r.fed < wire.size() && progress == response_reader::progress::need_more; ++i) {
+  const auto wants_more = [&] { return progress == response_reader::progress::need_more; };
+  for (std::size_t i = 0; r.fed < wire.size() && wants_more(); ++i) {
     const auto size = std::min(sizes[i % sizes.size()], wire.size() - r.fed);
     auto space = r.buffer.prepare(size);
     boost::asio::buffer_copy(space, boost::asio::buffer(wire.data() + r.fed, size));
@@ -41,7 +42,7 @@ void feed(run& r, std::string_view wire, const std::vector<std::size_t>& sizes, 
     r.fed += size;
     progress = r.reader.on_bytes(r.buffer);
   }
-  if (progress == response_reader::progress::need_more) {
+  if (wants_more()) {
     switch (mode % 4) {
       case 0: r.reader.on_end(boost::asio::error::eof); break;
       case 1: r.reader.on_end(boost::asio::error::connection_reset); break;
