@@ -10,16 +10,23 @@ void connection_lifecycle::on_exchange_start() {
   response_started_ = false;
 }
 
-void connection_lifecycle::on_response_complete(bool keep_alive, bool read_whole) {
+bool reusable_after(const response_end& end) {
+  return end.final_status && !end.switching_protocols && end.keep_alive && end.read_whole &&
+         !end.bytes_left && !end.early;
+}
+
+void connection_lifecycle::on_response_complete(const response_end& end) {
   if (phase_ != connection_phase::busy) return;
-  phase_ = keep_alive && read_whole ? connection_phase::idle : connection_phase::closed;
+  phase_ = reusable_after(end) ? connection_phase::idle : connection_phase::closed;
 }
 
 void connection_lifecycle::on_failure() { phase_ = connection_phase::closed; }
 
+void connection_lifecycle::on_idle_check(bool input_pending) {
+  if (phase_ == connection_phase::idle && input_pending) phase_ = connection_phase::closed;
+}
+
 bool connection_lifecycle::failure_warrants_fresh_retry() const {
   return exchanges_ > 1 && !response_started_;
 }
-
-
 }  // namespace surge::engine

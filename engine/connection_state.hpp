@@ -15,6 +15,22 @@ using steady_time = std::chrono::steady_clock::time_point;
 
 enum class connection_phase { connecting, busy, idle, closed };
 
+// How a response ended, as the reader saw it. A connection carries another request only when
+// its framing is certain: otherwise the next request could read this one's leftovers (or a
+// response the server sent on its own) as its answer.
+struct response_end {
+  bool final_status = false;  // a final (non-1xx) status line and header were read
+  bool switching_protocols = false;  // 101: the connection no longer speaks HTTP/1.1 to us
+  bool keep_alive = false;    // the server keeps it open (HTTP/1.1 without close, or 1.0
+                              // with keep-alive) and the body is not delimited by EOF
+  bool read_whole = false;    // the whole body was read
+  bool bytes_left = false;    // bytes beyond the response were already received
+  bool early = false;         // response bytes arrived before the request was fully written
+};
+
+// The one reuse rule: every condition must hold.
+bool reusable_after(const response_end& end);
+
 class connection_lifecycle {
  public:
   connection_phase phase() const { return phase_; }
@@ -24,10 +40,12 @@ class connection_lifecycle {
   // A request starts on this connection (fresh or taken from the idle list).
   void on_exchange_start();
   void on_response_byte() { response_started_ = true; }
-  // The response was read; it may return to the pool only if the server keeps the connection
-  // open and nothing of the response is left unread on the wire.
-  void on_response_complete(bool keep_alive, bool read_whole);
+  // The response was read; the connection returns to the pool only if reusable_after(end).
+  void on_response_complete(const response_end& end);
   void on_failure();
+  // Checked just before an idle connection is reused: anything that arrived while it sat idle
+  // (bytes, EOF, an error) is not an answer to a request we sent, so the connection is closed.
+  void on_idle_check(bool input_pending);
 
   // A failure on a reused connection before any response byte: the server most likely closed
   // the idle connection as we wrote, so the request is sent once more on a fresh connection.

@@ -1,9 +1,11 @@
 #include "engine/delivery.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include <boost/beast/http/field.hpp>
 
+#include "proto/header_value.hpp"
 #include "proto/outcome.hpp"
 #include "proto/retry_after.hpp"
 
@@ -33,6 +35,14 @@ storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_k
   return out;
 }
 
+std::string delivery_refusal(const storage::claimed_row& row) {
+  // The row id and attempt count are integers; the payload is the body, sent as it is.
+  if (const auto problem = proto::header_value_problem(row.event_type); !problem.empty()) {
+    return "unsafe event_type: " + std::string(problem);
+  }
+  return {};
+}
+
 http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
                                     const storage::claimed_row& row, std::int64_t unix_seconds,
                                     std::string_view user_agent) {
@@ -50,6 +60,16 @@ http_request build_delivery_request(const proto::target& target, const proto::si
   }
   request.body() = row.payload;
   request.prepare_payload();
+  // The last line of defence: whatever reaches the wire passes the same rule.
+  if (const auto problem = proto::request_target_problem(request.target()); !problem.empty()) {
+    throw std::invalid_argument("unsafe request target: " + std::string(problem));
+  }
+  for (const auto& field : request) {
+    if (const auto problem = proto::header_value_problem(field.value()); !problem.empty()) {
+      throw std::invalid_argument("unsafe " + std::string(field.name_string()) + " header: " +
+                                  std::string(problem));
+    }
+  }
   return request;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "engine/http_client.hpp"
@@ -15,9 +16,16 @@
 
 namespace surge::engine {
 
+// Why the row cannot be sent (a value from the queue that would reach a header unchecked, e.g.
+// "unsafe event_type: contains CR/LF"), or empty when it can. Checked before the attempt takes a
+// token, so such a row is dead-lettered before any byte is sent.
+std::string delivery_refusal(const storage::claimed_row& row);
+
 // The stored payload unchanged, Content-Type application/json, X-VVV-Event, X-VVV-Delivery-Id,
 // X-VVV-Attempt, User-Agent, and the signature headers of the subscriber's scheme for this
 // attempt's timestamp. The Standard Webhooks id is "msg_<row id>", stable across retries.
+// Throws std::invalid_argument if a header value or the request target is unsafe (the checks
+// above and in parse_target_url keep that from happening).
 http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
                                     const storage::claimed_row& row, std::int64_t unix_seconds,
                                     std::string_view user_agent);

@@ -1,5 +1,5 @@
 #include "engine/http_client.hpp"
-#include "engine/response_parser.hpp"
+#include "engine/response_reader.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -11,14 +11,16 @@
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 namespace surge::engine {
 
@@ -47,15 +49,14 @@ std::optional<proto::ip_address> to_proto_address(const asio::ip::address& addre
   return out;
 }
 
+// What input_pending looks at: the socket and, with TLS, the OpenSSL session.
+struct connection_view {
+  int fd = -1;
+  SSL* ssl = nullptr;
+};
+
 bool is_timeout(const error_code& ec) {
   return ec == beast::error::timeout || ec == asio::error::timed_out;
-}
-
-// A read that ends before any response byte: the peer closed or reset after our request.
-bool is_peer_gone(const error_code& ec) {
-  return ec == http::error::end_of_stream || ec == asio::error::eof ||
-         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-         ec == asio::error::connection_aborted || ec == ssl::error::stream_truncated;
 }
 
 }  // namespace
@@ -66,6 +67,9 @@ struct http_client::connection {
       : secure(std::in_place, std::move(stream), context) {}
 
   beast::tcp_stream& lowest() { return plain ? *plain : beast::get_lowest_layer(*secure); }
+  connection_view view() {
+    return {lowest().socket().native_handle(), secure ? secure->native_handle() : nullptr};
+  }
 
   std::optional<beast::tcp_stream> plain;
   std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
@@ -84,7 +88,6 @@ struct http_client::exchange_outcome {
   std::string detail;
   std::string retry_after;
   std::string body_prefix;
-  bool reusable = false;
 };
 
 std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& config) {
@@ -235,84 +238,87 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
 
 namespace {
 
+// Whether anything (bytes, EOF or an error) waits to be read on `conn`, without reading it.
+// With TLS, records OpenSSL or its BIO already hold count too; kernel bytes count only when
+// `raw_tls_counts`: right after a handshake they may be TLS 1.3 session tickets, which are not
+// a response (they are consumed while the first response is read).
+bool input_pending(connection_view conn, bool raw_tls_counts) {
+  if (conn.ssl != nullptr) {
+    if (SSL_has_pending(conn.ssl) == 1 || BIO_ctrl_pending(SSL_get_rbio(conn.ssl)) > 0) {
+      return true;
+    }
+    if (!raw_tls_counts) return false;
+  }
+  char byte = 0;
+  for (;;) {
+    const auto n = ::recv(conn.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0) return true;  // a byte, or 0: the peer closed
+    if (errno == EINTR) continue;
+    return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
+constexpr std::size_t read_chunk = 16 * 1024;
+
 template <class Stream, class Outcome>
 asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
-                                   beast::flat_buffer& buffer, connection_lifecycle& lifecycle,
-                                   const http_request& request, steady_time deadline,
-                                   const http_client_config& config, Outcome& out) {
+                                   connection_view view, beast::flat_buffer& buffer,
+                                   connection_lifecycle& lifecycle, const http_request& request,
+                                   steady_time deadline, const http_client_config& config,
+                                   Outcome& out) {
   lifecycle.on_exchange_start();
   lowest.expires_at(deadline);
-  auto [write_ec, written] = co_await http::async_write(stream, request, use_tuple);
-  if (write_ec) {
-    out.error = is_timeout(write_ec) ? transport_error::timeout : transport_error::send;
-    out.detail = "sending request: " + write_ec.message();
+  // Piece by piece, so that response bytes arriving before the request is fully written are
+  // seen: the server answered without reading all of it, and the rest of our request could
+  // read to it as another one. The answer still stands; the connection is not reused.
+  http::request_serializer<http::string_body> serializer{request};
+  bool early = false;
+  const bool raw_tls_counts = lifecycle.exchanges() > 1;
+  while (!serializer.is_done()) {
+    auto [write_ec, written] = co_await http::async_write_some(stream, serializer, use_tuple);
+    if (write_ec) {
+      out.error = is_timeout(write_ec) ? transport_error::timeout : transport_error::send;
+      out.detail = "sending request: " + write_ec.message();
+      lifecycle.on_failure();
+      co_return;
+    }
+    if (!serializer.is_done() && !early && input_pending(view, raw_tls_counts)) early = true;
+  }
+
+  response_reader reader(config);
+  // One read loop for interim responses, the final header and the body prefix, all within the
+  // attempt deadline: an expired stream timer does not fire while reads keep completing, so the
+  // deadline is also checked between reads.
+  auto progress = reader.on_bytes(buffer);
+  while (progress == response_reader::progress::need_more) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      reader.on_deadline();
+      break;
+    }
+    auto [read_ec, bytes] = co_await stream.async_read_some(buffer.prepare(read_chunk), use_tuple);
+    buffer.commit(bytes);
+    if (bytes > 0) {
+      lifecycle.on_response_byte();
+      progress = reader.on_bytes(buffer);
+    }
+    if (progress == response_reader::progress::done) break;
+    if (read_ec) {
+      reader.on_end(read_ec);
+      break;
+    }
+  }
+  out.status = reader.status();
+  out.error = reader.error();
+  out.detail = reader.detail();
+  out.retry_after = reader.retry_after();
+  out.body_prefix = reader.body_prefix();
+  if (reader.status() == 0) {
     lifecycle.on_failure();
     co_return;
   }
-
-  response_parser parser;
-  prepare_for_header(parser, config);
-  auto [header_ec, header_bytes] = co_await http::async_read_header(stream, buffer, parser,
-                                                                    use_tuple);
-  if (parser.got_some() || buffer.size() > 0) lifecycle.on_response_byte();
-  if (header_ec) {
-    lifecycle.on_failure();
-    if (is_timeout(header_ec)) {
-      out.error = transport_error::timeout;
-      out.detail = "no response before the attempt deadline";
-    } else if (!parser.got_some() && is_peer_gone(header_ec)) {
-      out.error = transport_error::reset_before_response;
-      out.detail = "connection closed before a response: " + header_ec.message();
-    } else if (header_ec.category() == http::make_error_code(http::error::bad_version).category()) {
-      out.error = transport_error::protocol;
-      out.detail = "bad response: " + header_ec.message();
-    } else {
-      out.error = transport_error::receive;
-      out.detail = "reading response: " + header_ec.message();
-    }
-    co_return;
-  }
-
-  auto& response = parser.get();
-  out.status = static_cast<int>(response.result_int());
-  if (auto it = response.find(http::field::retry_after); it != response.end()) {
-    out.retry_after = std::string(it->value());
-  }
-
-  bool read_whole = parser.is_done();
-  const auto announced = parser.content_length();
-  if (!read_whole && announced && *announced > config.max_response_body) {
-    // Beast checks body_limit against Content-Length only while parsing the header, so a large
-    // announced body is not read at all: the status is what counts, the connection is dropped.
-    out.detail = "response body of " + std::to_string(*announced) + " bytes not read";
-  } else if (!read_whole) {
-    prepare_for_body(parser, config);
-    // Piece by piece, so that neither a long body nor a peer that keeps sending can hold the
-    // attempt past its cap or its deadline (an expired stream timer does not fire while reads
-    // keep completing).
-    while (!parser.is_done()) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        out.detail = "response body not finished by the attempt deadline";
-        break;
-      }
-      auto [body_ec, body_bytes] = co_await http::async_read_some(stream, buffer, parser, use_tuple);
-      if (body_ec == http::error::body_limit) break;
-      if (body_ec) {
-        // The status already arrived and stands; only the connection is lost.
-        out.detail = "response body: " + body_ec.message();
-        break;
-      }
-      if (response.body().size() > config.max_response_body) break;
-    }
-    read_whole = parser.is_done();
-  }
-  out.body_prefix = beast::buffers_to_string(response.body().data());
-  if (out.body_prefix.size() > config.max_response_body) {
-    out.body_prefix.resize(config.max_response_body);
-  }
-  // Bytes beyond the response (pipelined garbage) make the connection unsafe to reuse.
-  out.reusable = read_whole && response.keep_alive() && buffer.size() == 0;
-  lifecycle.on_response_complete(response.keep_alive(), read_whole && buffer.size() == 0);
+  auto end = reader.end(buffer);
+  end.early = early;
+  lifecycle.on_response_complete(end);
 }
 
 }  // namespace
@@ -322,11 +328,11 @@ asio::awaitable<http_client::exchange_outcome> http_client::exchange(connection&
                                                                      steady_time deadline) {
   exchange_outcome out;
   if (conn.plain) {
-    co_await run_exchange(*conn.plain, conn.lowest(), conn.buffer, conn.lifecycle, request,
-                          deadline, config_, out);
+    co_await run_exchange(*conn.plain, conn.lowest(), conn.view(), conn.buffer, conn.lifecycle,
+                          request, deadline, config_, out);
   } else {
-    co_await run_exchange(*conn.secure, conn.lowest(), conn.buffer, conn.lifecycle, request,
-                          deadline, config_, out);
+    co_await run_exchange(*conn.secure, conn.lowest(), conn.view(), conn.buffer, conn.lifecycle,
+                          request, deadline, config_, out);
   }
   co_return out;
 }
@@ -338,13 +344,21 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
   auto& pool = origin_for(target);
 
   for (int tries = 0; tries < 2; ++tries) {
-    std::vector<connection_ptr> expired;
-    auto reused = pool.idle.take(std::chrono::steady_clock::now(), expired);
-    for (auto& conn : expired) close(std::move(conn));
-
     connection_ptr conn;
-    if (reused) {
-      conn = std::move(*reused);
+    std::vector<connection_ptr> expired;
+    while (auto reused = pool.idle.take(std::chrono::steady_clock::now(), expired)) {
+      // Bytes or an EOF that arrived while the connection sat idle answer no request of ours:
+      // the next request would read them as its response.
+      (*reused)->lifecycle.on_idle_check(input_pending((*reused)->view(), true));
+      if ((*reused)->lifecycle.phase() == connection_phase::idle) {
+        conn = std::move(*reused);
+        break;
+      }
+      expired.push_back(std::move(*reused));
+    }
+    for (auto& stale : expired) close(std::move(stale));
+
+    if (conn) {
       result.reused_connection = true;
     } else {
       result.reused_connection = false;
@@ -366,7 +380,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     result.detail = std::move(out.detail);
     result.retry_after = std::move(out.retry_after);
     result.body_prefix = std::move(out.body_prefix);
-    if (out.reusable) {
+    if (conn->lifecycle.phase() == connection_phase::idle) {
       pool.idle.put(std::move(conn), std::chrono::steady_clock::now());
     } else {
       close(std::move(conn));

@@ -243,6 +243,11 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
                   "payload too large: " + std::to_string(size) + " bytes, limit " +
                       std::to_string(limits.max_payload_bytes));
       continue;
+    } else if (auto refusal = delivery_refusal(sub.ready.front()); !refusal.empty()) {
+      auto row = std::move(sub.ready.front());
+      sub.ready.pop_front();
+      dead_letter(std::move(row), std::move(refusal));
+      continue;
     } else if (lease_too_short(sub.ready.front())) {
       // Sending now could outlive the lease and race another drainer for the row: give it back
       // to the queue instead; it is claimed again on the next round.

@@ -1,4 +1,5 @@
 #include "proto/target_policy.hpp"
+#include "proto/header_value.hpp"
 
 #include <boost/url/ipv4_address.hpp>
 #include <boost/url/ipv6_address.hpp>
@@ -242,6 +243,14 @@ target_parse parse_target_url(std::string_view url) {
   const std::string host_text = bracketed ? "[" + t.host + "]" : t.host;
   t.host_header = host_text;
   if (t.port != default_port) t.host_header += ":" + std::to_string(t.port);
+  // Boost.URL's grammar already keeps raw controls and spaces out; this makes the request line
+  // and Host header safe by this module's own rule rather than by a library's parser.
+  if (const auto problem = request_target_problem(t.path); !problem.empty()) {
+    return failure("unsafe path or query: " + std::string(problem));
+  }
+  if (const auto problem = header_value_problem(t.host_header); !problem.empty()) {
+    return failure("unsafe host: " + std::string(problem));
+  }
   t.origin_key = scheme + "://" + host_text + ":" + std::to_string(t.port);
   return {std::move(t), {}};
 }

@@ -5,6 +5,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "proto/header_value.hpp"
 #include "storage/database.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
@@ -44,6 +45,11 @@ void add_emit_command(CLI::App& app, command_action& action) {
         payload = content.str();
       } else if (opts->data.empty()) {
         throw usage_error("emit needs --data or --data-file");
+      }
+      // The type becomes the X-VVV-Event header: a CR/LF would inject headers or a request.
+      if (const auto problem = proto::header_value_problem(opts->type); !problem.empty()) {
+        throw usage_error("--type " + std::string(problem) +
+                          ": an event type may hold only visible ASCII, spaces and tabs");
       }
       boost::system::error_code ec;
       boost::json::parse(payload, ec);

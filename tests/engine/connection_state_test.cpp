@@ -8,25 +8,71 @@ namespace {
 using namespace std::chrono_literals;
 const auto t0 = steady_time{} + 100s;
 
+response_end clean_end() {
+  return {.final_status = true, .keep_alive = true, .read_whole = true};
+}
+
 TEST(ConnectionLifecycle, ReusableOnlyWhenKeptAliveAndReadWhole) {
   connection_lifecycle kept;
   kept.on_connected();
   kept.on_exchange_start();
   kept.on_response_byte();
-  kept.on_response_complete(true, true);
+  kept.on_response_complete(clean_end());
   EXPECT_EQ(kept.phase(), connection_phase::idle);
 
   connection_lifecycle closed_by_server;
   closed_by_server.on_connected();
   closed_by_server.on_exchange_start();
-  closed_by_server.on_response_complete(false, true);
+  auto closing = clean_end();
+  closing.keep_alive = false;
+  closed_by_server.on_response_complete(closing);
   EXPECT_EQ(closed_by_server.phase(), connection_phase::closed);
 
   connection_lifecycle truncated;
   truncated.on_connected();
   truncated.on_exchange_start();
-  truncated.on_response_complete(true, false);
+  auto unread = clean_end();
+  unread.read_whole = false;
+  truncated.on_response_complete(unread);
   EXPECT_EQ(truncated.phase(), connection_phase::closed);
+}
+
+TEST(ConnectionLifecycle, FramingInDoubtIsNeverReused) {
+  EXPECT_TRUE(reusable_after(clean_end()));
+  auto no_final = clean_end();
+  no_final.final_status = false;  // only interim responses, or none
+  EXPECT_FALSE(reusable_after(no_final));
+  auto upgraded = clean_end();
+  upgraded.switching_protocols = true;
+  EXPECT_FALSE(reusable_after(upgraded));
+  auto leftovers = clean_end();
+  leftovers.bytes_left = true;  // pipelined or unsolicited bytes after the response
+  EXPECT_FALSE(reusable_after(leftovers));
+  auto early = clean_end();
+  early.early = true;  // answered before the request was fully written
+  EXPECT_FALSE(reusable_after(early));
+
+  connection_lifecycle lifecycle;
+  lifecycle.on_connected();
+  lifecycle.on_exchange_start();
+  lifecycle.on_response_complete(leftovers);
+  EXPECT_EQ(lifecycle.phase(), connection_phase::closed);
+}
+
+TEST(ConnectionLifecycle, InputWhileIdleClosesTheConnection) {
+  connection_lifecycle quiet;
+  quiet.on_connected();
+  quiet.on_exchange_start();
+  quiet.on_response_complete(clean_end());
+  quiet.on_idle_check(false);
+  EXPECT_EQ(quiet.phase(), connection_phase::idle);
+
+  connection_lifecycle noisy;
+  noisy.on_connected();
+  noisy.on_exchange_start();
+  noisy.on_response_complete(clean_end());
+  noisy.on_idle_check(true);  // an unsolicited response, or the server's EOF
+  EXPECT_EQ(noisy.phase(), connection_phase::closed);
 }
 
 TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes) {
@@ -39,7 +85,7 @@ TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes)
   connection_lifecycle reused;
   reused.on_connected();
   reused.on_exchange_start();
-  reused.on_response_complete(true, true);
+  reused.on_response_complete(clean_end());
   reused.on_exchange_start();
   reused.on_failure();
   EXPECT_TRUE(reused.failure_warrants_fresh_retry());
@@ -47,7 +93,7 @@ TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes)
   connection_lifecycle partial;
   partial.on_connected();
   partial.on_exchange_start();
-  partial.on_response_complete(true, true);
+  partial.on_response_complete(clean_end());
   partial.on_exchange_start();
   partial.on_response_byte();
   partial.on_failure();

@@ -1,6 +1,8 @@
 #include "engine/delivery.hpp"
 
 #include <gtest/gtest.h>
+#include <stdexcept>
+#include <string>
 
 namespace surge::engine {
 namespace {
@@ -38,6 +40,33 @@ TEST(DeliveryRequest, CarriesThePayloadUnchangedAndEveryHeader) {
   EXPECT_EQ(request["X-VVV-Timestamp"], "1700000100");
   EXPECT_TRUE(proto::verify_vvv("secret", "1700000100", row.payload,
                                 std::string(request["X-VVV-Signature"])));
+}
+
+TEST(DeliveryRequest, AnEventTypeThatWouldInjectIsRefused) {
+  auto row = sample_row();
+  EXPECT_EQ(delivery_refusal(row), "");
+  row.event_type = "video.x\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  EXPECT_EQ(delivery_refusal(row), "unsafe event_type: contains CR/LF");
+  row.event_type = std::string("video\0x", 7);
+  EXPECT_EQ(delivery_refusal(row), "unsafe event_type: contains NUL");
+  // Payload bytes are the body, not a header: anything goes.
+  auto body = sample_row();
+  body.payload = "{\"a\":\"\r\n\r\nGET / HTTP/1.1\"}";
+  EXPECT_EQ(delivery_refusal(body), "");
+}
+
+TEST(DeliveryRequest, BuildingNeverPutsAnUnsafeValueOnTheWire) {
+  const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
+  auto row = sample_row();
+  row.event_type = "a\r\nX-Injected: 1";
+  EXPECT_THROW(build_delivery_request(sample_target(), signer, row, 1000, "ua"),
+               std::invalid_argument);
+  EXPECT_THROW(build_delivery_request(sample_target(), signer, sample_row(), 1000, "ua\n"),
+               std::invalid_argument);
+  auto target = sample_target();
+  target.path = "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /";
+  EXPECT_THROW(build_delivery_request(target, signer, sample_row(), 1000, "ua"),
+               std::invalid_argument);
 }
 
 TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
