@@ -63,6 +63,9 @@ struct storage_worker_config {
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
+  // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
+  // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
+  std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
 };
 
 struct drain_config {

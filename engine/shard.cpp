@@ -97,6 +97,19 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
     auto it = subscribers_.find(row.id);
+    // Once per subscriber and value: reloads every few seconds must not repeat it.
+    const std::string& before =
+        it == subscribers_.end() ? std::string() : it->second->settings.limits_problem;
+    if (settings.limits_problem != before) {
+      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
+      if (settings.limits_problem.empty()) {
+        log_info(who + "rate and burst are usable again; sending resumes");
+      } else {
+        log_warn(who + settings.limits_problem +
+                 "; treated as paused: its rows stay queued and --until-drained does not wait "
+                 "for them");
+      }
+    }
     if (it == subscribers_.end()) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
                                                       now_unix, config_.scheduler);
@@ -108,8 +121,8 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       auto& sub = *it->second;
       // New limits take effect without resetting tokens (DESIGN section 3); a rate lowered by
       // pushback stays lowered, within the new limit.
-      sub.pace.reconfigure(row.rate_per_sec);
-      sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
+      sub.pace.reconfigure(settings.rate);
+      sub.bucket.reconfigure(sub.pace.effective(), settings.burst, now);
       // Queued behind another origin now: let the pump find its new one.
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;
@@ -192,7 +205,9 @@ void shard::send_demand() {
     if (now < sub.poll_after) continue;
     const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
     int limit = 0;
-    if (!sub.settings.unusable_reason.empty()) {
+    if (!sub.settings.active) {
+      continue;  // paused by the operator (or a 410): its rows stay queued, unleased
+    } else if (!sub.settings.unusable_reason.empty()) {
       limit = unusable_claim_batch;
     } else if (sub.bucket.paused() || sub.paused_until > now) {
       continue;
@@ -228,6 +243,11 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     auto wake_at = steady::time_point::max();
     if (sub.ready.empty()) {
       // Wait for rows.
+    } else if (!sub.settings.active || sub.bucket.paused()) {
+      // Deactivated or paused since these were claimed: back to the queue, rather than sit on
+      // leases until it is active again.
+      release_ready(sub);
+      continue;
     } else if (!sub.settings.unusable_reason.empty()) {
       while (!sub.ready.empty()) {
         auto row = std::move(sub.ready.front());
@@ -235,10 +255,12 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         dead_letter(std::move(row), sub.settings.unusable_reason);
       }
       continue;
-    } else if (sub.ready.front().payload.size() > limits.max_payload_bytes) {
+    } else if (static_cast<std::size_t>(sub.ready.front().payload_bytes) >
+               limits.max_payload_bytes) {
+      // The claim left the payload in the database (storage::claimer), so only its size is here.
       auto row = std::move(sub.ready.front());
       sub.ready.pop_front();
-      const auto size = row.payload.size();
+      const auto size = row.payload_bytes;
       dead_letter(std::move(row),
                   "payload too large: " + std::to_string(size) + " bytes, limit " +
                       std::to_string(limits.max_payload_bytes));
@@ -333,7 +355,8 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
 
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   auto judged = judge_attempt(row, sub.settings.id, result, times, retry_policy_,
-                              config_.retry_after_cap, unit);
+                              config_.retry_after_cap, unit, sub.unpaid_rate_limits);
+  sub.unpaid_rate_limits = judged.unpaid_rate_limits;
   switch (judged.outcome.kind) {
     case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
     case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
@@ -350,9 +373,15 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     }
   }
   if (judged.deactivate_subscriber) {
+    // Only the row that got the 410 is dead; the rest wait in the queue, as for any inactive
+    // subscriber, until an operator enables it again.
+    if (sub.settings.active) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) +
+               " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+    }
     sub.settings.active = false;
-    sub.settings.unusable_reason = "subscriber deactivated after 410 Gone";
     deactivate_.push_back(sub.settings.id);
+    release_ready(sub);
   }
   push_outcome(std::move(judged.outcome));
 

@@ -1,6 +1,8 @@
 #include "engine/subscriber.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace surge::engine {
 
@@ -9,8 +11,10 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   subscriber_settings out;
   out.id = row.id;
   out.url = row.url;
-  out.rate = row.rate_per_sec;
-  out.burst = static_cast<double>(row.burst);
+  out.limits_problem = limits_problem(row);
+  // Unusable limits pause the subscriber rather than guess at what was meant.
+  out.rate = out.limits_problem.empty() ? row.rate_per_sec : 0.0;
+  out.burst = out.limits_problem.empty() ? static_cast<double>(row.burst) : 1.0;
   out.active = row.active;
   out.in_flight_cap = row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight)
                                             : config.per_subscriber_in_flight;
@@ -31,8 +35,23 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   } else if (out.unusable_reason.empty()) {
     out.unusable_reason = "unusable secret: " + signer_error;
   }
-  if (!row.active && out.unusable_reason.empty()) out.unusable_reason = "subscriber inactive";
   return out;
+}
+
+std::string limits_problem(const storage::subscriber_row& row) {
+  if (row.rate_text) return "rate_per_sec " + *row.rate_text + " is not a number";
+  if (!std::isfinite(row.rate_per_sec) || row.rate_per_sec < 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", row.rate_per_sec);
+    return "rate_per_sec " + std::string(text) + " is not a finite number >= 0";
+  }
+  if (row.burst_text) return "burst " + *row.burst_text + " is not a number";
+  if (row.burst < 1) return "burst " + std::to_string(row.burst) + " is below 1";
+  return {};
+}
+
+bool sends_now(const storage::subscriber_row& row) {
+  return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
 }
 
 subscriber_state::subscriber_state(const storage::subscriber_row& row,
@@ -40,11 +59,11 @@ subscriber_state::subscriber_state(const storage::subscriber_row& row,
                                    boost::asio::any_io_executor executor, double now_unix,
                                    const scheduler_config& config)
     : settings(std::move(derived)),
-      bucket(row.rate_per_sec, static_cast<double>(row.burst),
-             seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
-                           static_cast<double>(row.burst), now_unix),
+      bucket(settings.rate, settings.burst,
+             seeded_tokens(row.tokens, row.tokens_updated_at, settings.rate, settings.burst,
+                           now_unix),
              std::chrono::steady_clock::now()),
-      pace(row.rate_per_sec, config.adaptive),
+      pace(settings.rate, config.adaptive),
       breaker(config.circuit),
       wake(std::move(executor)) {}
 
