@@ -57,15 +57,15 @@ struct storage_worker_config {
   std::string db_path;
   std::chrono::milliseconds busy_timeout = 5s;
   std::chrono::milliseconds lease = 60s;
+  // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
+  // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
+  std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
   std::chrono::milliseconds commit_interval = 5ms;  // outcomes are committed at least this often
   std::size_t commit_rows = 500;                    // or as soon as this many are waiting
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
-  // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
-  // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
-  std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
 };
 
 struct drain_config {
