@@ -1,4 +1,5 @@
 // surge subscriber add|list|set|enable|disable: manage endpoints without writing SQL.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -75,11 +76,14 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
 // URLs are redacted (proto::redact_url): partners put tokens in them, and listings end up in
 // tickets and terminals.
 boost::json::object to_json(const storage::subscriber_row& row) {
-  return {{"id", row.id},           {"url", proto::redact_url(row.url)},
+  boost::json::object out{{"id", row.id},           {"url", proto::redact_url(row.url)},
           {"event_types", row.event_types}, {"rate_per_sec", row.rate_per_sec},
           {"burst", row.burst},     {"active", row.active},
           {"signing", row.signing}, {"max_in_flight", row.max_in_flight},
           {"tokens", row.tokens}};
+  // A rate stored as something other than a number reads NaN, which JSON cannot carry.
+  if (!std::isfinite(row.rate_per_sec)) out["rate_per_sec"] = nullptr;
+  return out;
 }
 
 SQLite::Database open_migrated(const std::string& path) {

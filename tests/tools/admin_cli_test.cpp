@@ -323,6 +323,15 @@ TEST(AdminCli, SubscriberListRedactsCredentials) {
                 "https://***@a.example/hook?token=***&v=***");
     }
   }
+  // A rate another program stored as text is no number: JSON gets null, not NaN.
+  queue.db().exec("UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
+                  std::to_string(sub));
+  const auto result = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  boost::system::error_code error;
+  const auto parsed = boost::json::parse(result.out, error);
+  ASSERT_FALSE(error) << result.out;
+  EXPECT_TRUE(parsed.as_array()[0].at("rate_per_sec").is_null()) << result.out;
 }
 
 }  // namespace
