@@ -76,7 +76,7 @@ TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
   const auto text_rate = queue.add_subscriber_at(sink, 1000, 100);
   const auto negative = queue.add_subscriber_at(sink, 1000, 100);
   const auto text_burst = queue.add_subscriber_at(sink, 1000, 100);
-  // Slow enough to outlast a couple of subscriber reloads (every 3 s).
+  // 16 rows at 4/s: about 4 s, past the first subscriber reload (every 3 s).
   const auto fine = queue.add_subscriber_at(sink, 4, 1);
   sql(queue, "UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
                  std::to_string(text_rate));
@@ -88,7 +88,7 @@ TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
   for (const auto id : {text_rate, negative, text_burst}) {
     for (const auto row : queue.add_rows(id, 3)) waiting.push_back(row);
   }
-  const auto sent = queue.add_rows(fine, 28);
+  const auto sent = queue.add_rows(fine, 16);
 
   const auto result = run_surge(dir, drain_args(queue, {"--duration", "40"}), 60s);
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -159,7 +159,8 @@ TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   const double total_mib = subscribers * rows_each * payload_bytes / (1024.0 * 1024.0);
 
   tools::child_process drain(surge_binary(),
-                             drain_args(queue, {"--max-payload-bytes", "65536", "--duration", "60"}),
+                             drain_args(queue, {"--max-payload-bytes", "65536", "--duration", "60",
+                                                "--threads", "2"}),
                              dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_EQ(drain.wait(90s).value_or(-1), 0);
   const double peak_mib = static_cast<double>(drain.peak_rss_kib()) / 1024.0;
