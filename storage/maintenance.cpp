@@ -29,12 +29,15 @@ namespace {
 
 constexpr const char* number_types = "('integer', 'real')";
 
-// The condition a malformed row meets; ?1 is now, ?2 the lease horizon.
-std::string malformed_condition() {
+// The condition a malformed row meets; ?1 is now, ?2 the lease horizon. A far lease that a
+// Surge claimer recorded is real: another drain may run with a longer --lease than ours.
+std::string malformed_condition(bool lease_records) {
   const std::string numbers = number_types;
+  const std::string unrecorded =
+      lease_records ? " AND locked_until NOT IN (SELECT lease FROM surge_lease)" : "";
   return "status IN ('pending', 'retry') AND (typeof(locked_until) NOT IN " + numbers +
-         " OR locked_until > ?2 OR (typeof(next_attempt_at) NOT IN " + numbers +
-         " AND locked_until <= ?1))";
+         " OR (locked_until > ?2" + unrecorded + ") OR (typeof(next_attempt_at) NOT IN " +
+         numbers + " AND locked_until <= ?1))";
 }
 
 }  // namespace
@@ -43,8 +46,10 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
                                      const proto::id_set& which) {
   malformed_rows found;
   std::vector<std::int64_t> ids;
+  const bool lease_records = db.tableExists("surge_lease");
   {
-    SQLite::Statement query(db, "SELECT id FROM webhook_delivery WHERE " + malformed_condition() +
+    SQLite::Statement query(db, "SELECT id FROM webhook_delivery WHERE " +
+                                    malformed_condition(lease_records) +
                                     " AND " + detail::id_filter(which, "subscriber_id"));
     query.bind(1, now);
     query.bind(2, lease_horizon);
@@ -62,7 +67,7 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
           "WHEN locked_until > ?2 THEN 'implausible locked_until: ' || locked_until || "
           "' is ' || CAST(round(locked_until - ?1) AS INTEGER) || ' s ahead, beyond any lease' "
           "ELSE 'malformed next_attempt_at: ' || quote(next_attempt_at) END "
-          "WHERE id = ?3 AND " + malformed_condition() + " RETURNING last_error");
+          "WHERE id = ?3 AND " + malformed_condition(lease_records) + " RETURNING last_error");
   for (const std::int64_t id : ids) {
     detail::statement_use use(update);
     update.bind(1, now);

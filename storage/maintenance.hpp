@@ -20,7 +20,8 @@ std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::
 // a next_attempt_at that is not a number (text, NULL) is never due; a locked_until that is not a
 // number, or lies beyond `lease_horizon`, is a lease nobody will ever release. Each stays pending
 // for ever, so it is dead-lettered with last_error naming the column and its value (e.g.
-// "malformed next_attempt_at: 'soon'"). Rows under a live, plausible lease are left alone.
+// "malformed next_attempt_at: 'soon'"). Rows under a live, plausible lease are left alone, and
+// so are rows under a lease recorded in surge_lease (a Surge drain with a longer --lease).
 struct malformed_rows {
   std::int64_t next_attempt_at = 0;  // not a number
   std::int64_t locked_until = 0;     // not a number

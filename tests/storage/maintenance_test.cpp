@@ -46,6 +46,10 @@ TEST_F(Maintenance, RowsNoClaimCanMatchAreDeadLetteredWithTheirReason) {
   set(rows[5], "next_attempt_at = 'soon', locked_until = 1000030");  // leased: left alone now
   set(rows[6], "next_attempt_at = '12.5'");  // REAL affinity stores it as the number 12.5
   set(rows[7], "next_attempt_at = 'soon', status = 'done'");  // finished: nothing to fix
+  // Far ahead, but a Surge claimer recorded it: a drain with a long --lease holds this row.
+  const auto recorded = testing::insert_deliveries_old(db_, sub_a_, 1, 10)[0];
+  db_.exec("INSERT INTO surge_lease VALUES (1100000.5, 'surge@long:9', 1000000)");
+  set(recorded, "locked_until = 1100000.5");
   const auto other = testing::insert_deliveries_old(db_, sub_b_, 1, 10)[0];
   set(other, "next_attempt_at = 'soon'");
 
@@ -67,7 +71,9 @@ TEST_F(Maintenance, RowsNoClaimCanMatchAreDeadLetteredWithTheirReason) {
                                     std::to_string(id)),
               0);
   }
-  for (const auto id : {rows[4], rows[5], rows[6]}) EXPECT_EQ(column(id, "status"), "pending");
+  for (const auto id : {rows[4], rows[5], rows[6], recorded}) {
+    EXPECT_EQ(column(id, "status"), "pending") << id;
+  }
   EXPECT_EQ(column(rows[7], "status"), "done");
   EXPECT_EQ(column(other, "status"), "pending") << "not a chosen subscriber";
 
