@@ -96,6 +96,10 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   const double now_unix = storage::unix_now();
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
+    // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
+    // that reads the row's limits below see the pause, not the bad values.
+    row.rate_per_sec = settings.rate;
+    row.burst = static_cast<std::int64_t>(settings.burst);
     auto it = subscribers_.find(row.id);
     // Once per subscriber and value: reloads every few seconds must not repeat it.
     const std::string& before =
@@ -121,8 +125,8 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       auto& sub = *it->second;
       // New limits take effect without resetting tokens (DESIGN section 3); a rate lowered by
       // pushback stays lowered, within the new limit.
-      sub.pace.reconfigure(settings.rate);
-      sub.bucket.reconfigure(sub.pace.effective(), settings.burst, now);
+      sub.pace.reconfigure(row.rate_per_sec);
+      sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
       // Queued behind another origin now: let the pump find its new one.
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;

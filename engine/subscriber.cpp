@@ -6,6 +6,22 @@
 
 namespace surge::engine {
 
+std::string limits_problem(const storage::subscriber_row& row) {
+  if (row.rate_text) return "rate_per_sec " + *row.rate_text + " is not a number";
+  if (!std::isfinite(row.rate_per_sec) || row.rate_per_sec < 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", row.rate_per_sec);
+    return "rate_per_sec " + std::string(text) + " is not a finite number >= 0";
+  }
+  if (row.burst_text) return "burst " + *row.burst_text + " is not a number";
+  if (row.burst < 1) return "burst " + std::to_string(row.burst) + " is below 1";
+  return {};
+}
+
+bool sends_now(const storage::subscriber_row& row) {
+  return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
+}
+
 subscriber_settings derive_settings(const storage::subscriber_row& row,
                                     const scheduler_config& config) {
   subscriber_settings out;
@@ -38,32 +54,16 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   return out;
 }
 
-std::string limits_problem(const storage::subscriber_row& row) {
-  if (row.rate_text) return "rate_per_sec " + *row.rate_text + " is not a number";
-  if (!std::isfinite(row.rate_per_sec) || row.rate_per_sec < 0) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%g", row.rate_per_sec);
-    return "rate_per_sec " + std::string(text) + " is not a finite number >= 0";
-  }
-  if (row.burst_text) return "burst " + *row.burst_text + " is not a number";
-  if (row.burst < 1) return "burst " + std::to_string(row.burst) + " is below 1";
-  return {};
-}
-
-bool sends_now(const storage::subscriber_row& row) {
-  return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
-}
-
 subscriber_state::subscriber_state(const storage::subscriber_row& row,
                                    subscriber_settings derived,
                                    boost::asio::any_io_executor executor, double now_unix,
                                    const scheduler_config& config)
     : settings(std::move(derived)),
-      bucket(settings.rate, settings.burst,
-             seeded_tokens(row.tokens, row.tokens_updated_at, settings.rate, settings.burst,
-                           now_unix),
+      bucket(row.rate_per_sec, static_cast<double>(row.burst),
+             seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
+                           static_cast<double>(row.burst), now_unix),
              std::chrono::steady_clock::now()),
-      pace(settings.rate, config.adaptive),
+      pace(row.rate_per_sec, config.adaptive),
       breaker(config.circuit),
       wake(std::move(executor)) {}
 
