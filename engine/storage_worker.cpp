@@ -1,7 +1,7 @@
 #include "engine/storage_worker.hpp"
 
 #include <algorithm>
-#include <climits>
+#include <cstdint>
 #include <unordered_set>
 
 #include <SQLiteCpp/Exception.h>
@@ -283,7 +283,8 @@ void storage_worker::reload_subscribers(bool initial) {
 void storage_worker::sweep_malformed_rows() {
   // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no lease.
   const double now = storage::unix_now();
-  const auto longest = std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
+  const auto longest =
+      std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
   const double horizon =
       now + std::chrono::duration<double>(longest + config_.storage.max_lease_overrun).count();
   const auto found = storage::dead_letter_malformed(db_->db, now, horizon, config_.subscribers);
@@ -298,9 +299,9 @@ void storage_worker::sweep_malformed_rows() {
 }
 
 void storage_worker::update_drainable() {
-  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of subscribers whose circuit stays open probe after
-  // probe cannot be sent now, so --until-drained does not wait for them; everything else in
-  // the chosen set counts.
+  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of subscribers whose
+  // circuit stays open probe after probe cannot be sent now, so --until-drained does not wait
+  // for them; everything else in the chosen set counts.
   auto blocked = metrics_.blocked_subscribers();
   std::sort(blocked.begin(), blocked.end());
   bool any_excluded = false;

@@ -1,7 +1,6 @@
 #pragma once
 // Leasing due rows per subscriber, and giving leases back (DESIGN sections 1 and 2).
 #include <cstdint>
-#include <climits>
 #include <memory>
 #include <span>
 #include <string>
