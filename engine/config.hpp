@@ -57,6 +57,9 @@ struct storage_worker_config {
   std::string db_path;
   std::chrono::milliseconds busy_timeout = 5s;
   std::chrono::milliseconds lease = 60s;
+  // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
+  // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
+  std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
   std::chrono::milliseconds commit_interval = 5ms;  // outcomes are committed at least this often
   std::size_t commit_rows = 500;                    // or as soon as this many are waiting
   std::chrono::milliseconds subscriber_reload_interval = 3s;

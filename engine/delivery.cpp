@@ -76,7 +76,8 @@ http_request build_delivery_request(const proto::target& target, const proto::si
 attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t subscriber_id,
                                 const http_result& result, const attempt_times& times,
                                 const proto::retry_policy& policy,
-                                std::chrono::seconds retry_after_cap, double unit_random) {
+                                std::chrono::seconds retry_after_cap, double unit_random,
+                                int unpaid_rate_limits) {
   const auto attempt_number = row.attempts + 1;
   attempt_judgement judged;
   auto& out = judged.outcome;
@@ -92,6 +93,7 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
   out.attempt.status_code = result.status;
   if (result.status == 0) out.attempt.error_class = std::string(proto::to_string(result.error));
 
+  judged.unpaid_rate_limits = unpaid_rate_limits;
   if (result.error == proto::transport_error::refused_target) {
     // The target policy is not a transient failure: retrying would only knock again.
     out.kind = storage::outcome_kind::dead;
@@ -107,8 +109,9 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
     classified.retry_after = proto::parse_retry_after(result.retry_after, times.now, retry_after_cap);
   }
   const auto age = std::chrono::duration<double>(times.finished_unix - row.created_at);
-  const auto decision =
-      proto::decide(classified, static_cast<int>(row.attempts), age, policy, unit_random);
+  const auto decision = proto::decide(classified, static_cast<int>(row.attempts), age, policy,
+                                      unit_random, unpaid_rate_limits);
+  judged.unpaid_rate_limits = proto::next_unpaid_rate_limits(classified, unpaid_rate_limits);
   out.attempts = decision.counts_attempt ? attempt_number : row.attempts;
   switch (decision.what) {
     case proto::verdict::done:

@@ -34,6 +34,7 @@ struct attempt_judgement {
   storage::outcome outcome;  // fenced on the row's lease, with its surge_attempt record
   std::optional<std::chrono::milliseconds> pause_subscriber;
   bool deactivate_subscriber = false;
+  int unpaid_rate_limits = 0;  // the subscriber's streak after this attempt
 };
 
 struct attempt_times {
@@ -42,11 +43,13 @@ struct attempt_times {
   std::chrono::system_clock::time_point now;  // for HTTP-date Retry-After values
 };
 
-// `unit_random` in [0, 1) drives the backoff jitter.
+// `unit_random` in [0, 1) drives the backoff jitter. `unpaid_rate_limits` is the subscriber's
+// streak of 429s without a usable Retry-After so far (proto::decide).
 attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t subscriber_id,
                                 const http_result& result, const attempt_times& times,
                                 const proto::retry_policy& policy,
-                                std::chrono::seconds retry_after_cap, double unit_random);
+                                std::chrono::seconds retry_after_cap, double unit_random,
+                                int unpaid_rate_limits = 0);
 
 // A row handed back or closed without an attempt (release, dead-letter, reschedule).
 storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind);

@@ -19,7 +19,9 @@
 #include "engine/metrics_server.hpp"
 #include "engine/shard.hpp"
 #include "engine/storage_worker.hpp"
+#include "storage/claims.hpp"
 #include "storage/database.hpp"
+#include "storage/maintenance.hpp"
 #include "storage/schema.hpp"
 
 namespace surge::engine {
@@ -77,6 +79,31 @@ std::string status_text(const drain_metrics& metrics, double rate) {
   return line;
 }
 
+// Two drainers on one subscriber each keep their own bucket, so together they send up to twice
+// its rate. Until subscribers have owners, at least say so at the start.
+void warn_about_other_drainers(auto& db, const proto::id_set& subscribers) {
+  const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
+                                                  storage::default_lease_owner());
+  if (holders.empty()) return;
+  constexpr std::size_t ids_shown = 20;
+  std::string text;
+  for (const auto& holder : holders) {
+    if (!text.empty()) text += "; ";
+    text += holder.owner + " holds " + std::to_string(holder.rows) + " leased rows of subscriber" +
+            (holder.subscribers.size() == 1 ? " " : "s ");
+    for (std::size_t i = 0; i < holder.subscribers.size() && i < ids_shown; ++i) {
+      text += (i ? "," : "") + std::to_string(holder.subscribers[i]);
+    }
+    if (holder.subscribers.size() > ids_shown) {
+      text += ",... (" + std::to_string(holder.subscribers.size()) + " in all)";
+    }
+  }
+  log_warn("another surge drain is live on the same subscribers (" + text +
+           "): each drain keeps its own rate limit, so together they can send a partner up to "
+           "twice its rate; stop one, or give each its own --subscribers (see docs/operations.md, "
+           "\"One drain per subscriber\")");
+}
+
 }  // namespace
 
 drain_summary run_drain(const drain_config& input) {
@@ -89,6 +116,7 @@ drain_summary run_drain(const drain_config& input) {
                                       .busy_timeout = config.storage.busy_timeout,
                                       .create_if_missing = false});
     storage::migrate(db);
+    warn_about_other_drainers(db, config.subscribers);
   }
 
   drain_metrics metrics(static_cast<std::size_t>(config.threads));

@@ -96,7 +96,24 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   const double now_unix = storage::unix_now();
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
+    // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
+    // that reads the row's limits below see the pause, not the bad values.
+    row.rate_per_sec = settings.rate;
+    row.burst = static_cast<std::int64_t>(settings.burst);
     auto it = subscribers_.find(row.id);
+    // Once per subscriber and value: reloads every few seconds must not repeat it.
+    const std::string& before =
+        it == subscribers_.end() ? std::string() : it->second->settings.limits_problem;
+    if (settings.limits_problem != before) {
+      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
+      if (settings.limits_problem.empty()) {
+        log_info(who + "rate and burst are usable again; sending resumes");
+      } else {
+        log_warn(who + settings.limits_problem +
+                 "; treated as paused: its rows stay queued and --until-drained does not wait "
+                 "for them");
+      }
+    }
     if (it == subscribers_.end()) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
                                                       now_unix, config_.scheduler);
@@ -192,7 +209,9 @@ void shard::send_demand() {
     if (now < sub.poll_after) continue;
     const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
     int limit = 0;
-    if (!sub.settings.unusable_reason.empty()) {
+    if (!sub.settings.active) {
+      continue;  // paused by the operator (or a 410): its rows stay queued, unleased
+    } else if (!sub.settings.unusable_reason.empty()) {
       limit = unusable_claim_batch;
     } else if (sub.bucket.paused() || sub.paused_until > now) {
       continue;
@@ -228,6 +247,11 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     auto wake_at = steady::time_point::max();
     if (sub.ready.empty()) {
       // Wait for rows.
+    } else if (!sub.settings.active || sub.bucket.paused()) {
+      // Deactivated or paused since these were claimed: back to the queue, rather than sit on
+      // leases until it is active again.
+      release_ready(sub);
+      continue;
     } else if (!sub.settings.unusable_reason.empty()) {
       while (!sub.ready.empty()) {
         auto row = std::move(sub.ready.front());
@@ -235,10 +259,12 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         dead_letter(std::move(row), sub.settings.unusable_reason);
       }
       continue;
-    } else if (sub.ready.front().payload.size() > limits.max_payload_bytes) {
+    } else if (static_cast<std::size_t>(sub.ready.front().payload_bytes) >
+               limits.max_payload_bytes) {
+      // The claim left the payload in the database (storage::claimer), so only its size is here.
       auto row = std::move(sub.ready.front());
       sub.ready.pop_front();
-      const auto size = row.payload.size();
+      const auto size = row.payload_bytes;
       dead_letter(std::move(row),
                   "payload too large: " + std::to_string(size) + " bytes, limit " +
                       std::to_string(limits.max_payload_bytes));
@@ -338,7 +364,8 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
 
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   auto judged = judge_attempt(row, sub.settings.id, result, times, retry_policy_,
-                              config_.retry_after_cap, unit);
+                              config_.retry_after_cap, unit, sub.unpaid_rate_limits);
+  sub.unpaid_rate_limits = judged.unpaid_rate_limits;
   switch (judged.outcome.kind) {
     case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
     case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
@@ -355,9 +382,15 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     }
   }
   if (judged.deactivate_subscriber) {
+    // Only the row that got the 410 is dead; the rest wait in the queue, as for any inactive
+    // subscriber, until an operator enables it again.
+    if (sub.settings.active) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) +
+               " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+    }
     sub.settings.active = false;
-    sub.settings.unusable_reason = "subscriber deactivated after 410 Gone";
     deactivate_.push_back(sub.settings.id);
+    release_ready(sub);
   }
   push_outcome(std::move(judged.outcome));
 

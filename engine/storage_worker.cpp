@@ -1,11 +1,13 @@
 #include "engine/storage_worker.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_set>
 
 #include <SQLiteCpp/Exception.h>
 
 #include "engine/log.hpp"
+#include "engine/subscriber.hpp"
 #include "storage/database.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/queue.hpp"
@@ -252,7 +254,9 @@ void storage_worker::answer_claims() {
   try {
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
     const auto started = steady::now();
-    rows = db_->claims.claim(all, storage::unix_now(), lease_seconds);
+    rows = db_->claims.claim(all, storage::unix_now(), lease_seconds,
+                             static_cast<std::int64_t>(std::min<std::size_t>(
+                                 config_.scheduler.max_payload_bytes, INT64_MAX)));
     metrics_.claim_duration.observe(std::chrono::duration<double>(steady::now() - started).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));
     metrics_.beat_storage();
@@ -283,7 +287,7 @@ void storage_worker::reload_subscribers(bool initial) {
   try {
     auto rows = storage::load_subscribers(db_->db, config_.subscribers);
     sendable_.clear();
-    for (const auto& row : rows) sendable_.emplace_back(row.id, row.rate_per_sec > 0);
+    for (const auto& row : rows) sendable_.emplace_back(row.id, sends_now(row));
     std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
     for (auto& row : rows) {
       per_shard[static_cast<std::size_t>(row.id % static_cast<std::int64_t>(shards_.size()))]
@@ -300,6 +304,7 @@ void storage_worker::reload_subscribers(bool initial) {
         counters_.add(counters_.dead, orphans);
         log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
       }
+      sweep_malformed_rows();
     }
   } catch (const SQLite::Exception& error) {
     if (initial) throw;
@@ -308,10 +313,28 @@ void storage_worker::reload_subscribers(bool initial) {
   }
 }
 
+void storage_worker::sweep_malformed_rows() {
+  // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no lease.
+  const double now = storage::unix_now();
+  const auto longest =
+      std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
+  const double horizon =
+      now + std::chrono::duration<double>(longest + config_.storage.max_lease_overrun).count();
+  const auto found = storage::dead_letter_malformed(db_->db, now, horizon, config_.subscribers);
+  if (found.total() == 0) return;
+  counters_.add(counters_.dead, found.total());
+  log_warn("dead-lettered " + std::to_string(found.total()) +
+           " rows no claim could ever match (next_attempt_at not a number: " +
+           std::to_string(found.next_attempt_at) + ", locked_until not a number: " +
+           std::to_string(found.locked_until) + ", locked_until beyond any lease: " +
+           std::to_string(found.far_lease) + "); last_error says which, `surge dead replay` " +
+           "puts them back");
+}
+
 void storage_worker::update_drainable() {
-  // Rows of paused subscribers (rate 0) and of subscribers whose circuit stays open probe after
-  // probe cannot be sent now, so --until-drained does not wait for them; everything else in
-  // the chosen set counts.
+  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of subscribers whose
+  // circuit stays open probe after probe cannot be sent now, so --until-drained does not wait
+  // for them; everything else in the chosen set counts.
   auto blocked = metrics_.blocked_subscribers();
   std::sort(blocked.begin(), blocked.end());
   bool any_excluded = false;

@@ -77,6 +77,7 @@ class storage_worker {
   void check_queue_file();
   void give_up_writing();
   void update_drainable();
+  void sweep_malformed_rows();
 
   drain_config config_;
   drain_metrics& metrics_;
@@ -115,7 +116,7 @@ class storage_worker {
   static constexpr int orphan_sweep_every = 10;  // subscriber reloads
   int reloads_ = 0;
   proto::id_set drainable_;
-  std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, rate > 0
+  std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;
   std::int64_t unwritten_ = 0;
   bool queue_lost_ = false;

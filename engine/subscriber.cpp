@@ -1,16 +1,36 @@
 #include "engine/subscriber.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace surge::engine {
+
+std::string limits_problem(const storage::subscriber_row& row) {
+  if (row.rate_text) return "rate_per_sec " + *row.rate_text + " is not a number";
+  if (!std::isfinite(row.rate_per_sec) || row.rate_per_sec < 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", row.rate_per_sec);
+    return "rate_per_sec " + std::string(text) + " is not a finite number >= 0";
+  }
+  if (row.burst_text) return "burst " + *row.burst_text + " is not a number";
+  if (row.burst < 1) return "burst " + std::to_string(row.burst) + " is below 1";
+  return {};
+}
+
+bool sends_now(const storage::subscriber_row& row) {
+  return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
+}
 
 subscriber_settings derive_settings(const storage::subscriber_row& row,
                                     const scheduler_config& config) {
   subscriber_settings out;
   out.id = row.id;
   out.url = row.url;
-  out.rate = row.rate_per_sec;
-  out.burst = static_cast<double>(row.burst);
+  out.limits_problem = limits_problem(row);
+  // Unusable limits pause the subscriber rather than guess at what was meant.
+  out.rate = out.limits_problem.empty() ? row.rate_per_sec : 0.0;
+  out.burst = out.limits_problem.empty() ? static_cast<double>(row.burst) : 1.0;
   out.active = row.active;
   out.in_flight_cap = row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight)
                                             : config.per_subscriber_in_flight;
@@ -31,7 +51,6 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   } else if (out.unusable_reason.empty()) {
     out.unusable_reason = "unusable secret: " + signer_error;
   }
-  if (!row.active && out.unusable_reason.empty()) out.unusable_reason = "subscriber inactive";
   return out;
 }
 

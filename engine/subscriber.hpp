@@ -33,12 +33,23 @@ struct subscriber_settings {
   double burst = 1;
   bool active = true;
   int in_flight_cap = 1;
-  // Why rows of this subscriber cannot be sent (inactive, bad URL, bad secret); empty if fine.
+  // Why rows of this subscriber cannot be sent (bad URL, bad secret); empty if fine. They are
+  // dead-lettered with this reason. Inactive is not unusable: it means paused.
   std::string unusable_reason;
+  // Why its rate or burst cannot be used (not a number, negative, ...); empty if fine. Such a
+  // subscriber is paused (rate 0) until the table is fixed: its rows stay queued.
+  std::string limits_problem;
 };
 
 subscriber_settings derive_settings(const storage::subscriber_row& row,
                                     const scheduler_config& config);
+
+// What is wrong with the row's rate_per_sec or burst, quoting the stored value; empty if fine.
+std::string limits_problem(const storage::subscriber_row& row);
+
+// Whether the drain can send this subscriber's rows now: active, with usable limits and a rate
+// above 0. --until-drained does not wait for the rows of one that cannot (they stay queued).
+bool sends_now(const storage::subscriber_row& row);
 
 struct subscriber_state {
   subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
@@ -61,6 +72,7 @@ struct subscriber_state {
   std::int64_t delivered = 0;
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
+  int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).

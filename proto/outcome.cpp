@@ -101,10 +101,18 @@ decision counted_failure(std::string_view reason, int attempts_before,
 
 decision rate_limited(const attempt_result& result, int attempts_before,
                       std::chrono::duration<double> age, const retry_policy& policy,
-                      double unit_random) {
+                      double unit_random, int unpaid_rate_limits) {
   const milliseconds pause = result.retry_after
                                  ? to_millis(*result.retry_after)
                                  : policy.backoff(std::max(attempts_before, 1), unit_random);
+  if (!result.retry_after && unpaid_rate_limits >= policy.config().max_unpaid_rate_limits) {
+    // Past the cap the 429 is an ordinary failure, so the attempt limit bounds it; the subscriber
+    // still pauses, by the growing backoff when the row is retried.
+    decision d = counted_failure(http_reason(429), attempts_before, age, policy, std::nullopt,
+                                 unit_random);
+    d.pause_subscriber = d.what == verdict::retry ? d.delay : pause;
+    return d;
+  }
   // Without the window check a receiver that always answers 429 would keep the row forever,
   // since 429 never uses up an attempt.
   decision d = policy.past_window(age, pause) ? dead("retry window") : decision{};
@@ -149,9 +157,17 @@ status_class classify_status(int status) {
   return status_class::invalid;
 }
 
+int next_unpaid_rate_limits(const attempt_result& result, int streak) {
+  if (result.error != transport_error::none) return streak;
+  if (classify_status(result.status) == status_class::rate_limited && !result.retry_after) {
+    return streak < INT_MAX ? std::max(streak, 0) + 1 : INT_MAX;
+  }
+  return 0;
+}
+
 decision decide(const attempt_result& result, int attempts_before,
                 std::chrono::duration<double> age, const retry_policy& policy,
-                double unit_random) {
+                double unit_random, int unpaid_rate_limits) {
   if (result.error != transport_error::none) {
     return counted_failure(transport_reason(result.error), attempts_before, age, policy,
                            std::nullopt, unit_random);
@@ -165,7 +181,7 @@ decision decide(const attempt_result& result, int attempts_before,
       return d;
     }
     case status_class::rate_limited:
-      return rate_limited(result, attempts_before, age, policy, unit_random);
+      return rate_limited(result, attempts_before, age, policy, unit_random, unpaid_rate_limits);
     case status_class::unavailable:
       if (result.retry_after) {
         const milliseconds pause = to_millis(*result.retry_after);

@@ -50,9 +50,15 @@ struct decision {
 };
 
 // `attempts_before` is the row's attempts column before this attempt; `age` is now - created_at.
-// `unit_random` in [0, 1) drives the jitter.
+// `unit_random` in [0, 1) drives the jitter. `unpaid_rate_limits` is the subscriber's streak of
+// 429s without a usable Retry-After before this answer (see next_unpaid_rate_limits): from
+// policy.max_unpaid_rate_limits on, such a 429 uses up an attempt like any other failure.
 decision decide(const attempt_result& result, int attempts_before,
                 std::chrono::duration<double> age, const retry_policy& policy,
-                double unit_random);
+                double unit_random, int unpaid_rate_limits = 0);
+
+// The subscriber's streak after `result`: one more for a 429 without a usable Retry-After, zero
+// after any other answer; a transport error (no answer) leaves it as it was.
+int next_unpaid_rate_limits(const attempt_result& result, int streak);
 
 }  // namespace surge::proto

@@ -9,6 +9,10 @@ struct retry_config {
   std::chrono::milliseconds max_delay{std::chrono::hours(1)};
   int max_attempts = 8;
   std::chrono::seconds max_age{std::chrono::hours(24)};
+  // A 429 normally uses up no attempt, but one without a usable Retry-After names no end: after
+  // this many of those in a row from one subscriber, its 429s count as attempts, so the attempt
+  // limit ends a partner that refuses for ever.
+  int max_unpaid_rate_limits = 10;
 };
 
 class retry_policy {

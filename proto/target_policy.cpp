@@ -255,6 +255,46 @@ target_parse parse_target_url(std::string_view url) {
   return {std::move(t), {}};
 }
 
+std::string redact_url(std::string_view url) {
+  std::string out;
+  const auto scheme_end = url.find("://");
+  const std::size_t authority_start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  out.append(url.substr(0, authority_start));
+  const auto authority_end = std::min(url.find_first_of("/?#", authority_start), url.size());
+  const std::string_view authority = url.substr(authority_start, authority_end - authority_start);
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    out += "***";
+    out.append(authority.substr(at));
+  } else {
+    out.append(authority);
+  }
+  const auto query_start = std::min(url.find_first_of("?#", authority_end), url.size());
+  out.append(url.substr(authority_end, query_start - authority_end));
+  if (query_start == url.size()) return out;
+  const auto fragment_start = std::min(url.find('#', query_start), url.size());
+  if (url[query_start] == '?') {
+    out += '?';
+    std::string_view query = url.substr(query_start + 1, fragment_start - query_start - 1);
+    bool first = true;
+    while (true) {
+      const auto end = std::min(query.find('&'), query.size());
+      const std::string_view pair = query.substr(0, end);
+      if (!first) out += '&';
+      first = false;
+      if (const auto eq = pair.find('='); eq != std::string_view::npos) {
+        out.append(pair.substr(0, eq + 1));
+        out += "***";
+      } else if (!pair.empty()) {
+        out += "***";  // a bare value ("?s3cr3t") is as secret as a named one
+      }
+      if (end == query.size()) break;
+      query.remove_prefix(end + 1);
+    }
+  }
+  if (fragment_start < url.size()) out += "#***";
+  return out;
+}
+
 ip_address ip_address::v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
   ip_address out;
   out.bytes[0] = a;

@@ -26,6 +26,11 @@ struct target_parse {
 // http and https only; no userinfo; a host is required; no fragment is sent.
 target_parse parse_target_url(std::string_view url);
 
+// A subscriber URL fit to show an operator: user info becomes "***@" and every query value (and
+// the fragment) "***", since partners put tokens there; scheme, host, port and path stay. Works
+// on text that does not parse too, so a malformed URL never leaks what it carries.
+std::string redact_url(std::string_view url);
+
 struct ip_address {
   bool v6 = false;
   std::array<std::uint8_t, 16> bytes{};  // network order; IPv4 uses bytes[0..3]

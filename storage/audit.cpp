@@ -126,7 +126,8 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
   SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
   std::map<std::int64_t, audit_limit> limits;
   for (const auto& row : load_subscribers(db, which)) {
-    limits[row.id] = {row.rate_per_sec, row.burst, row.active};
+    // A rate stored as text reads NaN (subscriber_row); judge it as 0, as SQLite would read it.
+    limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
   }
 
   SQLite::Statement query(db,

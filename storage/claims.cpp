@@ -22,7 +22,9 @@ constexpr const char* claim_sql =
     "SELECT id FROM webhook_delivery WHERE subscriber_id = :sid "
     "AND status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
     "ORDER BY next_attempt_at, id LIMIT :n) "
-    "RETURNING id, subscriber_id, event_type, payload, attempts, next_attempt_at, created_at";
+    "RETURNING id, subscriber_id, event_type, "
+    "CASE WHEN length(CAST(payload AS BLOB)) > :max_payload THEN '' ELSE payload END, "
+    "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB))";
 
 constexpr const char* release_sql =
     "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
@@ -76,7 +78,7 @@ claimer::claimer(SQLite::Database& db, std::string owner)
 claimer::~claimer() = default;
 
 std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> demand, double now,
-                                        double lease_seconds) {
+                                        double lease_seconds, std::int64_t max_payload_bytes) {
   std::vector<claimed_row> rows;
   if (std::none_of(demand.begin(), demand.end(), [](const auto& d) { return d.rows > 0; })) {
     return rows;
@@ -91,6 +93,7 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
     statement.bind(":sid", entry.subscriber_id);
     statement.bind(":now", now);
     statement.bind(":n", entry.rows);
+    statement.bind(":max_payload", max_payload_bytes);
     const auto first = rows.size();
     while (statement.executeStep()) {
       claimed_row& row = rows.emplace_back();
@@ -101,6 +104,7 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
       row.attempts = statement.getColumn(4).getInt64();
       row.next_attempt_at = statement.getColumn(5).getDouble();
       row.created_at = statement.getColumn(6).getDouble();
+      row.payload_bytes = statement.getColumn(7).getInt64();
       row.lease = lease;
     }
     // RETURNING hands rows back in no promised order.

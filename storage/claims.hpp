@@ -16,7 +16,8 @@ struct claimed_row {
   std::int64_t id = 0;
   std::int64_t subscriber_id = 0;
   std::string event_type;
-  std::string payload;
+  std::string payload;  // empty when the payload is over the claim's size cap
+  std::int64_t payload_bytes = 0;  // the stored payload's size, measured in SQL
   std::int64_t attempts = 0;
   double next_attempt_at = 0;
   double created_at = 0;
@@ -48,8 +49,12 @@ class claimer {
   // subscriber come out ordered by next_attempt_at. A claim that leased anything also records
   // its lease and owner in surge_lease (one row per call), and every 100 such claims the
   // transaction also drops surge_lease rows more than an hour past their lease.
+  // A payload over `max_payload_bytes` is measured in SQL and not read: the row comes back with
+  // its size and an empty payload, so what a claim holds in memory is bounded by the cap.
   std::vector<claimed_row> claim(std::span<const subscriber_demand> demand, double now,
-                                 double lease_seconds);
+                                 double lease_seconds,
+                                 std::int64_t max_payload_bytes = no_payload_cap);
+  static constexpr std::int64_t no_payload_cap = INT64_MAX;
 
   // Sets locked_until = 0 on rows still holding our lease; returns how many were released.
   int release(std::span<const lease_ref> leases);

@@ -61,7 +61,8 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   {
     SQLite::Statement update(db,
                              "UPDATE webhook_delivery SET status = 'pending', attempts = 0, "
-                             "next_attempt_at = :now, locked_until = 0 WHERE " +
+                             "next_attempt_at = :now, locked_until = 0, created_at = :now "
+                             "WHERE " +
                                  where + " RETURNING subscriber_id");
     update.bind(":now", now);
     bind_selection(update, which);

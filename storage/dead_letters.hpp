@@ -32,14 +32,16 @@ std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& whic
 
 struct replay_report {
   std::int64_t replayed = 0;
-  // Subscribers of replayed rows that are inactive or no longer exist: the drain dead-letters
-  // their rows again unless they are re-enabled.
+  // Subscribers of replayed rows that are inactive (their rows wait until they are enabled) or
+  // no longer exist (the drain dead-letters their rows again).
   std::vector<std::int64_t> inactive_subscribers;
 };
 
-// Puts the dead rows matching `which` back to pending: attempts 0, due at `now`, no lease.
-// last_status and last_error stay as history until the next attempt overwrites them. One
-// BEGIN IMMEDIATE transaction.
+// Puts the dead rows matching `which` back to pending: attempts 0, due at `now`, no lease, and
+// created_at = `now`, so the row gets a whole new retry window (both drainers measure the window
+// from created_at; a replayed day-old row would otherwise die after one attempt). last_status
+// and last_error stay as history until the next attempt overwrites them. One BEGIN IMMEDIATE
+// transaction.
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
 
 }  // namespace surge::storage

@@ -1,5 +1,7 @@
 #include "storage/subscribers.hpp"
 
+#include <limits>
+
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
@@ -12,6 +14,19 @@ constexpr const char* select_columns =
     "SELECT id, url, secret, event_types, rate_per_sec, burst, tokens, tokens_updated_at, "
     "active, signing, max_in_flight FROM webhook_subscriber ";
 
+bool is_number(const SQLite::Column& column) {
+  return column.isInteger() || column.isFloat();
+}
+
+// As SQLite's quote() would show it, for messages about a value that is not a number.
+std::string quoted(const SQLite::Column& column) {
+  if (column.isNull()) return "NULL";
+  if (column.isBlob()) return "a blob of " + std::to_string(column.getBytes()) + " bytes";
+  std::string text = "'";
+  for (const char c : column.getString()) text += c == '\'' ? std::string("''") : std::string(1, c);
+  return text + "'";
+}
+
 subscriber_row read_row(const SQLite::Statement& query) {
   subscriber_row row;
   row.id = query.getColumn(0).getInt64();
@@ -20,6 +35,14 @@ subscriber_row read_row(const SQLite::Statement& query) {
   row.event_types = query.getColumn(3).getString();
   row.rate_per_sec = query.getColumn(4).getDouble();
   row.burst = query.getColumn(5).getInt64();
+  if (!is_number(query.getColumn(4))) {
+    row.rate_text = quoted(query.getColumn(4));
+    row.rate_per_sec = std::numeric_limits<double>::quiet_NaN();
+  }
+  if (!is_number(query.getColumn(5))) {
+    row.burst_text = quoted(query.getColumn(5));
+    row.burst = 0;
+  }
   row.tokens = query.getColumn(6).getDouble();
   row.tokens_updated_at = query.getColumn(7).getDouble();
   row.active = query.getColumn(8).getInt64() != 0;

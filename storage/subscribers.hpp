@@ -24,6 +24,9 @@ struct subscriber_row {
   bool active = true;
   std::string signing = "vvv";
   std::int64_t max_in_flight = 0;  // 0: the engine default
+  // rate_per_sec and burst as stored, SQL-quoted ('fast', NULL), when they are not numbers (another
+  // program can write text into any column); the numeric field then reads NaN (rate) or 0 (burst).
+  std::optional<std::string> rate_text, burst_text;
 };
 
 // Every column of the chosen subscribers (active or not), ordered by id.

@@ -120,13 +120,14 @@ int replay(const dead_options& o) {
     return exit_ok;
   }
   std::cout << "replayed " << report.replayed
-            << " dead deliveries: pending again, attempts reset to 0, due now\n";
+            << " dead deliveries: pending again, attempts reset to 0, due now, with a fresh "
+               "retry window (created_at = now)\n";
   if (!report.inactive_subscribers.empty()) {
     std::cout << "note: inactive or unknown subscriber(s):";
     for (const auto id : report.inactive_subscribers) std::cout << " " << id;
-    std::cout << "; a drain dead-letters their rows again unless they are re-enabled "
+    std::cout << "; rows of an inactive subscriber stay queued until it is enabled "
                  "(surge subscriber enable --db "
-              << o.db_path << " ID)\n";
+              << o.db_path << " ID), rows of an unknown one are dead-lettered again\n";
   }
   return exit_ok;
 }
@@ -150,8 +151,8 @@ void add_dead_command(CLI::App& app, command_action& action) {
   auto* replay_cmd = group->add_subcommand(
       "replay",
       "Put the selected dead rows (all of them without --subscriber/--since/--limit) back to "
-      "pending with attempts 0, due now, in one transaction. last_status/last_error are kept "
-      "until the next attempt.");
+      "pending with attempts 0, due now and created_at now (a fresh retry window), in one "
+      "transaction. last_status/last_error are kept until the next attempt.");
   add_selection_options(replay_cmd, *replay_opts);
   replay_cmd
       ->add_option("--limit", replay_opts->limit, "Replay only the newest N selected rows")

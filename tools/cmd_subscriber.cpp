@@ -1,4 +1,5 @@
 // surge subscriber add|list|set|enable|disable: manage endpoints without writing SQL.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -73,12 +74,17 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   }
 }
 
+// URLs are redacted (proto::redact_url): partners put tokens in them, and listings end up in
+// tickets and terminals.
 boost::json::object to_json(const storage::subscriber_row& row) {
-  return {{"id", row.id},           {"url", row.url},
+  boost::json::object out{{"id", row.id},           {"url", proto::redact_url(row.url)},
           {"event_types", row.event_types}, {"rate_per_sec", row.rate_per_sec},
           {"burst", row.burst},     {"active", row.active},
           {"signing", row.signing}, {"max_in_flight", row.max_in_flight},
           {"tokens", row.tokens}};
+  // A rate stored as something other than a number reads NaN, which JSON cannot carry.
+  if (!std::isfinite(row.rate_per_sec)) out["rate_per_sec"] = nullptr;
+  return out;
 }
 
 SQLite::Database open_migrated(const std::string& path) {
@@ -146,7 +152,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       for (const auto& r : rows) {
         std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)\n", static_cast<long long>(r.id),
                     r.active ? "yes" : "no", r.rate_per_sec, static_cast<long long>(r.burst),
-                    r.signing.c_str(), static_cast<long long>(r.max_in_flight), r.url.c_str(),
+                    r.signing.c_str(), static_cast<long long>(r.max_in_flight),
+                    proto::redact_url(r.url).c_str(),
                     r.event_types.c_str());
       }
       return exit_ok;

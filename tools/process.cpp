@@ -6,6 +6,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <thread>
@@ -39,7 +40,7 @@ child_process::child_process(const std::string& program, const std::vector<std::
 }
 
 child_process::child_process(child_process&& other) noexcept
-    : pid_(other.pid_), status_(other.status_) {
+    : pid_(other.pid_), peak_rss_kib_(other.peak_rss_kib_), status_(other.status_) {
   other.pid_ = -1;
 }
 
@@ -56,8 +57,10 @@ std::optional<int> child_process::wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     int raw = 0;
-    const pid_t done = ::waitpid(pid_, &raw, WNOHANG);
+    rusage usage{};
+    const pid_t done = ::wait4(pid_, &raw, WNOHANG, &usage);
     if (done == pid_) {
+      peak_rss_kib_ = usage.ru_maxrss;
       status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
       return status_;
     }

@@ -26,9 +26,12 @@ class child_process {
   std::optional<int> wait(std::chrono::milliseconds timeout);
   // SIGTERM, then SIGKILL if it has not exited within `grace`.
   int stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  // Once wait() has seen it exit: its peak resident set (ru_maxrss) in KiB, 0 before that.
+  long peak_rss_kib() const { return peak_rss_kib_; }
 
  private:
   pid_t pid_ = -1;
+  long peak_rss_kib_ = 0;
   std::optional<int> status_;
 };
 

@@ -118,6 +118,25 @@ TEST(JudgeAttempt, ServerErrorRetriesAfterTheBackoffWithTheReason) {
   EXPECT_FALSE(judged.pause_subscriber);
 }
 
+TEST(JudgeAttempt, UnpaidTooManyRequestsCostAnAttemptPastTheCap) {
+  const proto::retry_policy policy;
+  const int cap = policy.config().max_unpaid_rate_limits;
+  // A garbled Retry-After is no Retry-After.
+  auto judged = judge_attempt(sample_row(3), 7, answered(429, "soon"), times_at(1'700'000'010),
+                              policy, 3600s, 0.5, cap - 1);
+  EXPECT_EQ(judged.outcome.attempts, 3);
+  EXPECT_EQ(judged.unpaid_rate_limits, cap);
+  judged = judge_attempt(sample_row(3), 7, answered(429), times_at(1'700'000'010), policy, 3600s,
+                         0.5, cap);
+  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::retry);
+  EXPECT_EQ(judged.outcome.attempts, 4);
+  EXPECT_TRUE(judged.pause_subscriber);
+  EXPECT_EQ(judged.unpaid_rate_limits, cap + 1);
+  judged = judge_attempt(sample_row(3), 7, answered(200), times_at(1'700'000'010), policy, 3600s,
+                         0.5, cap + 1);
+  EXPECT_EQ(judged.unpaid_rate_limits, 0);
+}
+
 TEST(JudgeAttempt, TooManyRequestsPausesAndCostsNoAttempt) {
   const auto judged = judge_attempt(sample_row(3), 7, answered(429, "30"), times_at(1'700'000'010),
                                     proto::retry_policy{}, 3600s, 0.5);

@@ -111,7 +111,13 @@ TEST(DrainDelivery, BadRowsAreDeadLetteredWithAReasonWhileTheRestDrains) {
   };
   expect_dead(oversized.front(), "payload too large");
   for (auto id : malformed_rows) expect_dead(id, "malformed URL");
-  for (auto id : inactive_rows) expect_dead(id, "inactive");
+  // Inactive means paused: its rows stay queued, untouched, for when it is enabled again.
+  for (auto id : inactive_rows) {
+    const auto row = queue.row(id);
+    EXPECT_EQ(row.status, "pending") << "row " << id << ": " << row.last_error;
+    EXPECT_EQ(row.attempts, 0);
+    EXPECT_EQ(row.locked_until, 0);
+  }
   for (auto id : orphan_rows) expect_dead(id, "unknown subscriber");
   EXPECT_EQ(deliveries(sink.stop_and_read()).size(), good_rows.size());
 }

@@ -155,8 +155,20 @@ TEST(DrainRetry, GoneDeadLettersAndDeactivatesTheSubscriber) {
   const auto result = env.drain();
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = env.sink->stop_and_read();
-  EXPECT_EQ(requests.size(), 1u) << "rows after a 410 must not be sent";
-  for (auto row : rows) EXPECT_EQ(env.queue.row(row).status, "dead");
+  ASSERT_EQ(requests.size(), 1u) << "rows after a 410 must not be sent";
+  // Only the row that got the 410 is dead; the others wait, unleased, for the subscriber to be
+  // enabled again.
+  for (auto row : rows) {
+    const auto state = env.queue.row(row);
+    if (row == requests[0].delivery_id) {
+      EXPECT_EQ(state.status, "dead");
+      EXPECT_NE(state.last_error.find("410"), std::string::npos) << state.last_error;
+    } else {
+      EXPECT_EQ(state.status, "pending") << "row " << row << ": " << state.last_error;
+      EXPECT_EQ(state.attempts, 0);
+      EXPECT_EQ(state.locked_until, 0);
+    }
+  }
   SQLite::Statement active(env.queue.db(), "SELECT active FROM webhook_subscriber WHERE id = ?");
   active.bind(1, id);
   ASSERT_TRUE(active.executeStep());

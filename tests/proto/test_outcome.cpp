@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 #include <string>
 
@@ -99,6 +100,47 @@ TEST(outcome, rate_limited_without_retry_after_backs_off_and_pauses) {
     EXPECT_FALSE(d.deactivate_subscriber);
     EXPECT_EQ(d.reason, "http 429");
   }
+}
+
+TEST(outcome, unpaid_rate_limits_count_as_attempts_past_the_cap) {
+  const int cap = policy.config().max_unpaid_rate_limits;
+  ASSERT_GT(cap, 0);
+  // Below the cap: free, as always.
+  const decision free = decide(http(429), 2, young, policy, u, cap - 1);
+  EXPECT_FALSE(free.counts_attempt);
+  EXPECT_EQ(free.what, verdict::retry);
+  // At the cap: an ordinary failure that still pauses the subscriber.
+  const decision paid = decide(http(429), 2, young, policy, u, cap);
+  EXPECT_TRUE(paid.counts_attempt);
+  EXPECT_EQ(paid.what, verdict::retry);
+  EXPECT_EQ(paid.delay, policy.backoff(3, u));
+  EXPECT_EQ(paid.pause_subscriber, paid.delay);
+  EXPECT_EQ(paid.reason, "http 429");
+  // So the attempt limit ends it.
+  const decision last = decide(http(429), 7, young, policy, u, cap + 100);
+  EXPECT_EQ(last.what, verdict::dead);
+  EXPECT_EQ(last.reason, "attempt limit");
+  EXPECT_TRUE(last.counts_attempt);
+  EXPECT_TRUE(last.pause_subscriber.has_value());
+  // A usable Retry-After keeps the 429 free however long the streak.
+  const decision told = decide(http(429, 5s), 7, young, policy, u, cap + 100);
+  EXPECT_FALSE(told.counts_attempt);
+  EXPECT_EQ(told.what, verdict::retry);
+  EXPECT_EQ(told.delay, 5s);
+}
+
+TEST(outcome, unpaid_rate_limit_streak) {
+  EXPECT_EQ(next_unpaid_rate_limits(http(429), 0), 1);
+  EXPECT_EQ(next_unpaid_rate_limits(http(429), 4), 5);
+  EXPECT_EQ(next_unpaid_rate_limits(http(429), std::numeric_limits<int>::max()),
+            std::numeric_limits<int>::max());
+  // Retry-After says when: not unpaid; any other answer ends the streak.
+  EXPECT_EQ(next_unpaid_rate_limits(http(429, 3s), 4), 0);
+  EXPECT_EQ(next_unpaid_rate_limits(http(200), 4), 0);
+  EXPECT_EQ(next_unpaid_rate_limits(http(500), 4), 0);
+  // No answer says nothing about the partner's limiter.
+  EXPECT_EQ(next_unpaid_rate_limits(failed(transport_error::timeout), 4), 4);
+  EXPECT_EQ(next_unpaid_rate_limits({429, transport_error::receive, {}}, 4), 4);
 }
 
 TEST(outcome, rate_limited_honours_retry_after) {

@@ -136,5 +136,19 @@ TEST(target_url, names_beginning_with_an_ipv4_address_are_refused) {
   EXPECT_EQ(parsed("http://1.2.3.4#f").path, "/");
 }
 
+TEST(TargetUrl, RedactHidesUserInfoQueryValuesAndFragment) {
+  EXPECT_EQ(redact_url("https://user:pass@hooks.example.com:8443/in/v1?token=abc&x=1#frag"),
+            "https://***@hooks.example.com:8443/in/v1?token=***&x=***#***");
+  EXPECT_EQ(redact_url("http://hooks.example.com/in"), "http://hooks.example.com/in");
+  EXPECT_EQ(redact_url("http://h/p?s3cr3t"), "http://h/p?***");
+  EXPECT_EQ(redact_url("http://h?token=a"), "http://h?token=***");
+  EXPECT_EQ(redact_url("http://a:b@h"), "http://***@h");
+  // The last '@' ends the user info, as parsers read it.
+  EXPECT_EQ(redact_url("http://a@b:c@h/x"), "http://***@h/x");
+  // Text that is no URL at all still loses what looks like a secret.
+  EXPECT_EQ(redact_url("not a url?key=v"), "not a url?key=***");
+  EXPECT_EQ(redact_url(""), "");
+}
+
 }  // namespace
 }  // namespace surge::proto

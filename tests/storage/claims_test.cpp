@@ -161,5 +161,31 @@ TEST_F(Claims, ClaimUsesTheSubscriberDueIndex) {
   EXPECT_EQ(details.find("TEMP B-TREE"), std::string::npos) << details;
 }
 
+TEST_F(Claims, AnOversizedPayloadIsMeasuredNotRead) {
+  const auto small = testing::insert_deliveries_old(db_, sub_a_, 1, 10)[0];
+  const auto big = testing::insert_deliveries_old(db_, sub_a_, 1, 20)[0];
+  // Bytes, not characters: 4 two-byte characters are 8 bytes, over the cap of 7.
+  const auto wide = testing::insert_deliveries_old(db_, sub_a_, 1, 30)[0];
+  db_.exec("UPDATE webhook_delivery SET payload = hex(zeroblob(50000)) WHERE id = " +
+           std::to_string(big));
+  db_.exec("UPDATE webhook_delivery SET payload = '\u00e9\u00e9\u00e9\u00e9' WHERE id = " +
+           std::to_string(wide));
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 10}};
+  const auto rows = claims.claim(demand, 100, 30, 7);
+  ASSERT_EQ(ids_of(rows), (std::vector<std::int64_t>{small, big, wide}));
+  EXPECT_EQ(rows[0].payload, "{\"n\":0}");
+  EXPECT_EQ(rows[0].payload_bytes, 7);
+  EXPECT_EQ(rows[1].payload, "");
+  EXPECT_EQ(rows[1].payload_bytes, 100000);
+  EXPECT_EQ(rows[2].payload, "");
+  EXPECT_EQ(rows[2].payload_bytes, 8);
+  // Without a cap every payload is read.
+  db_.exec("UPDATE webhook_delivery SET locked_until = 0");
+  const auto uncapped = claims.claim(demand, 200, 30);
+  ASSERT_EQ(uncapped.size(), 3u);
+  EXPECT_EQ(uncapped[1].payload.size(), 100000u);
+}
+
 }  // namespace
 }  // namespace surge::storage

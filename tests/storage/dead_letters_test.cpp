@@ -79,6 +79,8 @@ TEST_F(DeadLetters, ReplayPutsTheSelectionBackToPending) {
     EXPECT_EQ(query_int(db_, "SELECT attempts" + row), 0);
     EXPECT_EQ(query_double(db_, "SELECT next_attempt_at" + row), 5000);
     EXPECT_EQ(query_double(db_, "SELECT locked_until" + row), 0);
+    // A fresh retry window: an old row replayed must not die of its age after one attempt.
+    EXPECT_EQ(query_double(db_, "SELECT created_at" + row), 5000);
     // Kept as history until the next attempt overwrites it.
     EXPECT_EQ(query_text(db_, "SELECT last_error" + row), "attempt limit");
   }

@@ -1,5 +1,7 @@
 #include "storage/subscribers.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "test_db.hpp"
@@ -126,6 +128,30 @@ TEST_F(Subscribers, SaveBucketsWritesTokensOnly) {
   EXPECT_EQ(load_subscriber(db_, b)->tokens_updated_at, 1700000200);
   EXPECT_EQ(load_subscriber(db_, b)->burst, 3);
   save_buckets(db_, {});
+}
+
+TEST_F(Subscribers, LimitsThatAreNotNumbersAreReportedAsStored) {
+  const auto id = add_subscriber(db_, sample());
+  const auto ok = load_subscriber(db_, id);
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_FALSE(ok->rate_text.has_value());
+  EXPECT_FALSE(ok->burst_text.has_value());
+  db_.exec("UPDATE webhook_subscriber SET rate_per_sec = 'fast', burst = 'it''s big' WHERE id = " +
+           std::to_string(id));
+  const auto bad = load_subscriber(db_, id);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->rate_text, "'fast'");
+  EXPECT_TRUE(std::isnan(bad->rate_per_sec));
+  EXPECT_EQ(bad->burst_text, "'it''s big'");
+  EXPECT_EQ(bad->burst, 0);
+  // Numeric text is stored as a number (REAL affinity), so it is no problem.
+  db_.exec("UPDATE webhook_subscriber SET rate_per_sec = '2.5', burst = -3 WHERE id = " +
+           std::to_string(id));
+  const auto numeric = load_subscriber(db_, id);
+  EXPECT_FALSE(numeric->rate_text.has_value());
+  EXPECT_EQ(numeric->rate_per_sec, 2.5);
+  EXPECT_FALSE(numeric->burst_text.has_value());
+  EXPECT_EQ(numeric->burst, -3);
 }
 
 }  // namespace

@@ -274,5 +274,65 @@ TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
   EXPECT_NE(result.out.find("surge@test-host:4242"), std::string::npos) << result.out;
 }
 
+TEST(AdminCli, DeadReplayGivesAFreshRetryWindow) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const double now = storage::unix_now();
+  // Nothing listens there: every attempt fails, and a failure past the 24 h window is final.
+  const auto sub = queue.add_subscriber(
+      "http://127.0.0.1:" + std::to_string(unused_port()) + "/h", 100, 10);
+  const auto old = queue.add_rows(sub, 1, "{}", now - 2 * 86400)[0];
+  make_dead(queue, old);
+
+  auto result = run_surge(dir, {"dead", "replay", "--db", queue.path()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("fresh retry window"), std::string::npos) << result.out;
+  const double created = queue.db()
+                             .execAndGet("SELECT created_at FROM webhook_delivery WHERE id = " +
+                                         std::to_string(old))
+                             .getDouble();
+  EXPECT_NEAR(created, storage::unix_now(), 60);
+
+  result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                           "--allow-private-targets", "--progress-interval", "0"},
+                     std::chrono::seconds(60));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto row = queue.row(old);
+  EXPECT_EQ(row.status, "retry") << "the replayed row died again: " << row.last_error;
+  EXPECT_EQ(row.attempts, 1);
+}
+
+TEST(AdminCli, SubscriberListRedactsCredentials) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("https://a.example/h", 5, 10);
+  queue.set_url(sub, "https://partner:hunter2@a.example/hook?token=s3cret&v=2");
+
+  for (const bool json : {false, true}) {
+    std::vector<std::string> args = {"subscriber", "list", "--db", queue.path()};
+    if (json) args.push_back("--json");
+    const auto result = run_surge(dir, args);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out.find("hunter2"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("partner:"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("s3cret"), std::string::npos) << result.out;
+    EXPECT_NE(result.out.find("https://***@a.example/hook?token=***&v=***"), std::string::npos)
+        << result.out;
+    if (json) {
+      EXPECT_EQ(boost::json::parse(result.out).as_array()[0].at("url").as_string(),
+                "https://***@a.example/hook?token=***&v=***");
+    }
+  }
+  // A rate another program stored as text is no number: JSON gets null, not NaN.
+  queue.db().exec("UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
+                  std::to_string(sub));
+  const auto result = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  boost::system::error_code error;
+  const auto parsed = boost::json::parse(result.out, error);
+  ASSERT_FALSE(error) << result.out;
+  EXPECT_TRUE(parsed.as_array()[0].at("rate_per_sec").is_null()) << result.out;
+}
+
 }  // namespace
 }  // namespace surge::testing
