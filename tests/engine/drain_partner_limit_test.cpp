@@ -112,9 +112,20 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
   {
     std::ofstream(dir.file("nginx/nginx.conf")) << nginx_conf(dir, port, partners);
   }
-  tools::child_process server(*nginx, {"-p", dir.file("nginx"), "-c", dir.file("nginx/nginx.conf"),
-                                       "-e", dir.file("nginx/error.log")},
-                              dir.file("nginx/stdout"), dir.file("nginx/stderr"));
+  // A partner has its own machine; here it shares two cores with the drain and whatever else
+  // runs, and a partner stalled for longer than the margin stamps a batch of requests late and
+  // the next on time, refusing it whoever the client is. So it runs at a higher priority where
+  // that is allowed (GNU nice runs it unchanged, with a warning, where it is not).
+  std::vector<std::string> args = {*nginx, "-p", dir.file("nginx"), "-c",
+                                   dir.file("nginx/nginx.conf"), "-e", dir.file("nginx/error.log")};
+  std::string program = *nginx;
+  if (const auto nice = tools::find_program("nice")) {
+    program = *nice;
+    args.insert(args.begin(), {"-n", "-10"});
+  } else {
+    args.erase(args.begin());
+  }
+  tools::child_process server(program, args, dir.file("nginx/stdout"), dir.file("nginx/stderr"));
   bool ready = false;
   for (int i = 0; i < 200 && !ready; ++i) {
     ready = http_get(port, "/ready").status == 204;
