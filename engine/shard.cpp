@@ -280,6 +280,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       }
     } else if (sub.bucket.try_take(now)) {
       sub.origin_turn = false;
+      const bool probe = sub.breaker.current() == circuit_breaker::state::open;
       sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
       if (sub.token_wait_since) {
         add_to(metrics_.token_wait_seconds,
@@ -295,7 +296,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       counters_.add(counters_.in_flight);
       asio::co_spawn(io_,
                      attempt(sub, origin, std::move(row), sub.settings.target,
-                             sub.settings.signer),
+                             sub.settings.signer, probe),
                      asio::detached);
       continue;
     } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
@@ -310,7 +311,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
 asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
                                      storage::claimed_row row,
                                      std::shared_ptr<const proto::target> target,
-                                     std::shared_ptr<const proto::signer> signer) {
+                                     std::shared_ptr<const proto::signer> signer, bool probe) {
   attempt_times times;
   times.started_unix = storage::unix_now();
   http_result result;
@@ -333,6 +334,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     result.detail = std::string("internal error: ") + error.what();
   }
   if (result.not_sent) {
+    if (probe) sub.breaker.on_probe_unsent(steady::now());
     give_back_unsent(sub, row);
     attempt_ended(sub, origin);
     co_return;

@@ -66,10 +66,11 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> flush_loop();
   boost::asio::awaitable<void> pump(subscriber_state& sub);
   // Takes the target and signer the pump saw, so a reload cannot change them mid-attempt.
+  // `probe`: the one request an open circuit lets out.
   boost::asio::awaitable<void> attempt(subscriber_state& sub, origin_state& origin,
                                        storage::claimed_row row,
                                        std::shared_ptr<const proto::target> target,
-                                       std::shared_ptr<const proto::signer> signer);
+                                       std::shared_ptr<const proto::signer> signer, bool probe);
   void send_demand();
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
