@@ -40,6 +40,12 @@ void circuit_breaker::on_failure(time_point now) {
   }
 }
 
+void circuit_breaker::on_probe_unsent(time_point now) {
+  if (state_ != state::probing) return;
+  state_ = state::open;
+  open_until_ = now;
+}
+
 void circuit_breaker::on_success() {
   // Only the probe's answer closes an open circuit; a late success from before it opened says
   // little about the endpoint now.

@@ -31,6 +31,9 @@ class circuit_breaker {
   // failure of a request that started before the circuit opened changes nothing more.
   void on_failure(time_point now);
   void on_success();
+  // The probe was never written (it gave up at the wire gate): it says nothing about the
+  // endpoint, so the circuit is open again with another probe due at once.
+  void on_probe_unsent(time_point now);
 
   state current() const { return state_; }
   // True from opening until the probe is answered: rows should not be claimed meanwhile.

@@ -338,8 +338,9 @@ asio::awaitable<http_client::exchange_outcome> http_client::exchange(connection&
 }
 
 asio::awaitable<http_result> http_client::send(const proto::target& target,
-                                               const http_request& request) {
-  const auto deadline = std::chrono::steady_clock::now() + config_.attempt_timeout;
+                                               const http_request& request,
+                                               const before_write& gate) {
+  auto deadline = std::chrono::steady_clock::now() + config_.attempt_timeout;
   http_result result;
   auto& pool = origin_for(target);
 
@@ -366,6 +367,20 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
       if (!conn) co_return result;
     }
 
+    if (gate) {
+      const auto asked = std::chrono::steady_clock::now();
+      const bool go = co_await gate(!result.reused_connection);
+      // Waiting to be let through is not the endpoint's time: the deadline moves by as much.
+      deadline += std::chrono::steady_clock::now() - asked;
+      if (!go) {
+        // Nothing was written, so the connection is as good as it was.
+        pool.idle.put(std::move(conn), std::chrono::steady_clock::now());
+        // On the fresh retry, the first try's failure stands.
+        result.not_sent = tries == 0;
+        co_return result;
+      }
+    }
+
     const auto exchange_began = std::chrono::steady_clock::now();
     auto out = co_await exchange(*conn, request, deadline);
     result.exchange_time = std::chrono::steady_clock::now() - exchange_began;
@@ -373,6 +388,8 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
         std::chrono::steady_clock::now() < deadline && tries == 0) {
       close(std::move(conn));
       result.fresh_retry = true;
+      result.error = out.error;
+      result.detail = std::move(out.detail);
       continue;
     }
     result.status = out.status;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -32,6 +33,7 @@ struct http_result {
   std::string body_prefix;  // at most max_response_body bytes
   bool reused_connection = false;
   bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
+  bool not_sent = false;     // the before_write hook gave up: nothing of this attempt went out
   // From the request's first byte to the end of the response (or the failure): the endpoint's
   // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
   std::chrono::steady_clock::duration exchange_time{};
@@ -51,10 +53,17 @@ class http_client {
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
 
+  // Awaited right before each write of the request (after connect and TLS, and again before
+  // the one fresh retry), so that a caller's rate limit is charged when the request goes on the
+  // wire; told whether the request is the first on a new connection. False gives up: the
+  // request is not written. The time spent in it is not taken from the attempt's deadline.
+  using before_write = std::function<boost::asio::awaitable<bool>(bool fresh_connection)>;
+
   // Sends `request` to `target` within the attempt deadline, reusing an idle connection of the
   // origin when one is there. Never throws for network failures: they come back as errors.
   boost::asio::awaitable<http_result> send(const proto::target& target,
-                                           const http_request& request);
+                                           const http_request& request,
+                                           const before_write& gate = {});
 
   // Closes connections idle for longer than the idle timeout.
   void evict_idle();

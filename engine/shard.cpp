@@ -74,6 +74,7 @@ void shard::begin_stop() {
     for (auto& [id, sub] : subscribers_) {
       release_ready(*sub);
       sub->notify();
+      sub->notify_wire();  // attempts not yet written give their rows back
     }
     finish_if_quiet();
   });
@@ -127,6 +128,8 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       // pushback stays lowered, within the new limit.
       sub.pace.reconfigure(row.rate_per_sec);
       sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
+      sub.wire.reconfigure(row.rate_per_sec, static_cast<double>(row.burst), now);
+      sub.notify_wire();
       // Queued behind another origin now: let the pump find its new one.
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;
@@ -308,6 +311,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       }
     } else if (sub.bucket.try_take(now)) {
       sub.origin_turn = false;
+      const bool probe = sub.breaker.current() == circuit_breaker::state::open;
       sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
       if (sub.token_wait_since) {
         add_to(metrics_.token_wait_seconds,
@@ -323,7 +327,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       counters_.add(counters_.in_flight);
       asio::co_spawn(io_,
                      attempt(sub, origin, std::move(row), sub.settings.target,
-                             sub.settings.signer),
+                             sub.settings.signer, probe),
                      asio::detached);
       continue;
     } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
@@ -338,7 +342,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
 asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
                                      storage::claimed_row row,
                                      std::shared_ptr<const proto::target> target,
-                                     std::shared_ptr<const proto::signer> signer) {
+                                     std::shared_ptr<const proto::signer> signer, bool probe) {
   attempt_times times;
   times.started_unix = storage::unix_now();
   http_result result;
@@ -346,10 +350,25 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     const auto request = build_delivery_request(*target, *signer, row,
                                                 static_cast<std::int64_t>(times.started_unix),
                                                 config_.http.user_agent);
-    result = co_await client_.send(*target, request);
+    // The partner counts arrivals, so the limit is charged again right before the write; an
+    // attempt gives up there before its lease gets too short to finish within it.
+    const auto lease_left = std::chrono::duration<double>(row.lease - storage::unix_now()) -
+                            lease_margin();
+    const auto give_up_at =
+        steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+    const http_client::before_write gate = [this, &sub, give_up_at](bool fresh_connection) {
+      return sub.wait_for_wire(give_up_at, stopping_, fresh_connection);
+    };
+    result = co_await client_.send(*target, request, gate);
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();
+  }
+  if (result.not_sent) {
+    if (probe) sub.breaker.on_probe_unsent(steady::now());
+    give_back_unsent(sub, row);
+    attempt_ended(sub, origin);
+    co_return;
   }
   times.finished_unix = storage::unix_now();
   times.now = std::chrono::system_clock::now();
@@ -393,7 +412,10 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     release_ready(sub);
   }
   push_outcome(std::move(judged.outcome));
+  attempt_ended(sub, origin);
+}
 
+void shard::attempt_ended(subscriber_state& sub, origin_state& origin) {
   --sub.in_flight;
   --in_flight_;
   --origin.in_flight;
@@ -446,10 +468,28 @@ void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
   if (changed) sub.bucket.reconfigure(sub.pace.effective(), sub.bucket.capacity(), now);
 }
 
+std::chrono::duration<double> shard::lease_margin() const {
+  return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
+}
+
 bool shard::lease_too_short(const storage::claimed_row& row) const {
-  const double margin =
-      std::chrono::duration<double>(config_.http.attempt_timeout).count() + 1.0;
-  return storage::unix_now() + margin > row.lease;
+  return storage::unix_now() + lease_margin().count() > row.lease;
+}
+
+void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
+  // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
+  // ends, like the rows buffered behind it; otherwise back to the queue.
+  const auto now = steady::now();
+  if (sub.paused_until > now) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at =
+        storage::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
+    out.last_error = "subscriber paused by Retry-After";
+    push_outcome(std::move(out));
+    return;
+  }
+  counters_.add(counters_.released);
+  push_outcome(outcome_for(row, storage::outcome_kind::release));
 }
 
 void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
@@ -584,8 +624,9 @@ void shard::finish() {
   const auto now = steady::now();
   const double now_unix = storage::unix_now();
   for (auto& [id, sub] : subscribers_) {
-    buckets.push_back({.subscriber_id = id, .tokens = sub->bucket.tokens_at(now),
-                       .updated_at = now_unix});
+    // The emptier of the two: what the partner has seen is what the next drainer may not repeat.
+    const double tokens = std::min(sub->bucket.tokens_at(now), sub->wire.tokens_at(now));
+    buckets.push_back({.subscriber_id = id, .tokens = tokens, .updated_at = now_unix});
     sub->wake.cancel();
   }
   storage_.submit_buckets(std::move(buckets));

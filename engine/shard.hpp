@@ -66,17 +66,24 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> flush_loop();
   boost::asio::awaitable<void> pump(subscriber_state& sub);
   // Takes the target and signer the pump saw, so a reload cannot change them mid-attempt.
+  // `probe`: the one request an open circuit lets out.
   boost::asio::awaitable<void> attempt(subscriber_state& sub, origin_state& origin,
                                        storage::claimed_row row,
                                        std::shared_ptr<const proto::target> target,
-                                       std::shared_ptr<const proto::signer> signer);
+                                       std::shared_ptr<const proto::signer> signer, bool probe);
   void send_demand();
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
   void push_outcome(storage::outcome outcome);
   void adjust_buffered(int delta);
+  // How long a lease must still run for an attempt to start (or to be written) within it.
+  std::chrono::duration<double> lease_margin() const;
   bool lease_too_short(const storage::claimed_row& row) const;
+  // An attempt that gave up at the wire gate: its row goes back, no attempt counted.
+  void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
+  // In-flight bookkeeping once an attempt is over, written or not.
+  void attempt_ended(subscriber_state& sub, origin_state& origin);
   // Counters, metrics and the subscriber's failure streak for one finished attempt.
   void record_attempt(subscriber_state& sub, const storage::claimed_row& row,
                       const http_result& result, const attempt_times& times);

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 namespace surge::engine {
 
 std::string limits_problem(const storage::subscriber_row& row) {
@@ -54,17 +57,58 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   return out;
 }
 
+namespace {
+double seed_for(const storage::subscriber_row& row, double now_unix) {
+  return seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
+                       static_cast<double>(row.burst), now_unix);
+}
+}  // namespace
+
 subscriber_state::subscriber_state(const storage::subscriber_row& row,
                                    subscriber_settings derived,
                                    boost::asio::any_io_executor executor, double now_unix,
                                    const scheduler_config& config)
     : settings(std::move(derived)),
-      bucket(row.rate_per_sec, static_cast<double>(row.burst),
-             seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
-                           static_cast<double>(row.burst), now_unix),
+      bucket(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
              std::chrono::steady_clock::now()),
+      wire(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
+           std::chrono::steady_clock::now()),
       pace(row.rate_per_sec, config.adaptive),
       breaker(config.circuit),
       wake(std::move(executor)) {}
+
+boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
+    std::chrono::steady_clock::time_point give_up_at, const bool& stopping,
+    bool fresh_connection) {
+  using steady = std::chrono::steady_clock;
+  boost::asio::steady_timer timer(wake.get_executor());
+  wire_line.push_back(&timer);
+  bool passed = false;
+  for (;;) {
+    const auto now = steady::now();
+    if (stopping || now >= give_up_at) break;
+    auto wake_at = give_up_at;  // behind others: until the one ahead leaves, or giving up
+    if (wire_line.front() == &timer) {
+      if (paused_until > now) {
+        if (paused_until >= give_up_at) break;
+        wake_at = paused_until;
+      } else if (const auto wait = wire.try_pass(now, fresh_connection);
+                 wait == steady::duration::zero()) {
+        passed = true;
+        break;
+      } else if (wait >= give_up_at - now) {
+        break;  // a rate of 0, or a token due too late for the lease
+      } else {
+        wake_at = now + wait;
+      }
+    }
+    timer.expires_at(wake_at);
+    co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+  }
+  const bool was_first = wire_line.front() == &timer;
+  wire_line.erase(std::find(wire_line.begin(), wire_line.end(), &timer));
+  if (was_first && !wire_line.empty()) wire_line.front()->cancel();
+  co_return passed;
+}
 
 }  // namespace surge::engine

@@ -7,12 +7,14 @@
 #include <optional>
 #include <string>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
 #include "engine/token_bucket.hpp"
+#include "engine/wire_gate.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/claims.hpp"
@@ -57,7 +59,12 @@ struct subscriber_state {
                    const scheduler_config& config);
 
   subscriber_settings settings;
-  token_bucket bucket;      // refills at pace.effective(), not always the configured rate
+  // Admits attempts, so no connection is opened for a request that cannot go soon; refills at
+  // pace.effective(), not always the configured rate.
+  token_bucket bucket;
+  // Charged when each request goes on the wire, at the configured limit: what the partner counts.
+  wire_gate wire;
+  std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
   adaptive_rate pace;
   circuit_breaker breaker;
   std::deque<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
@@ -82,6 +89,16 @@ struct subscriber_state {
   boost::asio::steady_timer wake;
 
   void notify() { wake.cancel(); }
+  // Waits, first come first served, until the wire gate lets one more request go and no
+  // Retry-After pause is in force; true when the caller may write now (the token is taken).
+  // False when it gives up: at `give_up_at`, when a pause or a rate of 0 lasts past it, or once
+  // `stopping` (the shard's flag, which outlives the wait) is set.
+  boost::asio::awaitable<bool> wait_for_wire(std::chrono::steady_clock::time_point give_up_at,
+                                             const bool& stopping, bool fresh_connection);
+  // Limits, a pause or the stop flag changed: the waiters at the gate look again.
+  void notify_wire() {
+    for (auto* waiter : wire_line) waiter->cancel();
+  }
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();

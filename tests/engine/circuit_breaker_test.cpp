@@ -37,6 +37,17 @@ TEST(CircuitBreaker, OneProbePerCooldownGrowingToTheCap) {
   }
 }
 
+TEST(CircuitBreaker, AProbeThatWasNeverSentLeavesTheNextProbeDueAtOnce) {
+  circuit_breaker breaker({.failure_threshold = 1, .base_cooldown = 1s, .max_cooldown = 4s});
+  breaker.on_failure(t0);
+  ASSERT_TRUE(breaker.try_admit(t0 + 1s));
+  breaker.on_probe_unsent(t0 + 2s);
+  EXPECT_EQ(breaker.current(), circuit_breaker::state::open);
+  EXPECT_EQ(breaker.cooldown(), 1s);  // not a failed probe: no longer cool-down
+  EXPECT_TRUE(breaker.try_admit(t0 + 2s));
+  EXPECT_EQ(breaker.current(), circuit_breaker::state::probing);
+}
+
 TEST(CircuitBreaker, ASuccessfulProbeCloses) {
   circuit_breaker breaker({.failure_threshold = 1, .base_cooldown = 1s, .max_cooldown = 4s});
   breaker.on_failure(t0);

@@ -1,0 +1,47 @@
+#pragma once
+// The limit charged where the partner measures it: when a request goes on the wire (DESIGN
+// section 3). Sans-I/O: the caller passes monotonic time.
+//
+// The pump's bucket admits attempts; this one is charged right before each request is written,
+// after connect and TLS. A partner's limiter (nginx limit_req) counts arrivals, so a burst that
+// waited for new connections and a next request that left at once on an open one would arrive
+// closer together than the bucket allowed if the charge were taken when the attempt started.
+#include <chrono>
+
+#include "engine/token_bucket.hpp"
+
+namespace surge::engine {
+
+class wire_gate {
+ public:
+  using time_point = token_bucket::time_point;
+  using duration = token_bucket::duration;
+
+  // The subscriber's configured rate and burst (not the adaptive pace: this is the partner's
+  // published limit, the hard cap), seeded like the admission bucket.
+  wire_gate(double rate_per_sec, double burst, double initial_tokens, time_point now);
+
+  // Zero when the write may go now, and the token is taken; otherwise how long to wait before
+  // asking again (nothing taken). duration::max() while the rate is 0 (paused).
+  // `fresh_connection`: the request is the first on a new connection.
+  duration try_pass(time_point now, bool fresh_connection = false);
+
+  // New limits apply from `now` without resetting tokens (clamped to the new burst).
+  void reconfigure(double rate_per_sec, double burst, time_point now);
+
+  double tokens_at(time_point t) const { return bucket_.tokens_at(t); }
+  // The safety margin against the partner's clock (see wire_gate.cpp): with burst >= 2, how
+  // long a token must have been whole before a write that waited for it goes; with burst 1, how
+  // much later than written a request on a new connection is charged.
+  duration margin() const { return margin_; }
+
+  // The margin for a limit (see wire_gate.cpp for why these numbers).
+  static duration margin_for(double rate_per_sec, double burst);
+
+ private:
+  token_bucket bucket_;
+  duration margin_;
+  bool headroom_;  // burst >= 2
+};
+
+}  // namespace surge::engine

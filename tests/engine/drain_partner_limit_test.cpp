@@ -1,0 +1,184 @@
+// The partner's own limiter is the judge (DESIGN section 3): nginx `limit_req` set to exactly
+// each subscriber's published rate and burst must refuse nothing, while every backlogged
+// subscriber still gets at least 95 % of its rate. nginx's `burst=b-1 nodelay` admits b requests
+// at once and then one per interval, measured from the arrival of the first: a bucket of
+// capacity b, charged when a request arrives.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/e2e.hpp"
+#include "tests/support/http_get.hpp"
+
+namespace surge::testing {
+namespace {
+
+struct partner {
+  std::int64_t id = 0;
+  int rate = 0;
+  int burst = 0;
+  int rows = 0;
+};
+
+std::optional<std::string> nginx_binary() {
+  if (std::ifstream("/usr/sbin/nginx").good()) return "/usr/sbin/nginx";
+  return tools::find_program("nginx");
+}
+
+// One process (master_process off: no user switch, so it runs as root or not), everything it
+// writes inside the test's directory. `return` runs in the rewrite phase, before limit_req's
+// preaccess phase, so a limited location must answer from a later phase: try_files (precontent)
+// falls through to a named location that answers 204.
+std::string nginx_conf(const temp_dir& dir, std::uint16_t port, const std::vector<partner>& partners) {
+  const auto root = dir.file("nginx");
+  std::ostringstream conf;
+  conf << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+       << "pid " << root << "/nginx.pid;\nerror_log " << root << "/error.log info;\n"
+       << "events { worker_connections 4096; }\nhttp {\n"
+       << "  log_format partner '$msec $uri $status';\n"
+       << "  access_log " << root << "/access.log partner;\n";
+  for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
+    conf << "  " << temp << "_temp_path " << root << "/" << temp << ";\n";
+  }
+  std::set<int> rates;
+  for (const auto& p : partners) rates.insert(p.rate);
+  for (int rate : rates) {
+    conf << "  limit_req_zone $uri zone=r" << rate << ":1m rate=" << rate << "r/s;\n";
+  }
+  conf << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << root << "/www;\n"
+       << "    location = /ready { return 204; }\n"
+       << "    location @accepted { return 204; }\n";
+  for (const auto& p : partners) {
+    conf << "    location = /s/" << p.id << " { limit_req zone=r" << p.rate
+         << " burst=" << p.burst - 1 << " nodelay; limit_req_status 429; "
+         << "try_files /none @accepted; }\n";
+  }
+  conf << "  }\n}\n";
+  return conf.str();
+}
+
+struct logged_request {
+  double at = 0;
+  std::int64_t subscriber_id = 0;
+  int status = 0;
+};
+
+std::vector<logged_request> read_access_log(const std::string& path) {
+  std::vector<logged_request> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    logged_request request;
+    std::string uri;
+    fields >> request.at >> uri >> request.status;
+    if (uri.rfind("/s/", 0) != 0) continue;
+    request.subscriber_id = std::stoll(uri.substr(3));
+    out.push_back(request);
+  }
+  return out;
+}
+
+TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
+  const auto nginx = nginx_binary();
+  if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
+  temp_dir dir;
+  std::filesystem::create_directories(dir.file("nginx/www"));
+  test_queue queue(dir);
+  const auto port = unused_port();
+
+  // Every rate with a small and a larger burst, three partners each: enough rows for about five
+  // seconds of sending after the first burst.
+  constexpr double backlog_seconds = 5.0;
+  std::vector<partner> partners;
+  for (int copy = 0; copy < 3; ++copy) {
+    for (int rate : {2, 5, 10, 20}) {
+      for (int burst : {2, 5}) {
+        partner p{.rate = rate, .burst = burst,
+                  .rows = burst + static_cast<int>(rate * backlog_seconds)};
+        p.id = queue.add_subscriber("http://placeholder/", rate, burst);
+        partners.push_back(p);
+      }
+    }
+  }
+  for (const auto& p : partners) {
+    queue.set_url(p.id, "http://127.0.0.1:" + std::to_string(port) + "/s/" + std::to_string(p.id));
+    queue.add_rows(p.id, p.rows);
+  }
+  {
+    std::ofstream(dir.file("nginx/nginx.conf")) << nginx_conf(dir, port, partners);
+  }
+  // A partner has its own machine; here it shares two cores with the drain and whatever else
+  // runs, and a partner stalled for longer than the margin stamps a batch of requests late and
+  // the next on time, refusing it whoever the client is. So it runs at a higher priority where
+  // that is allowed (GNU nice runs it unchanged, with a warning, where it is not).
+  std::vector<std::string> args = {*nginx, "-p", dir.file("nginx"), "-c",
+                                   dir.file("nginx/nginx.conf"), "-e", dir.file("nginx/error.log")};
+  std::string program = *nginx;
+  if (const auto nice = tools::find_program("nice")) {
+    program = *nice;
+    args.insert(args.begin(), {"-n", "-10"});
+  } else {
+    args.erase(args.begin());
+  }
+  tools::child_process server(program, args, dir.file("nginx/stdout"), dir.file("nginx/stderr"));
+  bool ready = false;
+  for (int i = 0; i < 200 && !ready; ++i) {
+    ready = http_get(port, "/ready").status == 204;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_TRUE(ready) << "nginx did not start; see " << dir.file("nginx/error.log");
+
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                                      "--allow-private-targets", "--progress-interval", "0"});
+  server.stop();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  std::map<std::int64_t, std::vector<logged_request>> by_subscriber;
+  for (const auto& request : read_access_log(dir.file("nginx/access.log"))) {
+    by_subscriber[request.subscriber_id].push_back(request);
+  }
+  int refused = 0;
+  int total = 0;
+  for (const auto& p : partners) {
+    auto& requests = by_subscriber[p.id];
+    std::sort(requests.begin(), requests.end(),
+              [](const auto& a, const auto& b) { return a.at < b.at; });
+    std::vector<double> accepted;
+    std::string refusals;
+    for (const auto& request : requests) {
+      ++total;
+      if (request.status == 204) {
+        accepted.push_back(request.at);
+      } else {
+        ++refused;
+        std::ostringstream at;
+        at << " " << request.status << " at +" << (request.at - requests.front().at) << " s";
+        refusals += at.str();
+      }
+    }
+    const std::string label = "subscriber " + std::to_string(p.id) + " (" +
+                              std::to_string(p.rate) + "/s, burst " + std::to_string(p.burst) + ")";
+    // The strict property: the partner's limiter never had to refuse.
+    EXPECT_TRUE(refusals.empty()) << label << " refused:" << refusals;
+    EXPECT_EQ(static_cast<int>(accepted.size()), p.rows) << label;
+    if (accepted.size() < 2) continue;
+    // Backlogged from the first request to the last: after the first burst, the rate.
+    const double span = accepted.back() - accepted.front();
+    const double achieved = (static_cast<double>(accepted.size()) - p.burst) / span;
+    EXPECT_GE(achieved, 0.95 * p.rate) << label << " achieved " << achieved << "/s";
+  }
+  EXPECT_EQ(refused, 0) << "nginx refused " << refused << " of " << total << " requests";
+  EXPECT_EQ(queue.count_by_status()["done"], [&] {
+    std::int64_t rows = 0;
+    for (const auto& p : partners) rows += p.rows;
+    return rows;
+  }());
+}
+
+}  // namespace
+}  // namespace surge::testing
