@@ -67,6 +67,14 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   if (o.rate_per_minute) row.rate_per_sec = *o.rate_per_minute / 60.0;
   if (o.burst) row.burst = *o.burst;
   if (o.max_in_flight) row.max_in_flight = *o.max_in_flight;
+  // Another program may have stored text; writing the row back would fail on NOT NULL.
+  if (row.rate_text && !o.rate && !o.rate_per_minute) {
+    throw usage_error("rate_per_sec is stored as " + *row.rate_text +
+                      ", not a number: give --rate or --rate-per-minute");
+  }
+  if (row.burst_text && !o.burst) {
+    throw usage_error("burst is stored as " + *row.burst_text + ", not a number: give --burst");
+  }
   const auto scheme = proto::parse_signing_scheme(row.signing);
   if (!scheme) throw usage_error("unknown signing '" + row.signing + "'");
   if (auto problem = proto::problem_with_new_secret(*scheme, row.secret); !problem.empty()) {

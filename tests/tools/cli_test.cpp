@@ -87,6 +87,18 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   SQLite::Statement count(queue.db(), "SELECT COUNT(*) FROM webhook_subscriber");
   ASSERT_TRUE(count.executeStep());
   EXPECT_EQ(count.getColumn(0).getInt64(), 0) << "a refused subscriber was stored";
+
+  // A rate another program stored as text: `set` names it instead of failing in SQL.
+  const auto id = queue.add_subscriber("https://a.example/h", 5, 10);
+  queue.db().exec("UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
+                  std::to_string(id));
+  auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                             "--burst", "3"});
+  EXPECT_EQ(set.exit_code, 2) << set.err;
+  EXPECT_NE(set.err.find("'fast'"), std::string::npos) << set.err;
+  set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--rate",
+                        "2"});
+  EXPECT_EQ(set.exit_code, 0) << set.err;
 }
 
 TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
