@@ -1,0 +1,169 @@
+// One attempt of a shard, from the wire gate to its outcome: the request, its result's effect on
+// the subscriber (circuit breaker, adaptive pace, pauses, 410) and the row handed back when it
+// could not be sent. The reactor, claims and outcome batching stay in shard.cpp.
+#include "engine/shard.hpp"
+
+#include <algorithm>
+
+#include "engine/delivery.hpp"
+#include "engine/log.hpp"
+#include "storage/database.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
+                                     storage::claimed_row row,
+                                     std::shared_ptr<const proto::target> target,
+                                     std::shared_ptr<const proto::signer> signer, bool probe) {
+  attempt_times times;
+  times.started_unix = storage::unix_now();
+  http_result result;
+  try {
+    const auto request = build_delivery_request(*target, *signer, row,
+                                                static_cast<std::int64_t>(times.started_unix),
+                                                config_.http.user_agent);
+    // The partner counts arrivals, so the limit is charged again right before the write; an
+    // attempt gives up there before its lease gets too short to finish within it.
+    const auto lease_left = std::chrono::duration<double>(row.lease - storage::unix_now()) -
+                            lease_margin();
+    const auto give_up_at =
+        steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+    const http_client::before_write gate = [this, &sub, give_up_at](bool fresh_connection) {
+      return sub.wait_for_wire(give_up_at, stopping_, fresh_connection);
+    };
+    result = co_await client_.send(*target, request, gate);
+  } catch (const std::exception& error) {
+    result.error = proto::transport_error::protocol;
+    result.detail = std::string("internal error: ") + error.what();
+  }
+  if (result.not_sent) {
+    if (probe) sub.breaker.on_probe_unsent(steady::now());
+    give_back_unsent(sub, row);
+    attempt_ended(sub, origin);
+    co_return;
+  }
+  times.finished_unix = storage::unix_now();
+  times.now = std::chrono::system_clock::now();
+  // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
+  // whole wait); connect and TLS time are not in it, so opening connections does not read as
+  // queueing.
+  const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
+  if (waited && result.exchange_time > steady::duration::zero()) {
+    origin.limit.on_latency(result.exchange_time, steady::now());
+  }
+  record_attempt(sub, row, result, times);
+
+  const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  auto judged = judge_attempt(row, sub.settings.id, result, times, retry_policy_,
+                              config_.retry_after_cap, unit, sub.unpaid_rate_limits);
+  sub.unpaid_rate_limits = judged.unpaid_rate_limits;
+  switch (judged.outcome.kind) {
+    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
+    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
+    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
+    case storage::outcome_kind::release: break;
+  }
+  if (judged.pause_subscriber) {
+    const auto pause = *judged.pause_subscriber;
+    sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
+    sub.poll_after = std::max(sub.poll_after, sub.paused_until);
+    if (pause >= config_.scheduler.pause_release_threshold) {
+      reschedule_ready(sub, times.finished_unix + std::chrono::duration<double>(pause).count(),
+                       "subscriber paused by Retry-After");
+    }
+  }
+  if (judged.deactivate_subscriber) {
+    // Only the row that got the 410 is dead; the rest wait in the queue, as for any inactive
+    // subscriber, until an operator enables it again.
+    if (sub.settings.active) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) +
+               " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+    }
+    sub.settings.active = false;
+    deactivate_.push_back(sub.settings.id);
+    release_ready(sub);
+  }
+  push_outcome(std::move(judged.outcome));
+  attempt_ended(sub, origin);
+}
+
+void shard::attempt_ended(subscriber_state& sub, origin_state& origin) {
+  --sub.in_flight;
+  --in_flight_;
+  --origin.in_flight;
+  counters_.add(counters_.in_flight, -1);
+  slot_freed(sub, origin);
+  finish_if_quiet();
+}
+
+void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& row,
+                           const http_result& result, const attempt_times& times) {
+  counters_.add(counters_.attempts);
+  if (result.fresh_retry) counters_.add(counters_.fresh_retries);
+  metrics_.count_attempt(result.status);
+  metrics_.attempt_duration.observe(times.finished_unix - times.started_unix);
+  if (row.attempts == 0) {
+    metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+  }
+  if (result.status >= 200 && result.status < 300) {
+    ++sub.delivered;
+    sub.consecutive_failures = 0;
+  } else {
+    ++sub.failed_attempts;
+    ++sub.consecutive_failures;
+  }
+  observe_endpoint(sub, result);
+}
+
+void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
+  const auto now = steady::now();
+  const bool pushback = result.status == 429 || result.status == 503;
+  // 5xx and no answer at all say the endpoint is unwell; any other answer says it is alive.
+  // A 503 with Retry-After is pushback, handled by the pause, not a sign of a dead endpoint.
+  const bool unwell =
+      (result.status >= 500 && !(result.status == 503 && !result.retry_after.empty())) ||
+      (result.status == 0 && result.error != proto::transport_error::refused_target);
+  if (unwell) {
+    const bool was_closed = !sub.breaker.blocking();
+    sub.breaker.on_failure(now);
+    if (was_closed && sub.breaker.blocking()) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
+               std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
+      // Its buffered rows go back to the queue rather than sit on leases while it is down.
+      release_ready(sub);
+    }
+  } else if (result.status != 0) {
+    sub.breaker.on_success();
+  }
+  const bool changed = pushback ? sub.pace.on_pushback(now)
+                                : (result.status >= 200 && result.status < 300 && sub.pace.on_success(now));
+  if (changed) sub.bucket.reconfigure(sub.pace.effective(), sub.bucket.capacity(), now);
+}
+
+std::chrono::duration<double> shard::lease_margin() const {
+  return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
+}
+
+bool shard::lease_too_short(const storage::claimed_row& row) const {
+  return storage::unix_now() + lease_margin().count() > row.lease;
+}
+
+void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
+  // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
+  // ends, like the rows buffered behind it; otherwise back to the queue.
+  const auto now = steady::now();
+  if (sub.paused_until > now) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at =
+        storage::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
+    out.last_error = "subscriber paused by Retry-After";
+    push_outcome(std::move(out));
+    return;
+  }
+  counters_.add(counters_.released);
+  push_outcome(outcome_for(row, storage::outcome_kind::release));
+}
+
+}  // namespace surge::engine

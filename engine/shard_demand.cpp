@@ -1,0 +1,128 @@
+// How a shard asks the storage thread for rows (how many each subscriber can use soon) and takes
+// the answer into its ready queues (DESIGN section 2, "claim by demand").
+#include "engine/shard.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "engine/delivery.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
+constexpr int unusable_claim_batch = 64;
+
+}  // namespace
+
+void shard::accept_claims(claim_reply reply) {
+  claim_outstanding_ = false;
+  const auto now = steady::now();
+  for (const auto& asked : reply.asked) {
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    it->second->pending_claim = std::max(0, it->second->pending_claim - asked.rows);
+  }
+  for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
+  pending_total_ = std::max(0, pending_total_);
+  std::unordered_map<std::int64_t, int> got;
+  for (auto& row : reply.rows) {
+    counters_.add(counters_.claimed);
+    auto it = subscribers_.find(row.subscriber_id);
+    if (it == subscribers_.end()) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    ++got[row.subscriber_id];
+    auto& sub = *it->second;
+    if (stopping_) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    sub.ready.push_back(std::move(row));
+    adjust_buffered(1);
+  }
+  // A short answer means the subscriber has nothing more due right now: poll it less often.
+  for (const auto& asked : reply.asked) {
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    auto& sub = *it->second;
+    if (got[asked.subscriber_id] < asked.rows) {
+      sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
+                                 config_.scheduler.idle_poll_max);
+      sub.poll_after = now + sub.idle_poll;
+    } else {
+      sub.idle_poll = std::chrono::milliseconds(0);
+    }
+    sub.notify();
+  }
+  // A stopping shard may have been waiting for this answer to finish.
+  finish_if_quiet();
+}
+
+asio::awaitable<void> shard::demand_loop() {
+  asio::steady_timer timer(io_);
+  while (!stopping_) {
+    timer.expires_after(config_.scheduler.demand_interval);
+    co_await timer.async_wait(use_tuple);
+    if (!stopping_ && !claim_outstanding_) send_demand();
+  }
+}
+
+void shard::send_demand() {
+  const auto now = steady::now();
+  const double horizon =
+      std::chrono::duration<double>(config_.scheduler.claim_horizon).count();
+  std::vector<storage::subscriber_demand> demand;
+  // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
+  // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
+  // no subscriber is always last in line.
+  int budget = in_flight_cap_ * config_.scheduler.buffer_per_slot -
+               buffered_ - pending_total_;
+  const std::size_t count = order_.size();
+  std::size_t visited = 0;
+  for (; visited < count && budget > 0; ++visited) {
+    auto& sub = *order_[(demand_cursor_ + visited) % count];
+    const auto id = sub.settings.id;
+    if (now < sub.poll_after) continue;
+    const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
+    int limit = 0;
+    if (!sub.settings.active) {
+      continue;  // paused by the operator (or a 410): its rows stay queued, unleased
+    } else if (!sub.settings.unusable_reason.empty()) {
+      limit = unusable_claim_batch;
+    } else if (sub.bucket.paused() || sub.paused_until > now) {
+      continue;
+    } else if (sub.breaker.blocking()) {
+      // An open circuit claims nothing but the one row its probe needs.
+      if (!sub.probe_due(now)) continue;
+      limit = 1;
+    } else {
+      // Rows it can send within the horizon: tokens now plus refill, bounded by a buffer of a
+      // few in-flight slots so a fast subscriber stays fed between claim rounds.
+      const double sendable = std::floor(sub.bucket.tokens_at(now) + sub.bucket.rate() * horizon);
+      const double buffer_cap = static_cast<double>(sub.settings.in_flight_cap) *
+                                config_.scheduler.buffer_per_slot;
+      limit = static_cast<int>(std::min(sendable, buffer_cap));
+    }
+    const int want = std::min(limit - held, budget);
+    if (want <= 0) continue;
+    sub.pending_claim += want;
+    pending_total_ += want;
+    budget -= want;
+    demand.push_back({.subscriber_id = id, .rows = want});
+  }
+  if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
+  if (demand.empty()) return;
+  claim_outstanding_ = true;
+  storage_.request_claims(index_, std::move(demand));
+}
+
+}  // namespace surge::engine
