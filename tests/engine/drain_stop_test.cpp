@@ -9,6 +9,8 @@
 #include <iterator>
 #include <thread>
 
+#include <sys/mount.h>
+
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
@@ -79,6 +81,66 @@ TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock)
   EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows.size()));
   const auto delivered = deliveries(sink.stop_and_read());
   for (const auto row : rows) EXPECT_GE(delivered.count(row), 1u) << "row " << row << " never sent";
+}
+
+// A small tmpfs of its own, so that the queue's disk can be filled without filling the machine's.
+class small_disk {
+ public:
+  explicit small_disk(const std::string& path) : path_(path) {
+    std::filesystem::create_directories(path);
+    mounted_ = ::mount("tmpfs", path.c_str(), "tmpfs", 0, "size=8m") == 0;
+  }
+  ~small_disk() {
+    // Lazily: the test's own connection to the queue may still be open.
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  // Writes a filler file until the disk refuses more.
+  void fill() {
+    std::ofstream filler(path_ + "/filler", std::ios::binary);
+    const std::string block(64 * 1024, 'x');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())) && filler.flush()) {
+    }
+  }
+  void free_space() { std::filesystem::remove(path_ + "/filler"); }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+};
+
+TEST(DrainStop, TheGracePeriodBoundsTheStopWhileTheDiskIsFull) {
+  temp_dir dir;
+  small_disk disk(dir.file("disk"));
+  if (!disk.mounted()) GTEST_SKIP() << "mounting a small tmpfs needs root (CI runs as root)";
+  test_queue queue(dir, "disk/queue.db");
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 100}})"});
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  const auto rows = queue.add_rows(id, 3000);
+  tools::child_process drain(surge_binary(), slow_drain_args(queue, "2"), dir.file("drain.out"),
+                             dir.file("drain.err"));
+  wait_for_first_delivery(queue);
+  disk.fill();  // the WAL cannot grow from here on
+  std::this_thread::sleep_for(1500ms);
+  const auto stop_sent = steady::now();
+  drain.signal(SIGTERM);
+  const auto exit_code = drain.wait(8s);
+  const double took = std::chrono::duration<double>(steady::now() - stop_sent).count();
+  ASSERT_TRUE(exit_code.has_value()) << "the drain did not stop while the disk was full";
+  EXPECT_LT(took, 6.0);
+  const auto err = read_file(dir.file("drain.err"));
+  EXPECT_NE(err.find("database or disk is full"), std::string::npos)
+      << "the disk never refused a write, so this proves nothing\n" << err;
+  EXPECT_TRUE(*exit_code == 0 || *exit_code == 1) << err;
+
+  // With room again, and the leases of unwritten rows expired, a drain delivers the rest.
+  disk.free_space();
+  std::this_thread::sleep_for(5500ms);
+  const auto rest = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                                    "--allow-private-targets", "--progress-interval", "0",
+                                    "--per-subscriber-in-flight", "50"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows.size()));
 }
 
 TEST(DrainStop, APersonsSecondCtrlCEndsTheStopAtOnce) {
