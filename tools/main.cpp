@@ -6,6 +6,8 @@
 #include <SQLiteCpp/Exception.h>
 
 #include "tools/commands.hpp"
+#include "tools/config_file.hpp"
+#include "tools/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace surge::tools;
@@ -13,7 +15,8 @@ int main(int argc, char** argv) {
                "subscriber's rate limit."};
   app.name("surge");
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", "surge 0.1.0");
+  app.set_version_flag("--version", std::string("surge ") + surge_version() + " (commit " +
+                                        surge_commit() + ")");
 
   command_action action;
   add_migrate_command(app, action);
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    app.parse(argc, argv);
+    parse_command_line(app, argc, argv);
   } catch (const CLI::ParseError& error) {
     const int printed = app.exit(error);
     return printed == 0 ? exit_ok : exit_usage;
