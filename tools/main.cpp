@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add_demo_command(app, action);
   add_dead_command(app, action);
   add_audit_command(app, action);
+  add_prune_command(app, action);
 
   // CLI11 reports an unknown subcommand as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
+#include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {
@@ -79,6 +82,44 @@ TEST(OpsCli, TheShippedExampleConfigIsValid) {
                                       "--until-drained"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "(drained)")) << result.out;
+}
+
+TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("http://127.0.0.1:9/hook", 5, 10);
+  const auto rows = queue.add_rows(sub, 6);
+  const double two_hours_ago = storage::unix_now() - 7200;
+  const auto set = [&](std::int64_t id, const std::string& assignments) {
+    queue.db().exec("UPDATE webhook_delivery SET " + assignments + " WHERE id = " +
+                    std::to_string(id));
+  };
+  set(rows[0], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
+  set(rows[1], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
+  set(rows[2], "status = 'done', delivered_at = " + std::to_string(storage::unix_now()));
+  set(rows[3], "status = 'dead', created_at = " + std::to_string(two_hours_ago));
+  set(rows[4], "status = 'retry', created_at = " + std::to_string(two_hours_ago));
+
+  auto result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto out = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(out.at("deliveries").as_int64(), 2);
+  auto counts = queue.count_by_status();
+  EXPECT_EQ(counts["done"], 1);
+  EXPECT_EQ(counts["dead"], 1);
+  EXPECT_EQ(counts["retry"], 1);
+  EXPECT_EQ(counts["pending"], 1);
+
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "90m", "--dead"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "pruned: deliveries=1 ")) << result.out;
+  EXPECT_EQ(queue.count_by_status()["dead"], 0);
+
+  for (const char* bad : {"5x", "-1h", "0", "h"}) {
+    result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", bad});
+    EXPECT_EQ(result.exit_code, 2) << bad;
+    EXPECT_TRUE(contains(result.err, "--older-than")) << result.err;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,153 @@
+#include "storage/retention.hpp"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/database.hpp"
+
+namespace surge::storage {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Times how long one write transaction holds the lock: from BEGIN IMMEDIATE succeeding to
+// COMMIT.
+class timed_write {
+ public:
+  timed_write(SQLite::Database& db, prune_result& result)
+      : result_(result), transaction_(db, SQLite::TransactionBehavior::IMMEDIATE),
+        start_(clock::now()) {}
+  void commit() {
+    transaction_.commit();
+    const auto held = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start_);
+    result_.longest_transaction = std::max(result_.longest_transaction, held);
+    ++result_.transactions;
+  }
+
+ private:
+  prune_result& result_;
+  SQLite::Transaction transaction_;
+  clock::time_point start_;
+};
+
+std::string placeholders(std::size_t count) {
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) out += i ? ",?" : "?";
+  return out;
+}
+
+// Candidate ids are found outside the write lock (a WAL reader blocks nobody); the delete
+// re-checks every condition under the lock, so a row that changed in between is left alone.
+std::vector<std::int64_t> next_ids(SQLite::Statement& query, std::int64_t after,
+                                   double now = 0) {
+  query.reset();
+  query.bind(1, after);
+  if (now > 0) query.bind(3, now);
+  std::vector<std::int64_t> ids;
+  while (query.executeStep()) ids.push_back(query.getColumn(0).getInt64());
+  return ids;
+}
+
+void prune_deliveries(SQLite::Database& db, const prune_options& o, prune_result& result,
+                      const std::function<void(const prune_result&)>& progress) {
+  const std::string finished = o.dead ? "status IN ('done', 'dead')" : "status = 'done'";
+  const std::string old_enough =
+      finished + " AND COALESCE(delivered_at, created_at) < ?2 AND locked_until <= ?3";
+  SQLite::Statement find(db, "SELECT id FROM webhook_delivery WHERE id > ?1 AND " + old_enough +
+                                 " ORDER BY id LIMIT ?4");
+  find.bind(2, o.cutoff);
+  find.bind(4, o.batch_rows);
+  std::int64_t after = 0;
+  for (;;) {
+    const auto ids = next_ids(find, after, unix_now());
+    if (ids.empty()) break;
+    after = ids.back();
+    timed_write write(db, result);
+    SQLite::Statement remove(db, "DELETE FROM webhook_delivery WHERE id IN (" +
+                                     placeholders(ids.size()) + ") AND " +
+                                     "(" + finished + ") AND COALESCE(delivered_at, created_at) < ? "
+                                     "AND locked_until <= ?");
+    int index = 1;
+    for (const auto id : ids) remove.bind(index++, id);
+    remove.bind(index++, o.cutoff);
+    remove.bind(index, unix_now());
+    result.deliveries += remove.exec();
+    write.commit();
+    if (progress) progress(result);
+    std::this_thread::sleep_for(o.pause);
+  }
+}
+
+void prune_attempts(SQLite::Database& db, const prune_options& o, prune_result& result,
+                    const std::function<void(const prune_result&)>& progress) {
+  if (!db.tableExists("surge_attempt")) return;
+  // surge_attempt has no index on delivery_id; walking it by rowid in batches keeps every step
+  // an index range scan plus one primary-key probe per attempt.
+  SQLite::Statement find(db,
+                         "SELECT a.id FROM surge_attempt a WHERE a.id > ?1 AND a.finished_at < ?2 "
+                         "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.id = a.delivery_id) "
+                         "ORDER BY a.id LIMIT ?3");
+  find.bind(2, o.cutoff);
+  find.bind(3, o.batch_rows * 4);  // attempt rows are small
+  std::int64_t after = 0;
+  for (;;) {
+    const auto ids = next_ids(find, after);
+    if (ids.empty()) break;
+    after = ids.back();
+    timed_write write(db, result);
+    // Attempt records are only ever inserted, so the found ids need no re-check.
+    SQLite::Statement remove(db, "DELETE FROM surge_attempt WHERE id IN (" +
+                                     placeholders(ids.size()) + ")");
+    int index = 1;
+    for (const auto id : ids) remove.bind(index++, id);
+    result.attempts += remove.exec();
+    write.commit();
+    if (progress) progress(result);
+    std::this_thread::sleep_for(o.pause);
+  }
+}
+
+void reclaim(SQLite::Database& db, const prune_options& o, prune_result& result) {
+  result.incremental_vacuum = db.execAndGet("PRAGMA auto_vacuum").getInt() == 2;
+  if (result.incremental_vacuum && o.vacuum_pages > 0) {
+    for (;;) {
+      const auto before = db.execAndGet("PRAGMA freelist_count").getInt64();
+      if (before == 0) break;
+      timed_write write(db, result);
+      db.exec("PRAGMA incremental_vacuum(" + std::to_string(o.vacuum_pages) + ")");
+      write.commit();
+      const auto after = db.execAndGet("PRAGMA freelist_count").getInt64();
+      result.pages_reclaimed += before - after;
+      if (after >= before) break;
+      std::this_thread::sleep_for(o.pause);
+    }
+  }
+  result.free_pages = db.execAndGet("PRAGMA freelist_count").getInt64();
+  // The deletes went through the WAL; truncate it so the disk space shows (best effort: a
+  // reader still on an old snapshot makes it a no-op, and the next checkpoint does it).
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+}  // namespace
+
+prune_result prune(SQLite::Database& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress) {
+  prune_result result;
+  prune_deliveries(db, options, result, progress);
+  prune_attempts(db, options, result, progress);
+  reclaim(db, options, result);
+  return result;
+}
+
+std::int64_t enable_incremental_vacuum(SQLite::Database& db) {
+  db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+  db.exec("VACUUM");
+  return db.execAndGet("PRAGMA page_count").getInt64();
+}
+
+}  // namespace surge::storage
