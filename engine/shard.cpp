@@ -375,6 +375,7 @@ void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& ro
   }
   if (result.status >= 200 && result.status < 300) {
     ++sub.delivered;
+    sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
     sub.consecutive_failures = 0;
   } else {
     ++sub.failed_attempts;
@@ -519,7 +520,8 @@ void shard::publish_metrics() {
                                 .failed = sub->failed_attempts, .in_flight = sub->in_flight,
                                 .buffered = static_cast<std::int64_t>(sub->ready.size()),
                                 .rate_limit = sub->settings.rate,
-                                .paused = sub->paused_until > now});
+                                .paused = sub->paused_until > now,
+                                .delivery_latency_sum = sub->delivery_latency_sum});
   }
   // Only the busiest can make the scrape's top list, so keep the hand-off small.
   const std::size_t keep = config_.metrics_top_subscribers;

@@ -59,6 +59,7 @@ struct subscriber_state {
   // Set while the front row waits for a token, to account token wait time.
   std::optional<std::chrono::steady_clock::time_point> token_wait_since;
   std::int64_t delivered = 0;
+  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered`
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
