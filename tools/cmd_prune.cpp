@@ -75,12 +75,15 @@ int run_prune(const prune_cli& o) {
       .cutoff = storage::unix_now() - *age, .dead = o.dead, .batch_rows = o.batch};
   const auto r = storage::prune(db, options);
   const auto bytes_after = file_bytes(o.db_path);
-  const double longest_ms = static_cast<double>(r.longest_transaction.count()) / 1000.0;
+  const auto ms = [](std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+  const double longest_ms = ms(r.longest_transaction);
   if (o.json) {
     boost::json::object out{{"deliveries", r.deliveries},
                             {"attempts", r.attempts},
                             {"transactions", r.transactions},
                             {"longest_transaction_ms", longest_ms},
+                            {"median_transaction_ms", ms(r.median_transaction)},
+                            {"p99_transaction_ms", ms(r.p99_transaction)},
                             {"pages_reclaimed", r.pages_reclaimed},
                             {"free_pages", r.free_pages},
                             {"incremental_vacuum", r.incremental_vacuum},
@@ -89,10 +92,11 @@ int run_prune(const prune_cli& o) {
     std::cout << boost::json::serialize(out) << "\n";
     return exit_ok;
   }
-  std::printf("pruned: deliveries=%lld attempts=%lld transactions=%lld longest_transaction=%.1fms "
-              "pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju\n",
+  std::printf("pruned: deliveries=%lld attempts=%lld transactions=%lld lock_held_ms(median/p99/max)="
+              "%.1f/%.1f/%.1f pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju\n",
               static_cast<long long>(r.deliveries), static_cast<long long>(r.attempts),
-              static_cast<long long>(r.transactions), longest_ms,
+              static_cast<long long>(r.transactions), ms(r.median_transaction),
+              ms(r.p99_transaction), longest_ms,
               static_cast<long long>(r.pages_reclaimed), static_cast<long long>(r.free_pages),
               bytes_before, bytes_after);
   if (!r.incremental_vacuum && r.free_pages > 0) {
