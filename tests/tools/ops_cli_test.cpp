@@ -2,6 +2,7 @@
 // cron pattern (flock + timeout) as docs/operations.md gives it.
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
+#include "tools/process.hpp"
 
 namespace surge::testing {
 namespace {
@@ -82,6 +84,40 @@ TEST(OpsCli, TheShippedExampleConfigIsValid) {
                                       "--until-drained"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "(drained)")) << result.out;
+}
+
+// The cron line of docs/operations.md, with short times: flock keeps a second run from
+// starting while one drains; the drain stops itself at --duration, well before timeout's
+// backstop, and exits 0 with its summary.
+TEST(OpsCli, CronPatternRunsOneDrainAtATime) {
+  const auto flock = tools::find_program("flock");
+  const auto timeout = tools::find_program("timeout");
+  if (!flock || !timeout) GTEST_SKIP() << "flock (util-linux) or timeout (coreutils) missing";
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string config = dir.file("queue.toml");
+  write_file(config, "db = \"" + queue.path() + "\"\nprogress = \"off\"\n");
+  const auto cron_line = [&](const std::string& tag) {
+    return tools::child_process(
+        *flock, {"-n", dir.file("queue.lock"), *timeout, "-k", "30", "60", surge_binary(),
+                 "drain", "--config", config, "--duration", "2"},
+        dir.file(tag + ".out"), dir.file(tag + ".err"));
+  };
+  auto first = cron_line("first");
+  ASSERT_TRUE(tools::wait_for_file(dir.file("first.err"), std::chrono::seconds(10)))
+      << "the first drain did not start";
+  auto second = cron_line("second");
+  EXPECT_EQ(second.wait(std::chrono::seconds(2)).value_or(-1), 1)
+      << "flock -n exits 1 at once while the lock is held";
+  std::ifstream second_out(dir.file("second.out"));
+  EXPECT_EQ(second_out.peek(), std::ifstream::traits_type::eof()) << "no second drain ran";
+  EXPECT_EQ(first.wait(std::chrono::seconds(30)).value_or(-1), 0);
+  std::stringstream first_out;
+  first_out << std::ifstream(dir.file("first.out")).rdbuf();
+  EXPECT_TRUE(contains(first_out.str(), "summary: ")) << first_out.str();
+
+  auto third = cron_line("third");
+  EXPECT_EQ(third.wait(std::chrono::seconds(30)).value_or(-1), 0) << "the lock was released";
 }
 
 TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
