@@ -17,7 +17,7 @@ struct subscriber_backlog {
 };
 
 // One pass over the per-subscriber due index (a read transaction: it blocks no writer). About
-// 0.1 s per million queued rows, so callers sample it every few seconds, not per scrape.
+// 0.3 s per million queued rows, so callers sample it every few seconds, not per scrape.
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
                                                       const proto::id_set& which);
 
