@@ -170,10 +170,12 @@ void drain_metrics::render_queue(std::string& out, std::size_t top) const {
     view = *queue_view_;
   }
   header(out, "surge_overdue_rows", "gauge",
-         "Rows of the drained subscribers due for more than 60 s and not delivered (sampled every 5 s).");
+         "Rows of the drained subscribers due for more than 60 s and not delivered "
+         "(sampled every 5 s).");
   value_line(out, "surge_overdue_rows", static_cast<double>(view.overdue_rows));
   auto& subs = view.subscribers;
-  std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) { return a.queued > b.queued; });
+  std::sort(subs.begin(), subs.end(),
+            [](const auto& a, const auto& b) { return a.queued > b.queued; });
   if (subs.size() > top) subs.resize(top);
   std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   header(out, "surge_subscriber_queued_rows", "gauge",
@@ -305,7 +307,8 @@ std::string drain_metrics::render(std::size_t top) const {
          "From a row's created_at to the 2xx that delivered it, per subscriber (busiest only).");
   for (const auto& sub : subscribers) {
     const std::string label = "{subscriber=\"" + std::to_string(sub.id) + "\"}";
-    value_line(out, "surge_subscriber_delivery_latency_seconds_sum" + label, sub.delivery_latency_sum);
+    value_line(out, "surge_subscriber_delivery_latency_seconds_sum" + label,
+               sub.delivery_latency_sum);
     value_line(out, "surge_subscriber_delivery_latency_seconds_count" + label,
                static_cast<double>(sub.delivered));
   }

@@ -31,9 +31,11 @@ void queue_sampler::run() {
       const double overdue_before =
           storage::unix_now() - static_cast<double>(config_.overdue_after.count());
       drain_metrics::queue_view view;
-      for (const auto& s : storage::backlog_by_subscriber(db, overdue_before, config_.subscribers)) {
+      for (const auto& s :
+           storage::backlog_by_subscriber(db, overdue_before, config_.subscribers)) {
         view.overdue_rows += s.overdue;
-        view.subscribers.push_back({.id = s.subscriber_id, .queued = s.queued, .overdue = s.overdue});
+        view.subscribers.push_back(
+            {.id = s.subscriber_id, .queued = s.queued, .overdue = s.overdue});
       }
       metrics_.publish_queue(std::move(view));
       warned = false;

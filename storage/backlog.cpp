@@ -14,8 +14,8 @@ std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, doub
   SQLite::Statement query(
       db,
       "SELECT subscriber_id, COUNT(*), SUM(next_attempt_at < ?1) FROM webhook_delivery "
-      "INDEXED BY idx_delivery_subscriber_due WHERE status IN ('pending','retry') AND " + detail::id_filter(which, "subscriber_id") +
-          " GROUP BY subscriber_id");
+      "INDEXED BY idx_delivery_subscriber_due WHERE status IN ('pending','retry') AND " +
+          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id");
   query.bind(1, overdue_before);
   std::vector<subscriber_backlog> out;
   while (query.executeStep()) {

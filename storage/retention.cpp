@@ -19,8 +19,12 @@ using clock = std::chrono::steady_clock;
 // COMMIT.
 class timed_write {
  public:
-  timed_write(SQLite::Database& db, prune_result& result, std::vector<std::chrono::microseconds>& held)
-      : db_(db), result_(result), held_(held), transaction_(db, SQLite::TransactionBehavior::IMMEDIATE),
+  timed_write(SQLite::Database& db, prune_result& result,
+              std::vector<std::chrono::microseconds>& held)
+      : db_(db),
+        result_(result),
+        held_(held),
+        transaction_(db, SQLite::TransactionBehavior::IMMEDIATE),
         start_(clock::now()) {}
   void commit() {
     transaction_.commit();
@@ -49,8 +53,7 @@ std::string placeholders(std::size_t count) {
 
 // Candidate ids are found outside the write lock (a WAL reader blocks nobody); the delete
 // re-checks every condition under the lock, so a row that changed in between is left alone.
-std::vector<std::int64_t> next_ids(SQLite::Statement& query, std::int64_t after,
-                                   double now = 0) {
+std::vector<std::int64_t> next_ids(SQLite::Statement& query, std::int64_t after, double now = 0) {
   query.reset();
   query.bind(1, after);
   if (now > 0) query.bind(3, now);
@@ -76,8 +79,8 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, prune_result
     after = ids.back();
     timed_write write(db, result, held);
     SQLite::Statement remove(db, "DELETE FROM webhook_delivery WHERE id IN (" +
-                                     placeholders(ids.size()) + ") AND " +
-                                     "(" + finished + ") AND COALESCE(delivered_at, created_at) < ? "
+                                     placeholders(ids.size()) + ") AND " + "(" + finished +
+                                     ") AND COALESCE(delivered_at, created_at) < ? "
                                      "AND locked_until <= ?");
     int index = 1;
     for (const auto id : ids) remove.bind(index++, id);
@@ -96,10 +99,11 @@ void prune_attempts(SQLite::Database& db, const prune_options& o, prune_result& 
   if (!db.tableExists("surge_attempt")) return;
   // surge_attempt has no index on delivery_id; walking it by rowid in batches keeps every step
   // an index range scan plus one primary-key probe per attempt.
-  SQLite::Statement find(db,
-                         "SELECT a.id FROM surge_attempt a WHERE a.id > ?1 AND a.finished_at < ?2 "
-                         "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.id = a.delivery_id) "
-                         "ORDER BY a.id LIMIT ?3");
+  SQLite::Statement find(
+      db,
+      "SELECT a.id FROM surge_attempt a WHERE a.id > ?1 AND a.finished_at < ?2 "
+      "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.id = a.delivery_id) "
+      "ORDER BY a.id LIMIT ?3");
   find.bind(2, o.cutoff);
   find.bind(3, o.batch_rows * 4);  // attempt rows are small
   std::int64_t after = 0;
@@ -109,8 +113,8 @@ void prune_attempts(SQLite::Database& db, const prune_options& o, prune_result& 
     after = ids.back();
     timed_write write(db, result, held);
     // Attempt records are only ever inserted, so the found ids need no re-check.
-    SQLite::Statement remove(db, "DELETE FROM surge_attempt WHERE id IN (" +
-                                     placeholders(ids.size()) + ")");
+    SQLite::Statement remove(
+        db, "DELETE FROM surge_attempt WHERE id IN (" + placeholders(ids.size()) + ")");
     int index = 1;
     for (const auto id : ids) remove.bind(index++, id);
     result.attempts += remove.exec();

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -30,14 +31,11 @@ std::optional<double> parse_duration(const std::string& text) {
     return std::nullopt;
   }
   const std::string unit = text.substr(used);
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else if (unit == "d") scale = 86400;
-  else if (unit == "w") scale = 7 * 86400;
-  if (scale == 0 || !std::isfinite(value) || value <= 0) return std::nullopt;
-  return value * scale;
+  static const std::map<std::string, double> seconds_per{
+      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
+  const auto scale = seconds_per.find(unit);
+  if (scale == seconds_per.end() || !std::isfinite(value) || value <= 0) return std::nullopt;
+  return value * scale->second;
 }
 
 std::uintmax_t file_bytes(const std::string& path) {
@@ -62,7 +60,8 @@ struct prune_cli {
 int run_prune(const prune_cli& o) {
   const auto age = parse_duration(o.older_than);
   if (!age) {
-    throw usage_error("bad --older-than '" + o.older_than + "': give e.g. 30d, 12h, 90m or seconds");
+    throw usage_error("bad --older-than '" + o.older_than +
+                      "': give e.g. 30d, 12h, 90m or seconds");
   }
   auto db = storage::open_database({.path = o.db_path, .create_if_missing = false});
   if (storage::schema_version(db) < 1) {
@@ -75,7 +74,9 @@ int run_prune(const prune_cli& o) {
       .cutoff = storage::unix_now() - *age, .dead = o.dead, .batch_rows = o.batch};
   const auto r = storage::prune(db, options);
   const auto bytes_after = file_bytes(o.db_path);
-  const auto ms = [](std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+  const auto ms = [](std::chrono::microseconds d) {
+    return static_cast<double>(d.count()) / 1000.0;
+  };
   const double longest_ms = ms(r.longest_transaction);
   if (o.json) {
     boost::json::object out{{"deliveries", r.deliveries},
@@ -92,18 +93,19 @@ int run_prune(const prune_cli& o) {
     std::cout << boost::json::serialize(out) << "\n";
     return exit_ok;
   }
-  std::printf("pruned: deliveries=%lld attempts=%lld transactions=%lld lock_held_ms(median/p99/max)="
-              "%.1f/%.1f/%.1f pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju\n",
-              static_cast<long long>(r.deliveries), static_cast<long long>(r.attempts),
-              static_cast<long long>(r.transactions), ms(r.median_transaction),
-              ms(r.p99_transaction), longest_ms,
-              static_cast<long long>(r.pages_reclaimed), static_cast<long long>(r.free_pages),
-              bytes_before, bytes_after);
+  std::printf(
+      "pruned: deliveries=%lld attempts=%lld transactions=%lld lock_held_ms(median/p99/max)="
+      "%.1f/%.1f/%.1f pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju\n",
+      static_cast<long long>(r.deliveries), static_cast<long long>(r.attempts),
+      static_cast<long long>(r.transactions), ms(r.median_transaction), ms(r.p99_transaction),
+      longest_ms, static_cast<long long>(r.pages_reclaimed), static_cast<long long>(r.free_pages),
+      bytes_before, bytes_after);
   if (!r.incremental_vacuum && r.free_pages > 0) {
-    std::printf("note: %lld free pages stay in the file and are reused by new rows; run once "
-                "with --enable-incremental-vacuum (rewrites the file, holding the write lock) "
-                "to have later prunes return them to the file system\n",
-                static_cast<long long>(r.free_pages));
+    std::printf(
+        "note: %lld free pages stay in the file and are reused by new rows; run once "
+        "with --enable-incremental-vacuum (rewrites the file, holding the write lock) "
+        "to have later prunes return them to the file system\n",
+        static_cast<long long>(r.free_pages));
   }
   return exit_ok;
 }
@@ -123,7 +125,8 @@ void add_prune_command(CLI::App& app, command_action& action) {
       ->required();
   cmd->add_flag("--dead", o->dead, "Also delete dead letters (kept by default)");
   cmd->add_option("--batch", o->batch, "Rows deleted per write transaction")
-      ->capture_default_str()->check(CLI::Range(1, 10000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
   cmd->add_flag("--enable-incremental-vacuum", o->enable_incremental,
                 "First switch the file to auto_vacuum=INCREMENTAL with a VACUUM (a one-off "
                 "rewrite that holds the write lock throughout: run it in a quiet moment), so "

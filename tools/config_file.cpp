@@ -74,10 +74,11 @@ std::vector<std::string> flags_from_file(CLI::App& cmd, const std::string& path,
 }  // namespace
 
 void add_config_option(CLI::App* cmd) {
-  cmd->add_option("--config", "Read flags from this TOML/INI file: one `name = value` per line, "
-                              "named like the long flags without dashes (db = \"/var/lib/surge/"
-                              "queue.db\", until-drained = true); flags given on the command "
-                              "line win; an unknown key is an error")
+  cmd->add_option("--config",
+                  "Read flags from this TOML/INI file: one `name = value` per line, "
+                  "named like the long flags without dashes (db = \"/var/lib/surge/"
+                  "queue.db\", until-drained = true); flags given on the command "
+                  "line win; an unknown key is an error")
       ->type_name("FILE");
 }
 
@@ -85,7 +86,8 @@ void parse_command_line(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   CLI::App* cmd = nullptr;
   if (!args.empty()) {
-    const auto found = app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == args[0]; });
+    const auto found =
+        app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == args[0]; });
     if (!found.empty()) cmd = found.front();
   }
   if (cmd != nullptr && cmd->get_option_no_throw("--config") != nullptr) {

@@ -61,8 +61,10 @@ class running_drain {
     for (int i = 0; i < 400 && port_ == 0; ++i) {
       std::smatch match;
       const std::string log = slurp(dir_.file("drain.err"));
-      if (std::regex_search(log, match, announced)) port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
-      else std::this_thread::sleep_for(25ms);
+      if (std::regex_search(log, match, announced))
+        port_ = static_cast<std::uint16_t>(std::stoi(match[1]));
+      else
+        std::this_thread::sleep_for(25ms);
     }
   }
   std::uint16_t port() const { return port_; }
@@ -98,7 +100,8 @@ std::set<std::string> exported_names(const std::string& exposition) {
 std::set<std::string> surge_names_in(const std::string& text) {
   std::set<std::string> names;
   const std::regex name(R"(\bsurge_[a-z0-9_]+)");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator();
+       ++it) {
     names.insert(it->str());
   }
   return names;
@@ -126,7 +129,8 @@ TEST(Monitoring, PromtoolChecksAndUnitTestsTheAlertRules) {
   temp_dir dir;
   auto result = run_program(dir, *promtool, {"check", "rules", alerts_file});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-  result = run_program(dir, *promtool, {"test", "rules", SURGE_MONITORING_DIR "/surge-alerts.test.yml"});
+  result =
+      run_program(dir, *promtool, {"test", "rules", SURGE_MONITORING_DIR "/surge-alerts.test.yml"});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("SUCCESS"), std::string::npos) << result.out;
 }
@@ -138,7 +142,9 @@ TEST(Monitoring, DashboardAndRulesUseOnlyMetricsADrainExports) {
   std::set<std::string> exported;
   for (int i = 0; i < 100; ++i) {
     exported = exported_names(http_get(drain.port(), "/metrics").body);
-    if (exported.count("surge_subscriber_queued_rows") && exported.count("surge_subscriber_delivered_total")) break;
+    if (exported.count("surge_subscriber_queued_rows") &&
+        exported.count("surge_subscriber_delivered_total"))
+      break;
     std::this_thread::sleep_for(100ms);
   }
   ASSERT_TRUE(exported.count("surge_subscriber_queued_rows")) << "no queue sample within 10 s";
@@ -148,12 +154,14 @@ TEST(Monitoring, DashboardAndRulesUseOnlyMetricsADrainExports) {
   const auto dashboard_names = surge_names_in(queries);
   EXPECT_GE(dashboard_names.size(), 20u) << queries;
   for (const auto& name : dashboard_names) {
-    EXPECT_TRUE(exported.count(name)) << "the dashboard queries " << name << ", which no drain exports";
+    EXPECT_TRUE(exported.count(name))
+        << "the dashboard queries " << name << ", which no drain exports";
   }
   const auto rule_names = surge_names_in(slurp(alerts_file));
   EXPECT_GE(rule_names.size(), 8u);
   for (const auto& name : rule_names) {
-    EXPECT_TRUE(exported.count(name)) << "an alert rule uses " << name << ", which no drain exports";
+    EXPECT_TRUE(exported.count(name))
+        << "an alert rule uses " << name << ", which no drain exports";
   }
   EXPECT_EQ(drain.process().stop(20s), 0);
 }
@@ -182,12 +190,12 @@ class prometheus_server {
                           << "rule_files:\n  - " << alerts_file << "\n"
                           << "scrape_configs:\n  - job_name: surge\n    static_configs:\n"
                           << "      - targets: ['127.0.0.1:" << target_port << "']\n";
-    process_.emplace(binary,
-                     std::vector<std::string>{"--config.file=" + config,
-                                              "--storage.tsdb.path=" + dir.file("tsdb"),
-                                              "--web.listen-address=127.0.0.1:" + std::to_string(port_),
-                                              "--log.level=warn"},
-                     dir.file("prometheus.out"), dir.file("prometheus.err"));
+    process_.emplace(
+        binary,
+        std::vector<std::string>{
+            "--config.file=" + config, "--storage.tsdb.path=" + dir.file("tsdb"),
+            "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"},
+        dir.file("prometheus.out"), dir.file("prometheus.err"));
   }
   ~prometheus_server() { process_->stop(10s); }
   bool ready() {
@@ -247,18 +255,21 @@ TEST(Monitoring, RealPrometheusScrapesADrainAndEvaluatesTheRules) {
   EXPECT_TRUE(eventually([&] {
     const auto up = prometheus.query(R"(up{job="surge"})");
     return up.size() == 1 && sample_value(up[0]) == 1;
-  })) << "the drain was never scraped: " << slurp(dir.file("prometheus.err"));
+  })) << "the drain was never scraped: "
+      << slurp(dir.file("prometheus.err"));
 
   // 400 rows at 2/s: the subscriber has more than 100 queued for minutes, as the rule says.
   double queued = 0;
   EXPECT_TRUE(eventually([&] {
-    const auto result = prometheus.query(R"(surge_subscriber_queued_rows{job="surge", subscriber="1"})");
+    const auto result =
+        prometheus.query(R"(surge_subscriber_queued_rows{job="surge", subscriber="1"})");
     if (result.size() == 1) queued = sample_value(result[0]);
     return queued > 100;
   }));
   EXPECT_LE(queued, 400);
   EXPECT_TRUE(eventually([&] {
-    const auto result = prometheus.query(R"(sum(rate(surge_deliveries_total{outcome="done"}[5s])))");
+    const auto result =
+        prometheus.query(R"(sum(rate(surge_deliveries_total{outcome="done"}[5s])))");
     return result.size() == 1 && sample_value(result[0]) > 0;
   })) << "no delivery rate";
 
@@ -274,7 +285,8 @@ TEST(Monitoring, RealPrometheusScrapesADrainAndEvaluatesTheRules) {
   EXPECT_EQ(backlog->at("labels").at("subscriber").as_string(), "1");
   EXPECT_EQ(backlog->at("labels").at("severity").as_string(), "warning");
   const std::string summary(backlog->at("annotations").at("summary").as_string());
-  EXPECT_TRUE(std::regex_match(summary, std::regex(R"(Subscriber 1 has \d+ queued deliveries)"))) << summary;
+  EXPECT_TRUE(std::regex_match(summary, std::regex(R"(Subscriber 1 has \d+ queued deliveries)")))
+      << summary;
   EXPECT_FALSE(find_alert(prometheus.alerts(), "SurgeDrainDown"));
 
   // Stopped, the drain is down for Prometheus, and SurgeDrainDown starts its 2 minutes.

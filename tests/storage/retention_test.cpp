@@ -23,18 +23,19 @@ class Retention : public ::testing::Test {
     return id;
   }
   void attempt(std::int64_t delivery_id, double finished_at) {
-    db_.exec("INSERT INTO surge_attempt (delivery_id, subscriber_id, attempt, started_at, "
-             "finished_at, status_code) VALUES (" + std::to_string(delivery_id) + ", " +
-             std::to_string(sub_) + ", 1, " + std::to_string(finished_at - 1) + ", " +
-             std::to_string(finished_at) + ", 200)");
+    db_.exec(
+        "INSERT INTO surge_attempt (delivery_id, subscriber_id, attempt, started_at, "
+        "finished_at, status_code) VALUES (" +
+        std::to_string(delivery_id) + ", " + std::to_string(sub_) + ", 1, " +
+        std::to_string(finished_at - 1) + ", " + std::to_string(finished_at) + ", 200)");
   }
   bool exists(std::int64_t id) {
-    return query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE id = " +
-                              std::to_string(id)) == 1;
+    return query_int(db_,
+                     "SELECT COUNT(*) FROM webhook_delivery WHERE id = " + std::to_string(id)) == 1;
   }
   std::int64_t attempts_of(std::int64_t id) {
-    return query_int(db_, "SELECT COUNT(*) FROM surge_attempt WHERE delivery_id = " +
-                              std::to_string(id));
+    return query_int(
+        db_, "SELECT COUNT(*) FROM surge_attempt WHERE delivery_id = " + std::to_string(id));
   }
 
   testing::temp_dir dir_;
@@ -63,7 +64,8 @@ TEST_F(Retention, DeletesOnlyFinishedRowsOlderThanTheCutoffAndTheirAttempts) {
   EXPECT_EQ(result.deliveries, 2);
   EXPECT_FALSE(exists(old_done));
   EXPECT_FALSE(exists(old_done_by_other));
-  for (const auto kept : {recently_delivered, new_done, old_dead, old_pending, old_retry, leased_done}) {
+  for (const auto kept :
+       {recently_delivered, new_done, old_dead, old_pending, old_retry, leased_done}) {
     EXPECT_TRUE(exists(kept)) << "row " << kept;
   }
   EXPECT_EQ(result.attempts, 2) << "the pruned row's attempt and the old orphan";
@@ -88,7 +90,8 @@ TEST_F(Retention, GivesFreedPagesBackOnlyWithIncrementalVacuum) {
   const std::string big(4000, 'x');
   for (int i = 0; i < 300; ++i) {
     const auto id = row("done", 100, ", delivered_at = 110");
-    db_.exec("UPDATE webhook_delivery SET payload = '" + big + "' WHERE id = " + std::to_string(id));
+    db_.exec("UPDATE webhook_delivery SET payload = '" + big +
+             "' WHERE id = " + std::to_string(id));
   }
   auto plain = prune(db_, {.cutoff = 105, .pause = {}});
   EXPECT_EQ(plain.deliveries, 0) << "delivered after the cutoff";
@@ -103,7 +106,8 @@ TEST_F(Retention, GivesFreedPagesBackOnlyWithIncrementalVacuum) {
   EXPECT_LT(pages_after_vacuum, pages_before);
   for (int i = 0; i < 300; ++i) {
     const auto id = row("done", 100, ", delivered_at = 110");
-    db_.exec("UPDATE webhook_delivery SET payload = '" + big + "' WHERE id = " + std::to_string(id));
+    db_.exec("UPDATE webhook_delivery SET payload = '" + big +
+             "' WHERE id = " + std::to_string(id));
   }
   const auto grown = query_int(db_, "PRAGMA page_count");
   const auto result = prune(db_, {.cutoff = 500, .pause = {}, .vacuum_pages = 50});

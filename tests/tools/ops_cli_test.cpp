@@ -16,9 +16,7 @@
 namespace surge::testing {
 namespace {
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -79,9 +77,9 @@ TEST(OpsCli, TheShippedExampleConfigIsValid) {
   temp_dir dir;
   test_queue queue(dir);
   // The shipped file names production paths and ports; the command line overrides those.
-  const auto result = run_surge(dir, {"drain", "--config", SURGE_DIST_DIR "/drain.toml",
-                                      "--db", queue.path(), "--metrics-listen", "127.0.0.1:0",
-                                      "--until-drained"});
+  const auto result =
+      run_surge(dir, {"drain", "--config", SURGE_DIST_DIR "/drain.toml", "--db", queue.path(),
+                      "--metrics-listen", "127.0.0.1:0", "--until-drained"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(contains(result.out, "(drained)")) << result.out;
 }
@@ -98,10 +96,10 @@ TEST(OpsCli, CronPatternRunsOneDrainAtATime) {
   const std::string config = dir.file("queue.toml");
   write_file(config, "db = \"" + queue.path() + "\"\nprogress = \"off\"\n");
   const auto cron_line = [&](const std::string& tag) {
-    return tools::child_process(
-        *flock, {"-n", dir.file("queue.lock"), *timeout, "-k", "30", "60", surge_binary(),
-                 "drain", "--config", config, "--duration", "2"},
-        dir.file(tag + ".out"), dir.file(tag + ".err"));
+    return tools::child_process(*flock,
+                                {"-n", dir.file("queue.lock"), *timeout, "-k", "30", "60",
+                                 surge_binary(), "drain", "--config", config, "--duration", "2"},
+                                dir.file(tag + ".out"), dir.file(tag + ".err"));
   };
   auto first = cron_line("first");
   ASSERT_TRUE(tools::wait_for_file(dir.file("first.err"), std::chrono::seconds(10)))
@@ -127,8 +125,8 @@ TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
   const auto rows = queue.add_rows(sub, 6);
   const double two_hours_ago = storage::unix_now() - 7200;
   const auto set = [&](std::int64_t id, const std::string& assignments) {
-    queue.db().exec("UPDATE webhook_delivery SET " + assignments + " WHERE id = " +
-                    std::to_string(id));
+    queue.db().exec("UPDATE webhook_delivery SET " + assignments +
+                    " WHERE id = " + std::to_string(id));
   };
   set(rows[0], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
   set(rows[1], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
