@@ -105,7 +105,7 @@ void prune_attempts(SQLite::Database& db, const prune_options& o, prune_result& 
       "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.id = a.delivery_id) "
       "ORDER BY a.id LIMIT ?3");
   find.bind(2, o.cutoff);
-  find.bind(3, o.batch_rows * 4);  // attempt rows are small
+  find.bind(3, o.batch_rows);
   std::int64_t after = 0;
   for (;;) {
     const auto ids = next_ids(find, after);

@@ -74,7 +74,7 @@ TEST_F(Retention, DeletesOnlyFinishedRowsOlderThanTheCutoffAndTheirAttempts) {
   EXPECT_EQ(attempts_of(434343), 1) << "newer than the cutoff stays in the audit";
   EXPECT_EQ(attempts_of(old_retry), 1) << "a row still queued keeps its attempts";
   EXPECT_EQ(attempts_of(old_dead), 1) << "dead letters keep theirs unless --dead";
-  EXPECT_EQ(result.transactions, 3) << "two deletes of one row each, one of attempts";
+  EXPECT_EQ(result.transactions, 4) << "one row per transaction: two rows, two attempts";
   EXPECT_GT(result.longest_transaction.count(), 0);
 
   const auto with_dead = prune(db_, {.cutoff = 500, .dead = true, .pause = {}});
