@@ -141,9 +141,10 @@ void reclaim(SQLite::Database& db, const prune_options& o, prune_result& result,
     }
   }
   result.free_pages = db.execAndGet("PRAGMA freelist_count").getInt64();
-  // The deletes went through the WAL; truncate it so the disk space shows (best effort: a
-  // reader still on an old snapshot makes it a no-op, and the next checkpoint does it).
-  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  // Copy the last batches back from the WAL. PASSIVE, because FULL, RESTART and TRUNCATE block
+  // new writers while a reader holds an old snapshot, up to the busy timeout. The WAL keeps its
+  // size (about 20 batches) until a writer starts it over.
+  db.exec("PRAGMA wal_checkpoint(PASSIVE)");
 }
 
 }  // namespace
