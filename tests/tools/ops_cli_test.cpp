@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +117,36 @@ TEST(OpsCli, CronPatternRunsOneDrainAtATime) {
 
   auto third = cron_line("third");
   EXPECT_EQ(third.wait(std::chrono::seconds(30)).value_or(-1), 0) << "the lock was released";
+}
+
+// systemd-analyze verify reads the shipped units as systemd would: an unknown or misplaced key
+// is only a warning there, so its output must be empty too.
+TEST(OpsCli, SystemdUnitsVerifyCleanly) {
+  const auto analyze = tools::find_program("systemd-analyze");
+  if (!analyze) GTEST_SKIP() << "systemd-analyze not found: install the Debian package systemd";
+  temp_dir dir;
+  // Not on a terminal, systemd tools log to the journal unless told otherwise.
+  std::vector<std::string> args{"SYSTEMD_LOG_TARGET=console", *analyze, "verify"};
+  for (const std::string unit :
+       {"surge-drain@.service", "surge-prune@.service", "surge-prune@.timer"}) {
+    std::stringstream text;
+    text << std::ifstream(SURGE_DIST_DIR "/" + unit).rdbuf();
+    // The units name the installed binary; verify checks that ExecStart exists.
+    const auto installed = std::regex("/usr/bin/surge");
+    const std::string instance = dir.file(std::regex_replace(unit, std::regex("@"), "@test"));
+    write_file(instance, std::regex_replace(text.str(), installed, surge_binary()));
+    args.push_back(instance);
+  }
+  const auto env = tools::find_program("env");
+  ASSERT_TRUE(env);
+  tools::child_process verify(*env, args, dir.file("verify.out"), dir.file("verify.err"));
+  EXPECT_EQ(verify.wait(std::chrono::seconds(60)).value_or(-1), 0);
+  // Streaming an empty file's rdbuf() sets failbit, so each file is read on its own.
+  for (const char* name : {"verify.out", "verify.err"}) {
+    std::stringstream text;
+    text << std::ifstream(dir.file(name)).rdbuf();
+    EXPECT_EQ(text.str(), "") << "systemd-analyze verify complained";
+  }
 }
 
 TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
