@@ -169,6 +169,9 @@ prune_result prune(SQLite::Database& db, const prune_options& options,
 std::int64_t enable_incremental_vacuum(SQLite::Database& db) {
   db.exec("PRAGMA auto_vacuum = INCREMENTAL");
   db.exec("VACUUM");
+  // VACUUM wrote the whole file through the WAL; this one-off already held the lock for the
+  // rewrite, so it may also wait to truncate the WAL (a passive checkpoint leaves its size).
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   return db.execAndGet("PRAGMA page_count").getInt64();
 }
 
