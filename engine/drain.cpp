@@ -17,6 +17,7 @@
 #include "engine/log.hpp"
 #include "engine/metrics.hpp"
 #include "engine/metrics_server.hpp"
+#include "engine/queue_sampler.hpp"
 #include "engine/shard.hpp"
 #include "engine/storage_worker.hpp"
 #include "storage/claims.hpp"
@@ -225,7 +226,11 @@ drain_summary run_drain(const drain_config& input) {
   }
 
   std::optional<metrics_server> server;
+  std::optional<queue_sampler> sampler;
   if (config.metrics_listen) {
+    sampler.emplace(queue_sampler_config{.db_path = config.storage.db_path,
+                                         .subscribers = config.subscribers},
+                    metrics);
     server.emplace(control, *config.metrics_listen,
                    metrics_server::handlers{
                        .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },

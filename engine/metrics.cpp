@@ -155,6 +155,43 @@ std::vector<std::int64_t> drain_metrics::blocked_subscribers() const {
   return out;
 }
 
+void drain_metrics::publish_queue(queue_view view) {
+  std::lock_guard lock(views_mutex_);
+  queue_view_ = std::move(view);
+}
+
+// The sampled queue: the subscribers with the most queued rows, which are not always the
+// busiest (a partner that answers nothing delivers nothing and queues the most).
+void drain_metrics::render_queue(std::string& out, std::size_t top) const {
+  queue_view view;
+  {
+    std::lock_guard lock(views_mutex_);
+    if (!queue_view_) return;
+    view = *queue_view_;
+  }
+  header(out, "surge_overdue_rows", "gauge",
+         "Rows of the drained subscribers due for more than 60 s and not delivered "
+         "(sampled every 5 s).");
+  value_line(out, "surge_overdue_rows", static_cast<double>(view.overdue_rows));
+  auto& subs = view.subscribers;
+  std::sort(subs.begin(), subs.end(),
+            [](const auto& a, const auto& b) { return a.queued > b.queued; });
+  if (subs.size() > top) subs.resize(top);
+  std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  header(out, "surge_subscriber_queued_rows", "gauge",
+         "Pending or retry rows, per subscriber (those with the most only; sampled every 5 s).");
+  for (const auto& sub : subs) {
+    value_line(out, "surge_subscriber_queued_rows{subscriber=\"" + std::to_string(sub.id) + "\"}",
+               static_cast<double>(sub.queued));
+  }
+  header(out, "surge_subscriber_overdue_rows", "gauge",
+         "Rows due for more than 60 s, per subscriber (those with the most queued only).");
+  for (const auto& sub : subs) {
+    value_line(out, "surge_subscriber_overdue_rows{subscriber=\"" + std::to_string(sub.id) + "\"}",
+               static_cast<double>(sub.overdue));
+  }
+}
+
 std::string drain_metrics::render(std::size_t top) const {
   std::string out;
   out.reserve(8192);
@@ -266,6 +303,16 @@ std::string drain_metrics::render(std::size_t top) const {
                  s.value(sub));
     }
   }
+  header(out, "surge_subscriber_delivery_latency_seconds", "summary",
+         "From a row's created_at to the 2xx that delivered it, per subscriber (busiest only).");
+  for (const auto& sub : subscribers) {
+    const std::string label = "{subscriber=\"" + std::to_string(sub.id) + "\"}";
+    value_line(out, "surge_subscriber_delivery_latency_seconds_sum" + label,
+               sub.delivery_latency_sum);
+    value_line(out, "surge_subscriber_delivery_latency_seconds_count" + label,
+               static_cast<double>(sub.delivered));
+  }
+  render_queue(out, top);
   line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");
   line(out, "surge_info{version=\"0.1.0\"} 1\n");
   return out;

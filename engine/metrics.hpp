@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,13 @@ struct subscriber_snapshot {
   std::int64_t buffered = 0;
   double rate_limit = 0;
   bool paused = false;
+  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered` rows
+};
+
+struct queued_snapshot {
+  std::int64_t id = 0;
+  std::int64_t queued = 0;
+  std::int64_t overdue = 0;
 };
 
 struct drain_metrics {
@@ -69,6 +77,13 @@ struct drain_metrics {
     std::vector<subscriber_snapshot> subscribers;
   };
   void publish(std::size_t shard, shard_view view);
+
+  // Rows still to deliver, sampled from the queue every few seconds (engine/queue_sampler).
+  struct queue_view {
+    std::int64_t overdue_rows = 0;
+    std::vector<queued_snapshot> subscribers;
+  };
+  void publish_queue(queue_view view);
   std::int64_t failing_subscribers() const;
   std::vector<std::int64_t> blocked_subscribers() const;
 
@@ -86,8 +101,11 @@ struct drain_metrics {
   std::string render(std::size_t top) const;
 
  private:
+  void render_queue(std::string& out, std::size_t top) const;
+
   mutable std::mutex views_mutex_;
   std::vector<shard_view> views_;
+  std::optional<queue_view> queue_view_;  // none until the first sample (or without a sampler)
   std::atomic<std::int64_t> storage_beat_{0};
   std::vector<std::unique_ptr<std::atomic<std::int64_t>>> shard_beats_;
 };

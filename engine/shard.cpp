@@ -339,7 +339,8 @@ void shard::publish_metrics() {
                                 .failed = sub->failed_attempts, .in_flight = sub->in_flight,
                                 .buffered = static_cast<std::int64_t>(sub->ready.size()),
                                 .rate_limit = sub->settings.rate,
-                                .paused = sub->paused_until > now});
+                                .paused = sub->paused_until > now,
+                                .delivery_latency_sum = sub->delivery_latency_sum});
   }
   // Only the busiest can make the scrape's top list, so keep the hand-off small.
   const std::size_t keep = config_.metrics_top_subscribers;

@@ -109,6 +109,7 @@ void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& ro
   }
   if (result.status >= 200 && result.status < 300) {
     ++sub.delivered;
+    sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
     sub.consecutive_failures = 0;
   } else {
     ++sub.failed_attempts;

@@ -77,6 +77,7 @@ struct subscriber_state {
   // Set while the front row waits for a token, to account token wait time.
   std::optional<std::chrono::steady_clock::time_point> token_wait_since;
   std::int64_t delivered = 0;
+  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered`
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
   int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)

@@ -4,6 +4,7 @@
 #include "engine/drain.hpp"
 #include "engine/log.hpp"
 #include "tools/commands.hpp"
+#include "tools/config_file.hpp"
 #include "tools/drain_options.hpp"
 
 namespace surge::tools {
@@ -19,6 +20,7 @@ void add_drain_command(CLI::App& app, command_action& action) {
       "their leases expire); 2 bad flags; 3 a second signal cut the shutdown short.");
   auto opts = std::make_shared<drain_cli_options>();
   add_drain_options(cmd, *opts);
+  add_config_option(cmd);
   cmd->callback([&action, opts] {
     action = [opts] {
       const auto config = to_drain_config(*opts);

@@ -26,6 +26,7 @@ void add_sink_command(CLI::App& app, command_action& action);
 void add_demo_command(CLI::App& app, command_action& action);
 void add_dead_command(CLI::App& app, command_action& action);
 void add_audit_command(CLI::App& app, command_action& action);
+void add_prune_command(CLI::App& app, command_action& action);
 
 // Thrown by an action for a bad value that parsing could not catch (exit code 2).
 struct usage_error : std::runtime_error {

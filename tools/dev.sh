@@ -16,6 +16,9 @@ packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certifi
   libsqlitecpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
   gnuplot-nox fonts-dejavu-core clang libclang-rt-14-dev time python3 nginx-light)
 
+# promtool and prometheus: tests/monitoring unit-tests the alert rules and scrapes a real drain.
+packages+=(prometheus)
+
 install_missing() {
   local missing=()
   for p in "${packages[@]}"; do

@@ -6,6 +6,8 @@
 #include <SQLiteCpp/Exception.h>
 
 #include "tools/commands.hpp"
+#include "tools/config_file.hpp"
+#include "tools/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace surge::tools;
@@ -13,7 +15,8 @@ int main(int argc, char** argv) {
                "subscriber's rate limit."};
   app.name("surge");
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", "surge 0.1.0");
+  app.set_version_flag("--version", std::string("surge ") + surge_version() + " (commit " +
+                                        surge_commit() + ")");
 
   command_action action;
   add_migrate_command(app, action);
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   add_demo_command(app, action);
   add_dead_command(app, action);
   add_audit_command(app, action);
+  add_prune_command(app, action);
 
   // CLI11 reports an unknown subcommand as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {
@@ -36,7 +40,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    app.parse(argc, argv);
+    parse_command_line(app, argc, argv);
   } catch (const CLI::ParseError& error) {
     const int printed = app.exit(error);
     return printed == 0 ? exit_ok : exit_usage;

@@ -165,8 +165,15 @@ TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   ASSERT_EQ(drain.wait(90s).value_or(-1), 0);
   const double peak_mib = static_cast<double>(drain.peak_rss_kib()) / 1024.0;
   ASSERT_GT(peak_mib, 0);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // The drain under test is built with the same sanitizer. ASan's quarantine keeps freed blocks
+  // (SQLite reads each big value once to measure it) and TSan shadows every byte, so RSS says
+  // nothing about what Surge holds there; the dev build checks the bound.
+  (void)total_mib;
+#else
   EXPECT_LT(peak_mib, total_mib / 4) << "peak RSS " << peak_mib << " MiB for " << total_mib
                                      << " MiB of payloads that were never to be sent";
+#endif
   EXPECT_EQ(queue.count_by_status()["dead"], subscribers * rows_each);
   SQLite::Statement reasons(queue.db(),
                             "SELECT COUNT(*) FROM webhook_delivery WHERE last_error = "

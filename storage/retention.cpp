@@ -1,0 +1,178 @@
+#include "storage/retention.hpp"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/database.hpp"
+
+namespace surge::storage {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Times how long one write transaction holds the lock: from BEGIN IMMEDIATE succeeding to
+// COMMIT.
+class timed_write {
+ public:
+  timed_write(SQLite::Database& db, prune_result& result,
+              std::vector<std::chrono::microseconds>& held)
+      : db_(db),
+        result_(result),
+        held_(held),
+        transaction_(db, SQLite::TransactionBehavior::IMMEDIATE),
+        start_(clock::now()) {}
+  void commit() {
+    transaction_.commit();
+    const auto held = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - start_);
+    result_.longest_transaction = std::max(result_.longest_transaction, held);
+    ++result_.transactions;
+    held_.push_back(held);
+    // Checkpoint between transactions ourselves (auto-checkpoint is off for this connection),
+    // so copying the WAL back never happens inside a commit.
+    if (result_.transactions % 20 == 0) db_.exec("PRAGMA wal_checkpoint(PASSIVE)");
+  }
+
+ private:
+  SQLite::Database& db_;
+  prune_result& result_;
+  std::vector<std::chrono::microseconds>& held_;
+  SQLite::Transaction transaction_;
+  clock::time_point start_;
+};
+
+std::string placeholders(std::size_t count) {
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) out += i ? ",?" : "?";
+  return out;
+}
+
+// Candidate ids are found outside the write lock (a WAL reader blocks nobody); the delete
+// re-checks every condition under the lock, so a row that changed in between is left alone.
+std::vector<std::int64_t> next_ids(SQLite::Statement& query, std::int64_t after, double now = 0) {
+  query.reset();
+  query.bind(1, after);
+  if (now > 0) query.bind(3, now);
+  std::vector<std::int64_t> ids;
+  while (query.executeStep()) ids.push_back(query.getColumn(0).getInt64());
+  return ids;
+}
+
+void prune_deliveries(SQLite::Database& db, const prune_options& o, prune_result& result,
+                      std::vector<std::chrono::microseconds>& held,
+                      const std::function<void(const prune_result&)>& progress) {
+  const std::string finished = o.dead ? "status IN ('done', 'dead')" : "status = 'done'";
+  const std::string old_enough =
+      finished + " AND COALESCE(delivered_at, created_at) < ?2 AND locked_until <= ?3";
+  SQLite::Statement find(db, "SELECT id FROM webhook_delivery WHERE id > ?1 AND " + old_enough +
+                                 " ORDER BY id LIMIT ?4");
+  find.bind(2, o.cutoff);
+  find.bind(4, o.batch_rows);
+  std::int64_t after = 0;
+  for (;;) {
+    const auto ids = next_ids(find, after, unix_now());
+    if (ids.empty()) break;
+    after = ids.back();
+    timed_write write(db, result, held);
+    SQLite::Statement remove(db, "DELETE FROM webhook_delivery WHERE id IN (" +
+                                     placeholders(ids.size()) + ") AND " + "(" + finished +
+                                     ") AND COALESCE(delivered_at, created_at) < ? "
+                                     "AND locked_until <= ?");
+    int index = 1;
+    for (const auto id : ids) remove.bind(index++, id);
+    remove.bind(index++, o.cutoff);
+    remove.bind(index, unix_now());
+    result.deliveries += remove.exec();
+    write.commit();
+    if (progress) progress(result);
+    std::this_thread::sleep_for(o.pause);
+  }
+}
+
+void prune_attempts(SQLite::Database& db, const prune_options& o, prune_result& result,
+                    std::vector<std::chrono::microseconds>& held,
+                    const std::function<void(const prune_result&)>& progress) {
+  if (!db.tableExists("surge_attempt")) return;
+  // surge_attempt has no index on delivery_id; walking it by rowid in batches keeps every step
+  // an index range scan plus one primary-key probe per attempt.
+  SQLite::Statement find(
+      db,
+      "SELECT a.id FROM surge_attempt a WHERE a.id > ?1 AND a.finished_at < ?2 "
+      "AND NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.id = a.delivery_id) "
+      "ORDER BY a.id LIMIT ?3");
+  find.bind(2, o.cutoff);
+  find.bind(3, o.batch_rows);
+  std::int64_t after = 0;
+  for (;;) {
+    const auto ids = next_ids(find, after);
+    if (ids.empty()) break;
+    after = ids.back();
+    timed_write write(db, result, held);
+    // Attempt records are only ever inserted, so the found ids need no re-check.
+    SQLite::Statement remove(
+        db, "DELETE FROM surge_attempt WHERE id IN (" + placeholders(ids.size()) + ")");
+    int index = 1;
+    for (const auto id : ids) remove.bind(index++, id);
+    result.attempts += remove.exec();
+    write.commit();
+    if (progress) progress(result);
+    std::this_thread::sleep_for(o.pause);
+  }
+}
+
+void reclaim(SQLite::Database& db, const prune_options& o, prune_result& result,
+             std::vector<std::chrono::microseconds>& held) {
+  result.incremental_vacuum = db.execAndGet("PRAGMA auto_vacuum").getInt() == 2;
+  if (result.incremental_vacuum && o.vacuum_pages > 0) {
+    for (;;) {
+      const auto before = db.execAndGet("PRAGMA freelist_count").getInt64();
+      if (before == 0) break;
+      timed_write write(db, result, held);
+      db.exec("PRAGMA incremental_vacuum(" + std::to_string(o.vacuum_pages) + ")");
+      write.commit();
+      const auto after = db.execAndGet("PRAGMA freelist_count").getInt64();
+      result.pages_reclaimed += before - after;
+      if (after >= before) break;
+      std::this_thread::sleep_for(o.pause);
+    }
+  }
+  result.free_pages = db.execAndGet("PRAGMA freelist_count").getInt64();
+  // Copy the last batches back from the WAL. PASSIVE, because FULL, RESTART and TRUNCATE block
+  // new writers while a reader holds an old snapshot, up to the busy timeout. The WAL keeps its
+  // size (about 20 batches) until a writer starts it over.
+  db.exec("PRAGMA wal_checkpoint(PASSIVE)");
+}
+
+}  // namespace
+
+prune_result prune(SQLite::Database& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress) {
+  prune_result result;
+  std::vector<std::chrono::microseconds> held;
+  db.exec("PRAGMA wal_autocheckpoint=0");
+  prune_deliveries(db, options, result, held, progress);
+  prune_attempts(db, options, result, held, progress);
+  reclaim(db, options, result, held);
+  db.exec("PRAGMA wal_autocheckpoint=1000");  // SQLite's default
+  if (!held.empty()) {
+    std::sort(held.begin(), held.end());
+    result.median_transaction = held[held.size() / 2];
+    result.p99_transaction = held[std::min(held.size() - 1, held.size() * 99 / 100)];
+  }
+  return result;
+}
+
+std::int64_t enable_incremental_vacuum(SQLite::Database& db) {
+  db.exec("PRAGMA auto_vacuum = INCREMENTAL");
+  db.exec("VACUUM");
+  // VACUUM wrote the whole file through the WAL; this one-off already held the lock for the
+  // rewrite, so it may also wait to truncate the WAL (a passive checkpoint leaves its size).
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  return db.execAndGet("PRAGMA page_count").getInt64();
+}
+
+}  // namespace surge::storage

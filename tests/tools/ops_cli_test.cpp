@@ -1,0 +1,191 @@
+// The operator's kit through the real `surge` binary: --version, drain --config, prune, and the
+// cron pattern (flock + timeout) as docs/operations.md gives it.
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include "storage/database.hpp"
+#include "tests/support/e2e.hpp"
+#include "tools/process.hpp"
+
+namespace surge::testing {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(OpsCli, VersionNamesTheReleaseAndTheCommit) {
+  temp_dir dir;
+  const auto result = run_surge(dir, {"--version"});
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_TRUE(std::regex_search(
+      result.out, std::regex(R"(^surge \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown)\))")))
+      << result.out;
+}
+
+TEST(OpsCli, DrainTakesEveryFlagFromAConfigFileAndTheCommandLineWins) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string config = dir.file("drain.toml");
+  write_file(config, "# a drain's flags\ndb = \"" + queue.path() +
+                         "\"\nuntil-drained = true\nprogress = \"off\"\nthreads = 1\n");
+  auto result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "(drained)")) << "--db and --until-drained came from the file";
+
+  // A value the drain refuses proves the file is read; the same flag on the command line wins.
+  write_file(config, "db = \"" + queue.path() + "\"\nuntil-drained = true\nlease = 5\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_TRUE(contains(result.err, "--lease")) << result.err;
+  result = run_surge(dir, {"drain", "--config", config, "--lease", "60", "--progress", "off"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+
+  write_file(config, "db = \"" + queue.path() + "\"\nuntil-drainde = true\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2) << "a misspelt key must not be ignored";
+  EXPECT_TRUE(contains(result.err, "until-drainde")) << result.err;
+
+  write_file(config, "db = \"" + queue.path() + "\"\nthreads = many\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_TRUE(contains(result.err, "threads")) << result.err;
+
+  write_file(config, "db = \"" + queue.path() + "\"\n[unclosed\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_FALSE(result.err.empty());
+
+  result = run_surge(dir, {"drain", "--config", dir.file("absent.toml")});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_TRUE(contains(result.err, "absent.toml")) << result.err;
+
+  result = run_surge(dir, {"drain", "--help"});
+  EXPECT_TRUE(contains(result.out, "--config")) << result.out;
+  EXPECT_TRUE(contains(result.out, "command line win")) << result.out;
+}
+
+TEST(OpsCli, TheShippedExampleConfigIsValid) {
+  temp_dir dir;
+  test_queue queue(dir);
+  // The shipped file names production paths and ports; the command line overrides those.
+  const auto result =
+      run_surge(dir, {"drain", "--config", SURGE_DIST_DIR "/drain.toml", "--db", queue.path(),
+                      "--metrics-listen", "127.0.0.1:0", "--until-drained"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "(drained)")) << result.out;
+}
+
+// The cron line of docs/operations.md, with short times: flock keeps a second run from
+// starting while one drains; the drain stops itself at --duration, well before timeout's
+// backstop, and exits 0 with its summary.
+TEST(OpsCli, CronPatternRunsOneDrainAtATime) {
+  const auto flock = tools::find_program("flock");
+  const auto timeout = tools::find_program("timeout");
+  if (!flock || !timeout) GTEST_SKIP() << "flock (util-linux) or timeout (coreutils) missing";
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string config = dir.file("queue.toml");
+  write_file(config, "db = \"" + queue.path() + "\"\nprogress = \"off\"\n");
+  const auto cron_line = [&](const std::string& tag) {
+    return tools::child_process(*flock,
+                                {"-n", dir.file("queue.lock"), *timeout, "-k", "30", "60",
+                                 surge_binary(), "drain", "--config", config, "--duration", "2"},
+                                dir.file(tag + ".out"), dir.file(tag + ".err"));
+  };
+  auto first = cron_line("first");
+  ASSERT_TRUE(tools::wait_for_file(dir.file("first.err"), std::chrono::seconds(10)))
+      << "the first drain did not start";
+  auto second = cron_line("second");
+  EXPECT_EQ(second.wait(std::chrono::seconds(2)).value_or(-1), 1)
+      << "flock -n exits 1 at once while the lock is held";
+  std::ifstream second_out(dir.file("second.out"));
+  EXPECT_EQ(second_out.peek(), std::ifstream::traits_type::eof()) << "no second drain ran";
+  EXPECT_EQ(first.wait(std::chrono::seconds(30)).value_or(-1), 0);
+  std::stringstream first_out;
+  first_out << std::ifstream(dir.file("first.out")).rdbuf();
+  EXPECT_TRUE(contains(first_out.str(), "summary: ")) << first_out.str();
+
+  auto third = cron_line("third");
+  EXPECT_EQ(third.wait(std::chrono::seconds(30)).value_or(-1), 0) << "the lock was released";
+}
+
+// systemd-analyze verify reads the shipped units as systemd would: an unknown or misplaced key
+// is only a warning there, so its output must be empty too.
+TEST(OpsCli, SystemdUnitsVerifyCleanly) {
+  const auto analyze = tools::find_program("systemd-analyze");
+  if (!analyze) GTEST_SKIP() << "systemd-analyze not found: install the Debian package systemd";
+  temp_dir dir;
+  // Not on a terminal, systemd tools log to the journal unless told otherwise.
+  std::vector<std::string> args{"SYSTEMD_LOG_TARGET=console", *analyze, "verify"};
+  for (const std::string unit :
+       {"surge-drain@.service", "surge-prune@.service", "surge-prune@.timer"}) {
+    std::stringstream text;
+    text << std::ifstream(SURGE_DIST_DIR "/" + unit).rdbuf();
+    // The units name the installed binary; verify checks that ExecStart exists.
+    const auto installed = std::regex("/usr/bin/surge");
+    const std::string instance = dir.file(std::regex_replace(unit, std::regex("@"), "@test"));
+    write_file(instance, std::regex_replace(text.str(), installed, surge_binary()));
+    args.push_back(instance);
+  }
+  const auto env = tools::find_program("env");
+  ASSERT_TRUE(env);
+  tools::child_process verify(*env, args, dir.file("verify.out"), dir.file("verify.err"));
+  EXPECT_EQ(verify.wait(std::chrono::seconds(60)).value_or(-1), 0);
+  // Streaming an empty file's rdbuf() sets failbit, so each file is read on its own.
+  for (const char* name : {"verify.out", "verify.err"}) {
+    std::stringstream text;
+    text << std::ifstream(dir.file(name)).rdbuf();
+    EXPECT_EQ(text.str(), "") << "systemd-analyze verify complained";
+  }
+}
+
+TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("http://127.0.0.1:9/hook", 5, 10);
+  const auto rows = queue.add_rows(sub, 6);
+  const double two_hours_ago = storage::unix_now() - 7200;
+  const auto set = [&](std::int64_t id, const std::string& assignments) {
+    queue.db().exec("UPDATE webhook_delivery SET " + assignments +
+                    " WHERE id = " + std::to_string(id));
+  };
+  set(rows[0], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
+  set(rows[1], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
+  set(rows[2], "status = 'done', delivered_at = " + std::to_string(storage::unix_now()));
+  set(rows[3], "status = 'dead', created_at = " + std::to_string(two_hours_ago));
+  set(rows[4], "status = 'retry', created_at = " + std::to_string(two_hours_ago));
+
+  auto result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto out = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(out.at("deliveries").as_int64(), 2);
+  auto counts = queue.count_by_status();
+  EXPECT_EQ(counts["done"], 1);
+  EXPECT_EQ(counts["dead"], 1);
+  EXPECT_EQ(counts["retry"], 1);
+  EXPECT_EQ(counts["pending"], 1);
+
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "90m", "--dead"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(contains(result.out, "pruned: deliveries=1 ")) << result.out;
+  EXPECT_EQ(queue.count_by_status()["dead"], 0);
+
+  for (const char* bad : {"5x", "-1h", "0", "h"}) {
+    result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", bad});
+    EXPECT_EQ(result.exit_code, 2) << bad;
+    EXPECT_TRUE(contains(result.err, "--older-than")) << result.err;
+  }
+}
+
+}  // namespace
+}  // namespace surge::testing
