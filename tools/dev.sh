@@ -18,6 +18,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certifi
 
 # promtool and prometheus: tests/monitoring unit-tests the alert rules and scrapes a real drain.
 packages+=(prometheus)
+# systemd-analyze: the shipped unit files are verified as systemd would read them.
+packages+=(systemd)
 
 install_missing() {
   local missing=()
