@@ -44,6 +44,17 @@ void wait_for_first_delivery(test_queue& queue) {
   ASSERT_GT(done_rows(queue), 0) << "the drain delivered nothing";
 }
 
+// After a stop that left outcomes unwritten: once their leases (5 s) expire, a new drain
+// delivers every row, so nothing was lost.
+void drain_again_once_leases_expire(const temp_dir& dir, test_queue& queue, std::size_t rows) {
+  std::this_thread::sleep_for(5500ms);
+  const auto rest = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                                    "--allow-private-targets", "--progress-interval", "0",
+                                    "--per-subscriber-in-flight", "50"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows));
+}
+
 TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock) {
   temp_dir dir;
   test_queue queue(dir);
@@ -73,12 +84,7 @@ TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock)
 
   // Nothing is lost: the rows whose outcomes were not written keep their leases, expire, and
   // a later drain delivers them.
-  std::this_thread::sleep_for(5500ms);
-  const auto rest = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                    "--allow-private-targets", "--progress-interval", "0",
-                                    "--per-subscriber-in-flight", "50"});
-  ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows.size()));
+  drain_again_once_leases_expire(dir, queue, rows.size());
   const auto delivered = deliveries(sink.stop_and_read());
   for (const auto row : rows) EXPECT_GE(delivered.count(row), 1u) << "row " << row << " never sent";
 }
@@ -135,12 +141,7 @@ TEST(DrainStop, TheGracePeriodBoundsTheStopWhileTheDiskIsFull) {
 
   // With room again, and the leases of unwritten rows expired, a drain delivers the rest.
   disk.free_space();
-  std::this_thread::sleep_for(5500ms);
-  const auto rest = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                    "--allow-private-targets", "--progress-interval", "0",
-                                    "--per-subscriber-in-flight", "50"});
-  ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows.size()));
+  drain_again_once_leases_expire(dir, queue, rows.size());
 }
 
 TEST(DrainStop, APersonsSecondCtrlCEndsTheStopAtOnce) {
