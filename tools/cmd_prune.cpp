@@ -16,27 +16,11 @@
 #include "storage/schema.hpp"
 #include "tools/commands.hpp"
 #include "tools/config_file.hpp"
+#include "tools/time_arg.hpp"
 
 namespace surge::tools {
 
 namespace {
-
-// "30d", "12h", "90m", "45s", "2w" or plain seconds; nullopt unless positive and finite.
-std::optional<double> parse_duration(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const std::string unit = text.substr(used);
-  static const std::map<std::string, double> seconds_per{
-      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
-  const auto scale = seconds_per.find(unit);
-  if (scale == seconds_per.end() || !std::isfinite(value) || value <= 0) return std::nullopt;
-  return value * scale->second;
-}
 
 std::uintmax_t file_bytes(const std::string& path) {
   std::uintmax_t total = 0;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <regex>
 
 namespace surge::tools {
@@ -20,11 +21,9 @@ std::optional<double> to_number(const std::string& text) {
 }
 
 std::optional<double> parse_relative(const std::smatch& m, double now) {
-  const auto amount = to_number(m[1].str());
-  if (!amount) return std::nullopt;
-  const char unit = m[2].str()[0];
-  const double seconds = unit == 'd' ? 86400 : unit == 'h' ? 3600 : unit == 'm' ? 60 : 1;
-  return now - *amount * seconds;
+  const auto age = parse_duration(m[1].str() + m[2].str());
+  if (!age) return std::nullopt;
+  return now - *age;
 }
 
 std::optional<double> parse_iso(const std::smatch& m) {
@@ -54,6 +53,22 @@ std::optional<double> parse_iso(const std::smatch& m) {
 }
 
 }  // namespace
+
+std::optional<double> parse_duration(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(used);
+  static const std::map<std::string, double> seconds_per{
+      {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
+  const auto scale = seconds_per.find(unit);
+  if (scale == seconds_per.end() || !std::isfinite(value) || value <= 0) return std::nullopt;
+  return value * scale->second;
+}
 
 std::optional<double> parse_time_arg(std::string_view text, double now) {
   static const std::regex unix_seconds(R"(\d+(\.\d+)?)");

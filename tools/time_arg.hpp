@@ -13,6 +13,10 @@ namespace surge::tools {
 // the wrong rows silently.
 std::optional<double> parse_time_arg(std::string_view text, double now);
 
+// A length of time in seconds: "30d", "12h", "90m", "45s", "2w" or plain seconds; nullopt
+// unless positive and finite (`surge prune --older-than`, and the ages above).
+std::optional<double> parse_duration(const std::string& text);
+
 // "2026-11-21T06:00:00Z" (whole seconds, UTC).
 std::string format_utc(double unix_seconds);
 
