@@ -1,10 +1,8 @@
 // surge prune: delete finished rows and their attempt records older than a cutoff, in short
 // write transactions, then give the space back.
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 
