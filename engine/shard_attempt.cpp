@@ -30,8 +30,13 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
                             lease_margin();
     const auto give_up_at =
         steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
-    const http_client::before_write gate = [this, &sub, give_up_at](bool fresh_connection) {
+    // The gate holds one reference, small enough for std::function's inline storage, so it
+    // costs no allocation per request; `wait` outlives the send that calls it.
+    const auto wait = [&](bool fresh_connection) {
       return sub.wait_for_wire(give_up_at, stopping_, fresh_connection);
+    };
+    const http_client::before_write gate = [&wait](bool fresh_connection) {
+      return wait(fresh_connection);
     };
     result = co_await client_.send(*target, request, gate);
   } catch (const std::exception& error) {
