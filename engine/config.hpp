@@ -48,6 +48,10 @@ struct scheduler_config {
   // A pause (Retry-After) longer than this gives buffered rows back to the queue instead of
   // holding their leases.
   std::chrono::milliseconds pause_release_threshold = 5s;
+  // A coalescing subscriber claims up to this many rows ahead (no more than it can send within
+  // coalesce_lookahead), so that repeats of a key are in its queue together and merge.
+  int coalesce_lookahead_rows = 256;
+  std::chrono::milliseconds coalesce_lookahead = 20s;
   circuit_config circuit;
   adaptive_rate_config adaptive;
   origin_limit_config origin;  // adaptive concurrency per host:port, per shard

@@ -13,6 +13,9 @@ struct drain_counters {
   std::atomic<std::int64_t> retried{0};
   std::atomic<std::int64_t> dead{0};
   std::atomic<std::int64_t> released{0};
+  std::atomic<std::int64_t> coalesced{0};     // done without a request: a newer row went instead
+  std::atomic<std::int64_t> batch_posts{0};   // requests that carried a batch
+  std::atomic<std::int64_t> batched_rows{0};  // rows those requests carried
   std::atomic<std::int64_t> lost_leases{0};
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> buffered{0};

@@ -1,10 +1,13 @@
 #include "engine/delivery.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <boost/beast/http/field.hpp>
 
+#include "proto/batch.hpp"
 #include "proto/header_value.hpp"
 #include "proto/outcome.hpp"
 #include "proto/retry_after.hpp"
@@ -43,6 +46,85 @@ std::string delivery_refusal(const storage::claimed_row& row) {
   return {};
 }
 
+namespace {
+
+// The last line of defence: whatever reaches the wire passes the same rule.
+void check_on_wire_rules(const http_request& request) {
+  if (const auto problem = proto::request_target_problem(request.target()); !problem.empty()) {
+    throw std::invalid_argument("unsafe request target: " + std::string(problem));
+  }
+  for (const auto& field : request) {
+    if (const auto problem = proto::header_value_problem(field.value()); !problem.empty()) {
+      throw std::invalid_argument("unsafe " + std::string(field.name_string()) + " header: " +
+                                  std::string(problem));
+    }
+  }
+}
+
+}  // namespace
+
+http_request build_batch_request(const proto::target& target, const proto::signer& signer,
+                                 std::span<const storage::claimed_row> rows,
+                                 std::int64_t unix_seconds, std::string_view user_agent) {
+  http_request request{http::verb::post, target.path, 11};
+  request.set(http::field::host, target.host_header);
+  request.set(http::field::user_agent, user_agent);
+  request.set(http::field::content_type, "application/json");
+  std::vector<std::string_view> types;
+  std::vector<std::int64_t> ids;
+  std::vector<std::string_view> payloads;
+  ids.reserve(rows.size());
+  payloads.reserve(rows.size());
+  std::int64_t attempt = 0;
+  for (const auto& row : rows) {
+    if (std::find(types.begin(), types.end(), row.event_type) == types.end()) {
+      types.push_back(row.event_type);
+    }
+    ids.push_back(row.id);
+    payloads.push_back(row.payload);
+    attempt = std::max(attempt, row.attempts + 1);
+  }
+  std::string events;
+  for (const auto type : types) events += (events.empty() ? "" : ",") + std::string(type);
+  request.set("X-VVV-Event", events);
+  request.set("X-VVV-Batch-Size", std::to_string(rows.size()));
+  request.set("X-VVV-Delivery-Ids", proto::delivery_ids_header(ids));
+  request.set("X-VVV-Attempt", std::to_string(attempt));
+  request.body() = proto::batch_body(payloads);
+  const auto signed_fields = signer.sign(proto::batch_message_id(ids), unix_seconds, request.body());
+  for (std::size_t i = 0; i < signed_fields.count; ++i) {
+    request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
+  }
+  request.prepare_payload();
+  check_on_wire_rules(request);
+  return request;
+}
+
+storage::claimed_row batch_lead(std::span<const storage::claimed_row> rows) {
+  storage::claimed_row lead = rows.front();
+  lead.payload.clear();  // only the scheduling fields are judged
+  for (const auto& row : rows) {
+    lead.attempts = std::max(lead.attempts, row.attempts);
+    lead.created_at = std::max(lead.created_at, row.created_at);
+  }
+  return lead;
+}
+
+storage::outcome outcome_in_batch(const storage::outcome& lead,
+                                  const storage::claimed_row& lead_row,
+                                  const storage::claimed_row& row, std::int64_t batch_size) {
+  storage::outcome out = lead;
+  out.delivery_id = row.id;
+  out.lease = row.lease;
+  const bool counted = lead.attempts != lead_row.attempts;
+  out.attempts = row.attempts + (counted ? 1 : 0);
+  out.attempt.delivery_id = row.id;
+  out.attempt.attempt = row.attempts + 1;
+  out.attempt.batch_lead = lead_row.id;
+  out.attempt.batch_size = batch_size;
+  return out;
+}
+
 http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
                                     const storage::claimed_row& row, std::int64_t unix_seconds,
                                     std::string_view user_agent) {
@@ -60,16 +142,7 @@ http_request build_delivery_request(const proto::target& target, const proto::si
   }
   request.body() = row.payload;
   request.prepare_payload();
-  // The last line of defence: whatever reaches the wire passes the same rule.
-  if (const auto problem = proto::request_target_problem(request.target()); !problem.empty()) {
-    throw std::invalid_argument("unsafe request target: " + std::string(problem));
-  }
-  for (const auto& field : request) {
-    if (const auto problem = proto::header_value_problem(field.value()); !problem.empty()) {
-      throw std::invalid_argument("unsafe " + std::string(field.name_string()) + " header: " +
-                                  std::string(problem));
-    }
-  }
+  check_on_wire_rules(request);
   return request;
 }
 

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
+
+#include <boost/container/small_vector.hpp>
 
 #include "engine/http_client.hpp"
 #include "proto/retry_policy.hpp"
@@ -15,6 +18,10 @@
 #include "storage/outcomes.hpp"
 
 namespace surge::engine {
+
+// The rows one request carries: one, or a batch. One inline slot keeps a single send free of
+// allocation.
+using attempt_rows = boost::container::small_vector<storage::claimed_row, 1>;
 
 // Why the row cannot be sent (a value from the queue that would reach a header unchecked, e.g.
 // "unsafe event_type: contains CR/LF"), or empty when it can. Checked before the attempt takes a
@@ -29,6 +36,20 @@ std::string delivery_refusal(const storage::claimed_row& row);
 http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
                                     const storage::claimed_row& row, std::int64_t unix_seconds,
                                     std::string_view user_agent);
+
+// A batch POST (DESIGN section 3): the body is the JSON array of the rows' payloads in order,
+// signed over as a whole; X-VVV-Batch-Size and X-VVV-Delivery-Ids replace X-VVV-Delivery-Id;
+// X-VVV-Event lists the distinct event types; X-VVV-Attempt is the highest attempt number among
+// the rows. The Standard Webhooks id is proto::batch_message_id, stable when the same rows are
+// retried together. Every payload must be a JSON value (proto::is_json_value).
+http_request build_batch_request(const proto::target& target, const proto::signer& signer,
+                                 std::span<const storage::claimed_row> rows,
+                                 std::int64_t unix_seconds, std::string_view user_agent);
+
+// The row a batch's outcome is decided for: the first row, with the highest attempt count among
+// them (no row passes the attempt limit) and the latest created_at (a fresh row is not given up
+// for an old one's age), so the whole batch gets one decision and one backoff.
+storage::claimed_row batch_lead(std::span<const storage::claimed_row> rows);
 
 struct attempt_judgement {
   storage::outcome outcome;  // fenced on the row's lease, with its surge_attempt record
@@ -50,6 +71,12 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
                                 const proto::retry_policy& policy,
                                 std::chrono::seconds retry_after_cap, double unit_random,
                                 int unpaid_rate_limits = 0);
+
+// What `lead`'s judgement (judge_attempt on batch_lead) means for one row of its batch of
+// `batch_size`: the same kind, delay and error, the row's own fence and attempt count, and an
+// attempt record naming the batch.
+storage::outcome outcome_in_batch(const storage::outcome& lead, const storage::claimed_row& lead_row,
+                                  const storage::claimed_row& row, std::int64_t batch_size);
 
 // A row handed back or closed without an attempt (release, dead-letter, reschedule).
 storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind);

@@ -290,6 +290,7 @@ drain_summary run_drain(const drain_config& input) {
   summary.retried = counters.retried.load();
   summary.dead = counters.dead.load();
   summary.released = counters.released.load();
+  summary.coalesced = counters.coalesced.load();
   summary.lost_leases = counters.lost_leases.load();
   summary.attempts = counters.attempts.load();
   summary.remaining = storage.remaining();

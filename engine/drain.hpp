@@ -14,6 +14,7 @@ struct drain_summary {
   std::int64_t retried = 0;
   std::int64_t dead = 0;
   std::int64_t released = 0;
+  std::int64_t coalesced = 0;  // done without a request: a newer row went in their place
   std::int64_t lost_leases = 0;
   std::int64_t attempts = 0;
   std::int64_t storage_errors = 0;

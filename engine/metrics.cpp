@@ -206,11 +206,13 @@ std::string drain_metrics::render(std::size_t top) const {
   };
 
   header(out, "surge_deliveries_total", "counter",
-         "Rows finished by outcome: done, retry (rescheduled), dead, released (lease given back).");
+         "Rows finished by outcome: done, retry (rescheduled), dead, released (lease given back), "
+         "coalesced (done without a request: a newer row with the same key was sent instead).");
   value_line(out, "surge_deliveries_total{outcome=\"done\"}", static_cast<double>(c.delivered.load()));
   value_line(out, "surge_deliveries_total{outcome=\"retry\"}", static_cast<double>(c.retried.load()));
   value_line(out, "surge_deliveries_total{outcome=\"dead\"}", static_cast<double>(c.dead.load()));
   value_line(out, "surge_deliveries_total{outcome=\"released\"}", static_cast<double>(c.released.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"coalesced\"}", static_cast<double>(c.coalesced.load()));
 
   header(out, "surge_attempts_total", "counter", "HTTP attempts by status class.");
   static constexpr const char* class_names[] = {"2xx", "3xx", "4xx", "429", "5xx", "transport"};
@@ -219,6 +221,10 @@ std::string drain_metrics::render(std::size_t top) const {
                static_cast<double>(attempts_by_class[i].load()));
   }
   counter("surge_claimed_rows_total", "Rows leased from the queue.", c.claimed.load());
+  counter("surge_batch_posts_total",
+          "Requests that carried a batch (subscribers with batch_max > 1); each is one attempt.",
+          c.batch_posts.load());
+  counter("surge_batch_rows_total", "Rows carried by batch requests.", c.batched_rows.load());
   counter("surge_lost_leases_total",
           "Outcome writes whose lease fence matched nothing (another drainer took the row).",
           c.lost_leases.load());

@@ -113,6 +113,11 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
                  "for them");
       }
     }
+    const std::string& relief_before =
+        it == subscribers_.end() ? std::string() : it->second->settings.relief_problem;
+    if (settings.relief_problem != relief_before && !settings.relief_problem.empty()) {
+      log_warn("subscriber " + std::to_string(row.id) + ": " + settings.relief_problem);
+    }
     if (it == subscribers_.end()) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
                                                       now_unix, config_.scheduler);
@@ -204,6 +209,9 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         sub.waiting_on_origin = &origin;
         origin.waiting.push_back(&sub);
       }
+    } else if (sub.settings.batch_rows > 1 && batch_should_linger(sub, now)) {
+      // A partial batch waits for more rows, at most its linger; the token stays in the bucket.
+      wake_at = *sub.batch_wait_since + sub.settings.batch_linger;
     } else if (sub.bucket.try_take(now)) {
       sub.origin_turn = false;
       const bool probe = sub.breaker.current() == circuit_breaker::state::open;
@@ -213,15 +221,16 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
                std::chrono::duration<double>(now - *sub.token_wait_since).count());
         sub.token_wait_since.reset();
       }
-      auto row = std::move(sub.ready.front());
-      sub.ready.pop_front();
-      adjust_buffered(-1);
+      // One token and one slot per request, however many rows it carries.
+      bool batched = false;
+      auto rows = take_request_rows(sub, batched);
+      adjust_buffered(-static_cast<int>(rows.size()));
       ++sub.in_flight;
       ++in_flight_;
       ++origin.in_flight;
       counters_.add(counters_.in_flight);
       asio::co_spawn(io_,
-                     attempt(sub, origin, std::move(row), sub.settings.target,
+                     attempt(sub, origin, std::move(rows), batched, sub.settings.target,
                              sub.settings.signer, probe),
                      asio::detached);
       continue;

@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -67,10 +68,23 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> pump(subscriber_state& sub);
   // Takes the target and signer the pump saw, so a reload cannot change them mid-attempt.
   // `probe`: the one request an open circuit lets out.
+  // `batched`: the rows go as one batch POST (build_batch_request), else the one row alone.
   boost::asio::awaitable<void> attempt(subscriber_state& sub, origin_state& origin,
-                                       storage::claimed_row row,
+                                       attempt_rows rows, bool batched,
                                        std::shared_ptr<const proto::target> target,
                                        std::shared_ptr<const proto::signer> signer, bool probe);
+  // Batches and coalescing (shard_relief.cpp). The rows the next request takes from the front
+  // of the ready queue: the front row alone, or as many as the subscriber's batch allows.
+  attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
+  // Whether a batch subscriber's partial batch should wait (its linger) for more rows.
+  bool batch_should_linger(subscriber_state& sub, steady::time_point now);
+  // Whether `row` may join a batch of `rows` rows with `payload_bytes` of payload so far.
+  bool may_join_batch(const subscriber_state& sub, const storage::claimed_row& row, int rows,
+                      std::int64_t payload_bytes, bool check_json) const;
+  // Applies the subscriber's coalescing rule to its ready queue: replaced rows end done.
+  void coalesce_ready(subscriber_state& sub);
+  // How many rows a coalescing subscriber claims ahead, so repeats of a key meet in its queue.
+  int coalesce_lookahead(const subscriber_state& sub) const;
   void send_demand();
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
@@ -82,10 +96,11 @@ class shard final : public shard_endpoint {
   bool lease_too_short(const storage::claimed_row& row) const;
   // An attempt that gave up at the wire gate: its row goes back, no attempt counted.
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
+  void count_outcome(storage::outcome_kind kind);
   // In-flight bookkeeping once an attempt is over, written or not.
   void attempt_ended(subscriber_state& sub, origin_state& origin);
   // Counters, metrics and the subscriber's failure streak for one finished attempt.
-  void record_attempt(subscriber_state& sub, const storage::claimed_row& row,
+  void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                       const http_result& result, const attempt_times& times);
   // Feeds an attempt's result to the subscriber's circuit breaker and adaptive rate.
   void observe_endpoint(subscriber_state& sub, const http_result& result);

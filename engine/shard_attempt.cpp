@@ -14,20 +14,26 @@ namespace surge::engine {
 namespace asio = boost::asio;
 
 asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
-                                     storage::claimed_row row,
+                                     attempt_rows rows, bool batched,
                                      std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer, bool probe) {
   attempt_times times;
   times.started_unix = storage::unix_now();
   http_result result;
   try {
-    const auto request = build_delivery_request(*target, *signer, row,
-                                                static_cast<std::int64_t>(times.started_unix),
-                                                config_.http.user_agent);
+    const auto seconds = static_cast<std::int64_t>(times.started_unix);
+    const auto request =
+        batched ? build_batch_request(*target, *signer, {rows.data(), rows.size()}, seconds,
+                                      config_.http.user_agent)
+                : build_delivery_request(*target, *signer, rows.front(), seconds,
+                                         config_.http.user_agent);
     // The partner counts arrivals, so the limit is charged again right before the write; an
-    // attempt gives up there before its lease gets too short to finish within it.
-    const auto lease_left = std::chrono::duration<double>(row.lease - storage::unix_now()) -
-                            lease_margin();
+    // attempt gives up there before its lease (the batch's shortest) gets too short to finish
+    // within it.
+    double lease = rows.front().lease;
+    for (const auto& row : rows) lease = std::min(lease, row.lease);
+    const auto lease_left =
+        std::chrono::duration<double>(lease - storage::unix_now()) - lease_margin();
     const auto give_up_at =
         steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
     // The gate holds one reference, small enough for std::function's inline storage, so it
@@ -45,7 +51,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   }
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
-    give_back_unsent(sub, row);
+    for (const auto& row : rows) give_back_unsent(sub, row);
     attempt_ended(sub, origin);
     co_return;
   }
@@ -58,18 +64,16 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   if (waited && result.exchange_time > steady::duration::zero()) {
     origin.limit.on_latency(result.exchange_time, steady::now());
   }
-  record_attempt(sub, row, result, times);
+  const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
+  record_attempt(sub, sent, result, times);
 
+  // A batch gets one decision, made for its lead, and every row takes it (DESIGN section 3).
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-  auto judged = judge_attempt(row, sub.settings.id, result, times, retry_policy_,
+  const auto lead = batched ? batch_lead(sent) : storage::claimed_row{};
+  const auto& judged_row = batched ? lead : rows.front();
+  auto judged = judge_attempt(judged_row, sub.settings.id, result, times, retry_policy_,
                               config_.retry_after_cap, unit, sub.unpaid_rate_limits);
   sub.unpaid_rate_limits = judged.unpaid_rate_limits;
-  switch (judged.outcome.kind) {
-    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
-    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
-    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
-    case storage::outcome_kind::release: break;
-  }
   if (judged.pause_subscriber) {
     const auto pause = *judged.pause_subscriber;
     sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
@@ -80,7 +84,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     }
   }
   if (judged.deactivate_subscriber) {
-    // Only the row that got the 410 is dead; the rest wait in the queue, as for any inactive
+    // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
     // subscriber, until an operator enables it again.
     if (sub.settings.active) {
       log_warn("subscriber " + std::to_string(sub.settings.id) +
@@ -90,8 +94,29 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     deactivate_.push_back(sub.settings.id);
     release_ready(sub);
   }
-  push_outcome(std::move(judged.outcome));
+  if (batched) {
+    counters_.add(counters_.batch_posts);
+    counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
+    for (const auto& row : rows) {
+      auto out = outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
+      count_outcome(out.kind);
+      push_outcome(std::move(out));
+    }
+  } else {
+    count_outcome(judged.outcome.kind);
+    push_outcome(std::move(judged.outcome));
+  }
   attempt_ended(sub, origin);
+}
+
+void shard::count_outcome(storage::outcome_kind kind) {
+  switch (kind) {
+    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
+    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
+    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
+    case storage::outcome_kind::coalesced: counters_.add(counters_.coalesced); break;
+    case storage::outcome_kind::release: break;
+  }
 }
 
 void shard::attempt_ended(subscriber_state& sub, origin_state& origin) {
@@ -103,18 +128,22 @@ void shard::attempt_ended(subscriber_state& sub, origin_state& origin) {
   finish_if_quiet();
 }
 
-void shard::record_attempt(subscriber_state& sub, const storage::claimed_row& row,
+void shard::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                            const http_result& result, const attempt_times& times) {
   counters_.add(counters_.attempts);
   if (result.fresh_retry) counters_.add(counters_.fresh_retries);
   metrics_.count_attempt(result.status);
   metrics_.attempt_duration.observe(times.finished_unix - times.started_unix);
-  if (row.attempts == 0) {
-    metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+  for (const auto& row : rows) {
+    if (row.attempts == 0) {
+      metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+    }
   }
   if (result.status >= 200 && result.status < 300) {
-    ++sub.delivered;
-    sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
+    sub.delivered += static_cast<std::int64_t>(rows.size());
+    for (const auto& row : rows) {
+      sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
+    }
     sub.consecutive_failures = 0;
   } else {
     ++sub.failed_attempts;

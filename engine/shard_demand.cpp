@@ -33,6 +33,7 @@ void shard::accept_claims(claim_reply reply) {
   for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
   pending_total_ = std::max(0, pending_total_);
   std::unordered_map<std::int64_t, int> got;
+  std::vector<subscriber_state*> to_coalesce;
   for (auto& row : reply.rows) {
     counters_.add(counters_.claimed);
     auto it = subscribers_.find(row.subscriber_id);
@@ -46,9 +47,14 @@ void shard::accept_claims(claim_reply reply) {
       push_outcome(outcome_for(row, storage::outcome_kind::release));
       continue;
     }
+    if (sub.settings.coalesce) to_coalesce.push_back(&sub);
     sub.ready.push_back(std::move(row));
     adjust_buffered(1);
   }
+  // New rows may repeat a key already waiting (or each other): only the newest is kept.
+  std::sort(to_coalesce.begin(), to_coalesce.end());
+  to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
+  for (auto* sub : to_coalesce) coalesce_ready(*sub);
   // A short answer means the subscriber has nothing more due right now: poll it less often.
   for (const auto& asked : reply.asked) {
     auto it = subscribers_.find(asked.subscriber_id);
@@ -110,7 +116,9 @@ void shard::send_demand() {
       const double sendable = std::floor(sub.bucket.tokens_at(now) + sub.bucket.rate() * horizon);
       const double buffer_cap = static_cast<double>(sub.settings.in_flight_cap) *
                                 config_.scheduler.buffer_per_slot;
-      limit = static_cast<int>(std::min(sendable, buffer_cap));
+      // A batch subscriber's request carries up to batch_rows rows.
+      limit = static_cast<int>(std::min(sendable, buffer_cap)) * sub.settings.batch_rows;
+      if (sub.settings.coalesce) limit = std::max(limit, coalesce_lookahead(sub));
     }
     const int want = std::min(limit - held, budget);
     if (want <= 0) continue;

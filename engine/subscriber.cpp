@@ -7,6 +7,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "proto/event_match.hpp"
+
 namespace surge::engine {
 
 std::string limits_problem(const storage::subscriber_row& row) {
@@ -25,6 +27,61 @@ bool sends_now(const storage::subscriber_row& row) {
   return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
 }
 
+namespace {
+
+// Another program can store anything in these columns: what cannot be used is clamped or turned
+// off, and said once (relief_problem), rather than stop the subscriber's deliveries.
+void derive_relief(const storage::subscriber_row& row, subscriber_settings& out) {
+  std::string problems;
+  const auto note = [&problems](const std::string& text) {
+    problems += problems.empty() ? text : "; " + text;
+  };
+  out.batch_rows = static_cast<int>(std::clamp<std::int64_t>(row.batch_max, 1, proto::max_batch_rows));
+  if (row.batch_max != out.batch_rows) {
+    note("batch_max " + std::to_string(row.batch_max) + " outside 1.." +
+         std::to_string(proto::max_batch_rows) + ", using " + std::to_string(out.batch_rows));
+  }
+  out.batch_bytes = row.batch_bytes >= 1 && row.batch_bytes <= proto::max_batch_bytes
+                        ? row.batch_bytes
+                        : proto::max_batch_bytes;
+  if (row.batch_bytes != out.batch_bytes) {
+    note("batch_bytes " + std::to_string(row.batch_bytes) + " outside 1.." +
+         std::to_string(proto::max_batch_bytes) + ", using " + std::to_string(out.batch_bytes));
+  }
+  double linger = row.batch_linger;
+  if (!std::isfinite(linger) || linger < 0 || linger > proto::max_batch_linger_seconds) {
+    note("batch_linger outside 0.." + std::to_string(static_cast<int>(proto::max_batch_linger_seconds)) +
+         " s, using 0.5 s");
+    linger = 0.5;
+  }
+  out.batch_linger = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(linger));
+
+  if (row.coalesce_key.empty()) {
+    out.relief_problem = problems;
+    return;
+  }
+  const auto pointer_problem = proto::coalesce_pointer_problem(row.coalesce_key);
+  const auto events_problem = proto::validate_event_patterns(row.coalesce_events);
+  const bool window_ok = std::isfinite(row.coalesce_window) && row.coalesce_window > 0 &&
+                         row.coalesce_window <= proto::max_coalesce_window_seconds;
+  if (!pointer_problem.empty()) {
+    note("coalesce_key '" + row.coalesce_key + "' " + pointer_problem + ", not coalescing");
+  } else if (!events_problem.empty()) {
+    note("coalesce_events: " + events_problem + ", not coalescing");
+  } else if (!window_ok) {
+    note("coalesce_window outside (0, " +
+         std::to_string(static_cast<int>(proto::max_coalesce_window_seconds)) + "] s, not coalescing");
+  } else {
+    out.coalesce = proto::coalesce_rule{.pointer = row.coalesce_key,
+                                        .window_seconds = row.coalesce_window,
+                                        .event_types = row.coalesce_events};
+  }
+  out.relief_problem = problems;
+}
+
+}  // namespace
+
 subscriber_settings derive_settings(const storage::subscriber_row& row,
                                     const scheduler_config& config) {
   subscriber_settings out;
@@ -38,6 +95,8 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   out.in_flight_cap = row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight)
                                             : config.per_subscriber_in_flight;
   out.in_flight_cap = std::max(1, out.in_flight_cap);
+
+  derive_relief(row, out);
 
   auto parsed = proto::parse_target_url(row.url);
   if (parsed.value) {

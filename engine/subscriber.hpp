@@ -15,6 +15,8 @@
 #include "engine/config.hpp"
 #include "engine/token_bucket.hpp"
 #include "engine/wire_gate.hpp"
+#include "proto/batch.hpp"
+#include "proto/coalesce.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/claims.hpp"
@@ -41,6 +43,15 @@ struct subscriber_settings {
   // Why its rate or burst cannot be used (not a number, negative, ...); empty if fine. Such a
   // subscriber is paused (rate 0) until the table is fixed: its rows stay queued.
   std::string limits_problem;
+  // Batches: rows per request (1: one row per request, no batch format), the body's byte cap,
+  // and how long a partial batch may wait for more rows.
+  int batch_rows = 1;
+  std::int64_t batch_bytes = proto::max_batch_bytes;
+  std::chrono::steady_clock::duration batch_linger{};
+  std::optional<proto::coalesce_rule> coalesce;  // nullopt: off
+  // Stored batch or coalescing values that cannot be used, and what is done instead; empty if
+  // fine. Logged once per value, like limits_problem.
+  std::string relief_problem;
 };
 
 subscriber_settings derive_settings(const storage::subscriber_row& row,
@@ -74,6 +85,8 @@ struct subscriber_state {
   std::chrono::steady_clock::time_point poll_after{};
   std::chrono::milliseconds idle_poll{0};
   std::chrono::steady_clock::time_point paused_until{};
+  // Set while a partial batch waits for more rows (at most the subscriber's batch_linger).
+  std::optional<std::chrono::steady_clock::time_point> batch_wait_since;
   // Set while the front row waits for a token, to account token wait time.
   std::optional<std::chrono::steady_clock::time_point> token_wait_since;
   std::int64_t delivered = 0;

@@ -7,6 +7,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/schema.hpp"
 #include "storage/sql_support.hpp"
 #include "storage/subscribers.hpp"
 
@@ -73,6 +74,7 @@ subscriber_audit audit_attempts(std::int64_t subscriber_id, std::span<const atte
     starts.push_back(a.started_at);
     latencies.push_back(a.finished_at - a.started_at);
     if (a.status_code >= 200 && a.status_code < 300) ++out.successes;
+    out.rows += a.rows;
   }
   std::sort(starts.begin(), starts.end());
   std::sort(latencies.begin(), latencies.end());
@@ -130,9 +132,14 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
     limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
   }
 
+  // A batch POST left one record per row; its first row's record stands for the request.
+  const bool batches = schema_version(db) >= 3;
   SQLite::Statement query(db,
-                          "SELECT subscriber_id, started_at, finished_at, "
-                          "COALESCE(status_code, 0) FROM surge_attempt WHERE " +
+                          std::string("SELECT subscriber_id, started_at, finished_at, "
+                                      "COALESCE(status_code, 0), ") +
+                              (batches ? "batch_size" : "1") + " FROM surge_attempt WHERE " +
+                              (batches ? "(batch_lead IS NULL OR batch_lead = delivery_id) AND "
+                                       : "") +
                               detail::id_filter(which, "subscriber_id") +
                               " ORDER BY subscriber_id, started_at");
   std::vector<attempt_sample> samples;
@@ -154,7 +161,7 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
       current = id;
     }
     samples.push_back({query.getColumn(1).getDouble(), query.getColumn(2).getDouble(),
-                       query.getColumn(3).getInt()});
+                       query.getColumn(3).getInt(), query.getColumn(4).getInt64()});
   }
   flush();
   snapshot.commit();

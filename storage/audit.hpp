@@ -16,6 +16,7 @@ struct attempt_sample {
   double started_at = 0;
   double finished_at = 0;
   int status_code = 0;  // 0: no response
+  std::int64_t rows = 1;  // queue rows the request carried (a batch POST carries several)
 };
 
 struct audit_limit {
@@ -27,7 +28,10 @@ struct audit_limit {
 struct subscriber_audit {
   std::int64_t subscriber_id = 0;
   std::optional<audit_limit> limit;  // nullopt: the subscriber no longer exists
+  // Requests (a batch POST counts once: the partner's limit is about requests) and the queue
+  // rows they carried.
   std::int64_t attempts = 0;
+  std::int64_t rows = 0;
   std::int64_t successes = 0;  // 2xx answers
   double first_started_at = 0;
   double last_started_at = 0;

@@ -20,9 +20,13 @@ constexpr const char* dead_sql =
     "last_error = ?, locked_until = 0 WHERE id = ? AND locked_until = ?";
 constexpr const char* release_sql =
     "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
+// delivered_at stays NULL: the row was never sent; last_error names the row that was.
+constexpr const char* coalesced_sql =
+    "UPDATE webhook_delivery SET status = 'done', last_error = ?, coalesced_into = ?, "
+    "locked_until = 0 WHERE id = ? AND locked_until = ?";
 constexpr const char* attempt_sql =
     "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, finished_at, "
-    "status_code, error_class) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    "status_code, error_class, batch_lead, batch_size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
 constexpr const char* deactivate_sql = "UPDATE webhook_subscriber SET active = 0 WHERE id = ?";
 
 // 0 and "" mean "none" in the structs; the columns say it with NULL.
@@ -50,6 +54,7 @@ outcome_writer::outcome_writer(SQLite::Database& db)
       retry_(std::make_unique<SQLite::Statement>(db, retry_sql)),
       dead_(std::make_unique<SQLite::Statement>(db, dead_sql)),
       release_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
       attempt_(std::make_unique<SQLite::Statement>(db, attempt_sql)),
       deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)) {}
 
@@ -64,6 +69,7 @@ write_report outcome_writer::write(std::span<const outcome> batch,
       case outcome_kind::retry: return *retry_;
       case outcome_kind::dead: return *dead_;
       case outcome_kind::release: return *release_;
+      case outcome_kind::coalesced: return *coalesced_;
       case outcome_kind::done: break;
     }
     return *done_;
@@ -92,6 +98,10 @@ write_report outcome_writer::write(std::span<const outcome> batch,
         break;
       case outcome_kind::release:
         break;
+      case outcome_kind::coalesced:
+        bind_text(statement, next++, item.last_error);
+        statement.bind(next++, item.coalesced_into);
+        break;
     }
     statement.bind(next++, item.delivery_id);
     statement.bind(next, item.lease);
@@ -112,6 +122,12 @@ write_report outcome_writer::write(std::span<const outcome> batch,
       attempt_->bind(5, attempt.finished_at);
       bind_status(*attempt_, 6, attempt.status_code);
       bind_text(*attempt_, 7, attempt.error_class);
+      if (attempt.batch_lead == 0) {
+        attempt_->bind(8);
+      } else {
+        attempt_->bind(8, attempt.batch_lead);
+      }
+      attempt_->bind(9, attempt.batch_size);
       attempt_->exec();
     }
   }

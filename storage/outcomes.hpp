@@ -20,6 +20,10 @@ struct attempt_record {
   double finished_at = 0;
   int status_code = 0;       // 0 when no response
   std::string error_class;   // empty on a response
+  // A batch POST records one attempt per row: each names the batch's first row and its size,
+  // so the audit counts POSTs (what a partner's limit counts) apart from rows.
+  std::int64_t batch_lead = 0;  // 0: sent alone
+  std::int64_t batch_size = 1;
 };
 
 enum class outcome_kind {
@@ -27,6 +31,7 @@ enum class outcome_kind {
   retry,    // status retry, next_attempt_at set
   dead,     // status dead
   release,  // nothing about the row changes but the lease (unsent at shutdown)
+  coalesced,  // status done without being sent: `coalesced_into` was sent in its place
 };
 
 struct outcome {
@@ -38,6 +43,7 @@ struct outcome {
   int last_status = 0;            // 0: no response
   std::string last_error;         // reason text; empty on success
   double finished_at = 0;         // delivered_at for done
+  std::int64_t coalesced_into = 0;  // coalesced: the row sent instead
   bool has_attempt = false;       // whether `attempt` is to be recorded
   attempt_record attempt;
 };
@@ -64,6 +70,7 @@ class outcome_writer {
   std::unique_ptr<SQLite::Statement> retry_;
   std::unique_ptr<SQLite::Statement> dead_;
   std::unique_ptr<SQLite::Statement> release_;
+  std::unique_ptr<SQLite::Statement> coalesced_;
   std::unique_ptr<SQLite::Statement> attempt_;
   std::unique_ptr<SQLite::Statement> deactivate_;
 };

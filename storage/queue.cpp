@@ -9,6 +9,7 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/event_match.hpp"
+#include "storage/schema.hpp"
 #include "storage/sql_support.hpp"
 
 namespace surge::storage {
@@ -86,8 +87,10 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   // anyway to be counted, so the due/leased figures ride along instead of taking a second query.
   SQLite::Statement query(
       db,
-      "SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
-      "SUM(locked_until > :now), MIN(next_attempt_at) FROM webhook_delivery WHERE " +
+      std::string("SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
+                  "SUM(locked_until > :now), MIN(next_attempt_at), ") +
+          (schema_version(db) >= 3 ? "SUM(coalesced_into IS NOT NULL)" : "0") +
+          " FROM webhook_delivery WHERE " +
           detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id, status");
   query.bind(":now", now);
 
@@ -100,6 +103,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
     counts.subscriber_id = id;
     if (status == "done") {
       counts.done += rows;
+      counts.coalesced += query.getColumn(6).getInt64();
     } else if (status == "dead") {
       counts.dead += rows;
     } else if (status == "pending" || status == "retry") {
@@ -122,6 +126,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
     total.pending += counts.pending;
     total.retry += counts.retry;
     total.done += counts.done;
+    total.coalesced += counts.coalesced;
     total.dead += counts.dead;
     total.due_now += counts.due_now;
     total.leased += counts.leased;

@@ -19,6 +19,7 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
 
 struct status_counts {
   std::int64_t pending = 0, retry = 0, done = 0, dead = 0;
+  std::int64_t coalesced = 0;        // done rows never sent: a newer row went in their place
   std::int64_t due_now = 0;          // pending/retry with next_attempt_at <= now
   std::int64_t leased = 0;           // pending/retry with locked_until > now
   double oldest_due_age = 0;         // now - min(next_attempt_at) over due rows, 0 if none

@@ -81,6 +81,22 @@ CREATE INDEX IF NOT EXISTS idx_delivery_subscriber_due
 CREATE TABLE IF NOT EXISTS surge_lease (
   lease REAL PRIMARY KEY, owner TEXT NOT NULL, claimed_at REAL NOT NULL);
 )sql"},
+      // Batches and coalescing (opt-in per subscriber; the defaults keep both off). A row
+      // coalesced away names the row sent in its place; an attempt made as part of a batch POST
+      // names the batch's first row, so POSTs and rows can be counted apart.
+      {3,
+       {
+           {"webhook_subscriber", "batch_max", "INTEGER NOT NULL DEFAULT 1"},
+           {"webhook_subscriber", "batch_bytes", "INTEGER NOT NULL DEFAULT 1048576"},
+           {"webhook_subscriber", "batch_linger", "REAL NOT NULL DEFAULT 0.5"},
+           {"webhook_subscriber", "coalesce_key", "TEXT NOT NULL DEFAULT ''"},
+           {"webhook_subscriber", "coalesce_window", "REAL NOT NULL DEFAULT 10"},
+           {"webhook_subscriber", "coalesce_events", "TEXT NOT NULL DEFAULT '*'"},
+           {"webhook_delivery", "coalesced_into", "INTEGER"},
+           {"surge_attempt", "batch_lead", "INTEGER"},
+           {"surge_attempt", "batch_size", "INTEGER NOT NULL DEFAULT 1"},
+       },
+       ""},
   };
   return all;
 }

@@ -5,14 +5,24 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/schema.hpp"
 #include "storage/sql_support.hpp"
 
 namespace surge::storage {
 namespace {
 
-constexpr const char* select_columns =
+constexpr const char* base_columns =
     "SELECT id, url, secret, event_types, rate_per_sec, burst, tokens, tokens_updated_at, "
-    "active, signing, max_in_flight FROM webhook_subscriber ";
+    "active, signing, max_in_flight";
+// Added by schema 3; a file not migrated that far (read by `subscriber list`) has the defaults.
+constexpr const char* batch_columns =
+    ", batch_max, batch_bytes, batch_linger, coalesce_key, coalesce_window, coalesce_events";
+
+std::string select_columns(SQLite::Database& db) {
+  std::string sql = base_columns;
+  if (schema_version(db) >= 3) sql += batch_columns;
+  return sql + " FROM webhook_subscriber ";
+}
 
 bool is_number(const SQLite::Column& column) {
   return column.isInteger() || column.isFloat();
@@ -48,6 +58,14 @@ subscriber_row read_row(const SQLite::Statement& query) {
   row.active = query.getColumn(8).getInt64() != 0;
   row.signing = query.getColumn(9).getString();
   row.max_in_flight = query.getColumn(10).getInt64();
+  if (query.getColumnCount() > 11) {
+    row.batch_max = query.getColumn(11).getInt64();
+    row.batch_bytes = query.getColumn(12).getInt64();
+    row.batch_linger = query.getColumn(13).getDouble();
+    row.coalesce_key = query.getColumn(14).getString();
+    row.coalesce_window = query.getColumn(15).getDouble();
+    row.coalesce_events = query.getColumn(16).getString();
+  }
   return row;
 }
 
@@ -61,20 +79,26 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
   statement.bind(6, row.active ? 1 : 0);
   statement.bind(7, row.signing);
   statement.bind(8, row.max_in_flight);
+  statement.bind(9, row.batch_max);
+  statement.bind(10, row.batch_bytes);
+  statement.bind(11, row.batch_linger);
+  statement.bind(12, row.coalesce_key);
+  statement.bind(13, row.coalesce_window);
+  statement.bind(14, row.coalesce_events);
 }
 
 }  // namespace
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
   SQLite::Statement query(
-      db, std::string(select_columns) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
+      db, select_columns(db) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read_row(query));
   return rows;
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  SQLite::Statement query(db, std::string(select_columns) + "WHERE id = ?");
+  SQLite::Statement query(db, select_columns(db) + "WHERE id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
   return read_row(query);
@@ -85,15 +109,16 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
   SQLite::Statement insert(
       db,
       "INSERT INTO webhook_subscriber(url, secret, event_types, rate_per_sec, burst, active, "
-      "signing, max_in_flight, tokens, tokens_updated_at, id) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "signing, max_in_flight, batch_max, batch_bytes, batch_linger, coalesce_key, "
+      "coalesce_window, coalesce_events, tokens, tokens_updated_at, id) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   bind_settings(insert, row);
-  insert.bind(9, row.tokens);
-  insert.bind(10, row.tokens_updated_at);
+  insert.bind(15, row.tokens);
+  insert.bind(16, row.tokens_updated_at);
   if (row.id != 0) {
-    insert.bind(11, row.id);
+    insert.bind(17, row.id);
   } else {
-    insert.bind(11);  // NULL: SQLite picks the rowid
+    insert.bind(17);  // NULL: SQLite picks the rowid
   }
   insert.exec();
   const std::int64_t id = db.getLastInsertRowid();
@@ -106,9 +131,11 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
   SQLite::Statement update(
       db,
       "UPDATE webhook_subscriber SET url = ?, secret = ?, event_types = ?, rate_per_sec = ?, "
-      "burst = ?, active = ?, signing = ?, max_in_flight = ? WHERE id = ?");
+      "burst = ?, active = ?, signing = ?, max_in_flight = ?, batch_max = ?, batch_bytes = ?, "
+      "batch_linger = ?, coalesce_key = ?, coalesce_window = ?, coalesce_events = ? "
+      "WHERE id = ?");
   bind_settings(update, row);
-  update.bind(9, row.id);
+  update.bind(15, row.id);
   const int changed = update.exec();
   transaction.commit();
   return changed > 0;

@@ -24,6 +24,15 @@ struct subscriber_row {
   bool active = true;
   std::string signing = "vvv";
   std::int64_t max_in_flight = 0;  // 0: the engine default
+  // Batches (schema 3): up to batch_max rows in one POST, at most batch_bytes of body, waiting
+  // at most batch_linger seconds for more rows. batch_max 1 sends one row per POST.
+  std::int64_t batch_max = 1;
+  std::int64_t batch_bytes = 1'048'576;
+  double batch_linger = 0.5;
+  // Coalescing (schema 3): a JSON pointer into the payload; empty turns it off.
+  std::string coalesce_key;
+  double coalesce_window = 10;
+  std::string coalesce_events = "*";
   // rate_per_sec and burst as stored, SQL-quoted ('fast', NULL), when they are not numbers (another
   // program can write text into any column); the numeric field then reads NaN (rate) or 0 (burst).
   std::optional<std::string> rate_text, burst_text;

@@ -40,6 +40,7 @@ boost::json::object to_json(const storage::subscriber_audit& a) {
       {"burst", nullptr},
       {"active", nullptr},
       {"attempts", a.attempts},
+      {"rows", a.rows},
       {"successes", a.successes},
       {"first_started_at", a.first_started_at},
       {"last_started_at", a.last_started_at},
@@ -67,8 +68,8 @@ boost::json::object to_json(const storage::subscriber_audit& a) {
 }
 
 void print_table(const std::vector<storage::audit_entry>& entries) {
-  std::printf("%10s %9s %6s %9s %9s %14s %16s %22s %10s %8s %8s %8s  %s\n", "subscriber",
-              "rate/s", "burst", "attempts", "2xx", "max/1s (allow)", "max/60s (allow)",
+  std::printf("%10s %9s %6s %9s %9s %9s %14s %16s %22s %10s %8s %8s %8s  %s\n", "subscriber",
+              "rate/s", "burst", "attempts", "rows", "2xx", "max/1s (allow)", "max/60s (allow)",
               "worst window (excess)", "achieved/s", "p50_ms", "p90_ms", "p99_ms", "verdict");
   for (const auto& entry : entries) {
     const auto& a = entry.summary;
@@ -90,9 +91,10 @@ void print_table(const std::vector<storage::audit_entry>& entries) {
     }
     if (a.achieved_rate) std::snprintf(achieved, sizeof achieved, "%.3f", *a.achieved_rate);
     const char* verdict = a.violation ? "VIOLATION" : a.limit ? "ok" : "ok (subscriber gone)";
-    std::printf("%10lld %9s %6s %9lld %9lld %14s %16s %22s %10s %8.1f %8.1f %8.1f  %s\n",
+    std::printf("%10lld %9s %6s %9lld %9lld %9lld %14s %16s %22s %10s %8.1f %8.1f %8.1f  %s\n",
                 static_cast<long long>(a.subscriber_id), rate, burst,
-                static_cast<long long>(a.attempts), static_cast<long long>(a.successes), in_1s,
+                static_cast<long long>(a.attempts), static_cast<long long>(a.rows),
+                static_cast<long long>(a.successes), in_1s,
                 in_60s, worst, achieved, a.latency_p50 * 1000, a.latency_p90 * 1000,
                 a.latency_p99 * 1000, verdict);
   }

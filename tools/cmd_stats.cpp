@@ -8,6 +8,7 @@
 
 #include "storage/database.hpp"
 #include "storage/queue.hpp"
+#include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
 
 namespace surge::tools {
@@ -18,6 +19,7 @@ boost::json::object to_json(const storage::status_counts& counts) {
   boost::json::object leased_by;
   for (const auto& [owner, rows] : counts.leased_by) leased_by[owner] = rows;
   return {{"pending", counts.pending}, {"retry", counts.retry},   {"done", counts.done},
+          {"coalesced", counts.coalesced},
           {"dead", counts.dead},       {"due_now", counts.due_now}, {"leased", counts.leased},
           {"leased_by", std::move(leased_by)},
           {"oldest_due_age_seconds", counts.oldest_due_age}};
@@ -40,11 +42,37 @@ void print_lease_holders(const storage::queue_stats& stats) {
 }
 
 void print_row(const std::string& label, const storage::status_counts& c) {
-  std::printf("%-12s %10lld %8lld %10lld %8lld %9lld %8lld %12.1f\n", label.c_str(),
+  std::printf("%-12s %10lld %8lld %10lld %9lld %8lld %9lld %8lld %12.1f\n", label.c_str(),
               static_cast<long long>(c.pending), static_cast<long long>(c.retry),
-              static_cast<long long>(c.done), static_cast<long long>(c.dead),
+              static_cast<long long>(c.done), static_cast<long long>(c.coalesced),
+              static_cast<long long>(c.dead),
               static_cast<long long>(c.due_now), static_cast<long long>(c.leased),
               c.oldest_due_age);
+}
+
+// Subscribers with batches or coalescing on: what shapes their traffic besides the rate.
+std::vector<storage::subscriber_row> relief_subscribers(SQLite::Database& db) {
+  std::vector<storage::subscriber_row> out;
+  for (auto& row : storage::load_subscribers(db)) {
+    if (row.batch_max > 1 || !row.coalesce_key.empty()) out.push_back(std::move(row));
+  }
+  return out;
+}
+
+void print_relief(const std::vector<storage::subscriber_row>& rows) {
+  if (rows.empty()) return;
+  std::printf("\n%-12s %6s %10s %8s  %s\n", "subscriber", "batch", "bytes", "linger",
+              "coalesce (window, events)");
+  for (const auto& r : rows) {
+    char window[32];
+    std::snprintf(window, sizeof window, "%g", r.coalesce_window);
+    const std::string coalesce = r.coalesce_key.empty() ? "-"
+                                                        : r.coalesce_key + " (" + window + " s, " +
+                                                              r.coalesce_events + ")";
+    std::printf("%-12lld %6lld %10lld %7.2fs  %s\n", static_cast<long long>(r.id),
+                static_cast<long long>(r.batch_max), static_cast<long long>(r.batch_bytes),
+                r.batch_linger, coalesce.c_str());
+  }
 }
 
 }  // namespace
@@ -68,14 +96,26 @@ void add_stats_command(CLI::App& app, command_action& action) {
           subscribers.push_back(std::move(entry));
         }
         out["subscribers"] = std::move(subscribers);
+        boost::json::array relief;
+        for (const auto& r : relief_subscribers(db)) {
+          relief.push_back({{"subscriber_id", r.id},
+                            {"batch_max", r.batch_max},
+                            {"batch_bytes", r.batch_bytes},
+                            {"batch_linger", r.batch_linger},
+                            {"coalesce_key", r.coalesce_key},
+                            {"coalesce_window", r.coalesce_window},
+                            {"coalesce_events", r.coalesce_events}});
+        }
+        out["batching_and_coalescing"] = std::move(relief);
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
-      std::printf("%-12s %10s %8s %10s %8s %9s %8s %12s\n", "subscriber", "pending", "retry",
-                  "done", "dead", "due_now", "leased", "oldest_due_s");
+      std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s\n", "subscriber", "pending",
+                  "retry", "done", "coalesced", "dead", "due_now", "leased", "oldest_due_s");
       for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
       print_row("total", stats.total);
       print_lease_holders(stats);
+      print_relief(relief_subscribers(db));
       return exit_ok;
     };
   });

@@ -7,6 +7,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "proto/batch.hpp"
+#include "proto/coalesce.hpp"
 #include "proto/event_match.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
@@ -26,6 +28,9 @@ struct subscriber_options {
   std::optional<std::string> url, secret, events, signing;
   std::optional<double> rate, rate_per_minute;
   std::optional<std::int64_t> burst, max_in_flight;
+  std::optional<std::int64_t> batch, batch_bytes;
+  std::optional<double> batch_linger, coalesce_window;
+  std::optional<std::string> coalesce, coalesce_events;
   bool json = false;
 };
 
@@ -47,6 +52,22 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
   cmd->add_option("--max-in-flight", o.max_in_flight,
                   "Concurrent requests to this endpoint (0: the drain's default)")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{100000}));
+  cmd->add_option("--batch", o.batch,
+                  "Rows per request, sent as a JSON array (1: one row per request, the default)")
+      ->check(CLI::Range(std::int64_t{1}, proto::max_batch_rows));
+  cmd->add_option("--batch-bytes", o.batch_bytes, "Largest batch body in bytes (default 1048576)")
+      ->check(CLI::Range(std::int64_t{2}, proto::max_batch_bytes));
+  cmd->add_option("--batch-linger", o.batch_linger,
+                  "Seconds a partial batch waits for more rows (default 0.5)")
+      ->check(finite_in(0.0, proto::max_batch_linger_seconds));
+  cmd->add_option("--coalesce", o.coalesce,
+                  "JSON pointer to the key whose repeats are merged, e.g. /data/video_id "
+                  "('' turns coalescing off)");
+  cmd->add_option("--coalesce-window", o.coalesce_window,
+                  "Seconds within which repeats of a key are merged (default 10)")
+      ->check(finite_in(0.001, proto::max_coalesce_window_seconds));
+  cmd->add_option("--coalesce-events", o.coalesce_events,
+                  "Event types coalescing applies to, same syntax as --events (default '*')");
 }
 
 void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
@@ -67,6 +88,24 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   if (o.rate_per_minute) row.rate_per_sec = *o.rate_per_minute / 60.0;
   if (o.burst) row.burst = *o.burst;
   if (o.max_in_flight) row.max_in_flight = *o.max_in_flight;
+  if (o.batch) row.batch_max = *o.batch;
+  if (o.batch_bytes) row.batch_bytes = *o.batch_bytes;
+  if (o.batch_linger) row.batch_linger = *o.batch_linger;
+  if (o.coalesce) {
+    if (!o.coalesce->empty()) {
+      if (auto problem = proto::coalesce_pointer_problem(*o.coalesce); !problem.empty()) {
+        throw usage_error("bad --coalesce: '" + *o.coalesce + "' " + problem);
+      }
+    }
+    row.coalesce_key = *o.coalesce;
+  }
+  if (o.coalesce_window) row.coalesce_window = *o.coalesce_window;
+  if (o.coalesce_events) {
+    if (auto problem = proto::validate_event_patterns(*o.coalesce_events); !problem.empty()) {
+      throw usage_error("bad --coalesce-events: " + problem);
+    }
+    row.coalesce_events = *o.coalesce_events;
+  }
   // Another program may have stored text; writing the row back would fail on NOT NULL.
   if (row.rate_text && !o.rate && !o.rate_per_minute) {
     throw usage_error("rate_per_sec is stored as " + *row.rate_text +
@@ -90,9 +129,34 @@ boost::json::object to_json(const storage::subscriber_row& row) {
           {"burst", row.burst},     {"active", row.active},
           {"signing", row.signing}, {"max_in_flight", row.max_in_flight},
           {"tokens", row.tokens}};
+  out["batch_max"] = row.batch_max;
+  out["batch_bytes"] = row.batch_bytes;
+  out["batch_linger"] = row.batch_linger;
+  out["coalesce_key"] = row.coalesce_key;
+  out["coalesce_window"] = row.coalesce_window;
+  out["coalesce_events"] = row.coalesce_events;
   // A rate stored as something other than a number reads NaN, which JSON cannot carry.
   if (!std::isfinite(row.rate_per_sec)) out["rate_per_sec"] = nullptr;
   return out;
+}
+
+// " [batch 100 <= 1048576 B, linger 0.5 s; coalesce /data/id within 10 s for video.*]", or
+// "" when both are off.
+std::string relief_text(const storage::subscriber_row& row) {
+  std::string parts;
+  char text[160];
+  if (row.batch_max > 1) {
+    std::snprintf(text, sizeof text, "batch %lld <= %lld B, linger %g s",
+                  static_cast<long long>(row.batch_max), static_cast<long long>(row.batch_bytes),
+                  row.batch_linger);
+    parts += text;
+  }
+  if (!row.coalesce_key.empty()) {
+    std::snprintf(text, sizeof text, "coalesce %s within %g s for %s", row.coalesce_key.c_str(),
+                  row.coalesce_window, row.coalesce_events.c_str());
+    parts += (parts.empty() ? "" : "; ") + std::string(text);
+  }
+  return parts.empty() ? "" : " [" + parts + "]";
 }
 
 SQLite::Database open_migrated(const std::string& path) {
@@ -156,13 +220,13 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         return exit_ok;
       }
       std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst",
-                  "signing", "max", "url (events)");
+                  "signing", "max", "url (events) [batch, coalescing]");
       for (const auto& r : rows) {
-        std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)\n", static_cast<long long>(r.id),
-                    r.active ? "yes" : "no", r.rate_per_sec, static_cast<long long>(r.burst),
-                    r.signing.c_str(), static_cast<long long>(r.max_in_flight),
-                    proto::redact_url(r.url).c_str(),
-                    r.event_types.c_str());
+        std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)%s\n",
+                    static_cast<long long>(r.id), r.active ? "yes" : "no", r.rate_per_sec,
+                    static_cast<long long>(r.burst), r.signing.c_str(),
+                    static_cast<long long>(r.max_in_flight), proto::redact_url(r.url).c_str(),
+                    r.event_types.c_str(), relief_text(r).c_str());
       }
       return exit_ok;
     };

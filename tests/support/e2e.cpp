@@ -30,15 +30,32 @@ std::vector<sink_request> read_sink_record(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::stringstream stream(line);
-    std::string field;
-    while (std::getline(stream, field, ',')) fields.push_back(field);
+    // CSV as the sink writes it: a field is quoted when it holds a comma or a quote.
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        fields.emplace_back();
+      } else {
+        fields.back() += c;
+      }
+    }
     if (fields.size() < 8) continue;
     sink_request request;
     request.arrival = std::stod(fields[0]);
     request.subscriber_id = fields[1].empty() ? 0 : std::stoll(fields[1]);
-    request.delivery_id = fields[2].empty() ? 0 : std::stoll(fields[2]);
+    {
+      std::stringstream ids(fields[2]);
+      std::int64_t id = 0;
+      while (ids >> id) request.batch_ids.push_back(id);
+      request.delivery_id = request.batch_ids.empty() ? 0 : request.batch_ids.front();
+    }
     request.attempt = fields[3].empty() ? 0 : std::stoi(fields[3]);
     request.verdict = fields[4];
     request.status = std::stoi(fields[5]);
@@ -46,6 +63,8 @@ std::vector<sink_request> read_sink_record(const std::string& path) {
     request.connection_id = std::stoull(fields[7]);
     if (fields.size() > 8) request.sni = fields[8];
     if (fields.size() > 9) request.body_sha256 = fields[9];
+    if (fields.size() > 10) request.batch_size = std::stoi(fields[10]);
+    if (request.batch_size == 0) request.batch_ids.clear();
     out.push_back(std::move(request));
   }
   return out;
@@ -215,7 +234,13 @@ std::uint16_t unused_port() {
 
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests) {
   std::map<std::int64_t, int> out;
-  for (const auto& request : requests) ++out[request.delivery_id];
+  for (const auto& request : requests) {
+    if (request.batch_size == 0) {
+      ++out[request.delivery_id];
+    } else {
+      for (const auto id : request.batch_ids) ++out[id];
+    }
+  }
   return out;
 }
 

@@ -31,6 +31,10 @@ struct sink_request {
   std::uint64_t connection_id = 0;
   std::string sni;          // the TLS server name the client sent; empty for plain HTTP
   std::string body_sha256;  // lowercase hex SHA-256 of the body the sink received
+  // A batch POST: how many events its headers announced (0 for a single row) and its rows in
+  // body order; `delivery_id` is then the first of them.
+  int batch_size = 0;
+  std::vector<std::int64_t> batch_ids;
 };
 
 std::vector<sink_request> read_sink_record(const std::string& path);
@@ -113,7 +117,7 @@ class test_queue {
 // A loopback port nothing listens on right now (bound and released).
 std::uint16_t unused_port();
 
-// Requests per delivery id.
+// Requests per delivery id (each row of a batch counts once for its request).
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests);
 
 // Largest count of requests to one subscriber within any window of `window` seconds.

@@ -26,19 +26,23 @@ request_record sample(std::string subscriber, verdict result, unsigned status) {
 
 TEST(FormatRecord, HasTheDocumentedColumns) {
   EXPECT_EQ(format_record(sample("3", verdict::ok, 200)),
-            "1700000000.250000,3,77,2,ok,200,video.trending,5,,");
+            "1700000000.250000,3,77,2,ok,200,video.trending,5,,,0");
   auto over_tls = sample("3", verdict::ok, 200);
   over_tls.sni = "localhost";
   over_tls.body_sha256 = "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b";
   EXPECT_EQ(format_record(over_tls),
             "1700000000.250000,3,77,2,ok,200,video.trending,5,localhost,"
-            "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b");
+            "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b,0");
+  auto batch = sample("3", verdict::ok, 200);
+  batch.delivery_id = "77 78 80";
+  batch.batch_size = 3;
+  EXPECT_EQ(format_record(batch), "1700000000.250000,3,77 78 80,2,ok,200,video.trending,5,,,3");
 }
 
 TEST(FormatRecord, QuotesFieldsThatNeedIt) {
   auto r = sample("3", verdict::bad, 500);
   r.event_type = "a,\"b\"";
-  EXPECT_EQ(format_record(r), "1700000000.250000,3,77,2,bad,500,\"a,\"\"b\"\"\",5,,");
+  EXPECT_EQ(format_record(r), "1700000000.250000,3,77,2,bad,500,\"a,\"\"b\"\"\",5,,,0");
 }
 
 TEST(Recorder, WritesEveryLineByClose) {

@@ -65,6 +65,8 @@ std::string format_record(const request_record& record) {
   append_field(line, record.sni);
   line += ',';
   line += record.body_sha256;
+  line += ',';
+  line += std::to_string(record.batch_size);
   return line;
 }
 
@@ -93,6 +95,8 @@ void recorder::add(const request_record& record) {
   bad_content_type_ += record.bad_content_type;
   missing_delivery_headers_ += record.missing_delivery_headers;
   stale_timestamp_ += record.stale_timestamp;
+  bad_batch_ += record.bad_batch;
+  events_ += record.batch_size > 0 ? record.batch_size : 1;
 }
 
 void recorder::note_connection() {
@@ -109,13 +113,15 @@ std::string recorder::stats_json() const {
   std::lock_guard lock(mutex_);
   json::object root;
   root["requests"] = total_.requests;
+  root["events"] = events_;
   root["connections"] = connections_;
   root["streamed_body_bytes"] = streamed_body_bytes_;
   root["by_verdict"] = to_json(total_.by_verdict);
   root["by_status"] = to_json(total_.by_status);
   root["problems"] = json::object{{"bad_content_type", bad_content_type_},
                                   {"missing_delivery_headers", missing_delivery_headers_},
-                                  {"stale_timestamp", stale_timestamp_}};
+                                  {"stale_timestamp", stale_timestamp_},
+                                  {"bad_batch", bad_batch_}};
   json::object subscribers;
   for (const auto& [id, counts] : by_subscriber_) {
     json::object entry = to_json(counts.by_verdict);

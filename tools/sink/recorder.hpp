@@ -17,7 +17,8 @@ namespace surge::sink {
 struct request_record {
   double arrival = 0;          // Unix seconds
   std::string subscriber;      // the last path segment as sent
-  std::string delivery_id;     // X-VVV-Delivery-Id, empty when absent
+  // X-VVV-Delivery-Id, empty when absent; for a batch, X-VVV-Delivery-Ids with spaces for commas
+  std::string delivery_id;
   std::string attempt;         // X-VVV-Attempt, empty when absent
   verdict result = verdict::missing;
   unsigned status_sent = 0;    // 0: nothing was sent (hang, reset)
@@ -29,11 +30,15 @@ struct request_record {
   bool stale_timestamp = false;
   std::string sni;             // the TLS server name the client sent, empty for none or plain
   std::string body_sha256;     // lowercase hex of the body received, empty when not read whole
+  // Events the request carried by its X-VVV-Batch-Size header; 0 for a request that is not a
+  // batch. bad_batch: the size, the id list and the body's array disagree or do not parse.
+  std::uint64_t batch_size = 0;
+  bool bad_batch = false;
 };
 
 // One CSV line without the newline: arrival (6 decimals), subscriber_id, delivery_id, attempt,
-// verdict, status_sent, event_type, connection_id, sni, body_sha256. Fields are quoted only when
-// they need it.
+// verdict, status_sent, event_type, connection_id, sni, body_sha256, batch_size. Fields are
+// quoted only when they need it.
 std::string format_record(const request_record& record);
 
 class recorder {
@@ -52,7 +57,7 @@ class recorder {
   // closed.
   void note_streamed(std::uint64_t bytes);
 
-  // {"requests":N,"connections":N,"streamed_body_bytes":N,"by_verdict":{..},"by_status":{..},
+  // {"requests":N,"events":N,"connections":N,"streamed_body_bytes":N,"by_verdict":{..},"by_status":{..},
   //  "problems":{..},"by_subscriber":{"3":{"requests":..,"ok":..,..,"by_status":{..}}}}
   std::string stats_json() const;
   std::uint64_t requests() const;
@@ -81,6 +86,8 @@ class recorder {
   std::uint64_t connections_ = 0;
   std::uint64_t streamed_body_bytes_ = 0;
   std::uint64_t bad_content_type_ = 0, missing_delivery_headers_ = 0, stale_timestamp_ = 0;
+  std::uint64_t bad_batch_ = 0;
+  std::uint64_t events_ = 0;  // requests plus the extra events batches carried
   std::map<std::string, counters> by_subscriber_;
   std::thread flusher_;
 };

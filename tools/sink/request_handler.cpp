@@ -10,6 +10,7 @@
 
 #include <openssl/evp.h>
 
+#include "proto/batch.hpp"
 #include "storage/database.hpp"
 
 namespace surge::sink {
@@ -95,6 +96,10 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
                                double arrival, std::string_view sni) {
   request_record record = describe(request, connection_id, arrival, sni);
   record.body_sha256 = sha256_hex(request.body());
+  if (record.batch_size > 0) {
+    const auto events = proto::batch_event_count(request.body());
+    record.bad_batch = record.bad_batch || !events || *events != record.batch_size;
+  }
   const auto id = parse_int<std::int64_t>(record.subscriber);
   const std::optional<subscriber_key> subscriber = id ? subscribers_.find(*id) : std::nullopt;
 
@@ -109,7 +114,9 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
         !seconds || std::fabs(storage::unix_now() - double(*seconds)) > stale_after_seconds;
   }
 
-  action decided = behaviours_.decide(id, record.delivery_id);
+  // A batch is judged by its first row, so id-based behaviours (fail even ids) still apply.
+  action decided = behaviours_.decide(
+      id, std::string_view(record.delivery_id).substr(0, record.delivery_id.find(' ')));
   reply result;
   result.what = decided.what;
   result.delay = decided.delay;
@@ -162,6 +169,21 @@ request_record request_handler::describe(const http::request_header<>& request,
   record.attempt = std::string(attempt.value_or(""));
   record.event_type = std::string(event.value_or(""));
   record.missing_delivery_headers = !delivery_id || !attempt || !event;
+  if (const auto batch_size = header(request, "X-VVV-Batch-Size")) {
+    // A batch names its rows in X-VVV-Delivery-Ids and must not carry X-VVV-Delivery-Id.
+    const auto size = parse_int<std::uint64_t>(*batch_size);
+    const auto ids_header = header(request, "X-VVV-Delivery-Ids");
+    const auto ids = ids_header ? proto::parse_delivery_ids(*ids_header) : std::nullopt;
+    record.batch_size = size.value_or(0);
+    record.bad_batch = !size || *size == 0 || !ids || ids->size() != *size || delivery_id.has_value();
+    record.missing_delivery_headers = !ids_header || !attempt || !event;
+    record.delivery_id.clear();
+    if (ids) {
+      for (const auto id : *ids) {
+        record.delivery_id += (record.delivery_id.empty() ? "" : " ") + std::to_string(id);
+      }
+    }
+  }
   const auto content_type = header(request, "Content-Type");
   record.bad_content_type = !content_type || !is_json_content_type(*content_type);
   return record;
