@@ -27,18 +27,25 @@ struct demo_subscriber {
   std::int64_t burst;
   const char* signing;
   const char* secret;
+  std::int64_t batch = 1;
+  const char* coalesce = "";  // JSON pointer; rank updates of one video merge
 };
 
-// Limits differ on purpose: an unthrottled sink, a fast dashboard, a slow cache warmer, a
-// per-minute partner, one endpoint that fails often and one that always fails.
+// Limits differ on purpose: an unthrottled sink, a fast dashboard, a slow cache warmer that
+// only needs each video's latest rank (coalesced), a per-minute partner that catches up in
+// batches, one endpoint that fails often and one that always fails.
 constexpr demo_subscriber demo_subscribers[] = {
     {"analytics", "*", 2000, 200, "vvv", "demo-secret-analytics"},
     {"dashboard", "video.*", 400, 40, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
-    {"cache-warmer", "video.trending", 80, 10, "vvv", "demo-secret-cache"},
-    {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner"},
+    {"cache-warmer", "video.trending, video.rank_updated", 80, 10, "vvv", "demo-secret-cache", 1,
+     "/video_id"},
+    {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner",
+     50},
     {"flaky", "video.trending, video.velocity_changed", 500, 50, "vvv", "demo-secret-flaky"},
     {"broken", "video.rank_updated", 20, 5, "standard", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"},
 };
+constexpr int demo_videos = 60;
+constexpr int demo_rank_updates = 5;  // per video
 
 const char* demo_behaviours = R"({
   "5": {"mix": [[200, 0.7], [500, 0.3]]},
@@ -51,18 +58,26 @@ struct demo_options {
   bool keep = false;
 };
 
-std::map<std::string, int> count_verdicts(const std::string& record_path) {
+struct sink_counts {
   std::map<std::string, int> verdicts;
+  std::map<std::int64_t, int> requests;  // per subscriber
+};
+
+// The sink's record: subscriber is column 2 and the verdict column 5 (docs/cli.md); no field
+// before the verdict is ever quoted.
+sink_counts count_record(const std::string& record_path) {
+  sink_counts counts;
   std::ifstream in(record_path);
   std::string line;
   while (std::getline(in, line)) {
     std::stringstream fields(line);
     std::string field;
     for (int i = 0; i < 5 && std::getline(fields, field, ','); ++i) {
+      if (i == 1) ++counts.requests[std::atoll(field.c_str())];
     }
-    ++verdicts[field];
+    ++counts.verdicts[field];
   }
-  return verdicts;
+  return counts;
 }
 
 }  // namespace
@@ -116,10 +131,15 @@ void add_demo_command(CLI::App& app, command_action& action) {
         row.burst = s.burst;
         row.tokens = static_cast<double>(s.burst);
         row.signing = s.signing;
+        row.batch_max = s.batch;
+        row.coalesce_key = s.coalesce;
+        row.coalesce_events = "video.rank_updated";
         storage::add_subscriber(db, row);
-        std::printf("  subscriber %lld %-19s %8.2f/s burst %-4lld %-8s events %s\n",
-                    static_cast<long long>(id), s.name, s.rate, static_cast<long long>(s.burst),
-                    s.signing, s.events);
+        std::printf("  subscriber %lld %-19s %8.2f/s burst %-4lld %-8s events %s", static_cast<long long>(id),
+                    s.name, s.rate, static_cast<long long>(s.burst), s.signing, s.events);
+        if (s.batch > 1) std::printf(" (batches of %lld)", static_cast<long long>(s.batch));
+        if (*s.coalesce) std::printf(" (rank updates coalesced by %s)", s.coalesce);
+        std::printf("\n");
       }
       std::fflush(stdout);
       const double now = storage::unix_now();
@@ -127,7 +147,15 @@ void add_demo_command(CLI::App& app, command_action& action) {
       std::int64_t rows = 0;
       rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now, 400 * scale);
       rows += storage::emit_event(db, "video.velocity_changed", R"({"video_id":"v1","velocity":42.5})", now, 1200 * scale);
-      rows += storage::emit_event(db, "video.rank_updated", R"({"video_id":"v1","rank":1})", now, 10 * scale);
+      // Each video's rank changes several times within seconds: the cache warmer needs only the
+      // latest, the per-minute partner takes them all, in batches.
+      for (int update = 0; update < demo_rank_updates; ++update) {
+        for (int video = 0; video < demo_videos; ++video) {
+          const std::string payload = R"({"video_id":"v)" + std::to_string(video) +
+                                      R"(","rank":)" + std::to_string(update + 1) + "}";
+          rows += storage::emit_event(db, "video.rank_updated", payload, now, scale);
+        }
+      }
       std::cout << "demo: queued " << rows << " deliveries; draining" << std::endl;
 
       drain_cli_options drain;
@@ -143,16 +171,19 @@ void add_demo_command(CLI::App& app, command_action& action) {
       sink.stop();
 
       const auto stats = storage::read_stats(db, storage::unix_now());
-      std::printf("\n%-12s %8s %8s %8s %8s\n", "subscriber", "done", "dead", "retry", "pending");
+      const auto received = count_record((dir / "sink.csv").string());
+      std::printf("\n%-12s %8s %10s %8s %8s %8s %10s\n", "subscriber", "done", "coalesced", "dead",
+                  "retry", "pending", "requests");
       for (const auto& s : stats.per_subscriber) {
-        std::printf("%-12lld %8lld %8lld %8lld %8lld\n", static_cast<long long>(s.subscriber_id),
-                    static_cast<long long>(s.done), static_cast<long long>(s.dead),
-                    static_cast<long long>(s.retry), static_cast<long long>(s.pending));
+        const auto requests = received.requests.find(s.subscriber_id);
+        std::printf("%-12lld %8lld %10lld %8lld %8lld %8lld %10d\n",
+                    static_cast<long long>(s.subscriber_id), static_cast<long long>(s.done),
+                    static_cast<long long>(s.coalesced), static_cast<long long>(s.dead),
+                    static_cast<long long>(s.retry), static_cast<long long>(s.pending),
+                    requests == received.requests.end() ? 0 : requests->second);
       }
       std::cout << "\nsink verdicts:";
-      for (const auto& [verdict, n] : count_verdicts((dir / "sink.csv").string())) {
-        std::cout << " " << verdict << "=" << n;
-      }
+      for (const auto& [verdict, n] : received.verdicts) std::cout << " " << verdict << "=" << n;
       std::cout << "\n";
       print_drain_summary(summary);
       // The always-failing endpoint ends behind an open circuit: its rows stay queued for a later

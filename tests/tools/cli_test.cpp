@@ -1,6 +1,9 @@
 // The `surge` program through its command line: exit codes, messages, --json output.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <sstream>
+
 #include <boost/json/parse.hpp>
 
 #include <SQLiteCpp/Database.h>
@@ -198,6 +201,26 @@ TEST(Cli, DemoDrainsASpikeEndToEnd) {
   EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sink verdicts: ok="), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("bad="), std::string::npos) << "a signature failed to verify";
+  // The table: subscriber, done, coalesced, dead, retry, pending, requests.
+  std::map<std::int64_t, std::vector<long long>> table;
+  std::istringstream lines(result.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::vector<long long> values;
+    long long value = 0;
+    while (fields >> value) values.push_back(value);
+    if (values.size() == 7 && fields.eof()) table[values[0]] = values;
+  }
+  ASSERT_TRUE(table.contains(3) && table.contains(4)) << result.out;
+  // The per-minute partner (4) took its 300 rank updates in batches of 50, in a handful of
+  // requests.
+  EXPECT_EQ(table[4][1], 300) << result.out;
+  EXPECT_LE(table[4][6], 8) << result.out;
+  // The cache warmer (3) needs one of each video's five rank updates: most of the other 240
+  // were coalesced (only rows waiting together merge), and every row is done.
+  EXPECT_EQ(table[3][1], 700) << result.out;
+  EXPECT_GE(table[3][2], 180) << result.out;
+  EXPECT_EQ(table[3][6], 700 - table[3][2]) << result.out;
 }
 
 }  // namespace
