@@ -312,5 +312,51 @@ TEST(DrainBatch, AdaptivePaceSlowsBatchesForAPartnerThatPushesBack) {
   EXPECT_LT(refused, static_cast<int>(requests.size()) / 2) << refused << " of " << requests.size();
 }
 
+TEST(DrainBatch, APythonReceiverBuiltFromTheDocsVerifiesAndDedupesEveryEvent) {
+  // docs/subscribers.md's Python examples, run by Python's http.server: batches and single
+  // requests in both schemes, checked by code Surge did not write.
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string standard_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const auto vvv = queue.add_subscriber("http://placeholder/", 500, 20);
+  const auto standard = queue.add_subscriber("http://placeholder/", 500, 20, "standard",
+                                             standard_secret);
+  std::ofstream(dir.file("secrets.json"))
+      << R"({")" << vvv << R"(": ["vvv", "test-secret"], ")" << standard << R"(": ["standard", ")"
+      << standard_secret << R"("]})";
+  const std::string port_file = dir.file("receiver.port");
+  tools::child_process receiver(
+      "/usr/bin/python3",
+      {SURGE_SOURCE_DIR "/tests/support/doc_receiver.py", SURGE_SOURCE_DIR "/docs/subscribers.md",
+       dir.file("secrets.json"), port_file, dir.file("result.json")},
+      dir.file("receiver.out"), dir.file("receiver.err"));
+  const auto port = tools::wait_for_file(port_file, 10s);
+  ASSERT_TRUE(port) << "the receiver did not start";
+  for (const auto id : {vvv, standard}) {
+    queue.set_url(id, "http://127.0.0.1:" + *port + "/hook/" + std::to_string(id));
+    const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                     std::to_string(id), "--batch", "20", "--batch-bytes",
+                                     "500"});
+    ASSERT_EQ(set.exit_code, 0) << set.err;
+    // 50-byte events: 9 fit in 500 bytes.
+    queue.add_rows(id, 70, R"({"type":"video.trending","data":{"video_id":"v1"}})");
+    // Over the byte cap on its own: sent alone, in the single-request form.
+    queue.add_rows(id, 1, R"({"type":"video.trending","pad":")" + std::string(600, 'x') + "\"}");
+  }
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                                      "--allow-private-targets", "--progress-interval", "0"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  receiver.stop();
+  std::ifstream in(dir.file("result.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const auto report = boost::json::parse(text).as_object();
+  EXPECT_EQ(report.at("rejected").as_int64(), 0) << text;
+  EXPECT_EQ(report.at("duplicates").as_int64(), 0) << text;
+  EXPECT_EQ(report.at("events").as_object().size(), 142u) << text;
+  EXPECT_GE(report.at("batches").as_int64(), 8) << text;
+  EXPECT_LE(report.at("requests").as_int64(), 2 * (70 / 9 + 1) + 2 + 4) << text;
+  EXPECT_EQ(queue.count_by_status()["done"], 142);
+}
+
 }  // namespace
 }  // namespace surge::testing
