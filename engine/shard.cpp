@@ -143,104 +143,141 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   }
 }
 
+scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
+                                            steady::time_point now) {
+  scheduling::pump_facts facts;
+  facts.has_rows = !sub.ready.empty();
+  if (!facts.has_rows) return facts;
+  const auto& front = sub.ready.front();
+  facts.active = sub.settings.active;
+  facts.rate_paused = sub.bucket.paused();
+  facts.unusable = !sub.settings.unusable_reason.empty();
+  // The claim left an oversized payload in the database (storage::claimer): only its size is here.
+  facts.front_too_large =
+      static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
+  facts.front_refused = !delivery_refusal(front).empty();
+  facts.front_lease_too_short = lease_too_short(front);
+  facts.paused_until = sub.paused_until;
+  facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
+  if (sub.breaker.current() == circuit_breaker::state::open) {
+    facts.next_probe_at = sub.breaker.next_probe_at();
+  }
+  facts.in_flight = sub.in_flight;
+  facts.in_flight_cap = sub.settings.in_flight_cap;
+  facts.shard_full = in_flight_ >= in_flight_cap_;
+  if (sub.settings.target) {
+    const auto& origin = origin_of(*sub.settings.target);
+    facts.origin_admits = origin.limit.admits(origin.in_flight);
+    facts.origin_has_waiters = !origin.waiting.empty();
+  }
+  facts.origin_turn = sub.origin_turn;
+  facts.batching = sub.settings.batch_rows > 1;
+  if (facts.batching) facts.batch_full = batch_full(sub);
+  facts.batch_wait_since = sub.batch_wait_since;
+  facts.batch_linger = sub.settings.batch_linger;
+  facts.stopping = stopping_;
+  facts.token_wait = sub.bucket.time_until_available(now);
+  return facts;
+}
+
 asio::awaitable<void> shard::pump(subscriber_state& sub) {
+  using scheduling::pump_action;
   const auto& limits = config_.scheduler;
   while (!stopping_) {
     const auto now = steady::now();
-    auto wake_at = steady::time_point::max();
-    if (sub.ready.empty()) {
-      // Wait for rows.
-    } else if (!sub.settings.active || sub.bucket.paused()) {
-      // Deactivated or paused since these were claimed: back to the queue, rather than sit on
-      // leases until it is active again.
-      release_ready(sub);
-      continue;
-    } else if (!sub.settings.unusable_reason.empty()) {
-      while (!sub.ready.empty()) {
+    const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now), now);
+    switch (decision.action) {
+      case pump_action::wait:
+        break;
+      case pump_action::release_buffered:
+        release_ready(sub);
+        continue;
+      case pump_action::dead_letter_buffered:
+        while (!sub.ready.empty()) {
+          auto row = std::move(sub.ready.front());
+          sub.ready.pop_front();
+          dead_letter(std::move(row), sub.settings.unusable_reason);
+        }
+        continue;
+      case pump_action::dead_letter_front_too_large: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
-        dead_letter(std::move(row), sub.settings.unusable_reason);
+        const auto size = row.payload_bytes;
+        dead_letter(std::move(row), "payload too large: " + std::to_string(size) +
+                                        " bytes, limit " +
+                                        std::to_string(limits.max_payload_bytes));
+        continue;
       }
-      continue;
-    } else if (static_cast<std::size_t>(sub.ready.front().payload_bytes) >
-               limits.max_payload_bytes) {
-      // The claim left the payload in the database (storage::claimer), so only its size is here.
-      auto row = std::move(sub.ready.front());
-      sub.ready.pop_front();
-      const auto size = row.payload_bytes;
-      dead_letter(std::move(row),
-                  "payload too large: " + std::to_string(size) + " bytes, limit " +
-                      std::to_string(limits.max_payload_bytes));
-      continue;
-    } else if (auto refusal = delivery_refusal(sub.ready.front()); !refusal.empty()) {
-      auto row = std::move(sub.ready.front());
-      sub.ready.pop_front();
-      dead_letter(std::move(row), std::move(refusal));
-      continue;
-    } else if (lease_too_short(sub.ready.front())) {
-      // Sending now could outlive the lease and race another drainer for the row: give it back
-      // to the queue instead; it is claimed again on the next round.
-      auto row = std::move(sub.ready.front());
-      sub.ready.pop_front();
-      adjust_buffered(-1);
-      counters_.add(counters_.released);
-      push_outcome(outcome_for(row, storage::outcome_kind::release));
-      continue;
-    } else if (sub.paused_until > now) {
-      wake_at = sub.paused_until;
-    } else if (sub.breaker.blocking() && !sub.probe_due(now)) {
-      // Open: wait for the probe time. Probing: wait for the probe's answer.
-      if (sub.breaker.current() == circuit_breaker::state::open) wake_at = sub.breaker.next_probe_at();
-    } else if (sub.in_flight >= sub.settings.in_flight_cap) {
-      // Wait for one of its own attempts to finish.
-    } else if (in_flight_ >= in_flight_cap_) {
-      if (!sub.waiting_for_slot) {
-        sub.waiting_for_slot = true;
-        waiting_for_slot_.push_back(&sub);
+      case pump_action::dead_letter_front_refused: {
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        auto refusal = delivery_refusal(row);
+        dead_letter(std::move(row), std::move(refusal));
+        continue;
       }
-    } else if (auto& origin = origin_of(*sub.settings.target);
-               !origin.limit.admits(origin.in_flight) ||
-               (!sub.origin_turn && sub.in_flight > 0 && !origin.waiting.empty())) {
-      // One that already has requests out queues behind those waiting, unless it is its turn:
-      // otherwise the subscriber whose attempt just finished takes each freed slot back, and a
-      // big backlog keeps the origin's other subscribers waiting until it is gone.
-      origin.limit.note_blocked();
-      if (sub.waiting_on_origin != &origin) {
-        sub.waiting_on_origin = &origin;
-        origin.waiting.push_back(&sub);
+      case pump_action::release_front: {
+        // Claimed again on the next round, by whoever then has a lease long enough.
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        adjust_buffered(-1);
+        counters_.add(counters_.released);
+        push_outcome(outcome_for(row, storage::outcome_kind::release));
+        continue;
       }
-    } else if (sub.settings.batch_rows > 1 && batch_should_linger(sub, now)) {
-      // A partial batch waits for more rows, at most its linger; the token stays in the bucket.
-      wake_at = *sub.batch_wait_since + sub.settings.batch_linger;
-    } else if (sub.bucket.try_take(now)) {
-      sub.origin_turn = false;
-      const bool probe = sub.breaker.current() == circuit_breaker::state::open;
-      sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
-      if (sub.token_wait_since) {
-        add_to(metrics_.token_wait_seconds,
-               std::chrono::duration<double>(now - *sub.token_wait_since).count());
-        sub.token_wait_since.reset();
+      case pump_action::queue_for_shard_slot:
+        if (!sub.waiting_for_slot) {
+          sub.waiting_for_slot = true;
+          waiting_for_slot_.push_back(&sub);
+        }
+        break;
+      case pump_action::queue_for_origin: {
+        auto& origin = origin_of(*sub.settings.target);
+        origin.limit.note_blocked();
+        if (sub.waiting_on_origin != &origin) {
+          sub.waiting_on_origin = &origin;
+          origin.waiting.push_back(&sub);
+        }
+        break;
       }
-      // One token and one slot per request, however many rows it carries.
-      bool batched = false;
-      auto rows = take_request_rows(sub, batched);
-      adjust_buffered(-static_cast<int>(rows.size()));
-      ++sub.in_flight;
-      ++in_flight_;
-      ++origin.in_flight;
-      counters_.add(counters_.in_flight);
-      asio::co_spawn(io_,
-                     attempt(sub, origin, std::move(rows), batched, sub.settings.target,
-                             sub.settings.signer, probe),
-                     asio::detached);
-      continue;
-    } else if (const auto wait = sub.bucket.time_until_available(now); wait != steady::duration::max()) {
-      if (!sub.token_wait_since) sub.token_wait_since = now;
-      wake_at = now + wait;
+      case pump_action::start_linger:
+        // The token stays in the bucket while the batch fills.
+        sub.batch_wait_since = now;
+        break;
+      case pump_action::send:
+        send_next(sub, now);
+        continue;
     }
-    sub.wake.expires_at(wake_at);
+    if (decision.waits_for_token) {
+      if (!sub.token_wait_since) sub.token_wait_since = now;
+    }
+    sub.wake.expires_at(decision.wake_at);
     co_await sub.wake.async_wait(use_tuple);
   }
+}
+
+void shard::send_next(subscriber_state& sub, steady::time_point now) {
+  if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
+  auto& origin = origin_of(*sub.settings.target);
+  sub.origin_turn = false;
+  const bool probe = sub.breaker.current() == circuit_breaker::state::open;
+  sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
+  if (sub.token_wait_since) {
+    add_to(metrics_.token_wait_seconds,
+           std::chrono::duration<double>(now - *sub.token_wait_since).count());
+    sub.token_wait_since.reset();
+  }
+  // One token and one slot per request, however many rows it carries.
+  bool batched = false;
+  auto rows = take_request_rows(sub, batched);
+  adjust_buffered(-static_cast<int>(rows.size()));
+  ++sub.in_flight;
+  ++in_flight_;
+  ++origin.in_flight;
+  counters_.add(counters_.in_flight);
+  asio::co_spawn(io_,
+                 attempt(sub, origin, std::move(rows), batched, sub.settings.target,
+                         sub.settings.signer, probe),
+                 asio::detached);
 }
 
 void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
@@ -255,8 +292,8 @@ void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
 }
 
 void shard::wake_origin_waiters(origin_state& origin) {
-  // As many as the origin now admits: the limit may have grown by more than one slot.
-  int admissible = origin.limit.enabled() ? origin.limit.limit() - origin.in_flight : 1;
+  int admissible =
+      scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(), origin.in_flight);
   while (admissible > 0 && !origin.waiting.empty()) {
     auto* next = origin.waiting.front();
     origin.waiting.pop_front();

@@ -23,6 +23,7 @@
 #include "engine/http_client.hpp"
 #include "engine/metrics.hpp"
 #include "engine/origin_limit.hpp"
+#include "engine/scheduling.hpp"
 #include "engine/storage_worker.hpp"
 #include "engine/subscriber.hpp"
 #include "proto/retry_policy.hpp"
@@ -76,15 +77,17 @@ class shard final : public shard_endpoint {
   // Batches and coalescing (shard_relief.cpp). The rows the next request takes from the front
   // of the ready queue: the front row alone, or as many as the subscriber's batch allows.
   attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
-  // Whether a batch subscriber's partial batch should wait (its linger) for more rows.
-  bool batch_should_linger(subscriber_state& sub, steady::time_point now);
+  // Whether the ready rows make a full batch, or the next one cannot join it (so waiting for
+  // more rows would not make the batch bigger).
+  bool batch_full(const subscriber_state& sub) const;
   // Whether `row` may join a batch of `rows` rows with `payload_bytes` of payload so far.
   bool may_join_batch(const subscriber_state& sub, const storage::claimed_row& row, int rows,
                       std::int64_t payload_bytes, bool check_json) const;
   // Applies the subscriber's coalescing rule to its ready queue: replaced rows end done.
   void coalesce_ready(subscriber_state& sub);
-  // How many rows a coalescing subscriber claims ahead, so repeats of a key meet in its queue.
-  int coalesce_lookahead(const subscriber_state& sub) const;
+  // The facts scheduling::next_pump_step decides on, and the send it may decide.
+  scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now);
+  void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);

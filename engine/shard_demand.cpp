@@ -84,8 +84,14 @@ asio::awaitable<void> shard::demand_loop() {
 
 void shard::send_demand() {
   const auto now = steady::now();
-  const double horizon =
-      std::chrono::duration<double>(config_.scheduler.claim_horizon).count();
+  const auto& scheduler = config_.scheduler;
+  const scheduling::demand_limits limits{
+      .horizon_seconds = std::chrono::duration<double>(scheduler.claim_horizon).count(),
+      .buffer_per_slot = scheduler.buffer_per_slot,
+      .unusable_batch = unusable_claim_batch,
+      .coalesce_lookahead_rows = scheduler.coalesce_lookahead_rows,
+      .coalesce_lookahead_seconds =
+          std::chrono::duration<double>(scheduler.coalesce_lookahead).count()};
   std::vector<storage::subscriber_demand> demand;
   // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
   // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
@@ -96,36 +102,25 @@ void shard::send_demand() {
   std::size_t visited = 0;
   for (; visited < count && budget > 0; ++visited) {
     auto& sub = *order_[(demand_cursor_ + visited) % count];
-    const auto id = sub.settings.id;
-    if (now < sub.poll_after) continue;
-    const int held = static_cast<int>(sub.ready.size()) + sub.pending_claim;
-    int limit = 0;
-    if (!sub.settings.active) {
-      continue;  // paused by the operator (or a 410): its rows stay queued, unleased
-    } else if (!sub.settings.unusable_reason.empty()) {
-      limit = unusable_claim_batch;
-    } else if (sub.bucket.paused() || sub.paused_until > now) {
-      continue;
-    } else if (sub.breaker.blocking()) {
-      // An open circuit claims nothing but the one row its probe needs.
-      if (!sub.probe_due(now)) continue;
-      limit = 1;
-    } else {
-      // Rows it can send within the horizon: tokens now plus refill, bounded by a buffer of a
-      // few in-flight slots so a fast subscriber stays fed between claim rounds.
-      const double sendable = std::floor(sub.bucket.tokens_at(now) + sub.bucket.rate() * horizon);
-      const double buffer_cap = static_cast<double>(sub.settings.in_flight_cap) *
-                                config_.scheduler.buffer_per_slot;
-      // A batch subscriber's request carries up to batch_rows rows.
-      limit = static_cast<int>(std::min(sendable, buffer_cap)) * sub.settings.batch_rows;
-      if (sub.settings.coalesce) limit = std::max(limit, coalesce_lookahead(sub));
-    }
-    const int want = std::min(limit - held, budget);
+    const scheduling::demand_facts facts{
+        .poll_later = now < sub.poll_after,
+        .active = sub.settings.active,
+        .unusable = !sub.settings.unusable_reason.empty(),
+        .paused = sub.bucket.paused() || sub.paused_until > now,
+        .circuit_blocking = sub.breaker.blocking(),
+        .probe_due = sub.probe_due(now),
+        .tokens_now = sub.bucket.tokens_at(now),
+        .rate = sub.bucket.rate(),
+        .in_flight_cap = sub.settings.in_flight_cap,
+        .batch_rows = sub.settings.batch_rows,
+        .coalescing = sub.settings.coalesce.has_value(),
+        .held = static_cast<int>(sub.ready.size()) + sub.pending_claim};
+    const int want = scheduling::rows_to_claim(facts, limits, budget);
     if (want <= 0) continue;
     sub.pending_claim += want;
     pending_total_ += want;
     budget -= want;
-    demand.push_back({.subscriber_id = id, .rows = want});
+    demand.push_back({.subscriber_id = sub.settings.id, .rows = want});
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
   if (demand.empty()) return;

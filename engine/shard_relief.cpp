@@ -5,7 +5,6 @@
 #include "engine/shard.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "engine/delivery.hpp"
 #include "storage/database.hpp"
@@ -27,22 +26,17 @@ bool shard::may_join_batch(const subscriber_state& sub, const storage::claimed_r
   return !check_json || proto::is_json_value(row.payload);
 }
 
-bool shard::batch_should_linger(subscriber_state& sub, steady::time_point now) {
-  if (stopping_ || sub.bucket.time_until_available(now) != steady::duration::zero()) {
-    return false;  // stopping, or waiting for a token anyway, which lets rows gather too
-  }
+bool shard::batch_full(const subscriber_state& sub) const {
   int rows = 0;
   std::int64_t bytes = 0;
   for (const auto& row : sub.ready) {
-    if (rows == sub.settings.batch_rows) break;
+    if (rows == sub.settings.batch_rows) return true;
     // The next row cannot join, so waiting for more would not make this batch bigger.
-    if (!may_join_batch(sub, row, rows, bytes, false)) return false;
+    if (!may_join_batch(sub, row, rows, bytes, false)) return true;
     ++rows;
     bytes += static_cast<std::int64_t>(row.payload.size());
   }
-  if (rows >= sub.settings.batch_rows) return false;
-  if (!sub.batch_wait_since) sub.batch_wait_since = now;
-  return now < *sub.batch_wait_since + sub.settings.batch_linger;
+  return rows >= sub.settings.batch_rows;
 }
 
 attempt_rows shard::take_request_rows(subscriber_state& sub, bool& batched) {
@@ -98,15 +92,6 @@ void shard::coalesce_ready(subscriber_state& sub) {
     push_outcome(std::move(out));
   }
   sub.ready = std::move(kept);
-}
-
-int shard::coalesce_lookahead(const subscriber_state& sub) const {
-  const auto& limits = config_.scheduler;
-  // What it can send within the look-ahead time, so claimed rows are sent well within their
-  // lease; never more than the row cap.
-  const double seconds = std::chrono::duration<double>(limits.coalesce_lookahead).count();
-  const double sendable = sub.bucket.rate() * sub.settings.batch_rows * seconds;
-  return static_cast<int>(std::min<double>(limits.coalesce_lookahead_rows, std::floor(sendable)));
 }
 
 }  // namespace surge::engine

@@ -1,0 +1,98 @@
+#pragma once
+// The scheduler's decisions (DESIGN section 2), kept pure in the shape of Boost.MySQL's pool:
+// what a subscriber's pump does next, how many rows a subscriber is asked for, and how many
+// waiters a freed origin slot wakes. The shard gathers the facts, passes the clock in and carries
+// the decision out; the tests feed facts, no sockets.
+#include <chrono>
+#include <optional>
+
+namespace surge::engine::scheduling {
+
+using clock = std::chrono::steady_clock;
+
+// What the pump knows about one subscriber when it looks again.
+struct pump_facts {
+  bool has_rows = false;
+  bool active = true;
+  bool rate_paused = false;  // a rate of 0 (set, or because its limits are unusable)
+  bool unusable = false;     // bad URL or secret: its rows are dead-lettered
+  // About the row at the front of its ready queue:
+  bool front_too_large = false;       // payload over the cap, left in the database
+  bool front_refused = false;         // a value that may not reach a header
+  bool front_lease_too_short = false;  // could not finish within its lease
+  clock::time_point paused_until{};   // Retry-After
+  bool circuit_blocking = false;      // open with no probe due yet, or probing
+  std::optional<clock::time_point> next_probe_at;  // when the open circuit's probe is due
+  int in_flight = 0;
+  int in_flight_cap = 1;
+  bool shard_full = false;  // the shard-wide in-flight cap is reached
+  // Its origin: whether the adaptive limit admits one more, whether others wait for it, and
+  // whether this subscriber was woken from the head of that queue (its turn).
+  bool origin_admits = true;
+  bool origin_has_waiters = false;
+  bool origin_turn = false;
+  // Batches: on, and whether the ready rows already make a full batch (or cannot grow).
+  bool batching = false;
+  bool batch_full = true;
+  std::optional<clock::time_point> batch_wait_since;
+  clock::duration batch_linger{};
+  bool stopping = false;
+  clock::duration token_wait{};  // zero: a token is there; max: never (rate 0)
+};
+
+enum class pump_action {
+  wait,                          // until wake_at, or until something notifies the pump
+  release_buffered,              // inactive or paused: the rows go back to the queue
+  dead_letter_buffered,          // unusable subscriber
+  dead_letter_front_too_large,
+  dead_letter_front_refused,
+  release_front,                 // its lease is too short to start it
+  queue_for_shard_slot,
+  queue_for_origin,
+  start_linger,                  // a partial batch starts waiting now (then wait)
+  send,                          // take the token and send the next request
+};
+
+struct pump_decision {
+  pump_action action = pump_action::wait;
+  clock::time_point wake_at = clock::time_point::max();
+  bool waits_for_token = false;  // for the token wait metric
+};
+
+// In order: rows to clear away first (the subscriber cannot send them, or the front row cannot
+// go), then what holds a sendable row back (pause, circuit, its own cap, the shard's cap, the
+// origin, a partial batch), then the token.
+pump_decision next_pump_step(const pump_facts& facts, clock::time_point now);
+
+// What the demand scan knows about one subscriber.
+struct demand_facts {
+  bool poll_later = false;  // its last claim came back short and the idle poll has not come
+  bool active = true;
+  bool unusable = false;
+  bool paused = false;  // rate 0 or Retry-After
+  bool circuit_blocking = false;
+  bool probe_due = false;
+  double tokens_now = 0;
+  double rate = 0;
+  int in_flight_cap = 1;
+  int batch_rows = 1;
+  bool coalescing = false;
+  int held = 0;  // rows buffered plus rows asked for and not yet answered
+};
+
+struct demand_limits {
+  double horizon_seconds = 0.5;   // rows it can send within this are claimed
+  int buffer_per_slot = 2;        // ... but no more than this many per in-flight slot
+  int unusable_batch = 64;        // rows of an unusable subscriber claimed to be dead-lettered
+  int coalesce_lookahead_rows = 256;
+  double coalesce_lookahead_seconds = 20;
+};
+
+// Rows to ask the storage thread for, at most `budget` (the shard's room); 0 for none.
+int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget);
+
+// How many of an origin's waiters a freed slot wakes: as many as its limit now admits (it may
+// have grown by more than one), or one when the limit is off.
+int origin_wakeups(bool limit_enabled, int limit, int in_flight);
+
+}  // namespace surge::engine::scheduling

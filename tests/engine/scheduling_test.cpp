@@ -1,0 +1,199 @@
+// The scheduler's pure decisions (engine/scheduling): facts and a clock in, a decision out.
+#include <gtest/gtest.h>
+
+#include "engine/scheduling.hpp"
+
+namespace surge::engine::scheduling {
+namespace {
+
+using namespace std::chrono_literals;
+
+const clock::time_point t0 = clock::time_point{} + 1000s;
+
+// A subscriber with a sendable row, a token, and nothing holding it back.
+pump_facts ready_to_send() {
+  pump_facts facts;
+  facts.has_rows = true;
+  facts.in_flight_cap = 4;
+  return facts;
+}
+
+TEST(NextPumpStep, SendsWhenNothingHoldsTheFrontRowBack) {
+  EXPECT_EQ(next_pump_step(ready_to_send(), t0).action, pump_action::send);
+}
+
+TEST(NextPumpStep, WaitsForRowsWithoutAWakeTime) {
+  pump_facts facts;
+  const auto decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_EQ(decision.wake_at, clock::time_point::max());
+}
+
+TEST(NextPumpStep, ClearsRowsItCannotSendBeforeAnythingElse) {
+  auto facts = ready_to_send();
+  facts.paused_until = t0 + 10s;  // would otherwise make it wait
+  facts.active = false;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::release_buffered);
+  facts.active = true;
+  facts.rate_paused = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::release_buffered);
+  facts.rate_paused = false;
+  facts.unusable = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::dead_letter_buffered);
+  facts.unusable = false;
+  facts.front_too_large = true;
+  facts.front_refused = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::dead_letter_front_too_large);
+  facts.front_too_large = false;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::dead_letter_front_refused);
+  facts.front_refused = false;
+  facts.front_lease_too_short = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::release_front);
+}
+
+TEST(NextPumpStep, ARetryAfterPauseWakesItWhenThePauseEnds) {
+  auto facts = ready_to_send();
+  facts.paused_until = t0 + 3s;
+  const auto decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_EQ(decision.wake_at, t0 + 3s);
+  // Once it has passed, the row goes.
+  EXPECT_EQ(next_pump_step(facts, t0 + 3s).action, pump_action::send);
+}
+
+TEST(NextPumpStep, AnOpenCircuitWaitsForItsProbeAndAProbingOneForTheAnswer) {
+  auto facts = ready_to_send();
+  facts.circuit_blocking = true;
+  facts.next_probe_at = t0 + 2s;
+  auto decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_EQ(decision.wake_at, t0 + 2s);
+  facts.next_probe_at.reset();  // probing: the probe's answer notifies the pump
+  decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_EQ(decision.wake_at, clock::time_point::max());
+}
+
+TEST(NextPumpStep, ItsOwnCapThenTheShardsThenTheOriginHoldItBack) {
+  auto facts = ready_to_send();
+  facts.in_flight = 4;
+  facts.shard_full = true;
+  facts.origin_admits = false;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::wait);
+  facts.in_flight = 3;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_shard_slot);
+  facts.shard_full = false;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+}
+
+TEST(NextPumpStep, OneWithRequestsOutQueuesBehindAnOriginsWaitersUnlessItIsItsTurn) {
+  auto facts = ready_to_send();
+  facts.origin_has_waiters = true;
+  // Nothing out yet: it may take a free slot.
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
+  facts.in_flight = 1;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+  facts.origin_turn = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
+}
+
+TEST(NextPumpStep, APartialBatchLingersOnlyWhileATokenIsThere) {
+  auto facts = ready_to_send();
+  facts.batching = true;
+  facts.batch_full = false;
+  facts.batch_linger = 500ms;
+  auto decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::start_linger);
+  EXPECT_EQ(decision.wake_at, t0 + 500ms);
+  facts.batch_wait_since = t0;
+  decision = next_pump_step(facts, t0 + 200ms);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_EQ(decision.wake_at, t0 + 500ms);
+  EXPECT_EQ(next_pump_step(facts, t0 + 500ms).action, pump_action::send);
+  // A full batch, or a stop, does not wait.
+  facts.batch_full = true;
+  EXPECT_EQ(next_pump_step(facts, t0 + 200ms).action, pump_action::send);
+  facts.batch_full = false;
+  facts.stopping = true;
+  EXPECT_EQ(next_pump_step(facts, t0 + 200ms).action, pump_action::send);
+  // Waiting for a token instead: rows gather anyway, no linger is started.
+  facts.stopping = false;
+  facts.batch_wait_since.reset();
+  facts.token_wait = 150ms;
+  decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_TRUE(decision.waits_for_token);
+  EXPECT_EQ(decision.wake_at, t0 + 150ms);
+}
+
+TEST(NextPumpStep, ARateOfZeroNeverWakesForATokenOnItsOwn) {
+  auto facts = ready_to_send();
+  facts.token_wait = clock::duration::max();
+  const auto decision = next_pump_step(facts, t0);
+  EXPECT_EQ(decision.action, pump_action::wait);
+  EXPECT_FALSE(decision.waits_for_token);
+  EXPECT_EQ(decision.wake_at, clock::time_point::max());
+}
+
+demand_facts backlogged(double tokens, double rate, int cap = 16) {
+  demand_facts facts;
+  facts.tokens_now = tokens;
+  facts.rate = rate;
+  facts.in_flight_cap = cap;
+  return facts;
+}
+
+TEST(RowsToClaim, WhatItCanSendWithinTheHorizonBoundedByItsBufferAndTheBudget) {
+  const demand_limits limits;  // horizon 0.5 s, 2 rows per slot
+  EXPECT_EQ(rows_to_claim(backlogged(3, 10), limits, 1000), 3 + 5);
+  EXPECT_EQ(rows_to_claim(backlogged(100, 1000, 16), limits, 1000), 32);
+  EXPECT_EQ(rows_to_claim(backlogged(100, 1000, 16), limits, 7), 7);
+  auto held = backlogged(3, 10);
+  held.held = 6;
+  EXPECT_EQ(rows_to_claim(held, limits, 1000), 2);
+  held.held = 20;
+  EXPECT_EQ(rows_to_claim(held, limits, 1000), 0);
+}
+
+TEST(RowsToClaim, NothingForWhatCannotSendAndOneRowForADueProbe) {
+  const demand_limits limits;
+  auto facts = backlogged(10, 10);
+  facts.poll_later = true;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100), 0);
+  facts.poll_later = false;
+  facts.active = false;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100), 0);
+  facts.active = true;
+  facts.paused = true;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100), 0);
+  facts.paused = false;
+  facts.circuit_blocking = true;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100), 0);
+  facts.probe_due = true;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100), 1);
+  // An unusable subscriber's rows are claimed in batches, to be dead-lettered.
+  facts.unusable = true;
+  EXPECT_EQ(rows_to_claim(facts, limits, 1000), limits.unusable_batch);
+}
+
+TEST(RowsToClaim, BatchesMultiplyTheRowsPerRequestAndCoalescingLooksFurtherAhead) {
+  const demand_limits limits;
+  auto facts = backlogged(2, 5);  // 2 + 2.5 -> 4 requests
+  facts.batch_rows = 100;
+  EXPECT_EQ(rows_to_claim(facts, limits, 100000), 400);
+  auto warmer = backlogged(1, 4);  // 1 + 2 -> 3 requests
+  warmer.coalescing = true;
+  // 4/s for 20 s: 80 rows ahead.
+  EXPECT_EQ(rows_to_claim(warmer, limits, 100000), 80);
+  warmer.rate = 1000;
+  EXPECT_EQ(rows_to_claim(warmer, limits, 100000), limits.coalesce_lookahead_rows);
+}
+
+TEST(OriginWakeups, AsManyAsTheLimitNowAdmitsOrOneWhenItIsOff) {
+  EXPECT_EQ(origin_wakeups(true, 16, 10), 6);
+  EXPECT_EQ(origin_wakeups(true, 16, 20), 0);
+  EXPECT_EQ(origin_wakeups(false, 0, 500), 1);
+}
+
+}  // namespace
+}  // namespace surge::engine::scheduling
