@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,11 @@ TEST(BatchRequest, StandardSignatureCoversTheBodyUnderAStableBatchId) {
   EXPECT_EQ(retried["X-VVV-Attempt"], "5");
   EXPECT_TRUE(proto::verify_standard(secret, id, "2000", retried.body(),
                                      std::string(retried["webhook-signature"])));
+  // Rebuilt in another order (rows re-claimed differently): still the same message.
+  std::reverse(rows.begin(), rows.end());
+  const auto reordered = build_batch_request(sample_target(), signer, rows, 2000, "ua");
+  EXPECT_EQ(reordered["webhook-id"], id);
+  EXPECT_EQ(reordered["X-VVV-Delivery-Ids"], "13,12,11");
   // A different set of rows is a different message.
   rows.pop_back();
   const auto smaller = build_batch_request(sample_target(), signer, rows, 2000, "ua");
