@@ -1,12 +1,15 @@
 // `surge subscriber add|set` with the batch and coalescing flags (issue 14), and what `stats`
 // shows of them, through the real binary on a real queue file. Values are read back with
 // `subscriber list --json`, as a script would; refusals must leave the stored row unchanged.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+
+#include <SQLiteCpp/Statement.h>
 
 #include "tests/support/e2e.hpp"
 
@@ -191,6 +194,43 @@ TEST(ReliefCli, StatsShowCoalescedRowsAndTheSubscribersThatUseEither) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("coalesced"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("/video (5 s, *)"), std::string::npos) << result.out;
+}
+
+TEST(ReliefCli, AuditCountsPostsAndRowsApart) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("https://a.example/h", 1, 1);
+  // A batch POST of 4 rows (lead 10) and a single row, as the drain records them: one record
+  // per row, the batch's naming its first row and size.
+  SQLite::Statement insert(queue.db(),
+                           "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, "
+                           "started_at, finished_at, status_code, batch_lead, batch_size) "
+                           "VALUES (?, ?, 1, ?, ?, 200, ?, ?)");
+  auto add = [&](std::int64_t id, double start, std::optional<std::int64_t> lead, int size) {
+    insert.reset();
+    insert.bind(1, id);
+    insert.bind(2, sub);
+    insert.bind(3, start);
+    insert.bind(4, start + 0.1);
+    if (lead) {
+      insert.bind(5, *lead);
+    } else {
+      insert.bind(5);
+    }
+    insert.bind(6, size);
+    insert.exec();
+  };
+  for (std::int64_t id = 10; id < 14; ++id) add(id, 1'795'000'000, 10, 4);
+  add(20, 1'795'000'000.5, std::nullopt, 1);
+  // Two requests within a second are within burst 1 + 1/s + 1; five would not be.
+  const auto result = run_surge(dir, {"audit", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto list = boost::json::parse(result.out).as_array();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].at("attempts").as_int64(), 2);
+  EXPECT_EQ(list[0].at("rows").as_int64(), 5);
+  EXPECT_EQ(list[0].at("max_1s").as_int64(), 2);
+  EXPECT_FALSE(list[0].at("violation").as_bool());
 }
 
 }  // namespace
