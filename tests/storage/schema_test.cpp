@@ -46,14 +46,16 @@ void expect_fully_migrated(SQLite::Database& db) {
   EXPECT_EQ(columns(db, "webhook_subscriber"),
             (std::set<std::string>{"id", "url", "secret", "event_types", "rate_per_sec", "burst",
                                    "tokens", "tokens_updated_at", "active", "signing",
-                                   "max_in_flight"}));
+                                   "max_in_flight", "batch_max", "batch_bytes", "batch_linger",
+                                   "coalesce_key", "coalesce_window", "coalesce_events"}));
   EXPECT_EQ(columns(db, "webhook_delivery"),
             (std::set<std::string>{"id", "subscriber_id", "event_type", "payload", "status",
                                    "attempts", "next_attempt_at", "locked_until", "created_at",
-                                   "last_status", "last_error", "delivered_at"}));
+                                   "last_status", "last_error", "delivered_at", "coalesced_into"}));
   EXPECT_EQ(columns(db, "surge_attempt"),
             (std::set<std::string>{"id", "delivery_id", "subscriber_id", "attempt", "started_at",
-                                   "finished_at", "status_code", "error_class"}));
+                                   "finished_at", "status_code", "error_class", "batch_lead",
+                                   "batch_size"}));
   EXPECT_EQ(columns(db, "surge_lease"),
             (std::set<std::string>{"lease", "owner", "claimed_at"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
@@ -72,10 +74,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 2);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(latest_schema_version(), 3);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 3);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
               60);
 }
@@ -123,7 +125,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -150,6 +152,7 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
     // What a Surge build with only migration 1 left behind, with rows in it.
     SQLite::Database v1 = testing::open_migrated(path);
     v1.exec("DROP TABLE surge_lease");
+    testing::drop_version_three(v1);
     v1.exec("DELETE FROM surge_schema_version WHERE version = 2");
     ASSERT_EQ(schema_version(v1), 1);
     testing::insert_subscriber_old(v1);
@@ -158,13 +161,13 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
   EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
 }
 
-TEST(Schema, BothVersionsApplyOnTheSharedDdlFile) {
+TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
   testing::temp_dir dir;
   const auto path = dir.file("queue.db");
   {
@@ -173,7 +176,7 @@ TEST(Schema, BothVersionsApplyOnTheSharedDdlFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
   // surge_lease is keyed by the lease value, so stats can join on locked_until.
   EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
             1);

@@ -23,6 +23,20 @@ SQLite::Database open_migrated(const std::string& path, std::chrono::millisecond
 
 void create_shared_tables(SQLite::Database& db) { db.exec(surge::testing::shared_ddl); }
 
+void drop_version_three(SQLite::Database& db) {
+  // Listed here, not taken from storage/schema.cpp, so a column migration 3 stops adding shows.
+  static constexpr const char* columns[][2] = {
+      {"webhook_subscriber", "batch_max"},       {"webhook_subscriber", "batch_bytes"},
+      {"webhook_subscriber", "batch_linger"},    {"webhook_subscriber", "coalesce_key"},
+      {"webhook_subscriber", "coalesce_window"}, {"webhook_subscriber", "coalesce_events"},
+      {"webhook_delivery", "coalesced_into"},    {"surge_attempt", "batch_lead"},
+      {"surge_attempt", "batch_size"}};
+  for (const auto& [table, column] : columns) {
+    db.exec(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
+  }
+  db.exec("DELETE FROM surge_schema_version WHERE version = 3");
+}
+
 std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types,
                                    double rate_per_sec, int burst) {
   SQLite::Statement insert(db, other_drainer_sql::insert_subscriber);

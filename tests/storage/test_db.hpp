@@ -21,6 +21,10 @@ SQLite::Database open_migrated(const std::string& path,
 // What another program does: the DESIGN section 1 DDL, verbatim, on a plain connection.
 void create_shared_tables(SQLite::Database& db);
 
+// Turns a fully migrated file back into what a Surge build without migration 3 (batches and
+// coalescing) left behind: its columns dropped and its version row deleted.
+void drop_version_three(SQLite::Database& db);
+
 // Inserts through the other program's statements (base columns only).
 std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types = "*",
                                    double rate_per_sec = 5.0, int burst = 10);

@@ -379,7 +379,7 @@ TEST_F(SinkServer, RecordHasOneLinePerRequestAfterStop) {
   const auto rows = stop_and_read_record();
   ASSERT_EQ(rows.size(), 6u);
   for (const auto& row : rows) {
-    ASSERT_EQ(row.size(), 10u);
+    ASSERT_EQ(row.size(), 11u);  // batch_size last (0: not a batch)
     const auto& arrival = row[0];
     ASSERT_NE(arrival.find('.'), std::string::npos);
     EXPECT_EQ(arrival.size() - arrival.find('.') - 1, 6u) << arrival;
@@ -389,7 +389,7 @@ TEST_F(SinkServer, RecordHasOneLinePerRequestAfterStop) {
   EXPECT_EQ(rows[0], (std::vector<std::string>{
                          rows[0][0], "1", "1", "1", "ok", "200", "video.rank_updated",
                          rows[0][column_connection], "",
-                         "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b"}));
+                         "92876e6ba3492d494f7c596977da2841e5dcd33e8ba629b97bcc6c1f901a6f0b", "0"}));
   EXPECT_EQ(rows[2][column_attempt], "4");
   EXPECT_EQ(rows[2][column_status], "503");
   EXPECT_EQ(rows[3][column_status], "0");
