@@ -17,6 +17,7 @@
 #include "engine/log.hpp"
 #include "engine/metrics.hpp"
 #include "engine/metrics_server.hpp"
+#include "engine/coalesce_sweeper.hpp"
 #include "engine/queue_sampler.hpp"
 #include "engine/shard.hpp"
 #include "engine/storage_worker.hpp"
@@ -225,6 +226,15 @@ drain_summary run_drain(const drain_config& input) {
     });
   }
 
+  // Repeats of a key lie far apart in a spike's backlog: coalescing subscribers also get their
+  // whole unheld backlog swept (a thread of its own; idle when none coalesces).
+  std::optional<coalesce_sweeper> sweeper;
+  sweeper.emplace(coalesce_sweeper_config{
+                      .db_path = config.storage.db_path,
+                      .subscribers = config.subscribers,
+                      .max_payload_bytes =
+                          static_cast<std::int64_t>(config.scheduler.max_payload_bytes)},
+                  counters);
   std::optional<metrics_server> server;
   std::optional<queue_sampler> sampler;
   if (config.metrics_listen) {
@@ -280,6 +290,7 @@ drain_summary run_drain(const drain_config& input) {
            " shards");
 
   control.run();
+  sweeper.reset();
   if (status_line) end_status_line();
   if (server) server->stop();
 

@@ -2,6 +2,7 @@
 // set with the real `surge subscriber` command, on a real queue file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -168,6 +169,38 @@ TEST(DrainCoalesce, CoalescedRowsGoOutInBatchesAndTurningItOffSendsEveryRow) {
   for (const auto& request : requests) batched_rows += request.batch_size;
   EXPECT_EQ(batched_rows, 20 + 3);  // batching stayed on
   EXPECT_LE(requests.size(), 3u);
+}
+
+TEST(DrainCoalesce, RepeatsFarApartInTheBacklogAreMergedToo) {
+  // A spike: 600 videos, five rank updates each, interleaved, so a video's repeats lie 600 rows
+  // apart, further than any claim looks ahead. The backlog sweep merges them anyway.
+  coalesce_env env;
+  const auto id = env.subscriber({"--coalesce", "/data/video_id"}, 400, 20);
+  std::map<int, std::vector<std::int64_t>> by_video;
+  for (int update = 0; update < 5; ++update) {
+    for (int video = 0; video < 600; ++video) {
+      by_video[video].push_back(
+          env.row(id, "video.rank_updated", rank(video, update), env.now - 5 + update));
+    }
+  }
+  const auto result = env.drain({"--until-drained"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto per_row = deliveries(env.sink.stop_and_read());
+  EXPECT_EQ(env.queue.count_by_status()["done"], 3000);
+  for (const auto& [video, rows] : by_video) {
+    // The newest of each video is always sent, once.
+    EXPECT_EQ(per_row.count(rows.back()) ? per_row.at(rows.back()) : 0, 1) << "video " << video;
+    for (const auto row : rows) {
+      const auto into = env.coalesced_into(row);
+      if (!into) continue;
+      // Replaced only by a newer row of the same video.
+      EXPECT_NE(std::find(rows.begin(), rows.end(), *into), rows.end()) << row;
+      EXPECT_GT(*into, row);
+      EXPECT_EQ(per_row.count(row), 0u) << "row " << row << " was coalesced and sent";
+    }
+  }
+  // At 400/s the drain takes seconds; the first sweep comes within one: most repeats never go.
+  EXPECT_LT(per_row.size(), 3000u / 2) << per_row.size() << " of 3000 rows were sent";
 }
 
 }  // namespace

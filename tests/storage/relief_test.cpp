@@ -9,6 +9,8 @@
 
 #include "storage/audit.hpp"
 #include "storage/claims.hpp"
+#include "storage/coalescing.hpp"
+#include "storage/database.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
@@ -295,6 +297,59 @@ TEST(ReliefStats, VersionTwoFileHasNoCoalescedRows) {
   EXPECT_EQ(stats.total.done, 1);
   EXPECT_EQ(stats.total.pending, 1);
   EXPECT_EQ(stats.total.coalesced, 0);
+}
+
+}  // namespace
+}  // namespace surge::storage
+
+namespace surge::storage {
+namespace {
+
+TEST(ReliefBacklog, OnlyRowsDueAndHeldByNobodyAreReadAndMarked) {
+  testing::temp_dir dir;
+  SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
+  const auto subscriber = add_subscriber(db, subscriber_row{.url = "http://a/", .secret = "s"});
+  const double now = unix_now();
+  auto insert = [&](const std::string& status, double next, double locked) {
+    SQLite::Statement row(db,
+                          "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, status,"
+                          " next_attempt_at, locked_until, created_at) VALUES (?, 't', '{}', ?, ?,"
+                          " ?, ?)");
+    row.bind(1, subscriber);
+    row.bind(2, status);
+    row.bind(3, next);
+    row.bind(4, locked);
+    row.bind(5, now - 1);
+    row.exec();
+    return db.getLastInsertRowid();
+  };
+  const auto due = insert("pending", 0, 0);
+  const auto retry_due = insert("retry", now - 1, 0);
+  const auto keeper = insert("pending", 0, 0);
+  const auto leased = insert("pending", 0, now + 60);
+  const auto later = insert("pending", now + 60, 0);
+  const auto finished = insert("done", 0, 0);
+
+  std::vector<std::int64_t> read;
+  for (const auto& row : read_unheld_due_rows(db, subscriber, now, 100, 1024)) read.push_back(row.id);
+  EXPECT_EQ(read, (std::vector<std::int64_t>{due, keeper, retry_due}));
+
+  // Meanwhile a drainer leases `due`: the mark must leave it alone, like the others.
+  db.exec("UPDATE webhook_delivery SET locked_until = " + std::to_string(now + 60) +
+          " WHERE id = " + std::to_string(due));
+  const std::vector<replacement> marks = {{due, keeper},      {retry_due, keeper},
+                                          {leased, keeper},   {later, keeper},
+                                          {finished, keeper}};
+  EXPECT_EQ(mark_coalesced(db, marks, now), 1);
+  EXPECT_EQ(query_text(db, of_row("status", retry_due)), "done");
+  EXPECT_EQ(query_int(db, of_row("coalesced_into", retry_due)), keeper);
+  EXPECT_EQ(query_text(db, of_row("last_error", retry_due)),
+            "coalesced into delivery " + std::to_string(keeper));
+  for (const auto untouched : {due, leased, later}) {
+    EXPECT_EQ(query_text(db, of_row("status", untouched)), "pending") << untouched;
+    EXPECT_TRUE(query_is_null(db, of_row("coalesced_into", untouched))) << untouched;
+  }
+  EXPECT_TRUE(query_is_null(db, of_row("coalesced_into", finished)));
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+#include "storage/coalescing.hpp"
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+
+std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
+                                              double now, int limit,
+                                              std::int64_t max_payload_bytes) {
+  // The partial index on (subscriber_id, next_attempt_at) serves the scan.
+  SQLite::Statement query(
+      db,
+      "SELECT id, event_type, created_at, CASE WHEN length(CAST(payload AS BLOB)) <= :cap "
+      "THEN payload ELSE '' END FROM webhook_delivery WHERE subscriber_id = :subscriber AND "
+      "status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
+      "ORDER BY next_attempt_at, id LIMIT :limit");
+  query.bind(":cap", max_payload_bytes);
+  query.bind(":subscriber", subscriber_id);
+  query.bind(":now", now);
+  query.bind(":limit", limit);
+  std::vector<backlog_row> rows;
+  while (query.executeStep()) {
+    rows.push_back({.id = query.getColumn(0).getInt64(),
+                    .event_type = query.getColumn(1).getString(),
+                    .created_at = query.getColumn(2).getDouble(),
+                    .payload = query.getColumn(3).getString()});
+  }
+  return rows;
+}
+
+int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now) {
+  if (rows.empty()) return 0;
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(
+      db,
+      "UPDATE webhook_delivery SET status = 'done', coalesced_into = :by, "
+      "last_error = 'coalesced into delivery ' || :by WHERE id = :id AND "
+      "status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now");
+  int marked = 0;
+  for (const auto& row : rows) {
+    detail::statement_use use(update);
+    update.bind(":by", row.replaced_by);
+    update.bind(":id", row.id);
+    update.bind(":now", now);
+    marked += update.exec();
+  }
+  transaction.commit();
+  return marked;
+}
+
+}  // namespace surge::storage

@@ -1,0 +1,38 @@
+#pragma once
+// Coalescing over a subscriber's whole due backlog (DESIGN section 3): the rows nobody holds are
+// read, the rule is applied in the caller (proto/coalesce), and the rows it replaces are marked
+// done, each still fenced on being due and unleased when the write happens.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+namespace surge::storage {
+
+struct backlog_row {
+  std::int64_t id = 0;
+  std::string event_type;
+  double created_at = 0;
+  std::string payload;  // empty when over the size cap (such a row is never coalesced)
+};
+
+// One subscriber's rows that are due now and held by nobody (pending or retry,
+// next_attempt_at <= now, locked_until <= now), oldest first, at most `limit`; payloads over
+// `max_payload_bytes` are not read.
+std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
+                                              double now, int limit,
+                                              std::int64_t max_payload_bytes);
+
+struct replacement {
+  std::int64_t id = 0;           // the row that is not sent
+  std::int64_t replaced_by = 0;  // the newer row sent in its place
+};
+
+// In one BEGIN IMMEDIATE transaction: each row still pending or retry, due and unleased at
+// `now` ends done with coalesced_into = replaced_by and last_error "coalesced into delivery N";
+// rows leased or finished since they were read are left alone. Returns how many were marked.
+int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now);
+
+}  // namespace surge::storage
