@@ -49,4 +49,48 @@ void origin_limit::end_window(time_point now) {
   blocked_ = false;
 }
 
+namespace {
+constexpr auto bucket_width = std::chrono::milliseconds(50);
+}  // namespace
+
+origin_limit::ticket origin_limit::on_start(time_point now) {
+  const ticket bucket = now.time_since_epoch() / bucket_width;
+  ++started_[bucket];
+  ++in_flight_;
+  return bucket;
+}
+
+void origin_limit::on_end(ticket started) {
+  const auto found = started_.find(started);
+  if (found == started_.end()) return;
+  if (--found->second == 0) started_.erase(found);
+  --in_flight_;
+}
+
+origin_limit::duration origin_limit::overdue_after() const {
+  const auto best = best_latency();
+  if (best == duration::max()) return config_.overdue_unknown;
+  const auto scaled = std::chrono::duration_cast<duration>(best * config_.overdue_factor);
+  return std::max<duration>(scaled, config_.overdue_floor);
+}
+
+int origin_limit::counted_in_flight(time_point now) const {
+  // Buckets that started before the threshold (whole buckets, so an attempt counts as overdue
+  // up to one bucket late, never early). Only overdue buckets are visited.
+  const ticket threshold = (now - overdue_after()).time_since_epoch() / bucket_width;
+  int overdue = 0;
+  for (auto it = started_.begin(); it != started_.end() && it->first < threshold; ++it) {
+    overdue += it->second;
+  }
+  return in_flight_ - overdue;
+}
+
+origin_limit::time_point origin_limit::next_recount_at(time_point now) const {
+  const ticket threshold = (now - overdue_after()).time_since_epoch() / bucket_width;
+  const auto next = started_.lower_bound(threshold);
+  if (next == started_.end()) return time_point::max();
+  // The bucket after it starts is when all of its attempts are overdue.
+  return time_point(bucket_width * (next->first + 1)) + overdue_after();
+}
+
 }  // namespace surge::engine

@@ -6,6 +6,7 @@
 // one stops being sent 1,600 requests at once when 100 suffice, and an endpoint that slows down
 // under load gets less concurrency instead of more queueing.
 #include <chrono>
+#include <map>
 
 namespace surge::engine {
 
@@ -25,6 +26,12 @@ struct origin_limit_config {
   // (slow start, so a 200 ms endpoint gets thousands of slots within a second or two), then
   // this fraction.
   double growth = 0.125;
+  // An attempt in flight longer than overdue_factor x the best latency (at least overdue_floor;
+  // overdue_unknown before any latency is known) stops counting against the limit: requests
+  // hanging at one subscriber's path must not hold the host's slots from the others.
+  double overdue_factor = 10;
+  std::chrono::milliseconds overdue_floor{250};
+  std::chrono::milliseconds overdue_unknown{std::chrono::seconds(1)};
 };
 
 class origin_limit {
@@ -36,7 +43,21 @@ class origin_limit {
   explicit origin_limit(origin_limit_config config, time_point now);
 
   bool enabled() const { return config_.latency_tolerance > 0; }
-  bool admits(int in_flight) const { return !enabled() || in_flight < limit_; }
+  bool admits(int counted) const { return !enabled() || counted < limit_; }
+  // Whether one more attempt may start: the attempts in flight (on_start, on_end), less the
+  // overdue ones, are below the limit.
+  bool admits_at(time_point now) const { return !enabled() || counted_in_flight(now) < limit_; }
+
+  // In-flight accounting, in 50 ms buckets of start time (a bucket's entry is allocated once,
+  // not per request). on_start's ticket goes back to on_end.
+  using ticket = long long;
+  ticket on_start(time_point now);
+  void on_end(ticket started);
+  int counted_in_flight(time_point now) const;
+  // When the next attempt in flight becomes overdue (time_point::max() if none will): a
+  // subscriber waiting for this origin looks again then, even if nothing ends.
+  time_point next_recount_at(time_point now) const;
+  duration overdue_after() const;
   // A request could not start because of this limit: growth is only earned under demand.
   void note_blocked() { blocked_ = true; }
   // One exchange finished with a response (any status); failures before a response say nothing
@@ -59,6 +80,8 @@ class origin_limit {
   int window_samples_ = 0;
   bool blocked_ = false;
   bool slow_start_ = true;
+  std::map<ticket, int> started_;  // attempts in flight per start bucket
+  int in_flight_ = 0;
 };
 
 }  // namespace surge::engine

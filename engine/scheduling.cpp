@@ -36,6 +36,7 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
   // backlog keeps the origin's other subscribers waiting until it is gone.
   if (!facts.origin_admits ||
       (!facts.origin_turn && facts.in_flight > 0 && facts.origin_has_waiters)) {
+    out.wake_at = facts.origin_recount_at;
     return act(pump_action::queue_for_origin);
   }
   const bool token_now = facts.token_wait == clock::duration::zero();

@@ -31,6 +31,9 @@ struct pump_facts {
   bool origin_admits = true;
   bool origin_has_waiters = false;
   bool origin_turn = false;
+  // When an attempt in flight to the origin becomes overdue and stops counting against its
+  // limit: a subscriber queued for the origin looks again then, even if no attempt ends.
+  clock::time_point origin_recount_at = clock::time_point::max();
   // Batches: on, and whether the ready rows already make a full batch (or cannot grow).
   bool batching = false;
   bool batch_full = true;

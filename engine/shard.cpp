@@ -167,7 +167,8 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
   facts.shard_full = in_flight_ >= in_flight_cap_;
   if (sub.settings.target) {
     const auto& origin = origin_of(*sub.settings.target);
-    facts.origin_admits = origin.limit.admits(origin.in_flight);
+    facts.origin_admits = origin.limit.admits_at(now);
+    facts.origin_recount_at = origin.limit.next_recount_at(now);
     facts.origin_has_waiters = !origin.waiting.empty();
   }
   facts.origin_turn = sub.origin_turn;
@@ -273,10 +274,11 @@ void shard::send_next(subscriber_state& sub, steady::time_point now) {
   ++sub.in_flight;
   ++in_flight_;
   ++origin.in_flight;
+  const auto ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
   counters_.add(counters_.in_flight);
   asio::co_spawn(io_,
                  attempt(sub, origin, std::move(rows), batched, sub.settings.target,
-                         sub.settings.signer, probe),
+                         sub.settings.signer, probe, ticket),
                  asio::detached);
 }
 
@@ -292,8 +294,8 @@ void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
 }
 
 void shard::wake_origin_waiters(origin_state& origin) {
-  int admissible =
-      scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(), origin.in_flight);
+  int admissible = scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(),
+                                              origin.limit.counted_in_flight(steady::now()));
   while (admissible > 0 && !origin.waiting.empty()) {
     auto* next = origin.waiting.front();
     origin.waiting.pop_front();

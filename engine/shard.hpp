@@ -73,7 +73,8 @@ class shard final : public shard_endpoint {
   boost::asio::awaitable<void> attempt(subscriber_state& sub, origin_state& origin,
                                        attempt_rows rows, bool batched,
                                        std::shared_ptr<const proto::target> target,
-                                       std::shared_ptr<const proto::signer> signer, bool probe);
+                                       std::shared_ptr<const proto::signer> signer, bool probe,
+                                       origin_limit::ticket origin_ticket);
   // Batches and coalescing (shard_relief.cpp). The rows the next request takes from the front
   // of the ready queue: the front row alone, or as many as the subscriber's batch allows.
   attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
@@ -101,7 +102,7 @@ class shard final : public shard_endpoint {
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   void count_outcome(storage::outcome_kind kind);
   // In-flight bookkeeping once an attempt is over, written or not.
-  void attempt_ended(subscriber_state& sub, origin_state& origin);
+  void attempt_ended(subscriber_state& sub, origin_state& origin, origin_limit::ticket ticket);
   // Counters, metrics and the subscriber's failure streak for one finished attempt.
   void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                       const http_result& result, const attempt_times& times);

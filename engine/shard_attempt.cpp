@@ -16,7 +16,8 @@ namespace asio = boost::asio;
 asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
                                      attempt_rows rows, bool batched,
                                      std::shared_ptr<const proto::target> target,
-                                     std::shared_ptr<const proto::signer> signer, bool probe) {
+                                     std::shared_ptr<const proto::signer> signer, bool probe,
+                                     origin_limit::ticket origin_ticket) {
   attempt_times times;
   times.started_unix = storage::unix_now();
   http_result result;
@@ -52,7 +53,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
     for (const auto& row : rows) give_back_unsent(sub, row);
-    attempt_ended(sub, origin);
+    attempt_ended(sub, origin, origin_ticket);
     co_return;
   }
   times.finished_unix = storage::unix_now();
@@ -106,7 +107,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     count_outcome(judged.outcome.kind);
     push_outcome(std::move(judged.outcome));
   }
-  attempt_ended(sub, origin);
+  attempt_ended(sub, origin, origin_ticket);
 }
 
 void shard::count_outcome(storage::outcome_kind kind) {
@@ -119,7 +120,9 @@ void shard::count_outcome(storage::outcome_kind kind) {
   }
 }
 
-void shard::attempt_ended(subscriber_state& sub, origin_state& origin) {
+void shard::attempt_ended(subscriber_state& sub, origin_state& origin,
+                          origin_limit::ticket ticket) {
+  if (origin.limit.enabled()) origin.limit.on_end(ticket);
   --sub.in_flight;
   --in_flight_;
   --origin.in_flight;

@@ -33,7 +33,7 @@ struct drain_cli_options {
   double circuit_max_cooldown = 60;
   // Off by default: with it on, requests hanging at one subscriber's path hold the slots of
   // every subscriber on the same host until they time out (bench scenario e stalled).
-  double origin_latency_tolerance = 0;
+  double origin_latency_tolerance = 2;
   double connect_timeout = 4;
   double attempt_timeout = 8;
   double shutdown_grace = 10;

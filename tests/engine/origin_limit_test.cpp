@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace surge::engine {
 namespace {
 
@@ -110,6 +112,60 @@ TEST(OriginLimit, ZeroToleranceTurnsItOff) {
   origin_limit limit(cfg, now);
   for (int i = 0; i < 20; ++i) now = feed_window(limit, now, 500ms, true);
   EXPECT_TRUE(limit.admits(1'000'000));
+}
+
+}  // namespace
+}  // namespace surge::engine
+
+namespace surge::engine {
+namespace {
+
+TEST(OriginLimitOverdue, AttemptsFarPastTheOriginsLatencyStopCounting) {
+  auto now = clock::time_point{} + 1000s;
+  auto cfg = config();
+  cfg.initial = 4;
+  origin_limit limit(cfg, now);
+  // Before any latency is known, an attempt is overdue after overdue_unknown (1 s).
+  std::vector<origin_limit::ticket> hanging;
+  for (int i = 0; i < 4; ++i) hanging.push_back(limit.on_start(now));
+  EXPECT_EQ(limit.counted_in_flight(now), 4);
+  EXPECT_FALSE(limit.admits_at(now));
+  const auto recount = limit.next_recount_at(now);
+  EXPECT_GT(recount, now + 1s - 1ms);
+  EXPECT_LE(recount, now + 1s + 50ms);
+  EXPECT_FALSE(limit.admits_at(recount - 60ms));
+  EXPECT_TRUE(limit.admits_at(recount));
+  EXPECT_EQ(limit.counted_in_flight(recount), 0);
+  EXPECT_EQ(limit.next_recount_at(recount), clock::time_point::max());
+  // A hanging attempt that ends at last is forgotten either way.
+  for (const auto ticket : hanging) limit.on_end(ticket);
+  EXPECT_EQ(limit.counted_in_flight(now), 0);
+}
+
+TEST(OriginLimitOverdue, TheThresholdFollowsTheBestLatencyWithAFloor) {
+  auto now = clock::time_point{} + 1000s;
+  origin_limit limit(config(), now);
+  EXPECT_EQ(limit.overdue_after(), std::chrono::duration_cast<clock::duration>(1s));
+  limit.on_latency(200ms, now);
+  EXPECT_EQ(limit.overdue_after(), std::chrono::duration_cast<clock::duration>(2s));  // 10x
+  limit.on_latency(2ms, now);
+  EXPECT_EQ(limit.overdue_after(), std::chrono::duration_cast<clock::duration>(250ms));
+  // With 2 ms answers, an attempt 300 ms old no longer counts; one 100 ms old does.
+  const auto old_one = limit.on_start(now);
+  const auto recent = limit.on_start(now + 200ms);
+  EXPECT_EQ(limit.counted_in_flight(now + 300ms), 1);
+  limit.on_end(old_one);
+  limit.on_end(recent);
+  EXPECT_EQ(limit.counted_in_flight(now + 300ms), 0);
+}
+
+TEST(OriginLimitOverdue, AttemptsWithinTheThresholdKeepCounting) {
+  auto now = clock::time_point{} + 1000s;
+  origin_limit limit(config(), now);
+  limit.on_latency(20ms, now);  // overdue after 250 ms
+  for (int i = 0; i < 10; ++i) limit.on_start(now + std::chrono::milliseconds(10 * i));
+  EXPECT_EQ(limit.counted_in_flight(now + 200ms), 10);
+  EXPECT_EQ(limit.counted_in_flight(now + 500ms), 0);
 }
 
 }  // namespace

@@ -84,6 +84,9 @@ TEST(NextPumpStep, ItsOwnCapThenTheShardsThenTheOriginHoldItBack) {
   EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_shard_slot);
   facts.shard_full = false;
   EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+  // Queued for the origin, it looks again when an attempt in flight there becomes overdue.
+  facts.origin_recount_at = t0 + 700ms;
+  EXPECT_EQ(next_pump_step(facts, t0).wake_at, t0 + 700ms);
 }
 
 TEST(NextPumpStep, OneWithRequestsOutQueuesBehindAnOriginsWaitersUnlessItIsItsTurn) {
