@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """End-to-end drain scenarios (issue 5, DESIGN section 7): one command, every scenario.
 
-For each scenario: create a queue file, start `surge sink` on 127.0.0.1 (HTTP or HTTPS with a
+For each scenario: create a queue file, start the receiver on 127.0.0.1 (HTTP or HTTPS with a
 throw-away CA), run `surge drain --until-drained`, then read what happened from the queue itself
 (`surge_attempt` holds every attempt's start and finish) and from the kernel (CPU, peak RSS of the
-drainer). Scenarios (a) also run `wrk` against the same sink with the same body, before and after
-the drain, and report Surge's rate as a ratio to the mean. Prints one JSON document and writes it,
-with a gnuplot chart, to --out.
+drainer). Scenarios (a) and nginx_* also run `wrk` against the same receiver with the same body,
+before and after the drain, and report Surge's rate as a ratio to the mean. Prints one JSON
+document and writes it, with a gnuplot chart, to --out.
+
+The reference scenarios, nginx_http and nginx_https (issue 12), drain into nginx (Debian
+nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
+dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
+rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the
+ratio to wrk, the drainer's CPU per delivery and wrk's per request, and for HTTPS the TLS
+handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
+behaviours (delays, failures, signature checks) and keep it.
 
     bench/e2e.py                              # every scenario, full size (about 13 minutes)
     bench/e2e.py --scenarios a_http,d         # some of them
+    bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
     bench/e2e.py --smoke                      # every scenario, tiny (the CI smoke test)
     bench/e2e.py --surge build/release/tools/surge --out bench-out
 
@@ -20,6 +29,9 @@ import argparse
 import json
 import os
 import random
+import re
+import shutil
+import socket
 import signal
 import sqlite3
 import subprocess
@@ -62,7 +74,8 @@ class Scenario:
     """What to queue, how the sink answers, and which drain flags to use."""
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
-                 drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False):
+                 drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
+                 receiver="sink", wrk_connections=None):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -70,6 +83,8 @@ class Scenario:
         self.stop_when_done = stop_when_done  # a group: SIGTERM once its rows are all done
         self.due_offsets = due_offsets      # subscriber -> [seconds after start] (future rows)
         self.seed_loop = seed_loop          # drained by surge_seed_loop instead of surge drain
+        self.receiver = receiver            # "sink" (surge sink) or "nginx"
+        self.wrk_connections = wrk_connections  # None: --wrk-connections
 
 
 def write_pki(directory):
@@ -134,7 +149,72 @@ class Sink:
         self.log_file.close()
 
 
+def nginx_binary():
+    return "/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else shutil.which("nginx")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Nginx:
+    """nginx answering 204 to everything: one worker in the foreground (master_process off, so it
+    runs as root or not), keep-alive with nginx's defaults, every file under the scenario's dir."""
+
+    def __init__(self, directory, tls):
+        root = Path(directory, "nginx").resolve()
+        root.mkdir()
+        self.port = free_port()
+        listen = f"127.0.0.1:{self.port}" + (" ssl" if tls else "")
+        certificate = ""
+        if tls:
+            # The scenario's throw-away PKI: a P-256 key, a CA the drain gets with --ca-file.
+            certificate = (f"    ssl_certificate {Path(directory, 'server.crt').resolve()};\n"
+                           f"    ssl_certificate_key {Path(directory, 'server.key').resolve()};\n")
+        temp_paths = "".join(f"  {name}_temp_path {root}/{name};\n"
+                             for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        # 1,600 drain connections (100 subscribers x 16) and wrk's 200 at once.
+        (root / "nginx.conf").write_text(
+            f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n"
+            f"error_log {root}/error.log warn;\nworker_rlimit_nofile 8192;\n"
+            "events { worker_connections 4096; }\n"
+            f"http {{\n  access_log off;\n{temp_paths}"
+            f"  server {{\n    listen {listen};\n{certificate}"
+            "    location / { return 204; }\n  }\n}\n")
+        self.root = root
+        self.log_file = open(root / "stdout", "w")
+        self.process = subprocess.Popen(
+            [nginx_binary(), "-p", str(root), "-c", str(root / "nginx.conf"),
+             "-e", str(root / "error.log")], stdout=self.log_file, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            if self.process.poll() is not None:
+                break
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("nginx did not start: " + (root / "error.log").read_text())
+
+    def cpu_seconds(self):
+        return cpu_seconds_of(self.process.pid)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)  # graceful: finish open requests
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log_file.close()
+
+
 def run_wrk(url, seconds, connections, directory):
+    """wrk's rate, and its CPU seconds per request (user + system, from /usr/bin/time)."""
     script = Path(directory, "post.lua")
     script.write_text(
         'wrk.method = "POST"\n'
@@ -145,14 +225,26 @@ def run_wrk(url, seconds, connections, directory):
         'wrk.headers["X-VVV-Attempt"] = "1"\n'
         'wrk.headers["X-VVV-Timestamp"] = tostring(os.time())\n'
         'wrk.headers["X-VVV-Signature"] = "sha256=' + "0" * 64 + '"\n')
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+    timing = Path(directory, "wrk-time.txt")
+    out = subprocess.run(["/usr/bin/time", "-f", "%U %S", "-o", str(timing), "wrk", "-t1",
+                          f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
                          check=True, capture_output=True, text=True).stdout
     if "Non-2xx" in out:
         raise RuntimeError("wrk got non-2xx answers:\n" + out)
+    rate = requests = None
     for line in out.splitlines():
         if line.startswith("Requests/sec:"):
-            return float(line.split()[1])
-    raise RuntimeError("no rate in wrk's output:\n" + out)
+            rate = float(line.split()[1])
+        match = re.match(r"\s*(\d+) requests in", line)
+        if match:
+            requests = int(match.group(1))
+    if rate is None or requests is None:
+        raise RuntimeError("no rate in wrk's output:\n" + out)
+    if requests == 0:  # a loaded machine and a 1 s smoke run: the handshakes took it all
+        log("wrk completed no request:\n" + out)
+        return 0.0, None
+    user, system = (float(x) for x in timing.read_text().split()[-2:])
+    return rate, (user + system) / requests
 
 
 def populate(db, scenario, url_base, start_estimate):
@@ -250,7 +342,13 @@ def run_drain(options, directory, db, scenario):
                            + Path(directory, "drain.log").read_text()[-2000:])
     # The last line holds the figures; a killed child adds a "Command terminated" line first.
     wall, user, system, rss_kb = (float(x) for x in text[-4:])
-    return {"started": started, "finished": finished, "cpu": user + system, "rss_kb": rss_kb}
+    drained = {"started": started, "finished": finished, "cpu": user + system, "rss_kb": rss_kb}
+    summary = re.search(r"tls_full=(\d+) tls_resumed=(\d+)",
+                        Path(directory, "drain.log").read_text())
+    if summary:
+        drained["tls_handshakes"] = {"full": int(summary.group(1)),
+                                     "resumed": int(summary.group(2))}
+    return drained
 
 
 def window_violations(starts, rate, burst):
@@ -302,8 +400,11 @@ def analyse(db, scenario, drain, queued):
         "deliveries_per_second": round(len(ok) / (last - start), 1) if last > start else None,
         "cpu_seconds": round(cpu, 3),
         "cpu_seconds_per_1000": round(1000 * cpu / len(ok), 4) if ok else None,
+        "cpu_us_per_delivery": round(1e6 * cpu / len(ok), 1) if ok else None,
         "peak_rss_mb": round(drain["rss_kb"] / 1024, 1),
     }
+    if scenario.tls and "tls_handshakes" in drain:
+        result["tls_handshakes"] = drain["tls_handshakes"]
     by_group = {}
     for a in attempts:
         by_group.setdefault(groups.get(a[0], "main"), []).append(a)
@@ -367,36 +468,50 @@ def run_scenario(args, scenario, workdir):
     # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
     placeholder = "http://127.0.0.1:1"
     queued = populate(db, scenario, placeholder, time.time() + args.start_margin)
-    sink = Sink(args.surge, directory, db, scenario, args.sink_threads)
+    if scenario.receiver == "nginx":
+        receiver = Nginx(directory, scenario.tls)
+    else:
+        receiver = Sink(args.surge, directory, db, scenario, args.sink_threads)
+    wrk_connections = scenario.wrk_connections or args.wrk_connections
+    if args.smoke:  # a second of wrk is no time to open 200 TLS connections on a busy machine
+        wrk_connections = min(wrk_connections, args.wrk_connections)
     try:
-        scheme_host = (f"https://localhost:{sink.port}" if scenario.tls
-                       else f"http://127.0.0.1:{sink.port}")
+        scheme_host = (f"https://localhost:{receiver.port}" if scenario.tls
+                       else f"http://127.0.0.1:{receiver.port}")
         connection = sqlite3.connect(db)
         with connection:
             connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
                                (placeholder, scheme_host))
         connection.close()
-        wrk_rates = []
+        wrk_runs = []
         if scenario.wrk:
-            log(f"{scenario.name}: wrk before ({args.wrk_seconds} s)")
-            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                     args.wrk_connections, directory))
-        log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers")
-        sink_cpu = sink.cpu_seconds()
+            log(f"{scenario.name}: wrk -c{wrk_connections} before ({args.wrk_seconds} s)")
+            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                    wrk_connections, directory))
+        log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
+            f" into {scenario.receiver}")
+        receiver_cpu = receiver.cpu_seconds()
         drain = run_drain(args, directory, db, scenario)
-        sink_cpu = sink.cpu_seconds() - sink_cpu
+        receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
-        result["sink_cpu_seconds"] = round(sink_cpu, 3)
+        result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
+        result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
-            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                     args.wrk_connections, directory))
+            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                    wrk_connections, directory))
+            wrk_rates = [rate for rate, _ in wrk_runs]
+            result["wrk_connections"] = wrk_connections
             result["wrk_rates"] = wrk_rates
             result["wrk_rate"] = round(sum(wrk_rates) / len(wrk_rates), 1)
-            result["ratio_to_wrk"] = round(result["deliveries_per_second"] / result["wrk_rate"], 3)
+            wrk_cpu = [cpu for _, cpu in wrk_runs if cpu is not None]
+            result["wrk_cpu_us_per_request"] = (round(1e6 * sum(wrk_cpu) / len(wrk_cpu), 2)
+                                                if wrk_cpu else None)
+            result["ratio_to_wrk"] = (round(result["deliveries_per_second"] / result["wrk_rate"], 3)
+                                      if result["wrk_rate"] else None)
     finally:
-        sink.stop()
+        receiver.stop()
     expected = queued if scenario.stop_when_done is None else sum(
         scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
     if result["done_rows"] < expected:
@@ -414,6 +529,13 @@ def build_scenarios(scale, half_rate):
     per_sub = n(200_000, 200) // 100
     scenarios["a_http"] = Scenario("a_http", "(a) 100 unthrottled subscribers, HTTP", unthrottled,
                                    lambda s: per_sub, wrk=True)
+    # The reference (issue 12): nginx costs little per request, so the drainer's cost shows.
+    scenarios["nginx_http"] = Scenario(
+        "nginx_http", "nginx: 100 unthrottled subscribers, HTTP, defaults", unthrottled,
+        lambda s: per_sub, wrk=True, receiver="nginx", wrk_connections=200)
+    scenarios["nginx_https"] = Scenario(
+        "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
+        lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
     scenarios["a_https"] = Scenario("a_https", "(a) 100 unthrottled subscribers, HTTPS",
                                     unthrottled, lambda s: per_sub, tls=True, wrk=True)
     # The same with the process capped at 256 requests in flight: the defaults keep 100 x 16
@@ -517,7 +639,8 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,"
+    parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
+                                                "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_adaptive,a_https_adaptive,half_rate,b,"
                                                 "c,c_fit,d,e_healthy,e,seed_a,seed_b")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
@@ -526,7 +649,8 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 s of wrk (CI)")
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--wrk-seconds", type=int, default=10)
-    parser.add_argument("--wrk-connections", type=int, default=64)
+    parser.add_argument("--wrk-connections", type=int, default=64,
+                        help="wrk -c for the surge sink scenarios (nginx_*: 200)")
     parser.add_argument("--sink-threads", type=int, default=1)
     parser.add_argument("--half-rate", type=float, default=None,
                         help="aggregate rate of half_rate; default: half of a_http's, else 5000")
@@ -567,6 +691,11 @@ def main():
                 a = report["scenarios"].get("a_http")
                 half = a["deliveries_per_second"] / 2 if a else 5000.0
             scenario = build_scenarios(args.scale, half)[name]
+            if scenario.receiver == "nginx" and not nginx_binary():
+                log(f"{name}: skipped, nginx is not installed (Debian package nginx-light)")
+                report["scenarios"][name] = {"title": scenario.title,
+                                             "skipped": "nginx is not installed"}
+                continue
             report["scenarios"][name] = run_scenario(args, scenario, workdir)
             summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
             log(name, json.dumps(summary))
