@@ -4,7 +4,6 @@
 // drain's surge_tls_handshakes_total and exit summary must agree with it.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <fstream>
 #include <set>
 #include <sstream>
