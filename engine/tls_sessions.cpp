@@ -65,7 +65,14 @@ void tls_session_cache::store(const std::string& origin_key, session_ptr session
   } else {
     touch(found->second);
   }
-  found->second.sessions.push_front(std::move(session));
+  auto& sessions = found->second.sessions;
+  if (SSL_SESSION_get_protocol_version(session.get()) < TLS1_3_VERSION) {
+    // A TLS 1.2 session serves every connection, so the newest is the only one worth keeping
+    // (a server that never resumes would otherwise fill the cache with one per connection).
+    sessions_ -= sessions.size();
+    sessions.clear();
+  }
+  sessions.push_front(std::move(session));
   ++sessions_;
   while (sessions_ > capacity_) {
     auto& oldest = entries_.at(recency_.back());

@@ -41,7 +41,7 @@ using session_ptr = std::unique_ptr<SSL_SESSION, session_free>;
 // least one new ticket back, which arrives before its first response. So as many connections
 // can start at once and all resume as there are tickets kept, which is why the bound is on
 // sessions in all rather than per origin. A TLS 1.2 session is offered until it expires, as
-// TLS 1.2 servers expect.
+// TLS 1.2 servers expect, and only the newest is kept.
 class tls_session_cache {
  public:
   explicit tls_session_cache(std::size_t capacity) : capacity_(capacity) {}

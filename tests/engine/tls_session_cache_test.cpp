@@ -52,6 +52,16 @@ TEST(TlsSessionCache, Tls12SessionsAreOfferedAgainUntilTheyExpire) {
   EXPECT_EQ(cache.origins(), 0u);  // dropped, not kept taking a slot
 }
 
+TEST(TlsSessionCache, OnlyTheNewestTls12SessionIsKept) {
+  tls_session_cache cache(8);
+  cache.store("https://a:443", resumable_session(1, TLS1_2_VERSION));
+  auto newer = resumable_session(2, TLS1_2_VERSION);
+  SSL_SESSION* newer_raw = newer.get();
+  cache.store("https://a:443", std::move(newer));
+  EXPECT_EQ(cache.sessions(), 1u);
+  EXPECT_EQ(cache.take("https://a:443", now).get(), newer_raw);
+}
+
 TEST(TlsSessionCache, SessionsThatCannotResumeAreNotKept) {
   tls_session_cache cache(8);
   cache.store("https://a:443", session_ptr(SSL_SESSION_new()));  // no id, no ticket
