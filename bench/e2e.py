@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """End-to-end drain scenarios (issue 5, DESIGN section 7): one command, every scenario.
 
-For each scenario: create a queue file, start `surge sink` on 127.0.0.1 (HTTP or HTTPS with a
+For each scenario: create a queue file, start the receiver on 127.0.0.1 (HTTP or HTTPS with a
 throw-away CA), run `surge drain --until-drained`, then read what happened from the queue itself
 (`surge_attempt` holds every attempt's start and finish) and from the kernel (CPU, peak RSS of the
-drainer). Scenarios (a) also run `wrk` against the same sink with the same body, before and after
-the drain, and report Surge's rate as a ratio to the mean. Prints one JSON document and writes it,
-with a gnuplot chart, to --out.
+drainer). Scenarios (a) and nginx_* also run `wrk` against the same receiver with the same body,
+before and after the drain, and report Surge's rate as a ratio to the mean. Prints one JSON
+document and writes it, with a gnuplot chart, to --out.
+
+The reference scenarios, nginx_http and nginx_https (issue 12), drain into nginx (Debian
+nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
+dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
+rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the
+ratio to wrk, the drainer's CPU per delivery and wrk's per request, and for HTTPS the TLS
+handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
+behaviours (delays, failures, signature checks) and keep it.
 
     bench/e2e.py                              # every scenario, full size (about 13 minutes)
     bench/e2e.py --scenarios a_http,d         # some of them
+    bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
     bench/e2e.py --smoke                      # every scenario, tiny (the CI smoke test)
     bench/e2e.py --surge build/release/tools/surge --out bench-out
 
@@ -20,6 +29,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from e2e_peers import Nginx, Sink, log, nginx_binary, run_wrk, write_pki
+
 BODY = ('{"type":"video.trending","video_id":"v_8f3k2j9d","channel_id":"c_19283",'
         '"title":"A clip that went viral overnight","score":98.7,"velocity":1523.4,"rank":3,'
         '"region":"EU","tags":["music","live","trending"],'
@@ -35,10 +47,6 @@ BODY = ('{"type":"video.trending","video_id":"v_8f3k2j9d","channel_id":"c_19283"
         '"observed_at":"2026-11-21T06:00:00Z"}')
 UNLIMITED = 1_000_000.0
 WINDOW_EPSILON = 0.001  # seconds of clock slack allowed in the window check
-
-
-def log(*parts):
-    print("e2e:", *parts, file=sys.stderr, flush=True)
 
 
 def quantile(sorted_values, q):
@@ -62,7 +70,8 @@ class Scenario:
     """What to queue, how the sink answers, and which drain flags to use."""
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
-                 drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False):
+                 drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
+                 receiver="sink", wrk_connections=None):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -70,89 +79,8 @@ class Scenario:
         self.stop_when_done = stop_when_done  # a group: SIGTERM once its rows are all done
         self.due_offsets = due_offsets      # subscriber -> [seconds after start] (future rows)
         self.seed_loop = seed_loop          # drained by surge_seed_loop instead of surge drain
-
-
-def write_pki(directory):
-    """A CA and a certificate for localhost signed by it, with the openssl CLI."""
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-        "-subj", "/CN=surge bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    run("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
-    Path(directory, "server.ext").write_text(
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
-
-
-def cpu_seconds_of(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class Sink:
-    def __init__(self, surge, directory, db, scenario, threads):
-        self.directory = Path(directory)
-        behaviours = {"*": {"delay_ms": scenario.delay_ms}} if scenario.delay_ms else {}
-        for sub in scenario.subscribers:
-            if sub.behaviour:
-                behaviours[str(sub.id)] = sub.behaviour
-        (self.directory / "behaviours.json").write_text(json.dumps(behaviours))
-        args = [surge, "sink", "--listen", "127.0.0.1:0", "--db", db, "--threads", str(threads),
-                "--port-file", "port", "--behaviours", "behaviours.json"]
-        if scenario.tls:
-            args += ["--tls-cert", "server.crt", "--tls-key", "server.key"]
-        self.log_file = open(self.directory / "sink.log", "w")
-        self.process = subprocess.Popen(args, cwd=directory, stdout=self.log_file,
-                                        stderr=subprocess.STDOUT)
-        port_file = self.directory / "port"
-        for _ in range(200):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        if not (port_file.exists() and port_file.read_text().strip()):
-            self.stop()
-            raise RuntimeError("sink did not start: " + (self.directory / "sink.log").read_text())
-        self.port = int(port_file.read_text())
-
-    def cpu_seconds(self):
-        return cpu_seconds_of(self.process.pid)
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log_file.close()
-
-
-def run_wrk(url, seconds, connections, directory):
-    script = Path(directory, "post.lua")
-    script.write_text(
-        'wrk.method = "POST"\n'
-        f"wrk.body = [[{BODY}]]\n"
-        'wrk.headers["Content-Type"] = "application/json"\n'
-        'wrk.headers["X-VVV-Event"] = "video.trending"\n'
-        'wrk.headers["X-VVV-Delivery-Id"] = "1"\n'
-        'wrk.headers["X-VVV-Attempt"] = "1"\n'
-        'wrk.headers["X-VVV-Timestamp"] = tostring(os.time())\n'
-        'wrk.headers["X-VVV-Signature"] = "sha256=' + "0" * 64 + '"\n')
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
-                         check=True, capture_output=True, text=True).stdout
-    if "Non-2xx" in out:
-        raise RuntimeError("wrk got non-2xx answers:\n" + out)
-    for line in out.splitlines():
-        if line.startswith("Requests/sec:"):
-            return float(line.split()[1])
-    raise RuntimeError("no rate in wrk's output:\n" + out)
+        self.receiver = receiver            # "sink" (surge sink) or "nginx"
+        self.wrk_connections = wrk_connections  # None: --wrk-connections
 
 
 def populate(db, scenario, url_base, start_estimate):
@@ -250,7 +178,13 @@ def run_drain(options, directory, db, scenario):
                            + Path(directory, "drain.log").read_text()[-2000:])
     # The last line holds the figures; a killed child adds a "Command terminated" line first.
     wall, user, system, rss_kb = (float(x) for x in text[-4:])
-    return {"started": started, "finished": finished, "cpu": user + system, "rss_kb": rss_kb}
+    drained = {"started": started, "finished": finished, "cpu": user + system, "rss_kb": rss_kb}
+    summary = re.search(r"tls_full=(\d+) tls_resumed=(\d+)",
+                        Path(directory, "drain.log").read_text())
+    if summary:
+        drained["tls_handshakes"] = {"full": int(summary.group(1)),
+                                     "resumed": int(summary.group(2))}
+    return drained
 
 
 def window_violations(starts, rate, burst):
@@ -302,8 +236,11 @@ def analyse(db, scenario, drain, queued):
         "deliveries_per_second": round(len(ok) / (last - start), 1) if last > start else None,
         "cpu_seconds": round(cpu, 3),
         "cpu_seconds_per_1000": round(1000 * cpu / len(ok), 4) if ok else None,
+        "cpu_us_per_delivery": round(1e6 * cpu / len(ok), 1) if ok else None,
         "peak_rss_mb": round(drain["rss_kb"] / 1024, 1),
     }
+    if scenario.tls and "tls_handshakes" in drain:
+        result["tls_handshakes"] = drain["tls_handshakes"]
     by_group = {}
     for a in attempts:
         by_group.setdefault(groups.get(a[0], "main"), []).append(a)
@@ -367,36 +304,50 @@ def run_scenario(args, scenario, workdir):
     # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
     placeholder = "http://127.0.0.1:1"
     queued = populate(db, scenario, placeholder, time.time() + args.start_margin)
-    sink = Sink(args.surge, directory, db, scenario, args.sink_threads)
+    if scenario.receiver == "nginx":
+        receiver = Nginx(directory, scenario.tls)
+    else:
+        receiver = Sink(args.surge, directory, db, scenario, args.sink_threads)
+    wrk_connections = scenario.wrk_connections or args.wrk_connections
+    if args.smoke:  # a second of wrk is no time to open 200 TLS connections on a busy machine
+        wrk_connections = min(wrk_connections, args.wrk_connections)
     try:
-        scheme_host = (f"https://localhost:{sink.port}" if scenario.tls
-                       else f"http://127.0.0.1:{sink.port}")
+        scheme_host = (f"https://localhost:{receiver.port}" if scenario.tls
+                       else f"http://127.0.0.1:{receiver.port}")
         connection = sqlite3.connect(db)
         with connection:
             connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
                                (placeholder, scheme_host))
         connection.close()
-        wrk_rates = []
+        wrk_runs = []
         if scenario.wrk:
-            log(f"{scenario.name}: wrk before ({args.wrk_seconds} s)")
-            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                     args.wrk_connections, directory))
-        log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers")
-        sink_cpu = sink.cpu_seconds()
+            log(f"{scenario.name}: wrk -c{wrk_connections} before ({args.wrk_seconds} s)")
+            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                    wrk_connections, directory, BODY))
+        log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
+            f" into {scenario.receiver}")
+        receiver_cpu = receiver.cpu_seconds()
         drain = run_drain(args, directory, db, scenario)
-        sink_cpu = sink.cpu_seconds() - sink_cpu
+        receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
-        result["sink_cpu_seconds"] = round(sink_cpu, 3)
+        result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
+        result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
-            wrk_rates.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                     args.wrk_connections, directory))
+            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
+                                    wrk_connections, directory, BODY))
+            wrk_rates = [rate for rate, _ in wrk_runs]
+            result["wrk_connections"] = wrk_connections
             result["wrk_rates"] = wrk_rates
             result["wrk_rate"] = round(sum(wrk_rates) / len(wrk_rates), 1)
-            result["ratio_to_wrk"] = round(result["deliveries_per_second"] / result["wrk_rate"], 3)
+            wrk_cpu = [cpu for _, cpu in wrk_runs if cpu is not None]
+            result["wrk_cpu_us_per_request"] = (round(1e6 * sum(wrk_cpu) / len(wrk_cpu), 2)
+                                                if wrk_cpu else None)
+            result["ratio_to_wrk"] = (round(result["deliveries_per_second"] / result["wrk_rate"], 3)
+                                      if result["wrk_rate"] else None)
     finally:
-        sink.stop()
+        receiver.stop()
     expected = queued if scenario.stop_when_done is None else sum(
         scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
     if result["done_rows"] < expected:
@@ -414,6 +365,13 @@ def build_scenarios(scale, half_rate):
     per_sub = n(200_000, 200) // 100
     scenarios["a_http"] = Scenario("a_http", "(a) 100 unthrottled subscribers, HTTP", unthrottled,
                                    lambda s: per_sub, wrk=True)
+    # The reference (issue 12): nginx costs little per request, so the drainer's cost shows.
+    scenarios["nginx_http"] = Scenario(
+        "nginx_http", "nginx: 100 unthrottled subscribers, HTTP, defaults", unthrottled,
+        lambda s: per_sub, wrk=True, receiver="nginx", wrk_connections=200)
+    scenarios["nginx_https"] = Scenario(
+        "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
+        lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
     scenarios["a_https"] = Scenario("a_https", "(a) 100 unthrottled subscribers, HTTPS",
                                     unthrottled, lambda s: per_sub, tls=True, wrk=True)
     # The same with the process capped at 256 requests in flight: the defaults keep 100 x 16
@@ -517,7 +475,8 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="a_http,a_https,a_http_256,a_https_256,"
+    parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
+                                                "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_adaptive,a_https_adaptive,half_rate,b,"
                                                 "c,c_fit,d,e_healthy,e,seed_a,seed_b")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
@@ -526,7 +485,8 @@ def main():
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, 1 s of wrk (CI)")
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--wrk-seconds", type=int, default=10)
-    parser.add_argument("--wrk-connections", type=int, default=64)
+    parser.add_argument("--wrk-connections", type=int, default=64,
+                        help="wrk -c for the surge sink scenarios (nginx_*: 200)")
     parser.add_argument("--sink-threads", type=int, default=1)
     parser.add_argument("--half-rate", type=float, default=None,
                         help="aggregate rate of half_rate; default: half of a_http's, else 5000")
@@ -567,6 +527,11 @@ def main():
                 a = report["scenarios"].get("a_http")
                 half = a["deliveries_per_second"] / 2 if a else 5000.0
             scenario = build_scenarios(args.scale, half)[name]
+            if scenario.receiver == "nginx" and not nginx_binary():
+                log(f"{name}: skipped, nginx is not installed (Debian package nginx-light)")
+                report["scenarios"][name] = {"title": scenario.title,
+                                             "skipped": "nginx is not installed"}
+                continue
             report["scenarios"][name] = run_scenario(args, scenario, workdir)
             summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
             log(name, json.dumps(summary))

@@ -25,6 +25,9 @@ struct http_client_config {
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;
   std::optional<std::string> ca_file;     // instead of the system trust store
+  // TLS sessions each shard keeps for resumption, over all origins (engine/tls_sessions.hpp):
+  // as many new connections can start at once and all resume.
+  std::size_t tls_sessions = 4096;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
 };
 

@@ -20,7 +20,10 @@ void connection_lifecycle::on_response_complete(const response_end& end) {
   phase_ = reusable_after(end) ? connection_phase::idle : connection_phase::closed;
 }
 
-void connection_lifecycle::on_failure() { phase_ = connection_phase::closed; }
+void connection_lifecycle::on_failure() {
+  phase_ = connection_phase::closed;
+  failed_ = true;
+}
 
 void connection_lifecycle::on_idle_check(bool input_pending) {
   if (phase_ == connection_phase::idle && input_pending) phase_ = connection_phase::closed;

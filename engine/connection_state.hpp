@@ -50,11 +50,16 @@ class connection_lifecycle {
   // A failure on a reused connection before any response byte: the server most likely closed
   // the idle connection as we wrote, so the request is sent once more on a fresh connection.
   bool failure_warrants_fresh_retry() const;
+  // Whether the connection ended without a failure (a response read whole, or closed idle),
+  // so that its TLS session may be offered again: OpenSSL keeps that only for connections it
+  // saw shut down cleanly.
+  bool ended_cleanly() const { return phase_ != connection_phase::connecting && !failed_; }
 
  private:
   connection_phase phase_ = connection_phase::connecting;
   int exchanges_ = 0;
   bool response_started_ = false;
+  bool failed_ = false;
 };
 
 // Most recently used first: the newest idle connection is the least likely to have been closed

@@ -20,6 +20,7 @@
 #include "engine/coalesce_sweeper.hpp"
 #include "engine/queue_sampler.hpp"
 #include "engine/shard.hpp"
+#include "engine/tls_sessions.hpp"
 #include "engine/storage_worker.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
@@ -306,6 +307,8 @@ drain_summary run_drain(const drain_config& input) {
   summary.attempts = counters.attempts.load();
   summary.remaining = storage.remaining();
   summary.storage_errors = counters.storage_errors.load();
+  summary.tls_full_handshakes = metrics.tls_handshakes_full.load();
+  summary.tls_resumed_handshakes = metrics.tls_handshakes_resumed.load();
   summary.unwritten = storage.unwritten();
   summary.elapsed = std::chrono::steady_clock::now() - started;
   return summary;

@@ -18,6 +18,8 @@ struct drain_summary {
   std::int64_t lost_leases = 0;
   std::int64_t attempts = 0;
   std::int64_t storage_errors = 0;
+  std::int64_t tls_full_handshakes = 0;
+  std::int64_t tls_resumed_handshakes = 0;
   // Rows still due or leased at exit: those of paused subscribers or behind an open circuit
   // under --until-drained, or whatever a --duration or signal stop left (-1 unknown).
   std::int64_t remaining = -1;

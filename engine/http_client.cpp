@@ -55,6 +55,10 @@ struct connection_view {
   SSL* ssl = nullptr;
 };
 
+void count(std::atomic<std::int64_t>* counter, std::int64_t n) {
+  if (counter) counter->fetch_add(n, std::memory_order_relaxed);
+}
+
 bool is_timeout(const error_code& ec) {
   return ec == beast::error::timeout || ec == asio::error::timed_out;
 }
@@ -78,7 +82,9 @@ struct http_client::connection {
 };
 
 struct http_client::origin {
-  explicit origin(std::chrono::steady_clock::duration idle_timeout) : idle(idle_timeout) {}
+  origin(std::chrono::steady_clock::duration idle_timeout, tls_session_home home)
+      : sessions(std::move(home)), idle(idle_timeout) {}
+  tls_session_home sessions;  // declared first: destroyed after the connections that point to it
   idle_list<connection_ptr> idle;
 };
 
@@ -90,45 +96,39 @@ struct http_client::exchange_outcome {
   std::string body_prefix;
 };
 
-std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& config) {
-  auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
-  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                       ssl::context::no_tlsv1_1);
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-  // Early data is never sent: a replayed 0-RTT POST would be a duplicate delivery.
-  SSL_CTX_set_max_early_data(context->native_handle(), 0);
-  context->set_verify_mode(ssl::verify_peer);
-  if (config.ca_file) {
-    context->load_verify_file(*config.ca_file);
-  } else {
-    context->set_default_verify_paths();
-  }
-  return context;
-}
-
 http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::context> tls,
                          http_client_config config,
-                         std::atomic<std::int64_t>* open_connections_gauge)
+                         http_client_counters counters)
     : executor_(std::move(executor)),
       tls_(std::move(tls)),
       config_(std::move(config)),
-      open_connections_gauge_(open_connections_gauge) {}
+      counters_(counters),
+      sessions_(config_.tls_sessions) {}
 
 http_client::~http_client() = default;
 
 http_client::origin& http_client::origin_for(const proto::target& target) {
   auto& slot = origins_[target.origin_key];
-  if (!slot) slot = std::make_unique<origin>(config_.idle_timeout);
+  if (!slot) {
+    slot = std::make_unique<origin>(config_.idle_timeout,
+                                    tls_session_home{&sessions_, target.origin_key});
+  }
   return *slot;
 }
 
 void http_client::close(connection_ptr conn) {
   if (!conn) return;
+  if (conn->secure && conn->lifecycle.ended_cleanly()) {
+    // OpenSSL makes the session of a TLS connection freed without close_notify unresumable (a
+    // TLS 1.0 rule, dropped since TLS 1.1), which would spoil the cached session it shares.
+    // None is sent here (servers close on EOF), so a connection that ended well says so; a
+    // failed one keeps the rule.
+    SSL_set_shutdown(conn->secure->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
   error_code ignored;
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
   conn->lowest().close();
-  if (open_connections_gauge_) open_connections_gauge_->fetch_sub(1, std::memory_order_relaxed);
+  count(counters_.open_connections, -1);
 }
 
 void http_client::evict_idle() {
@@ -145,7 +145,7 @@ void http_client::close_idle() {
 }
 
 asio::awaitable<http_client::connection_ptr> http_client::open(const proto::target& target,
-                                                               steady_time deadline,
+                                                               origin& pool, steady_time deadline,
                                                                http_result& result) {
   using namespace asio::experimental::awaitable_operators;
   const auto connect_deadline =
@@ -205,7 +205,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
-  if (open_connections_gauge_) open_connections_gauge_->fetch_add(1, std::memory_order_relaxed);
+  count(counters_.open_connections, 1);
 
   if (!target.tls) {
     auto conn = std::make_unique<connection>(std::move(stream));
@@ -224,14 +224,20 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
   tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
+  prepare_resumption(tls_stream.native_handle(), pool.sessions);
   conn->lowest().expires_at(deadline);
   auto [handshake_ec] = co_await tls_stream.async_handshake(ssl::stream_base::client, use_tuple);
   if (handshake_ec) {
     result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
     result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();
+    // Whatever this origin gave before is not offered again: the next try starts afresh.
+    sessions_.forget(target.origin_key);
     close(std::move(conn));
     co_return nullptr;
   }
+  count(SSL_session_reused(tls_stream.native_handle()) == 1 ? counters_.tls_resumed_handshakes
+                                                             : counters_.tls_full_handshakes,
+        1);
   conn->lifecycle.on_connected();
   co_return conn;
 }
@@ -363,7 +369,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
       result.reused_connection = true;
     } else {
       result.reused_connection = false;
-      conn = co_await open(target, deadline, result);
+      conn = co_await open(target, pool, deadline, result);
       if (!conn) co_return result;
     }
 

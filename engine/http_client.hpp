@@ -18,6 +18,7 @@
 
 #include "engine/config.hpp"
 #include "engine/connection_state.hpp"
+#include "engine/tls_sessions.hpp"
 #include "proto/outcome.hpp"
 #include "proto/target_policy.hpp"
 
@@ -39,16 +40,18 @@ struct http_result {
   std::chrono::steady_clock::duration exchange_time{};
 };
 
-// Builds the TLS context every shard shares: peer verification against the system store or
-// `ca_file`, TLS 1.2 minimum. Throws on a bad CA file.
-std::shared_ptr<boost::asio::ssl::context> make_client_tls_context(
-    const http_client_config& config);
+// Where the client counts its connections (process-wide metrics); any of them may be null.
+struct http_client_counters {
+  std::atomic<std::int64_t>* open_connections = nullptr;  // a gauge: up on connect, down on close
+  std::atomic<std::int64_t>* tls_full_handshakes = nullptr;
+  std::atomic<std::int64_t>* tls_resumed_handshakes = nullptr;  // SSL_session_reused
+};
 
 class http_client {
  public:
   http_client(boost::asio::any_io_executor executor,
               std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config,
-              std::atomic<std::int64_t>* open_connections_gauge = nullptr);
+              http_client_counters counters = {});
   ~http_client();
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
@@ -76,7 +79,7 @@ class http_client {
   struct origin;
   struct exchange_outcome;
 
-  boost::asio::awaitable<connection_ptr> open(const proto::target& target,
+  boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
                                               steady_time deadline, http_result& result);
   boost::asio::awaitable<exchange_outcome> exchange(connection& conn, const http_request& request,
                                                     steady_time deadline);
@@ -86,8 +89,10 @@ class http_client {
   boost::asio::any_io_executor executor_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   http_client_config config_;
+  http_client_counters counters_;
+  tls_session_cache sessions_;  // this shard's, so no lock between shards
+  // Never erased: each origin's tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
-  std::atomic<std::int64_t>* open_connections_gauge_;
 };
 
 }  // namespace surge::engine

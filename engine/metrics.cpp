@@ -233,6 +233,13 @@ std::string drain_metrics::render(std::size_t top) const {
           c.fresh_retries.load());
   counter("surge_storage_errors_total", "Failed claims, writes or reads on the queue file.",
           c.storage_errors.load());
+  header(out, "surge_tls_handshakes_total", "counter",
+         "Completed TLS handshakes; resumed=\"true\": a session of an earlier connection to "
+         "the origin was resumed.");
+  value_line(out, "surge_tls_handshakes_total{resumed=\"false\"}",
+             static_cast<double>(tls_handshakes_full.load()));
+  value_line(out, "surge_tls_handshakes_total{resumed=\"true\"}",
+             static_cast<double>(tls_handshakes_resumed.load()));
   header(out, "surge_token_wait_seconds_total", "counter",
          "Time buffered rows spent waiting for their subscriber's token bucket.");
   value_line(out, "surge_token_wait_seconds_total", token_wait_seconds.load());

@@ -59,6 +59,8 @@ struct drain_metrics {
   drain_counters counters;
   std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(attempt_class::count)> attempts_by_class{};
   std::atomic<std::int64_t> open_connections{0};
+  std::atomic<std::int64_t> tls_handshakes_full{0};
+  std::atomic<std::int64_t> tls_handshakes_resumed{0};  // an earlier connection's session
   std::atomic<double> token_wait_seconds{0};
   std::atomic<double> oldest_due_age{0};
   histogram attempt_duration;   // seconds

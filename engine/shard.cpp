@@ -34,7 +34,10 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_wor
       metrics_(metrics),
       counters_(metrics.counters),
       work_(io_.get_executor()),
-      client_(io_.get_executor(), std::move(tls), config.http, &metrics.open_connections),
+      client_(io_.get_executor(), std::move(tls), config.http,
+              {.open_connections = &metrics.open_connections,
+               .tls_full_handshakes = &metrics.tls_handshakes_full,
+               .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
       in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
       rng_(std::random_device{}()) {}
 

@@ -169,13 +169,14 @@ void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
   std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld coalesced=%lld "
               "lost_leases=%lld attempts=%lld remaining=%lld storage_errors=%lld unwritten=%lld "
-              "duration=%.1fs rate=%.0f/s%s\n",
+              "tls_full=%lld tls_resumed=%lld duration=%.1fs rate=%.0f/s%s\n",
               static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
               static_cast<long long>(s.dead), static_cast<long long>(s.released),
               static_cast<long long>(s.coalesced),
               static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts),
               static_cast<long long>(s.remaining), static_cast<long long>(s.storage_errors),
-              static_cast<long long>(s.unwritten), seconds,
+              static_cast<long long>(s.unwritten), static_cast<long long>(s.tls_full_handshakes),
+              static_cast<long long>(s.tls_resumed_handshakes), seconds,
               seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
               s.drained ? " (drained)" : "");
   std::fflush(stdout);

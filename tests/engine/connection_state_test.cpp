@@ -37,6 +37,31 @@ TEST(ConnectionLifecycle, ReusableOnlyWhenKeptAliveAndReadWhole) {
   EXPECT_EQ(truncated.phase(), connection_phase::closed);
 }
 
+// The TLS session of a connection is offered again only when it ended without a failure.
+TEST(ConnectionLifecycle, EndedCleanlyUnlessAnExchangeOrTheConnectFailed) {
+  connection_lifecycle connecting;
+  EXPECT_FALSE(connecting.ended_cleanly());  // the connect or TLS handshake did not finish
+
+  connection_lifecycle closed_by_server;
+  closed_by_server.on_connected();
+  closed_by_server.on_exchange_start();
+  auto closing = clean_end();
+  closing.keep_alive = false;
+  closed_by_server.on_response_complete(closing);
+  EXPECT_TRUE(closed_by_server.ended_cleanly());
+
+  connection_lifecycle idle_then_closed;
+  idle_then_closed.on_connected();
+  idle_then_closed.on_idle_check(true);
+  EXPECT_TRUE(idle_then_closed.ended_cleanly());
+
+  connection_lifecycle failed;
+  failed.on_connected();
+  failed.on_exchange_start();
+  failed.on_failure();
+  EXPECT_FALSE(failed.ended_cleanly());
+}
+
 TEST(ConnectionLifecycle, FramingInDoubtIsNeverReused) {
   EXPECT_TRUE(reusable_after(clean_end()));
   auto no_final = clean_end();

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tests/support/e2e.hpp"
-#include "tests/support/http_get.hpp"
+#include "tests/support/nginx.hpp"
 
 namespace surge::testing {
 namespace {
@@ -24,26 +24,14 @@ struct partner {
   int rows = 0;
 };
 
-std::optional<std::string> nginx_binary() {
-  if (std::ifstream("/usr/sbin/nginx").good()) return "/usr/sbin/nginx";
-  return tools::find_program("nginx");
-}
-
-// One process (master_process off: no user switch, so it runs as root or not), everything it
-// writes inside the test's directory. `return` runs in the rewrite phase, before limit_req's
-// preaccess phase, so a limited location must answer from a later phase: try_files (precontent)
-// falls through to a named location that answers 204.
+// `return` runs in the rewrite phase, before limit_req's preaccess phase, so a limited location
+// must answer from a later phase: try_files (precontent) falls through to a named location that
+// answers 204.
 std::string nginx_conf(const temp_dir& dir, std::uint16_t port, const std::vector<partner>& partners) {
   const auto root = dir.file("nginx");
   std::ostringstream conf;
-  conf << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
-       << "pid " << root << "/nginx.pid;\nerror_log " << root << "/error.log info;\n"
-       << "events { worker_connections 4096; }\nhttp {\n"
-       << "  log_format partner '$msec $uri $status';\n"
+  conf << nginx_conf_prelude(root) << "  log_format partner '$msec $uri $status';\n"
        << "  access_log " << root << "/access.log partner;\n";
-  for (const char* temp : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
-    conf << "  " << temp << "_temp_path " << root << "/" << temp << ";\n";
-  }
   std::set<int> rates;
   for (const auto& p : partners) rates.insert(p.rate);
   for (int rate : rates) {
@@ -116,22 +104,7 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
   // runs, and a partner stalled for longer than the margin stamps a batch of requests late and
   // the next on time, refusing it whoever the client is. So it runs at a higher priority where
   // that is allowed (GNU nice runs it unchanged, with a warning, where it is not).
-  std::vector<std::string> args = {*nginx, "-p", dir.file("nginx"), "-c",
-                                   dir.file("nginx/nginx.conf"), "-e", dir.file("nginx/error.log")};
-  std::string program = *nginx;
-  if (const auto nice = tools::find_program("nice")) {
-    program = *nice;
-    args.insert(args.begin(), {"-n", "-10"});
-  } else {
-    args.erase(args.begin());
-  }
-  tools::child_process server(program, args, dir.file("nginx/stdout"), dir.file("nginx/stderr"));
-  bool ready = false;
-  for (int i = 0; i < 200 && !ready; ++i) {
-    ready = http_get(port, "/ready").status == 204;
-    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  ASSERT_TRUE(ready) << "nginx did not start; see " << dir.file("nginx/error.log");
+  auto server = start_nginx(*nginx, dir.file("nginx"), port, "/ready", {"-n", "-10"});
 
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
                                       "--allow-private-targets", "--progress-interval", "0"});
