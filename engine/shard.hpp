@@ -49,6 +49,7 @@ class shard final : public shard_endpoint {
 
   void on_subscribers(std::vector<storage::subscriber_row> rows) override;
   void on_claimed(claim_reply reply) override;
+  void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) override;
 
   // Stop: give buffered rows back, let in-flight attempts finish, hand buckets to storage.
   void begin_stop();
@@ -72,6 +73,7 @@ class shard final : public shard_endpoint {
                                        std::shared_ptr<const proto::target> target,
                                        std::shared_ptr<const proto::signer> signer, bool probe);
   void send_demand();
+  void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);

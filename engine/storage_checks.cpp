@@ -122,6 +122,32 @@ void storage_worker::check_queue_file() {
   if (fatal_callback_) fatal_callback_(std::move(why));
 }
 
+void storage_worker::wake_for_new_rows() {
+  const auto interval = config_.storage.new_rows_check_interval;
+  if (interval.count() <= 0) return;
+  const auto now = steady::now();
+  if (now - last_new_rows_check_ < interval) return;
+  last_new_rows_check_ = now;
+  try {
+    auto found = db_->changes.check(storage::unix_now());
+    if (!found.any()) return;
+    counters_.add(counters_.new_row_wakes);
+    const auto shard_count = static_cast<std::int64_t>(shards_.size());
+    std::vector<std::vector<std::int64_t>> per_shard(shards_.size());
+    for (const auto id : found.subscribers) {
+      per_shard[static_cast<std::size_t>(id % shard_count)].push_back(id);
+    }
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      if (found.all || !per_shard[i].empty()) {
+        shards_[i]->on_new_rows(std::move(per_shard[i]), found.all);
+      }
+    }
+  } catch (const SQLite::Exception& error) {
+    // The idle poll still finds the rows; a failing database shows in the claims too.
+    log(log_level::debug, std::string("looking for new rows failed: ") + error.what());
+  }
+}
+
 void storage_worker::check_drained() {
   last_drained_check_ = steady::now();
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {

@@ -9,6 +9,7 @@
 #include "engine/log.hpp"
 #include "engine/storage_worker_db.hpp"
 #include "engine/subscriber.hpp"
+#include "storage/cycle.hpp"
 #include "storage/database.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/queue.hpp"
@@ -120,10 +121,15 @@ void storage_worker::run() {
       finish_expected = finish_expected_;
     }
 
+    if (claiming) {
+      // Claims first: the outcomes waiting ride in the claim's transaction.
+      wake_for_new_rows();
+      answer_claims();
+    }
     write_outcomes(false);
     ping_if_idle();
+    publish_wal_counters();
     if (claiming) {
-      answer_claims();
       const auto now = steady::now();
       if (now - last_reload_ >= config_.storage.subscriber_reload_interval) {
         reload_subscribers(false);
@@ -164,6 +170,7 @@ void storage_worker::run() {
         } catch (const SQLite::Exception&) {
           remaining_ = -1;
         }
+        publish_wal_counters();
         finished_.store(true);
         return;
       }
@@ -179,6 +186,11 @@ void storage_worker::run() {
   }
 }
 
+void storage_worker::publish_wal_counters() {
+  counters_.wal_commits.store(db_->wal.commits(), std::memory_order_relaxed);
+  counters_.wal_frames.store(db_->wal.frames(), std::memory_order_relaxed);
+}
+
 void storage_worker::give_up_writing() {
   unwritten_ = static_cast<std::int64_t>(pending_outcomes_.size());
   if (unwritten_ > 0) {
@@ -189,6 +201,7 @@ void storage_worker::give_up_writing() {
               " rows; their leases end within " + std::to_string(static_cast<long long>(wait + 1)) +
               " s and they will be sent again then (at-least-once)");
   }
+  publish_wal_counters();
   finished_.store(true);
 }
 
@@ -207,17 +220,9 @@ void storage_worker::write_outcomes(bool force) {
       std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
       const auto started = steady::now();
       const auto report = db_->writer.write(batch, pending_deactivate_);
-      metrics_.commit_duration.observe(std::chrono::duration<double>(steady::now() - started).count());
-      metrics_.commit_rows.observe(static_cast<double>(count));
-      metrics_.beat_storage();
+      note_written(report, count, steady::now() - started);
       pending_deactivate_.clear();
       offset += count;
-      if (!report.lost_leases.empty()) {
-        counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-        log_warn("lost the lease of " + std::to_string(report.lost_leases.size()) +
-                 " rows (first id " + std::to_string(report.lost_leases.front()) +
-                 "): another drainer took them after the lease expired");
-      }
     }
     pending_outcomes_.clear();
     last_commit_ = now;
@@ -229,27 +234,60 @@ void storage_worker::write_outcomes(bool force) {
   }
 }
 
+void storage_worker::note_written(const storage::write_report& report, std::size_t rows,
+                                  steady::duration took) {
+  metrics_.commit_duration.observe(std::chrono::duration<double>(took).count());
+  metrics_.commit_rows.observe(static_cast<double>(rows));
+  metrics_.beat_storage();
+  if (report.lost_leases.empty()) return;
+  counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
+  log_warn("lost the lease of " + std::to_string(report.lost_leases.size()) + " rows (first id " +
+           std::to_string(report.lost_leases.front()) +
+           "): another drainer took them after the lease expired");
+}
+
 void storage_worker::answer_claims() {
   if (pending_claims_.empty()) return;
-  const auto now = steady::now();
   // While the database refuses writes, claiming more would only grow what is held in memory.
-  if (now < retry_storage_after_) return;
+  if (steady::now() < retry_storage_after_) return;
+  // More outcomes than one batch go first in batches of their own, so the cycle stays short.
+  if (pending_outcomes_.size() > config_.storage.commit_rows) {
+    write_outcomes(true);
+    if (steady::now() < retry_storage_after_) return;
+  }
   std::vector<storage::subscriber_demand> all;
   for (const auto& [shard, demand] : pending_claims_) all.insert(all.end(), demand.begin(), demand.end());
   std::vector<storage::claimed_row> rows;
+  const auto now = steady::now();
   try {
+    // The outcomes waiting now ride with the claim: one transaction, and a page that holds
+    // finished rows and the next ones is written once (storage/cycle.hpp).
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
-    const auto started = steady::now();
-    rows = db_->claims.claim(all, storage::unix_now(), lease_seconds,
-                             static_cast<std::int64_t>(std::min<std::size_t>(
-                                 config_.scheduler.max_payload_bytes, INT64_MAX)));
-    metrics_.claim_duration.observe(std::chrono::duration<double>(steady::now() - started).count());
+    auto result = storage::write_and_claim(
+        db_->db, db_->writer, db_->claims, pending_outcomes_, pending_deactivate_, all,
+        storage::unix_now(), lease_seconds,
+        static_cast<std::int64_t>(
+            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
+    const auto took = steady::now() - now;
+    if (!pending_outcomes_.empty() || !pending_deactivate_.empty()) {
+      note_written(result.written, pending_outcomes_.size(), took);
+      pending_outcomes_.clear();
+      pending_deactivate_.clear();
+      last_commit_ = now;
+    }
+    rows = std::move(result.claimed);
+    metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));
     metrics_.beat_storage();
   } catch (const SQLite::Exception& error) {
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
-    log_error(std::string("claiming failed, will retry: ") + error.what());
+    // The outcomes stay pending: the whole transaction rolled back.
+    log_error(pending_outcomes_.empty()
+                  ? std::string("claiming failed, will retry: ") + error.what()
+                  : std::string("writing outcomes failed (with a claim), will retry and claim "
+                                "nothing meanwhile: ") +
+                        error.what());
     rows.clear();
   }
   const auto shard_count = static_cast<std::int64_t>(shards_.size());
