@@ -130,7 +130,10 @@ def storage_line(text):
 def strace_counts(path, page_size):
     """pwrite64/pread64/fdatasync calls by file from `strace -f -y` output."""
     calls = {}
-    pattern = re.compile(r"(pwrite64|pread64|fdatasync)\(\d+<([^>]*)>(?:, .*, (\d+), \d+)?\)")
+    # A call another thread interrupts is split: "pwrite64(... <unfinished ...>" then
+    # "<... pwrite64 resumed>"; the first part names the file and the size.
+    pattern = re.compile(
+        r"(pwrite64|pread64|fdatasync)\(\d+<([^>]*)>(?:, .*, (\d+), \d+)?(?:\)| <unfinished)")
     for line in Path(path).read_text(errors="replace").splitlines():
         match = pattern.search(line)
         if not match:
