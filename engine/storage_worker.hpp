@@ -1,6 +1,8 @@
 #pragma once
-// The storage thread: the only SQLite connection of a drain. Shards hand it claim requests and
-// outcome batches; it answers claims and pushes subscriber settings back (DESIGN section 2).
+// The storage thread: the one SQLite connection of a drain that claims and writes (checkpoints
+// run on their own, storage/checkpointer.hpp). Shards hand it claim requests and outcome
+// batches; it answers claims, pushes subscriber settings back and wakes shards when other
+// programs queue rows (DESIGN section 2).
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
