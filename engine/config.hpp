@@ -73,6 +73,16 @@ struct storage_worker_config {
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
+  // How often the storage loop asks whether another connection committed (PRAGMA
+  // data_version, about a microsecond) and, if so, which subscribers got new due rows: those
+  // are woken at once instead of at their next idle poll. 0 turns the wake off (polls only).
+  std::chrono::milliseconds new_rows_check_interval = 2ms;
+  // The storage connection's page cache: the due indexes' hot pages and the table pages of the
+  // rows in flight stay cached through a drain (SQLite's default is 2 MiB).
+  int cache_kib = 16 * 1024;
+  // A WAL this long is checkpointed (PASSIVE) by a thread and connection of its own, never by a
+  // commit of the storage thread (SQLite's autocheckpoint would run it inside our commit).
+  int checkpoint_frames = 1000;
   // After the grace period, how long the last outcome writes may still wait for the database.
   std::chrono::milliseconds final_write_window = 1s;
 };

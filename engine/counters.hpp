@@ -22,6 +22,11 @@ struct drain_counters {
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
   std::atomic<std::int64_t> storage_errors{0};
   std::atomic<std::int64_t> backlog{-1};       // due rows at the last check, -1 unknown
+  // The storage connection's commits that wrote to the WAL, and the frames (pages) they wrote.
+  std::atomic<std::int64_t> wal_commits{0};
+  std::atomic<std::int64_t> wal_frames{0};
+  // Times the storage thread saw rows queued by another connection and woke their subscribers.
+  std::atomic<std::int64_t> new_row_wakes{0};
 
   void add(std::atomic<std::int64_t>& counter, std::int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);

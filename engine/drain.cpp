@@ -311,6 +311,10 @@ drain_summary run_drain(const drain_config& input) {
   summary.tls_resumed_handshakes = metrics.tls_handshakes_resumed.load();
   summary.unwritten = storage.unwritten();
   summary.elapsed = std::chrono::steady_clock::now() - started;
+  // What the drain cost the queue file; bench/storage_io.py reads this line.
+  log_info("storage: " + std::to_string(counters.wal_commits.load()) + " commits wrote " +
+           std::to_string(counters.wal_frames.load()) + " WAL frames for " +
+           std::to_string(summary.attempts) + " attempts");
   return summary;
 }
 

@@ -240,6 +240,14 @@ std::string drain_metrics::render(std::size_t top) const {
              static_cast<double>(tls_handshakes_full.load()));
   value_line(out, "surge_tls_handshakes_total{resumed=\"true\"}",
              static_cast<double>(tls_handshakes_resumed.load()));
+  counter("surge_wal_commits_total",
+          "Commits of the storage thread's connection that wrote to the WAL.",
+          c.wal_commits.load());
+  counter("surge_wal_frames_total",
+          "WAL frames (pages) written by the storage thread's commits.", c.wal_frames.load());
+  counter("surge_new_row_wakes_total",
+          "Times rows queued by another connection woke their subscribers before the idle poll.",
+          c.new_row_wakes.load());
   header(out, "surge_token_wait_seconds_total", "counter",
          "Time buffered rows spent waiting for their subscriber's token bucket.");
   value_line(out, "surge_token_wait_seconds_total", token_wait_seconds.load());

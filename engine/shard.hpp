@@ -51,6 +51,7 @@ class shard final : public shard_endpoint {
 
   void on_subscribers(std::vector<storage::subscriber_row> rows) override;
   void on_claimed(claim_reply reply) override;
+  void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) override;
 
   // Stop: give buffered rows back, let in-flight attempts finish, hand buckets to storage.
   void begin_stop();
@@ -90,6 +91,7 @@ class shard final : public shard_endpoint {
   scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now);
   void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
+  void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);

@@ -73,6 +73,31 @@ void shard::accept_claims(claim_reply reply) {
   finish_if_quiet();
 }
 
+void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids), all] { wake_subscribers(ids, all); });
+}
+
+void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
+  if (stopping_) return;
+  const auto now = steady::now();
+  // New rows end the idle backoff; pauses, open circuits and buckets still decide in
+  // send_demand, which reads them apart from poll_after.
+  auto wake = [now](subscriber_state& sub) {
+    sub.idle_poll = std::chrono::milliseconds(0);
+    sub.poll_after = std::min(sub.poll_after, now);
+  };
+  if (all) {
+    for (auto* sub : order_) wake(*sub);
+  } else {
+    for (const auto id : ids) {
+      auto it = subscribers_.find(id);
+      if (it != subscribers_.end()) wake(*it->second);
+    }
+  }
+  // Now rather than at the next demand tick; an answer on its way will be followed by one.
+  if (!claim_outstanding_) send_demand();
+}
+
 asio::awaitable<void> shard::demand_loop() {
   asio::steady_timer timer(io_);
   while (!stopping_) {

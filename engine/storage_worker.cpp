@@ -7,7 +7,9 @@
 #include <SQLiteCpp/Exception.h>
 
 #include "engine/log.hpp"
+#include "engine/storage_worker_db.hpp"
 #include "engine/subscriber.hpp"
+#include "storage/cycle.hpp"
 #include "storage/database.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/queue.hpp"
@@ -15,21 +17,6 @@
 namespace surge::engine {
 
 using steady = std::chrono::steady_clock;
-
-struct storage_worker::db_state {
-  db_state(const storage_worker_config& config, const storage::interruptible_wait& lock_wait)
-      : db(storage::open_database({.path = config.db_path,
-                                   .busy_timeout = config.busy_timeout,
-                                   .create_if_missing = false,
-                                   .lock_wait = &lock_wait})),
-        file(storage::identify_file(config.db_path)),
-        claims(db),
-        writer(db) {}
-  SQLite::Database db;
-  std::optional<storage::file_identity> file;  // what the path named when it was opened
-  storage::claimer claims;
-  storage::outcome_writer writer;
-};
 
 storage_worker::storage_worker(const drain_config& config, drain_metrics& metrics)
     : config_(config), metrics_(metrics), counters_(metrics.counters) {
@@ -134,10 +121,15 @@ void storage_worker::run() {
       finish_expected = finish_expected_;
     }
 
+    if (claiming) {
+      // Claims first: the outcomes waiting ride in the claim's transaction.
+      wake_for_new_rows();
+      answer_claims();
+    }
     write_outcomes(false);
     ping_if_idle();
+    publish_wal_counters();
     if (claiming) {
-      answer_claims();
       const auto now = steady::now();
       if (now - last_reload_ >= config_.storage.subscriber_reload_interval) {
         reload_subscribers(false);
@@ -178,6 +170,7 @@ void storage_worker::run() {
         } catch (const SQLite::Exception&) {
           remaining_ = -1;
         }
+        publish_wal_counters();
         finished_.store(true);
         return;
       }
@@ -193,6 +186,11 @@ void storage_worker::run() {
   }
 }
 
+void storage_worker::publish_wal_counters() {
+  counters_.wal_commits.store(db_->wal.commits(), std::memory_order_relaxed);
+  counters_.wal_frames.store(db_->wal.frames(), std::memory_order_relaxed);
+}
+
 void storage_worker::give_up_writing() {
   unwritten_ = static_cast<std::int64_t>(pending_outcomes_.size());
   if (unwritten_ > 0) {
@@ -203,6 +201,7 @@ void storage_worker::give_up_writing() {
               " rows; their leases end within " + std::to_string(static_cast<long long>(wait + 1)) +
               " s and they will be sent again then (at-least-once)");
   }
+  publish_wal_counters();
   finished_.store(true);
 }
 
@@ -221,17 +220,9 @@ void storage_worker::write_outcomes(bool force) {
       std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
       const auto started = steady::now();
       const auto report = db_->writer.write(batch, pending_deactivate_);
-      metrics_.commit_duration.observe(std::chrono::duration<double>(steady::now() - started).count());
-      metrics_.commit_rows.observe(static_cast<double>(count));
-      metrics_.beat_storage();
+      note_written(report, count, steady::now() - started);
       pending_deactivate_.clear();
       offset += count;
-      if (!report.lost_leases.empty()) {
-        counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-        log_warn("lost the lease of " + std::to_string(report.lost_leases.size()) +
-                 " rows (first id " + std::to_string(report.lost_leases.front()) +
-                 "): another drainer took them after the lease expired");
-      }
     }
     pending_outcomes_.clear();
     last_commit_ = now;
@@ -243,27 +234,60 @@ void storage_worker::write_outcomes(bool force) {
   }
 }
 
+void storage_worker::note_written(const storage::write_report& report, std::size_t rows,
+                                  steady::duration took) {
+  metrics_.commit_duration.observe(std::chrono::duration<double>(took).count());
+  metrics_.commit_rows.observe(static_cast<double>(rows));
+  metrics_.beat_storage();
+  if (report.lost_leases.empty()) return;
+  counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
+  log_warn("lost the lease of " + std::to_string(report.lost_leases.size()) + " rows (first id " +
+           std::to_string(report.lost_leases.front()) +
+           "): another drainer took them after the lease expired");
+}
+
 void storage_worker::answer_claims() {
   if (pending_claims_.empty()) return;
-  const auto now = steady::now();
   // While the database refuses writes, claiming more would only grow what is held in memory.
-  if (now < retry_storage_after_) return;
+  if (steady::now() < retry_storage_after_) return;
+  // More outcomes than one batch go first in batches of their own, so the cycle stays short.
+  if (pending_outcomes_.size() > config_.storage.commit_rows) {
+    write_outcomes(true);
+    if (steady::now() < retry_storage_after_) return;
+  }
   std::vector<storage::subscriber_demand> all;
   for (const auto& [shard, demand] : pending_claims_) all.insert(all.end(), demand.begin(), demand.end());
   std::vector<storage::claimed_row> rows;
+  const auto now = steady::now();
   try {
+    // The outcomes waiting now ride with the claim: one transaction, and a page that holds
+    // finished rows and the next ones is written once (storage/cycle.hpp).
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
-    const auto started = steady::now();
-    rows = db_->claims.claim(all, storage::unix_now(), lease_seconds,
-                             static_cast<std::int64_t>(std::min<std::size_t>(
-                                 config_.scheduler.max_payload_bytes, INT64_MAX)));
-    metrics_.claim_duration.observe(std::chrono::duration<double>(steady::now() - started).count());
+    auto result = storage::write_and_claim(
+        db_->db, db_->writer, db_->claims, pending_outcomes_, pending_deactivate_, all,
+        storage::unix_now(), lease_seconds,
+        static_cast<std::int64_t>(
+            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
+    const auto took = steady::now() - now;
+    if (!pending_outcomes_.empty() || !pending_deactivate_.empty()) {
+      note_written(result.written, pending_outcomes_.size(), took);
+      pending_outcomes_.clear();
+      pending_deactivate_.clear();
+      last_commit_ = now;
+    }
+    rows = std::move(result.claimed);
+    metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));
     metrics_.beat_storage();
   } catch (const SQLite::Exception& error) {
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
-    log_error(std::string("claiming failed, will retry: ") + error.what());
+    // The outcomes stay pending: the whole transaction rolled back.
+    log_error(pending_outcomes_.empty()
+                  ? std::string("claiming failed, will retry: ") + error.what()
+                  : std::string("writing outcomes failed (with a claim), will retry and claim "
+                                "nothing meanwhile: ") +
+                        error.what());
     rows.clear();
   }
   const auto shard_count = static_cast<std::int64_t>(shards_.size());
@@ -280,145 +304,6 @@ void storage_worker::answer_claims() {
         std::move(replies[static_cast<std::size_t>(shard)]));
   }
   pending_claims_.clear();
-}
-
-void storage_worker::reload_subscribers(bool initial) {
-  last_reload_ = steady::now();
-  try {
-    auto rows = storage::load_subscribers(db_->db, config_.subscribers);
-    sendable_.clear();
-    for (const auto& row : rows) sendable_.emplace_back(row.id, sends_now(row));
-    std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
-    for (auto& row : rows) {
-      per_shard[static_cast<std::size_t>(row.id % static_cast<std::int64_t>(shards_.size()))]
-          .push_back(std::move(row));
-    }
-    for (std::size_t i = 0; i < shards_.size(); ++i) {
-      shards_[i]->on_subscribers(std::move(per_shard[i]));
-    }
-    // Orphan rows are rare and finding them reads the due index, so look only now and then.
-    if (reloads_++ % orphan_sweep_every == 0) {
-      const auto orphans = storage::dead_letter_orphans(db_->db, storage::unix_now(),
-                                                        config_.subscribers);
-      if (orphans > 0) {
-        counters_.add(counters_.dead, orphans);
-        log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
-      }
-      sweep_malformed_rows();
-    }
-  } catch (const SQLite::Exception& error) {
-    if (initial) throw;
-    counters_.add(counters_.storage_errors);
-    log_error(std::string("re-reading subscribers failed: ") + error.what());
-  }
-}
-
-void storage_worker::sweep_malformed_rows() {
-  // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no lease.
-  const double now = storage::unix_now();
-  const auto longest =
-      std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
-  const double horizon =
-      now + std::chrono::duration<double>(longest + config_.storage.max_lease_overrun).count();
-  const auto found = storage::dead_letter_malformed(db_->db, now, horizon, config_.subscribers);
-  if (found.total() == 0) return;
-  counters_.add(counters_.dead, found.total());
-  log_warn("dead-lettered " + std::to_string(found.total()) +
-           " rows no claim could ever match (next_attempt_at not a number: " +
-           std::to_string(found.next_attempt_at) + ", locked_until not a number: " +
-           std::to_string(found.locked_until) + ", locked_until beyond any lease: " +
-           std::to_string(found.far_lease) + "); last_error says which, `surge dead replay` " +
-           "puts them back");
-}
-
-void storage_worker::update_drainable() {
-  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of subscribers whose
-  // circuit stays open probe after probe cannot be sent now, so --until-drained does not wait
-  // for them; everything else in the chosen set counts.
-  auto blocked = metrics_.blocked_subscribers();
-  std::sort(blocked.begin(), blocked.end());
-  bool any_excluded = false;
-  std::string list;
-  for (const auto& [id, sendable] : sendable_) {
-    if (!sendable || std::binary_search(blocked.begin(), blocked.end(), id)) {
-      any_excluded = true;
-      continue;
-    }
-    if (!list.empty()) list += ',';
-    list += std::to_string(id);
-  }
-  if (!any_excluded) {
-    drainable_ = config_.subscribers;
-  } else if (list.empty()) {
-    drainable_ = proto::id_set::parse("0").value();  // no real subscriber has id 0
-  } else {
-    drainable_ = proto::id_set::parse(list).value();
-  }
-}
-
-void storage_worker::ping_if_idle() {
-  // /healthz reports the database reachable only if something succeeded lately; with no claims
-  // or writes to make, a trivial read proves it.
-  const auto now = steady::now();
-  if (now - last_ping_ < std::chrono::seconds(1)) return;
-  last_ping_ = now;
-  check_queue_file();
-  try {
-    db_->db.execAndGet("SELECT COUNT(*) FROM surge_schema_version");
-    metrics_.beat_storage();
-  } catch (const SQLite::Exception& error) {
-    counters_.add(counters_.storage_errors);
-    log_error(std::string("database check failed: ") + error.what());
-  }
-}
-
-void storage_worker::check_queue_file() {
-  // SQLite keeps writing to a file that was deleted or renamed over: outcomes would land in a
-  // file nobody reads and the new file's rows would never be claimed.
-  if (queue_lost_ || !db_->file) return;
-  if (storage::identify_file(config_.storage.db_path) == db_->file) return;
-  queue_lost_ = true;
-  std::string why = "the queue file " + config_.storage.db_path +
-                    " was deleted or replaced while draining; stopped claiming from it";
-  log_error(why);
-  {
-    std::lock_guard lock(mutex_);
-    claiming_ = false;
-  }
-  if (fatal_callback_) fatal_callback_(std::move(why));
-}
-
-void storage_worker::check_drained() {
-  last_drained_check_ = steady::now();
-  if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
-    quiet_checks_ = 0;
-    return;
-  }
-  try {
-    update_drainable();
-    const double now = storage::unix_now();
-    const auto outstanding = storage::count_outstanding(db_->db, now, drainable_);
-    counters_.backlog.store(outstanding, std::memory_order_relaxed);
-    const auto earliest = storage::earliest_scheduled(db_->db, now, drainable_);
-    metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
-                                  std::memory_order_relaxed);
-    metrics_.beat_storage();
-    bool idle = counters_.in_flight.load() == 0 && counters_.buffered.load() == 0;
-    if (idle && outstanding == 0 && config_.until_drained_retry_wait.count() > 0) {
-      const auto next = storage::earliest_scheduled(db_->db, now, drainable_);
-      const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
-      if (next && *next - now <= wait) idle = false;
-    }
-    // Two quiet checks in a row: a claim answer may still be on its way to a shard.
-    quiet_checks_ = (outstanding == 0 && idle) ? quiet_checks_ + 1 : 0;
-    if (config_.until_drained && quiet_checks_ >= 2 && drained_callback_) {
-      drained_callback_();
-      drained_callback_ = nullptr;
-    }
-  } catch (const SQLite::Exception& error) {
-    counters_.add(counters_.storage_errors);
-    log_error(std::string("checking the backlog failed: ") + error.what());
-  }
 }
 
 }  // namespace surge::engine

@@ -1,6 +1,8 @@
 #pragma once
-// The storage thread: the only SQLite connection of a drain. Shards hand it claim requests and
-// outcome batches; it answers claims and pushes subscriber settings back (DESIGN section 2).
+// The storage thread: the one SQLite connection of a drain that claims and writes (checkpoints
+// run on their own, storage/checkpointer.hpp). Shards hand it claim requests and outcome
+// batches; it answers claims, pushes subscriber settings back and wakes shards when other
+// programs queue rows (DESIGN section 2).
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -30,6 +32,9 @@ class shard_endpoint {
   virtual ~shard_endpoint() = default;
   virtual void on_subscribers(std::vector<storage::subscriber_row> rows) = 0;
   virtual void on_claimed(claim_reply reply) = 0;
+  // Rows were queued for these subscribers (all of the shard's when `all`): ask for them now
+  // rather than at their next idle poll.
+  virtual void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) = 0;
 };
 
 class storage_worker {
@@ -70,12 +75,17 @@ class storage_worker {
   void run();
   void loop_once();
   void write_outcomes(bool force);
+  // Metrics and the lost-lease warning for `rows` outcomes written in `took`.
+  void note_written(const storage::write_report& report, std::size_t rows,
+                    std::chrono::steady_clock::duration took);
   void answer_claims();
   void reload_subscribers(bool initial);
   void check_drained();
   void ping_if_idle();
   void check_queue_file();
+  void wake_for_new_rows();
   void give_up_writing();
+  void publish_wal_counters();
   void update_drainable();
   void sweep_malformed_rows();
 
@@ -111,6 +121,7 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_reload_{};
   std::chrono::steady_clock::time_point last_drained_check_{};
   std::chrono::steady_clock::time_point last_ping_{};
+  std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
   int quiet_checks_ = 0;
   static constexpr int orphan_sweep_every = 10;  // subscriber reloads

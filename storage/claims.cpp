@@ -79,12 +79,23 @@ claimer::~claimer() = default;
 
 std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> demand, double now,
                                         double lease_seconds, std::int64_t max_payload_bytes) {
+  if (std::none_of(demand.begin(), demand.end(), [](const auto& d) { return d.rows > 0; })) {
+    return {};
+  }
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  auto rows = claim_within(demand, now, lease_seconds, max_payload_bytes);
+  transaction.commit();
+  return rows;
+}
+
+std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand> demand,
+                                               double now, double lease_seconds,
+                                               std::int64_t max_payload_bytes) {
   std::vector<claimed_row> rows;
   if (std::none_of(demand.begin(), demand.end(), [](const auto& d) { return d.rows > 0; })) {
     return rows;
   }
   const double lease = make_lease(now, lease_seconds);
-  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto& statement = *claim_statement_;
   for (const auto& entry : demand) {
     if (entry.rows <= 0) continue;
@@ -112,7 +123,6 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
   }
   // Empty claims are frequent (polling subscribers that came back short) and lease nothing.
   if (!rows.empty()) record_lease(lease, now);
-  transaction.commit();
   return rows;
 }
 

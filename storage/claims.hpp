@@ -55,6 +55,9 @@ class claimer {
                                  double lease_seconds,
                                  std::int64_t max_payload_bytes = no_payload_cap);
   static constexpr std::int64_t no_payload_cap = INT64_MAX;
+  // The same inside a write transaction the caller holds (storage/cycle.hpp).
+  std::vector<claimed_row> claim_within(std::span<const subscriber_demand> demand, double now,
+                                        double lease_seconds, std::int64_t max_payload_bytes);
 
   // Sets locked_until = 0 on rows still holding our lease; returns how many were released.
   int release(std::span<const lease_ref> leases);

@@ -46,6 +46,7 @@ SQLite::Database open_database(const database_config& config) {
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last
   // commits, which then come back as due rows (at-least-once holds).
   db.exec("PRAGMA synchronous=NORMAL");
+  if (config.cache_kib > 0) db.exec("PRAGMA cache_size=-" + std::to_string(config.cache_kib));
   return db;
 }
 

@@ -25,6 +25,8 @@ struct database_config {
   std::chrono::milliseconds busy_timeout{std::chrono::seconds(10)};
   bool create_if_missing = true;
   bool read_only = false;
+  // Page cache of the connection in KiB (PRAGMA cache_size = -N); 0 keeps SQLite's 2 MiB.
+  int cache_kib = 0;
   // Replaces busy_timeout when set; it must outlive the connection.
   const interruptible_wait* lock_wait = nullptr;
 };

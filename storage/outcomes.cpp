@@ -62,8 +62,16 @@ outcome_writer::~outcome_writer() = default;
 
 write_report outcome_writer::write(std::span<const outcome> batch,
                                    std::span<const std::int64_t> deactivate) {
+  if (batch.empty() && deactivate.empty()) return {};
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  auto report = apply(batch, deactivate);
+  transaction.commit();
+  return report;
+}
+
+write_report outcome_writer::apply(std::span<const outcome> batch,
+                                   std::span<const std::int64_t> deactivate) {
   write_report report;
-  if (batch.empty() && deactivate.empty()) return report;
   auto statement_for = [this](outcome_kind kind) -> SQLite::Statement& {
     switch (kind) {
       case outcome_kind::retry: return *retry_;
@@ -74,7 +82,6 @@ write_report outcome_writer::write(std::span<const outcome> batch,
     }
     return *done_;
   };
-  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
   for (const auto& item : batch) {
     SQLite::Statement& statement = statement_for(item.kind);
     detail::statement_use use(statement);
@@ -136,7 +143,6 @@ write_report outcome_writer::write(std::span<const outcome> batch,
     deactivate_->bind(1, id);
     deactivate_->exec();
   }
-  transaction.commit();
   return report;
 }
 

@@ -63,6 +63,8 @@ class outcome_writer {
   // whether or not the fence held; subscribers in `deactivate` get active = 0.
   write_report write(std::span<const outcome> batch,
                      std::span<const std::int64_t> deactivate = {});
+  // The same statements inside a write transaction the caller holds (storage/cycle.hpp).
+  write_report apply(std::span<const outcome> batch, std::span<const std::int64_t> deactivate);
 
  private:
   SQLite::Database& db_;

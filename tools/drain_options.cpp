@@ -69,6 +69,18 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
                   "exceeds this many times the best seen (plus 5 ms); 0 turns it off")
       ->capture_default_str()->check(finite_in(0.0, 100.0));
+  cmd->add_option("--idle-poll-min", o.idle_poll_min,
+                  "Seconds before a subscriber whose claim came back short is asked again "
+                  "(doubling up to --idle-poll-max)")
+      ->capture_default_str()->check(finite_in(0.001, 86400.0));
+  cmd->add_option("--idle-poll-max", o.idle_poll_max,
+                  "Longest wait between polls of an idle subscriber, in seconds; rows other "
+                  "programs queue wake it sooner (--new-rows-check-interval)")
+      ->capture_default_str()->check(finite_in(0.001, 86400.0));
+  cmd->add_option("--new-rows-check-interval", o.new_rows_check_interval,
+                  "Seconds between checks for rows queued by other programs, whose "
+                  "subscribers are then asked at once (0: only the idle polls find them)")
+      ->capture_default_str()->check(finite_in(0.0, 60.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
       ->capture_default_str()->check(finite_in(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
@@ -130,6 +142,12 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
     throw usage_error("--origin-latency-tolerance must be 0 (off) or at least 1");
   }
   config.scheduler.origin.latency_tolerance = o.origin_latency_tolerance;
+  if (o.idle_poll_max < o.idle_poll_min) {
+    throw usage_error("--idle-poll-max must not be below --idle-poll-min");
+  }
+  config.scheduler.idle_poll_min = millis(o.idle_poll_min);
+  config.scheduler.idle_poll_max = millis(o.idle_poll_max);
+  config.storage.new_rows_check_interval = millis(o.new_rows_check_interval);
   config.http.connect_timeout = millis(o.connect_timeout);
   config.http.attempt_timeout = millis(o.attempt_timeout);
   if (config.http.connect_timeout > config.http.attempt_timeout) {

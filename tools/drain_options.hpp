@@ -34,6 +34,10 @@ struct drain_cli_options {
   // Off by default: with it on, requests hanging at one subscriber's path hold the slots of
   // every subscriber on the same host until they time out (bench scenario e stalled).
   double origin_latency_tolerance = 2;
+  // Seconds between polls of a subscriber whose last claim came back short (doubling).
+  double idle_poll_min = 0.1;
+  double idle_poll_max = 0.5;
+  double new_rows_check_interval = 0.002;
   double connect_timeout = 4;
   double attempt_timeout = 8;
   double shutdown_grace = 10;

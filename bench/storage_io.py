@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""What the drain costs the queue file, and how soon it sees new rows (issue 12).
+
+    bench/storage_io.py wal                  # WAL frames per delivery over a 50,000-row drain
+    bench/storage_io.py wal --strace         # ... and the pwrite64/pread64 calls, per file
+    bench/storage_io.py latency              # enqueue to first attempt under steady inflow
+    bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
+
+The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
+in issue 12, or `surge sink` with --receiver sink.
+
+`wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front, each
+subscriber's rows together), drained with --until-drained. The frames come from the drain's last log
+line ("storage: N commits wrote M WAL frames ..."), which counts what sqlite3_wal_hook reports
+after each commit of the storage connection. --strace also runs the drain under
+`strace -f -y -e trace=pwrite64,pread64,fdatasync` and counts the calls by file: a WAL frame is
+two pwrite64 calls (24-byte header, then the page); checkpoints write pages into the main file.
+strace slows the storage thread, so batches grow and its figures are not the untraced ones.
+
+`latency`: subscribers only, no rows; `surge drain` runs while a separate producer process
+inserts rows at --rate per second for --seconds (one transaction per row, each with
+created_at = next_attempt_at = the time of its insert once it holds the write lock,
+synchronous=NORMAL as every writer of the queue, subscribers picked at random). The
+latency of a row is its first surge_attempt.started_at minus created_at; p50/p95/p99 of all rows.
+
+Wrap runs in `flock /tmp/bench.lock ...` on a shared machine. Nothing here asserts a figure: they
+go to docs/benchmarks.md. Prints one JSON object.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import e2e  # noqa: E402  (the sink, the subscribers' rows and the body are e2e's)
+
+STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
+
+
+def log(*parts):
+    print("storage_io:", *parts, file=sys.stderr, flush=True)
+
+
+class Nginx:
+    """nginx on a loopback port answering 204 to everything, as in issue 12's runs."""
+
+    def __init__(self, directory):
+        self.directory = Path(directory, "nginx")
+        (self.directory / "tmp").mkdir(parents=True)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        (self.directory / "nginx.conf").write_text(f"""
+worker_processes 1;
+error_log stderr;
+pid nginx.pid;
+events {{ worker_connections 8192; }}
+http {{
+  access_log off;
+  client_body_temp_path tmp; proxy_temp_path tmp; fastcgi_temp_path tmp;
+  uwsgi_temp_path tmp; scgi_temp_path tmp;
+  keepalive_requests 10000000;
+  server {{ listen 127.0.0.1:{self.port}; location / {{ return 204; }} }}
+}}
+""")
+        self.log_file = open(self.directory / "nginx.log", "w")
+        self.process = subprocess.Popen(
+            ["nginx", "-p", str(self.directory), "-c", "nginx.conf", "-g", "daemon off;"],
+            stdout=self.log_file, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("nginx did not start: " + (self.directory / "nginx.log").read_text())
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGQUIT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log_file.close()
+
+
+def prepare(args, directory, scenario):
+    db = str(Path(directory, "q.db"))
+    subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
+    placeholder = "http://127.0.0.1:1"
+    queued = e2e.populate(db, scenario, placeholder, time.time())
+    if args.receiver == "nginx":
+        sink = Nginx(directory)
+    else:
+        sink = e2e.Sink(args.surge, directory, db, scenario, 1)
+    connection = sqlite3.connect(db)
+    with connection:
+        connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
+                           (placeholder, f"http://127.0.0.1:{sink.port}"))
+    connection.close()
+    return db, sink, queued
+
+
+def drain_command(args, db, *extra):
+    return [args.surge, "drain", "--db", db, "--allow-private-targets", "--progress-interval",
+            "0", *extra, *args.drain_args.split()]
+
+
+def storage_line(text):
+    found = STORAGE_LINE.findall(text)
+    if not found:
+        return None
+    commits, frames, attempts = (int(x) for x in found[-1])
+    return {"commits": commits, "frames": frames, "attempts": attempts}
+
+
+def strace_counts(path, page_size):
+    """pwrite64/pread64/fdatasync calls by file from `strace -f -y` output."""
+    calls = {}
+    # A call another thread interrupts is split: "pwrite64(... <unfinished ...>" then
+    # "<... pwrite64 resumed>"; the first part names the file and the size.
+    pattern = re.compile(
+        r"(pwrite64|pread64|fdatasync)\(\d+<([^>]*)>(?:, .*, (\d+), \d+)?(?:\)| <unfinished)")
+    for line in Path(path).read_text(errors="replace").splitlines():
+        match = pattern.search(line)
+        if not match:
+            continue
+        name, file, size = match.group(1), match.group(2), match.group(3)
+        kind = "wal" if file.endswith("-wal") else "shm" if file.endswith("-shm") else (
+            "db" if file.endswith(".db") else "other")
+        key = f"{name}_{kind}"
+        calls[key] = calls.get(key, 0) + 1
+        if name == "pwrite64" and kind == "wal" and size and int(size) == page_size:
+            calls["wal_page_writes"] = calls.get("wal_page_writes", 0) + 1
+    return calls
+
+
+def run_wal(args, directory):
+    per = max(1, args.rows // args.subscribers)
+    scenario = e2e.Scenario("wal", "WAL frames per delivery",
+                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
+                            lambda sub: per)
+    db, sink, queued = prepare(args, directory, scenario)
+    try:
+        command = drain_command(args, db, "--until-drained")
+        if args.strace:
+            # No --seccomp-bpf: with it, strace missed half the WAL writes of the drain's threads.
+            command = ["strace", "-f", "-y", "-qq", "-e",
+                       "trace=pwrite64,pread64,fdatasync", "-o", "trace.txt", *command]
+        log(f"draining {queued} rows for {args.subscribers} subscribers")
+        started = time.time()
+        result = subprocess.run(command, cwd=directory, capture_output=True, text=True,
+                                timeout=args.timeout)
+        elapsed = time.time() - started
+    finally:
+        sink.stop()
+    if result.returncode != 0:
+        raise RuntimeError(f"drain exited {result.returncode}: {result.stderr[-2000:]}")
+    connection = sqlite3.connect(db)
+    attempts = connection.execute("SELECT count(*) FROM surge_attempt").fetchone()[0]
+    done = connection.execute(
+        "SELECT count(*) FROM webhook_delivery WHERE status = 'done'").fetchone()[0]
+    page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    connection.close()
+    out = {"mode": "wal", "rows": queued, "done": done, "attempts": attempts,
+           "subscribers": args.subscribers, "seconds": round(elapsed, 2),
+           "strace": args.strace}
+    meter = storage_line(result.stdout + result.stderr)
+    if meter:
+        out.update({"commits": meter["commits"], "wal_frames": meter["frames"],
+                    "wal_frames_per_delivery": round(meter["frames"] / max(1, attempts), 3),
+                    "rows_per_commit": round(attempts / max(1, meter["commits"]), 1)})
+    if args.strace:
+        calls = strace_counts(Path(directory, "trace.txt"), page_size)
+        out["calls"] = calls
+        out["calls_per_delivery"] = {k: round(v / max(1, attempts), 3) for k, v in calls.items()}
+    if done < queued:
+        raise RuntimeError(f"{done} of {queued} rows done: {json.dumps(out)}")
+    return out
+
+
+def produce(db, rate, seconds, subscribers, seed):
+    """One row per transaction at a steady rate, as a web application enqueues them."""
+    rng = random.Random(seed)
+    connection = sqlite3.connect(db, timeout=10, isolation_level=None)
+    # As DESIGN section 1 has every writer of the queue: with Python's default (FULL) each
+    # commit waits for an fsync of the WAL, tens to hundreds of ms on this VM, before the row is
+    # visible to anyone, and the figure would measure the disk.
+    connection.execute("PRAGMA synchronous=NORMAL")
+    started = time.time()
+    count = int(rate * seconds)
+    for i in range(count):
+        wait = started + i / rate - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        connection.execute("BEGIN IMMEDIATE")
+        # Taken once the write lock is ours: a wait for the lock (the drain commits too, and
+        # Python's busy handler backs off in steps up to 100 ms) is the producer's, not Surge's.
+        now = time.time()
+        connection.execute(
+            "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at,"
+            " created_at) VALUES (?, 'video.trending', ?, ?, ?)",
+            (rng.randint(1, subscribers), e2e.BODY, now, now))
+        connection.execute("COMMIT")
+    connection.close()
+    return count
+
+
+def pending(db):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return connection.execute(
+            "SELECT count(*) FROM webhook_delivery WHERE status != 'done'").fetchone()[0]
+    finally:
+        connection.close()
+
+
+def run_latency(args, directory):
+    scenario = e2e.Scenario("latency", "enqueue to first attempt",
+                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
+                            lambda sub: 0)
+    db, sink, _ = prepare(args, directory, scenario)
+    drain_log = open(Path(directory, "drain.log"), "w")
+    drain = subprocess.Popen(
+        drain_command(args, db, "--duration", str(args.seconds + args.timeout)),
+        cwd=directory, stdout=drain_log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # Let the drain start and its subscribers go idle, as between two spikes.
+        time.sleep(args.settle)
+        log(f"producing {args.rate}/s for {args.seconds} s over {args.subscribers} subscribers")
+        subprocess.run([sys.executable, __file__, "produce", "--db", db, "--rate",
+                        str(args.rate), "--seconds", str(args.seconds), "--subscribers",
+                        str(args.subscribers)], check=True)
+        deadline = time.time() + args.timeout
+        while pending(db) > 0:
+            if time.time() > deadline or drain.poll() is not None:
+                raise RuntimeError(f"{pending(db)} rows not delivered")
+            time.sleep(0.2)
+    finally:
+        if drain.poll() is None:
+            drain.send_signal(signal.SIGTERM)
+        try:
+            drain.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(drain.pid, signal.SIGKILL)
+            drain.wait()
+        drain_log.close()
+        sink.stop()
+    connection = sqlite3.connect(db)
+    lags = sorted(row[0] for row in connection.execute(
+        "SELECT min(a.started_at) - d.created_at FROM webhook_delivery d"
+        " JOIN surge_attempt a ON a.delivery_id = d.id GROUP BY d.id"))
+    rows = connection.execute("SELECT count(*) FROM webhook_delivery").fetchone()[0]
+    connection.close()
+    out = {"mode": "latency", "rows": rows, "measured": len(lags), "rate": args.rate,
+           "seconds": args.seconds, "subscribers": args.subscribers,
+           "drain_args": args.drain_args,
+           "p50_ms": e2e.ms(e2e.quantile(lags, 0.50)), "p95_ms": e2e.ms(e2e.quantile(lags, 0.95)),
+           "p99_ms": e2e.ms(e2e.quantile(lags, 0.99)), "max_ms": e2e.ms(lags[-1] if lags else None)}
+    # No WAL figures here: the meter counts the WAL's growth, and the producer's commits are in it.
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["wal", "latency", "produce"])
+    parser.add_argument("--surge", default="build/release/tools/surge")
+    parser.add_argument("--db", help="produce: the queue file")
+    parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
+                        help="what answers the deliveries (nginx: 204 at once, issue 12's)")
+    parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
+    parser.add_argument("--subscribers", type=int, default=None,
+                        help="unthrottled subscribers (wal: 100, latency: 200)")
+    parser.add_argument("--strace", action="store_true", help="wal: count calls with strace")
+    parser.add_argument("--rate", type=float, default=500, help="latency: rows per second")
+    parser.add_argument("--seconds", type=float, default=20, help="latency: how long")
+    parser.add_argument("--settle", type=float, default=3,
+                        help="latency: seconds the drain idles before the first row")
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--drain-args", default="", help="extra `surge drain` flags")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for the end")
+    parser.add_argument("--keep", action="store_true", help="keep the working directory")
+    args = parser.parse_args()
+    if args.subscribers is None:
+        args.subscribers = 100 if args.mode == "wal" else 200
+    if args.mode == "produce":
+        produce(args.db, args.rate, args.seconds, args.subscribers, args.seed)
+        return
+    args.surge = str(Path(args.surge).resolve())
+    directory = tempfile.mkdtemp(prefix="surge-storage-io-")
+    result = run_wal(args, directory) if args.mode == "wal" else run_latency(args, directory)
+    result["surge"] = args.surge
+    print(json.dumps(result, indent=2))
+    if args.keep:
+        log("kept", directory)
+    else:
+        subprocess.run(["rm", "-rf", directory], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+#pragma once
+// One storage cycle in one transaction (issue 12): the outcomes of finished attempts and the
+// next claim commit together. A subscriber's finished rows and the rows claimed next usually
+// share table pages, so a page is written to the WAL once per cycle instead of once by the
+// claim and again by the outcomes a few milliseconds later.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "storage/claims.hpp"
+#include "storage/outcomes.hpp"
+
+namespace surge::storage {
+
+struct cycle_result {
+  write_report written;
+  std::vector<claimed_row> claimed;
+};
+
+// One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the
+// claim (as claimer::claim). Either both commit or neither does (the exception propagates).
+// `writer` and `claims` must be on `db`.
+cycle_result write_and_claim(SQLite::Database& db, outcome_writer& writer, claimer& claims,
+                             std::span<const outcome> outcomes,
+                             std::span<const std::int64_t> deactivate,
+                             std::span<const subscriber_demand> demand, double now,
+                             double lease_seconds,
+                             std::int64_t max_payload_bytes = claimer::no_payload_cap);
+
+}  // namespace surge::storage

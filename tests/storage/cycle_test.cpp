@@ -1,0 +1,114 @@
+// One storage cycle in one transaction (issue 12): outcomes and the next claim commit together,
+// fenced as ever, and a page they share is written to the WAL once.
+#include <gtest/gtest.h>
+
+#include "storage/claims.hpp"
+#include "storage/cycle.hpp"
+#include "storage/outcomes.hpp"
+#include "storage/wal_meter.hpp"
+#include "test_db.hpp"
+
+namespace surge::storage {
+namespace {
+
+std::vector<outcome> done_outcomes(const std::vector<claimed_row>& rows, double now) {
+  std::vector<outcome> out;
+  for (const auto& row : rows) {
+    out.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = row.attempts + 1,
+                   .last_status = 200, .finished_at = now, .has_attempt = true,
+                   .attempt = {row.id, row.subscriber_id, row.attempts + 1, now, now, 200, ""}});
+  }
+  return out;
+}
+
+class Cycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sub_ = testing::insert_subscriber_old(db_);
+    testing::insert_deliveries_old(db_, sub_, 100, 10);
+  }
+  testing::temp_dir dir_;
+  std::string path_ = dir_.file("queue.db");
+  SQLite::Database db_ = testing::open_migrated(path_);
+  std::int64_t sub_ = 0;
+};
+
+TEST_F(Cycle, OutcomesAndTheNextClaimCommitOnce) {
+  claimer claims(db_);
+  outcome_writer writer(db_);
+  const std::vector<subscriber_demand> demand{{sub_, 10}};
+  const auto first = claims.claim(demand, 100, 30);
+  ASSERT_EQ(first.size(), 10u);
+  wal_meter meter(db_, {});
+  const auto result =
+      write_and_claim(db_, writer, claims, done_outcomes(first, 101), {}, demand, 101, 30);
+  EXPECT_EQ(meter.commits(), 1);
+  EXPECT_EQ(result.written.applied, 10);
+  EXPECT_TRUE(result.written.lost_leases.empty());
+  ASSERT_EQ(result.claimed.size(), 10u);
+  EXPECT_GT(result.claimed.front().id, first.back().id);
+  EXPECT_EQ(testing::query_int(db_, "SELECT count(*) FROM webhook_delivery WHERE status = 'done'"),
+            10);
+  EXPECT_EQ(testing::query_int(db_, "SELECT count(*) FROM surge_attempt"), 10);
+}
+
+TEST_F(Cycle, AnOutcomeWhoseLeaseWasLostIsStillReportedAndTheClaimStillMade) {
+  claimer claims(db_);
+  outcome_writer writer(db_);
+  const std::vector<subscriber_demand> demand{{sub_, 1}};
+  const auto first = claims.claim(demand, 100, 30);
+  ASSERT_EQ(first.size(), 1u);
+  auto stale = done_outcomes(first, 101);
+  stale.front().lease += 1;  // not the lease the row holds
+  const auto result = write_and_claim(db_, writer, claims, stale, {}, demand, 101, 30);
+  EXPECT_EQ(result.written.applied, 0);
+  EXPECT_EQ(result.written.lost_leases, (std::vector<std::int64_t>{first.front().id}));
+  EXPECT_EQ(result.claimed.size(), 1u);
+  EXPECT_EQ(testing::query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " +
+                                         std::to_string(first.front().id)),
+            "pending");
+}
+
+TEST_F(Cycle, NothingToDoTakesNoWriteLock) {
+  claimer claims(db_);
+  outcome_writer writer(db_);
+  wal_meter meter(db_, {});
+  const std::vector<subscriber_demand> none{{sub_, 0}};
+  const auto result = write_and_claim(db_, writer, claims, {}, {}, none, 100, 30);
+  EXPECT_TRUE(result.claimed.empty());
+  EXPECT_EQ(meter.commits(), 0);
+}
+
+// The point of the cycle: the same claims and outcomes as separate transactions write the
+// pages they share twice.
+TEST_F(Cycle, WritesFewerWalFramesThanSeparateTransactions) {
+  auto run = [this](bool together) {
+    testing::temp_dir dir;
+    const auto path = dir.file("queue.db");
+    SQLite::Database db = testing::open_migrated(path);
+    const auto sub = testing::insert_subscriber_old(db);
+    testing::insert_deliveries_old(db, sub, 200, 10);
+    claimer claims(db);
+    outcome_writer writer(db);
+    const std::vector<subscriber_demand> demand{{sub, 10}};
+    auto held = claims.claim(demand, 100, 30);
+    wal_meter meter(db, {});
+    for (int round = 0; round < 10; ++round) {
+      const double now = 101 + round;
+      const auto outcomes = done_outcomes(held, now);
+      if (together) {
+        held = write_and_claim(db, writer, claims, outcomes, {}, demand, now, 30).claimed;
+      } else {
+        writer.write(outcomes);
+        held = claims.claim(demand, now, 30);
+      }
+    }
+    return meter.frames();
+  };
+  const auto separate = run(false);
+  const auto together = run(true);
+  EXPECT_LT(together, separate);
+}
+
+}  // namespace
+}  // namespace surge::storage
