@@ -33,7 +33,7 @@ struct drain_cli_options {
   double circuit_max_cooldown = 60;
   // Off by default: with it on, requests hanging at one subscriber's path hold the slots of
   // every subscriber on the same host until they time out (bench scenario e stalled).
-  double origin_latency_tolerance = 2;
+  double origin_latency_tolerance = 0;
   // Seconds between polls of a subscriber whose last claim came back short (doubling).
   double idle_poll_min = 0.1;
   double idle_poll_max = 0.5;
