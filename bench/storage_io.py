@@ -32,7 +32,6 @@ import os
 import random
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e  # noqa: E402  (the sink, the subscribers' rows and the body are e2e's)
+from e2e_peers import Nginx  # noqa: E402  (the same nginx as the reference scenarios)
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
 
@@ -50,60 +50,13 @@ def log(*parts):
     print("storage_io:", *parts, file=sys.stderr, flush=True)
 
 
-class Nginx:
-    """nginx on a loopback port answering 204 to everything, as in issue 12's runs."""
-
-    def __init__(self, directory):
-        self.directory = Path(directory, "nginx")
-        (self.directory / "tmp").mkdir(parents=True)
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        (self.directory / "nginx.conf").write_text(f"""
-worker_processes 1;
-error_log stderr;
-pid nginx.pid;
-events {{ worker_connections 8192; }}
-http {{
-  access_log off;
-  client_body_temp_path tmp; proxy_temp_path tmp; fastcgi_temp_path tmp;
-  uwsgi_temp_path tmp; scgi_temp_path tmp;
-  keepalive_requests 10000000;
-  server {{ listen 127.0.0.1:{self.port}; location / {{ return 204; }} }}
-}}
-""")
-        self.log_file = open(self.directory / "nginx.log", "w")
-        self.process = subprocess.Popen(
-            ["nginx", "-p", str(self.directory), "-c", "nginx.conf", "-g", "daemon off;"],
-            stdout=self.log_file, stderr=subprocess.STDOUT)
-        for _ in range(200):
-            with socket.socket() as client:
-                if client.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("nginx did not start: " + (self.directory / "nginx.log").read_text())
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGQUIT)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log_file.close()
-
-
 def prepare(args, directory, scenario):
     db = str(Path(directory, "q.db"))
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
     queued = e2e.populate(db, scenario, placeholder, time.time())
     if args.receiver == "nginx":
-        sink = Nginx(directory)
+        sink = Nginx(directory, tls=False)
     else:
         sink = e2e.Sink(args.surge, directory, db, scenario, 1)
     connection = sqlite3.connect(db)

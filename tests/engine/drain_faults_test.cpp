@@ -143,19 +143,6 @@ bool wait_for_requests(const sink_process& sink, std::size_t count,
   return false;
 }
 
-std::string sha256_hex(const std::string& data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 0xf];
-  }
-  return out;
-}
-
 // Waits until every thread of `pid` is stopped (SIGSTOP is delivered asynchronously).
 bool wait_until_stopped(pid_t pid) {
   const auto give_up = steady::now() + 2s;

@@ -117,6 +117,9 @@ class test_queue {
 // A loopback port nothing listens on right now (bound and released).
 std::uint16_t unused_port();
 
+// Lowercase hex SHA-256, to compare with the sink record's body_sha256.
+std::string sha256_hex(const std::string& data);
+
 // Requests per delivery id (each row of a batch counts once for its request).
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests);
 
