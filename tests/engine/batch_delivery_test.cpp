@@ -13,8 +13,13 @@
 
 #include "proto/batch.hpp"
 
+#include "tests/engine/attempt_fixtures.hpp"
+
 namespace surge::engine {
 namespace {
+
+using testing::answered;
+using testing::times_at;
 
 using namespace std::chrono_literals;
 namespace http = boost::beast::http;
@@ -142,18 +147,6 @@ TEST(BatchLead, TakesTheFirstRowWithTheHighestAttemptsAndLatestCreation) {
   EXPECT_EQ(lead.attempts, 3);
   EXPECT_EQ(lead.created_at, 1'700'000'005);
   EXPECT_TRUE(lead.payload.empty());
-}
-
-attempt_times times_at(double started) {
-  return {.started_unix = started, .finished_unix = started + 0.25,
-          .now = std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000)};
-}
-
-http_result answered(int status, std::string retry_after = {}) {
-  http_result result;
-  result.status = status;
-  result.retry_after = std::move(retry_after);
-  return result;
 }
 
 // Every row's outcome for the batch's one judgement, as the shard writes them.

@@ -4,8 +4,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/engine/attempt_fixtures.hpp"
+
 namespace surge::engine {
 namespace {
+
+using testing::answered;
+using testing::times_at;
 
 using namespace std::chrono_literals;
 
@@ -79,18 +84,6 @@ TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
   EXPECT_EQ(later["webhook-timestamp"], "2000");
   EXPECT_TRUE(proto::verify_standard(secret, std::string(later["webhook-id"]), "2000",
                                      sample_row().payload, std::string(later["webhook-signature"])));
-}
-
-attempt_times times_at(double started) {
-  return {.started_unix = started, .finished_unix = started + 0.25,
-          .now = std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000)};
-}
-
-http_result answered(int status, std::string retry_after = {}) {
-  http_result result;
-  result.status = status;
-  result.retry_after = std::move(retry_after);
-  return result;
 }
 
 TEST(JudgeAttempt, SuccessIsDoneWithAnAttemptRecord) {

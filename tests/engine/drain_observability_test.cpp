@@ -39,22 +39,6 @@ std::map<std::string, double> parse_exposition(const std::string& text) {
   return samples;
 }
 
-std::uint16_t metrics_port_from_log(const std::string& log_path) {
-  const std::regex announced(R"(metrics on http://[0-9.]+:([0-9]+)/metrics)");
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream in(log_path);
-    std::stringstream content;
-    content << in.rdbuf();
-    std::smatch match;
-    const std::string text = content.str();
-    if (std::regex_search(text, match, announced)) {
-      return static_cast<std::uint16_t>(std::stoi(match[1]));
-    }
-    std::this_thread::sleep_for(25ms);
-  }
-  return 0;
-}
-
 struct slow_queue {
   temp_dir dir;
   test_queue queue{dir};

@@ -17,22 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint16_t metrics_port_from_log(const std::string& log_path) {
-  const std::regex announced(R"(metrics on http://[0-9.]+:([0-9]+)/metrics)");
-  for (int i = 0; i < 400; ++i) {
-    std::ifstream in(log_path);
-    std::stringstream content;
-    content << in.rdbuf();
-    std::smatch match;
-    const std::string text = content.str();
-    if (std::regex_search(text, match, announced)) {
-      return static_cast<std::uint16_t>(std::stoi(match[1]));
-    }
-    std::this_thread::sleep_for(25ms);
-  }
-  return 0;
-}
-
 double sample(const std::string& exposition, const std::string& name) {
   const std::regex line("(^|\n)" + name + " (\\S+)");
   std::smatch match;

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <regex>
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
@@ -231,6 +233,22 @@ std::uint16_t unused_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   ::close(fd);
   return ntohs(address.sin_port);
+}
+
+std::uint16_t metrics_port_from_log(const std::string& log_path) {
+  const std::regex announced(R"(metrics on http://[0-9.]+:([0-9]+)/metrics)");
+  for (int i = 0; i < 400; ++i) {
+    std::ifstream in(log_path);
+    std::stringstream content;
+    content << in.rdbuf();
+    std::smatch match;
+    const std::string text = content.str();
+    if (std::regex_search(text, match, announced)) {
+      return static_cast<std::uint16_t>(std::stoi(match[1]));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return 0;
 }
 
 std::string sha256_hex(const std::string& data) {

@@ -117,6 +117,10 @@ class test_queue {
 // A loopback port nothing listens on right now (bound and released).
 std::uint16_t unused_port();
 
+// The port a `surge drain --metrics-listen HOST:0` announced in its log (waits up to 10 s);
+// 0 if it never did.
+std::uint16_t metrics_port_from_log(const std::string& log_path);
+
 // Lowercase hex SHA-256, to compare with the sink record's body_sha256.
 std::string sha256_hex(const std::string& data);
 
