@@ -55,7 +55,8 @@ void coalesce_sweeper::sweep_once() {
     const auto settings = derive_settings(subscriber, scheduler_config{});
     if (!settings.coalesce) continue;
     const auto rows = storage::read_unheld_due_rows(db, subscriber.id, storage::unix_now(),
-                                                    config_.max_rows, config_.max_payload_bytes);
+                                                    config_.max_rows, config_.max_payload_bytes,
+                                                    config_.max_bytes);
     std::vector<proto::coalesce_candidate> candidates;
     candidates.reserve(rows.size());
     for (const auto& row : rows) {

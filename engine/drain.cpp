@@ -230,11 +230,8 @@ drain_summary run_drain(const drain_config& input) {
   // Repeats of a key lie far apart in a spike's backlog: coalescing subscribers also get their
   // whole unheld backlog swept (a thread of its own; idle when none coalesces).
   std::optional<coalesce_sweeper> sweeper;
-  sweeper.emplace(coalesce_sweeper_config{
-                      .db_path = config.storage.db_path,
-                      .subscribers = config.subscribers,
-                      .max_payload_bytes =
-                          static_cast<std::int64_t>(config.scheduler.max_payload_bytes)},
+  sweeper.emplace(coalesce_sweeper_config{.db_path = config.storage.db_path,
+                                          .subscribers = config.subscribers},
                   counters);
   std::optional<metrics_server> server;
   std::optional<queue_sampler> sampler;

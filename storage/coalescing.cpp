@@ -9,7 +9,8 @@ namespace surge::storage {
 
 std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
                                               double now, int limit,
-                                              std::int64_t max_payload_bytes) {
+                                              std::int64_t max_payload_bytes,
+                                              std::int64_t max_total_bytes) {
   // The partial index on (subscriber_id, next_attempt_at) serves the scan.
   SQLite::Statement query(
       db,
@@ -22,11 +23,13 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
   query.bind(":now", now);
   query.bind(":limit", limit);
   std::vector<backlog_row> rows;
-  while (query.executeStep()) {
+  std::int64_t total = 0;
+  while (total <= max_total_bytes && query.executeStep()) {
     rows.push_back({.id = query.getColumn(0).getInt64(),
                     .event_type = query.getColumn(1).getString(),
                     .created_at = query.getColumn(2).getDouble(),
                     .payload = query.getColumn(3).getString()});
+    total += static_cast<std::int64_t>(rows.back().payload.size());
   }
   return rows;
 }

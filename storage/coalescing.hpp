@@ -19,11 +19,13 @@ struct backlog_row {
 };
 
 // One subscriber's rows that are due now and held by nobody (pending or retry,
-// next_attempt_at <= now, locked_until <= now), oldest first, at most `limit`; payloads over
+// next_attempt_at <= now, locked_until <= now), oldest first, at most `limit` rows and about
+// `max_total_bytes` of payload (reading stops once that is passed); payloads over
 // `max_payload_bytes` are not read.
 std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
                                               double now, int limit,
-                                              std::int64_t max_payload_bytes);
+                                              std::int64_t max_payload_bytes,
+                                              std::int64_t max_total_bytes);
 
 struct replacement {
   std::int64_t id = 0;           // the row that is not sent

@@ -331,8 +331,14 @@ TEST(ReliefBacklog, OnlyRowsDueAndHeldByNobodyAreReadAndMarked) {
   const auto finished = insert("done", 0, 0);
 
   std::vector<std::int64_t> read;
-  for (const auto& row : read_unheld_due_rows(db, subscriber, now, 100, 1024)) read.push_back(row.id);
+  for (const auto& row : read_unheld_due_rows(db, subscriber, now, 100, 1024, 1 << 20)) {
+    read.push_back(row.id);
+  }
   EXPECT_EQ(read, (std::vector<std::int64_t>{due, keeper, retry_due}));
+  // The byte budget bounds what one read holds: it stops once passed (each payload is "{}").
+  EXPECT_EQ(read_unheld_due_rows(db, subscriber, now, 100, 1024, 3).size(), 2u);
+  // A payload over the per-row cap is not read (and so never gets a key).
+  EXPECT_EQ(read_unheld_due_rows(db, subscriber, now, 100, 1, 1 << 20).front().payload, "");
 
   // Meanwhile a drainer leases `due`: the mark must leave it alone, like the others.
   db.exec("UPDATE webhook_delivery SET locked_until = " + std::to_string(now + 60) +
