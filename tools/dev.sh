@@ -2,11 +2,11 @@
 # One entry point for a fresh Debian 12 machine: installs what is missing, configures, builds,
 # then runs the demo or the tests.
 #   tools/dev.sh demo          build (release) and drain a demo spike end to end
-#   tools/dev.sh test          build (dev) and run every test, then a short run of each fuzzer
+#   tools/dev.sh test          build (dev: debug under ASan+UBSan) and run every test, then a
+#                              short run of each fuzzer
 #   tools/dev.sh fuzz [SECS]   build the libFuzzer targets (clang) and run each SECS (default 300)
-#   tools/dev.sh test-asan     the suite under AddressSanitizer + UBSan
 #   tools/dev.sh test-tsan     the suite under ThreadSanitizer
-#   tools/dev.sh ci            test, then test-asan and test-tsan (what .ci/run does)
+#   tools/dev.sh ci            test, then test-tsan (what .ci/run does)
 #   tools/dev.sh bench         build (release), run the micro benchmarks and every e2e scenario
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,17 +56,12 @@ case "${1:-}" in
     build fuzz -DSURGE_FUZZ_SECONDS="${2:-300}"
     ctest --preset fuzz
     ;;
-  test-asan)
-    build asan
-    ctest --preset asan -j "$(nproc)"
-    ;;
   test-tsan)
     build tsan
     ctest --preset tsan -j "$(nproc)"
     ;;
   ci)
     ./tools/dev.sh test
-    ./tools/dev.sh test-asan
     ./tools/dev.sh test-tsan
     ;;
   bench)
@@ -75,7 +70,7 @@ case "${1:-}" in
     python3 bench/e2e.py --surge build/release/tools/surge --out build/release/bench-out
     ;;
   *)
-    echo "usage: tools/dev.sh demo|test|test-asan|test-tsan|ci|fuzz [SECONDS]|bench" >&2
+    echo "usage: tools/dev.sh demo|test|test-tsan|ci|fuzz [SECONDS]|bench" >&2
     exit 2
     ;;
 esac

@@ -130,13 +130,24 @@ TEST(Processes, ForkedClaimersClaimEveryRowExactlyOnce) {
   const auto child_file = dir.file("child.ids");
 
   // Both sides open their connection, then start together: child says ready, parent says go.
+  // After its first batch each side says so and waits (bounded) for the other's: under a slow
+  // build (ASan, TSan) one side could otherwise take every row while the other sits in the busy
+  // handler's sleep, and the test would not show two claimers side by side.
   int ready[2];
   int go[2];
-  int claimed[2];  // the child's first batch is done: under a slow build (TSan) the parent could
-                   // otherwise take every row before the child ever gets the lock
+  int child_claimed[2];
+  int parent_claimed[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(go), 0);
-  ASSERT_EQ(pipe(claimed), 0);
+  ASSERT_EQ(pipe(child_claimed), 0);
+  ASSERT_EQ(pipe(parent_claimed), 0);
+  const auto meet = [](int tell_fd, int hear_fd) {
+    char byte = 1;
+    if (write(tell_fd, &byte, 1) != 1) return false;
+    pollfd fd{hear_fd, POLLIN, 0};
+    if (::poll(&fd, 1, 10000) == 1) (void)!read(hear_fd, &byte, 1);
+    return true;
+  };
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -147,11 +158,10 @@ TEST(Processes, ForkedClaimersClaimEveryRowExactlyOnce) {
         char byte = 1;
         if (write(ready[1], &byte, 1) != 1 || read(go[0], &byte, 1) != 1) _exit(3);
       };
-      const auto report_first_batch = [&] {
-        char byte = 1;
-        if (write(claimed[1], &byte, 1) != 1) _exit(4);
+      const auto first_batch = [&] {
+        if (!meet(child_claimed[1], parent_claimed[0])) _exit(4);
       };
-      write_ids(child_file, surge_drain(path, subscribers, line_up, report_first_batch));
+      write_ids(child_file, surge_drain(path, subscribers, line_up, first_batch));
     } catch (...) {
       code = 2;
     }
@@ -166,12 +176,12 @@ TEST(Processes, ForkedClaimersClaimEveryRowExactlyOnce) {
         }
       },
       [&] {
-        // Wait (bounded) for the child's first batch, so that both really claim side by side.
-        pollfd fd{claimed[0], POLLIN, 0};
-        char byte = 0;
-        if (::poll(&fd, 1, 10000) == 1) (void)!read(claimed[0], &byte, 1);
+        if (!meet(parent_claimed[1], child_claimed[0])) throw std::runtime_error("child gone");
       });
-  for (const int fd : {ready[0], ready[1], go[0], go[1], claimed[0], claimed[1]}) close(fd);
+  for (const int* p : {ready, go, child_claimed, parent_claimed}) {
+    close(p[0]);
+    close(p[1]);
+  }
   ASSERT_EQ(exit_code(child), 0);
 
   const auto theirs = read_ids(child_file);
