@@ -8,6 +8,7 @@
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
 #include "engine/origin_limit.hpp"
+#include "engine/token_allowance.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
 
@@ -58,6 +59,8 @@ struct scheduler_config {
   circuit_config circuit;
   adaptive_rate_config adaptive;
   origin_limit_config origin;  // adaptive concurrency per host:port, per shard
+  // Tokens leased from each subscriber's persisted bucket, shared with every other drainer.
+  token_lease_config token_lease;
 };
 
 struct storage_worker_config {
@@ -83,6 +86,10 @@ struct storage_worker_config {
   // A WAL this long is checkpointed (PASSIVE) by a thread and connection of its own, never by a
   // commit of the storage thread (SQLite's autocheckpoint would run it inside our commit).
   int checkpoint_frames = 1000;
+  // Refill ahead that a token lease may take as well (a debt the bucket pays off): about one
+  // storage round trip, so that a subscriber with a burst of 1 loses no refill while its next
+  // ask is on the way.
+  std::chrono::milliseconds token_reserve = 50ms;
   // After the grace period, how long the last outcome writes may still wait for the database.
   std::chrono::milliseconds final_write_window = 1s;
 };

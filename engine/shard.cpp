@@ -244,16 +244,13 @@ void shard::finish_if_quiet() {
 void shard::finish() {
   if (finished_) return;
   flush_outcomes();
-  std::vector<storage::bucket_state> buckets;
-  const auto now = steady::now();
-  const double now_unix = storage::unix_now();
+  // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
+  std::vector<storage::unspent_tokens> unspent;
   for (auto& [id, sub] : subscribers_) {
-    // The emptier of the two: what the partner has seen is what the next drainer may not repeat.
-    const double tokens = std::min(sub->bucket.tokens_at(now), sub->wire.tokens_at(now));
-    buckets.push_back({.subscriber_id = id, .tokens = tokens, .updated_at = now_unix});
+    unspent.push_back({.subscriber_id = id, .tokens = sub->allowance.take_unspent()});
     sub->wake.cancel();
   }
-  storage_.submit_buckets(std::move(buckets));
+  storage_.submit_unspent(std::move(unspent));
   client_.close_idle();
   finished_ = true;
   work_.reset();

@@ -65,6 +65,8 @@ class shard final : public shard_endpoint {
 
   void update_subscribers(std::vector<storage::subscriber_row> rows);
   void accept_claims(claim_reply reply);
+  // Grants of the persisted buckets' tokens that came with a claim answer.
+  void accept_tokens(const claim_reply& reply, steady::time_point now);
   boost::asio::awaitable<void> demand_loop();
   boost::asio::awaitable<void> flush_loop();
   boost::asio::awaitable<void> pump(subscriber_state& sub);
@@ -91,6 +93,8 @@ class shard final : public shard_endpoint {
   scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now);
   void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
+  // Whether a subscriber should hold tokens of its persisted bucket now: it is about to send.
+  bool wants_tokens(const subscriber_state& sub, steady::time_point now) const;
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);

@@ -55,8 +55,10 @@ void shard::accept_claims(claim_reply reply) {
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
   for (auto* sub : to_coalesce) coalesce_ready(*sub);
+  accept_tokens(reply, now);
   // A short answer means the subscriber has nothing more due right now: poll it less often.
   for (const auto& asked : reply.asked) {
+    if (asked.rows <= 0) continue;  // it asked for tokens only
     auto it = subscribers_.find(asked.subscriber_id);
     if (it == subscribers_.end()) continue;
     auto& sub = *it->second;
@@ -71,6 +73,33 @@ void shard::accept_claims(claim_reply reply) {
   }
   // A stopping shard may have been waiting for this answer to finish.
   finish_if_quiet();
+}
+
+void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
+  if (reply.granted.empty()) {
+    // Not answered (the drain stops claiming, or the cycle failed): the next scan asks again.
+    for (const auto& asked : reply.asked) {
+      if (asked.tokens <= 0) continue;
+      if (auto it = subscribers_.find(asked.subscriber_id); it != subscribers_.end()) {
+        it->second->allowance.unanswered();
+      }
+    }
+    return;
+  }
+  const double now_unix = storage::unix_now();
+  for (const auto& grant : reply.granted) {
+    auto it = subscribers_.find(grant.subscriber_id);
+    if (it == subscribers_.end()) continue;  // gone: its tokens are spent by nobody
+    auto next_token_in = steady::duration::max();
+    if (grant.next_token_at > 0) {
+      // Clamped first: a tiny rate puts the next token ages away, past what the clock can add.
+      const double seconds = std::clamp(grant.next_token_at - now_unix, 0.0, 3600.0);
+      next_token_in = std::chrono::duration_cast<steady::duration>(
+          std::chrono::duration<double>(seconds));
+    }
+    it->second->allowance.granted(grant.tokens, now, next_token_in);
+    it->second->notify();
+  }
 }
 
 void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
@@ -105,6 +134,13 @@ asio::awaitable<void> shard::demand_loop() {
     co_await timer.async_wait(use_tuple);
     if (!stopping_ && !claim_outstanding_) send_demand();
   }
+}
+
+bool shard::wants_tokens(const subscriber_state& sub, steady::time_point now) const {
+  if (sub.ready.empty() && sub.pending_claim == 0) return false;  // nothing to send them on
+  if (!sub.settings.active || !sub.settings.unusable_reason.empty()) return false;
+  if (sub.bucket.paused() || sub.paused_until > now) return false;
+  return !sub.breaker.blocking() || sub.probe_due(now);
 }
 
 void shard::send_demand() {
@@ -148,6 +184,18 @@ void shard::send_demand() {
     demand.push_back({.subscriber_id = sub.settings.id, .rows = want});
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
+  // Tokens ride in the same message, for every subscriber about to send (the row budget does
+  // not limit them): entries of their own, with no rows.
+  // Tokens left unspent for a whole lease go back the same way, as a negative ask.
+  for (auto* sub : order_) {
+    if (const double stale = sub->allowance.take_stale(now); stale > 0) {
+      demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
+      continue;
+    }
+    if (!wants_tokens(*sub, now)) continue;
+    const double tokens = sub->allowance.ask(sub->settings.rate, now);
+    if (tokens > 0) demand.push_back({.subscriber_id = sub->settings.id, .tokens = tokens});
+  }
   if (demand.empty()) return;
   claim_outstanding_ = true;
   storage_.request_claims(index_, std::move(demand));

@@ -54,7 +54,8 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
   facts.batch_wait_since = sub.batch_wait_since;
   facts.batch_linger = sub.settings.batch_linger;
   facts.stopping = stopping_;
-  facts.token_wait = sub.bucket.time_until_available(now);
+  // Both: the bucket paces this process, the allowance is its share of the persisted bucket.
+  facts.token_wait = std::max(sub.bucket.time_until_available(now), sub.allowance.wait());
   return facts;
 }
 
@@ -134,7 +135,9 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
 }
 
 void shard::send_next(subscriber_state& sub, steady::time_point now) {
+  if (!sub.allowance.has_token()) return;
   if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
+  sub.allowance.spend(now);
   auto& origin = origin_of(*sub.settings.target);
   sub.origin_turn = false;
   const bool probe = sub.breaker.current() == circuit_breaker::state::open;

@@ -62,11 +62,11 @@ void storage_worker::submit(std::vector<storage::outcome> outcomes,
   if (urgent) wake_.notify_one();
 }
 
-void storage_worker::submit_buckets(std::vector<storage::bucket_state> buckets) {
+void storage_worker::submit_unspent(std::vector<storage::unspent_tokens> tokens) {
   {
     std::lock_guard lock(mutex_);
-    inbox_.buckets.insert(inbox_.buckets.end(), buckets.begin(), buckets.end());
-    ++inbox_.bucket_batches;
+    inbox_.unspent.insert(inbox_.unspent.end(), tokens.begin(), tokens.end());
+    ++inbox_.unspent_batches;
   }
   wake_.notify_one();
 }
@@ -103,7 +103,7 @@ void storage_worker::run() {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, config_.storage.commit_interval, [this] {
         return !inbox_.claims.empty() || inbox_.outcomes.size() >= config_.storage.commit_rows ||
-               inbox_.bucket_batches > 0 || finish_expected_ >= 0;
+               inbox_.unspent_batches > 0 || finish_expected_ >= 0;
       });
       std::move(inbox_.outcomes.begin(), inbox_.outcomes.end(),
                 std::back_inserter(pending_outcomes_));
@@ -113,10 +113,10 @@ void storage_worker::run() {
       inbox_.deactivate.clear();
       for (auto& request : inbox_.claims) pending_claims_.push_back(std::move(request));
       inbox_.claims.clear();
-      pending_buckets_.insert(pending_buckets_.end(), inbox_.buckets.begin(),
-                              inbox_.buckets.end());
-      inbox_.buckets.clear();
-      bucket_batches_ += std::exchange(inbox_.bucket_batches, 0);
+      pending_unspent_.insert(pending_unspent_.end(), inbox_.unspent.begin(),
+                              inbox_.unspent.end());
+      inbox_.unspent.clear();
+      unspent_batches_ += std::exchange(inbox_.unspent_batches, 0);
       claiming = claiming_;
       finish_expected = finish_expected_;
     }
@@ -154,14 +154,16 @@ void storage_worker::run() {
       pending_claims_.clear();
     }
 
-    if (finish_expected >= 0 && bucket_batches_ >= finish_expected) {
+    if (finish_expected >= 0 && unspent_batches_ >= finish_expected) {
       write_outcomes(true);
-      if (!pending_buckets_.empty()) {
+      if (!pending_unspent_.empty()) {
         try {
-          storage::save_buckets(db_->db, pending_buckets_);
-          pending_buckets_.clear();
+          storage::give_back_tokens(db_->db, pending_unspent_, storage::unix_now());
+          pending_unspent_.clear();
         } catch (const SQLite::Exception& error) {
-          log_error(std::string("could not write token buckets back: ") + error.what());
+          // Kept by nobody: the partner simply gets fewer requests for a moment.
+          log_error(std::string("could not give unspent tokens back: ") + error.what());
+          pending_unspent_.clear();
         }
       }
       if (pending_outcomes_.empty()) {
@@ -258,13 +260,14 @@ void storage_worker::answer_claims() {
   std::vector<storage::subscriber_demand> all;
   for (const auto& [shard, demand] : pending_claims_) all.insert(all.end(), demand.begin(), demand.end());
   std::vector<storage::claimed_row> rows;
+  std::vector<storage::token_grant> granted;
   const auto now = steady::now();
   try {
     // The outcomes waiting now ride with the claim: one transaction, and a page that holds
     // finished rows and the next ones is written once (storage/cycle.hpp).
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
     auto result = storage::write_and_claim(
-        db_->db, db_->writer, db_->claims, pending_outcomes_, pending_deactivate_, all,
+        db_->db, db_->writer, db_->claims, db_->tokens, pending_outcomes_, pending_deactivate_, all,
         storage::unix_now(), lease_seconds,
         static_cast<std::int64_t>(
             std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
@@ -276,6 +279,7 @@ void storage_worker::answer_claims() {
       last_commit_ = now;
     }
     rows = std::move(result.claimed);
+    granted = std::move(result.granted);
     metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));
     metrics_.beat_storage();
@@ -297,6 +301,9 @@ void storage_worker::answer_claims() {
   }
   for (auto& row : rows) {
     replies[static_cast<std::size_t>(row.subscriber_id % shard_count)].rows.push_back(std::move(row));
+  }
+  for (const auto& grant : granted) {
+    replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
   }
   for (auto& [shard, demand] : pending_claims_) {
     (void)demand;

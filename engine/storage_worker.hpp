@@ -18,12 +18,15 @@
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/subscribers.hpp"
+#include "storage/token_leases.hpp"
 
 namespace surge::engine {
 
 struct claim_reply {
   std::vector<storage::subscriber_demand> asked;
   std::vector<storage::claimed_row> rows;
+  // For the entries that asked for tokens, if the cycle ran; empty when it did not.
+  std::vector<storage::token_grant> granted;
 };
 
 // What the storage thread calls on a shard; implementations post onto the shard's own thread.
@@ -49,11 +52,12 @@ class storage_worker {
   // Thread-safe hand-offs from shards.
   void request_claims(int shard, std::vector<storage::subscriber_demand> demand);
   void submit(std::vector<storage::outcome> outcomes, std::vector<std::int64_t> deactivate);
-  void submit_buckets(std::vector<storage::bucket_state> buckets);
+  // A finishing shard's leased tokens it did not spend (one call per shard, at its end).
+  void submit_unspent(std::vector<storage::unspent_tokens> tokens);
 
   // Stops claiming for good (shutdown or drained); pending claim requests are answered empty.
   void stop_claiming();
-  // Writes what is left and ends the thread once every shard has submitted its buckets.
+  // Writes what is left and ends the thread once every shard has submitted its unspent tokens.
   void finish(int shards_done_expected);
   // The stop's deadline passed: stop waiting for locks and for a database that refuses writes;
   // outcomes not yet written are left to their leases.
@@ -105,8 +109,8 @@ class storage_worker {
     std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> claims;
     std::vector<storage::outcome> outcomes;
     std::vector<std::int64_t> deactivate;
-    std::vector<storage::bucket_state> buckets;
-    int bucket_batches = 0;
+    std::vector<storage::unspent_tokens> unspent;
+    int unspent_batches = 0;
   } inbox_;
   bool claiming_ = true;
   int finish_expected_ = -1;
@@ -114,8 +118,8 @@ class storage_worker {
   // Owned by the storage thread only.
   std::vector<storage::outcome> pending_outcomes_;
   std::vector<std::int64_t> pending_deactivate_;
-  std::vector<storage::bucket_state> pending_buckets_;
-  int bucket_batches_ = 0;
+  std::vector<storage::unspent_tokens> pending_unspent_;
+  int unspent_batches_ = 0;
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
   std::chrono::steady_clock::time_point last_commit_{};
   std::chrono::steady_clock::time_point last_reload_{};

@@ -12,6 +12,7 @@
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/token_leases.hpp"
 #include "storage/wal_meter.hpp"
 
 namespace surge::engine {
@@ -27,6 +28,7 @@ struct storage_worker::db_state {
         checkpoints(config.db_path),
         claims(db),
         writer(db),
+        tokens(db, std::chrono::duration<double>(config.token_reserve).count()),
         wal(db, {.checkpoint_frames = config.checkpoint_frames, .checkpoint_on_commit = false}),
         changes(db) {
     wal.on_checkpoint_wanted([this] { checkpoints.request(); });
@@ -36,6 +38,7 @@ struct storage_worker::db_state {
   storage::checkpointer checkpoints;  // before `wal`, whose hook calls it
   storage::claimer claims;
   storage::outcome_writer writer;
+  storage::token_leaser tokens;
   storage::wal_meter wal;
   storage::change_watch changes;  // rows other connections queue, for the wake
 };

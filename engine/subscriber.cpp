@@ -132,6 +132,7 @@ subscriber_state::subscriber_state(const storage::subscriber_row& row,
              std::chrono::steady_clock::now()),
       wire(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
            std::chrono::steady_clock::now()),
+      allowance(config.token_lease),
       pace(row.rate_per_sec, config.adaptive),
       breaker(config.circuit),
       wake(std::move(executor)) {}

@@ -13,6 +13,7 @@
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
+#include "engine/token_allowance.hpp"
 #include "engine/token_bucket.hpp"
 #include "engine/wire_gate.hpp"
 #include "proto/batch.hpp"
@@ -75,6 +76,9 @@ struct subscriber_state {
   token_bucket bucket;
   // Charged when each request goes on the wire, at the configured limit: what the partner counts.
   wire_gate wire;
+  // What this process may spend of the subscriber's persisted bucket, which every drainer of it
+  // shares: an attempt starts only with a token from here as well as from `bucket`.
+  token_allowance allowance;
   std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
   adaptive_rate pace;
   circuit_breaker breaker;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "proto/persisted_bucket.hpp"
+
 namespace surge::engine {
 
 namespace {
@@ -59,11 +61,11 @@ void token_bucket::empty(time_point now) {
 
 double seeded_tokens(double persisted_tokens, double persisted_at_unix, double rate_per_sec,
                      double burst, double now_unix) {
-  const double capacity = capacity_for(burst);
-  const double elapsed = std::max(0.0, now_unix - persisted_at_unix);
-  const double refill = rate_per_sec > 0 ? elapsed * rate_per_sec : 0.0;
-  if (!std::isfinite(persisted_tokens)) return capacity;
-  return std::clamp(persisted_tokens + refill, 0.0, capacity);
+  const proto::persisted_bucket persisted{.tokens = persisted_tokens,
+                                          .updated_at = persisted_at_unix,
+                                          .rate = rate_per_sec,
+                                          .burst = burst};
+  return std::clamp(proto::tokens_at(persisted, now_unix), 0.0, capacity_for(burst));
 }
 
 }  // namespace surge::engine

@@ -27,6 +27,9 @@ struct claimed_row {
 struct subscriber_demand {
   std::int64_t subscriber_id = 0;
   int rows = 0;
+  // Tokens asked of its persisted bucket in the same cycle (storage/token_leases.hpp); 0: none;
+  // below 0: leased tokens given back.
+  double tokens = 0;
 };
 
 struct lease_ref {

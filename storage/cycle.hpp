@@ -11,18 +11,21 @@
 
 #include "storage/claims.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/token_leases.hpp"
 
 namespace surge::storage {
 
 struct cycle_result {
   write_report written;
   std::vector<claimed_row> claimed;
+  std::vector<token_grant> granted;  // one per demand entry that asked for tokens
 };
 
 // One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the
-// claim (as claimer::claim). Either both commit or neither does (the exception propagates).
-// `writer` and `claims` must be on `db`.
+// tokens the demand asks of persisted buckets, then the claim (as claimer::claim). All commit
+// or none does (the exception propagates). `writer`, `claims` and `tokens` must be on `db`.
 cycle_result write_and_claim(SQLite::Database& db, outcome_writer& writer, claimer& claims,
+                             token_leaser& tokens,
                              std::span<const outcome> outcomes,
                              std::span<const std::int64_t> deactivate,
                              std::span<const subscriber_demand> demand, double now,

@@ -151,19 +151,4 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
   return changed > 0;
 }
 
-void save_buckets(SQLite::Database& db, std::span<const bucket_state> buckets) {
-  if (buckets.empty()) return;
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement update(
-      db, "UPDATE webhook_subscriber SET tokens = ?, tokens_updated_at = ? WHERE id = ?");
-  for (const auto& bucket : buckets) {
-    detail::statement_use use(update);
-    update.bind(1, bucket.tokens);
-    update.bind(2, bucket.updated_at);
-    update.bind(3, bucket.subscriber_id);
-    update.exec();
-  }
-  transaction.commit();
-}
-
 }  // namespace surge::storage

@@ -1,5 +1,6 @@
 #pragma once
-// The webhook_subscriber table: loading, adding, changing, and handing buckets back.
+// The webhook_subscriber table: loading, adding and changing subscribers (their persisted
+// token buckets: storage/token_leases.hpp).
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -48,13 +49,5 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
 
-struct bucket_state {
-  std::int64_t subscriber_id = 0;
-  double tokens = 0;
-  double updated_at = 0;  // Unix seconds
-};
-
-// Persists in-memory buckets for the steady-state drainer, in one BEGIN IMMEDIATE transaction.
-void save_buckets(SQLite::Database& db, std::span<const bucket_state> buckets);
 
 }  // namespace surge::storage

@@ -70,6 +70,10 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
                   "exceeds this many times the best seen (plus 5 ms); 2 is a good value; 0 (the "
                   "default) turns it off")
       ->capture_default_str()->check(finite_in(0.0, 100.0));
+  cmd->add_option("--token-lease", o.token_lease,
+                  "Seconds of refill taken from a subscriber's persisted bucket per lease; every "
+                  "drainer of the subscriber spends from that one bucket")
+      ->capture_default_str()->check(finite_in(0.01, 60.0));
   cmd->add_option("--idle-poll-min", o.idle_poll_min,
                   "Seconds before a subscriber whose claim came back short is asked again "
                   "(doubling up to --idle-poll-max)")
@@ -147,6 +151,7 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
     throw usage_error("--idle-poll-max must not be below --idle-poll-min");
   }
   config.scheduler.idle_poll_min = millis(o.idle_poll_min);
+  config.scheduler.token_lease.lease_seconds = o.token_lease;
   config.scheduler.idle_poll_max = millis(o.idle_poll_max);
   config.storage.new_rows_check_interval = millis(o.new_rows_check_interval);
   config.http.connect_timeout = millis(o.connect_timeout);

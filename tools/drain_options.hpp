@@ -36,6 +36,7 @@ struct drain_cli_options {
   double origin_latency_tolerance = 0;
   // Seconds between polls of a subscriber whose last claim came back short (doubling).
   double idle_poll_min = 0.1;
+  double token_lease = 1.0;
   double idle_poll_max = 0.5;
   double new_rows_check_interval = 0.002;
   double connect_timeout = 4;

@@ -5,6 +5,7 @@
 #include "storage/claims.hpp"
 #include "storage/cycle.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/token_leases.hpp"
 #include "storage/wal_meter.hpp"
 #include "test_db.hpp"
 
@@ -36,12 +37,13 @@ class Cycle : public ::testing::Test {
 TEST_F(Cycle, OutcomesAndTheNextClaimCommitOnce) {
   claimer claims(db_);
   outcome_writer writer(db_);
+  token_leaser tokens(db_, 0);
   const std::vector<subscriber_demand> demand{{sub_, 10}};
   const auto first = claims.claim(demand, 100, 30);
   ASSERT_EQ(first.size(), 10u);
   wal_meter meter(db_, {});
   const auto result =
-      write_and_claim(db_, writer, claims, done_outcomes(first, 101), {}, demand, 101, 30);
+      write_and_claim(db_, writer, claims, tokens, done_outcomes(first, 101), {}, demand, 101, 30);
   EXPECT_EQ(meter.commits(), 1);
   EXPECT_EQ(result.written.applied, 10);
   EXPECT_TRUE(result.written.lost_leases.empty());
@@ -55,12 +57,13 @@ TEST_F(Cycle, OutcomesAndTheNextClaimCommitOnce) {
 TEST_F(Cycle, AnOutcomeWhoseLeaseWasLostIsStillReportedAndTheClaimStillMade) {
   claimer claims(db_);
   outcome_writer writer(db_);
+  token_leaser tokens(db_, 0);
   const std::vector<subscriber_demand> demand{{sub_, 1}};
   const auto first = claims.claim(demand, 100, 30);
   ASSERT_EQ(first.size(), 1u);
   auto stale = done_outcomes(first, 101);
   stale.front().lease += 1;  // not the lease the row holds
-  const auto result = write_and_claim(db_, writer, claims, stale, {}, demand, 101, 30);
+  const auto result = write_and_claim(db_, writer, claims, tokens, stale, {}, demand, 101, 30);
   EXPECT_EQ(result.written.applied, 0);
   EXPECT_EQ(result.written.lost_leases, (std::vector<std::int64_t>{first.front().id}));
   EXPECT_EQ(result.claimed.size(), 1u);
@@ -72,11 +75,37 @@ TEST_F(Cycle, AnOutcomeWhoseLeaseWasLostIsStillReportedAndTheClaimStillMade) {
 TEST_F(Cycle, NothingToDoTakesNoWriteLock) {
   claimer claims(db_);
   outcome_writer writer(db_);
+  token_leaser tokens(db_, 0);
   wal_meter meter(db_, {});
   const std::vector<subscriber_demand> none{{sub_, 0}};
-  const auto result = write_and_claim(db_, writer, claims, {}, {}, none, 100, 30);
+  const auto result = write_and_claim(db_, writer, claims, tokens, {}, {}, none, 100, 30);
   EXPECT_TRUE(result.claimed.empty());
   EXPECT_EQ(meter.commits(), 0);
+}
+
+TEST_F(Cycle, TokensAskedRideInTheSameTransactionAsTheClaim) {
+  claimer claims(db_);
+  outcome_writer writer(db_);
+  token_leaser tokens(db_, 0);
+  db_.exec("UPDATE webhook_subscriber SET rate_per_sec = 2, burst = 10, tokens = 4, "
+           "tokens_updated_at = 100 WHERE id = " + std::to_string(sub_));
+  wal_meter meter(db_, {});
+  const std::vector<subscriber_demand> demand{{.subscriber_id = sub_, .rows = 5, .tokens = 3}};
+  const auto result = write_and_claim(db_, writer, claims, tokens, {}, {}, demand, 100.5, 30);
+  EXPECT_EQ(meter.commits(), 1);
+  EXPECT_EQ(result.claimed.size(), 5u);
+  ASSERT_EQ(result.granted.size(), 1u);
+  EXPECT_EQ(result.granted.front().tokens, 3);
+  // 4 + 2/s for 0.5 s, less the 3 taken, as of the cycle's time.
+  EXPECT_EQ(testing::query_text(db_, "SELECT tokens || ' ' || tokens_updated_at FROM "
+                                     "webhook_subscriber WHERE id = " + std::to_string(sub_)),
+            "2.0 100.5");
+  // Only tokens asked: still one transaction, and the claim part takes no rows.
+  const std::vector<subscriber_demand> only_tokens{{.subscriber_id = sub_, .tokens = 1}};
+  const auto second = write_and_claim(db_, writer, claims, tokens, {}, {}, only_tokens, 100.5, 30);
+  EXPECT_TRUE(second.claimed.empty());
+  ASSERT_EQ(second.granted.size(), 1u);
+  EXPECT_EQ(second.granted.front().tokens, 1);
 }
 
 // The point of the cycle: the same claims and outcomes as separate transactions write the
@@ -90,6 +119,7 @@ TEST_F(Cycle, WritesFewerWalFramesThanSeparateTransactions) {
     testing::insert_deliveries_old(db, sub, 200, 10);
     claimer claims(db);
     outcome_writer writer(db);
+    token_leaser tokens(db, 0);
     const std::vector<subscriber_demand> demand{{sub, 10}};
     auto held = claims.claim(demand, 100, 30);
     wal_meter meter(db, {});
@@ -97,7 +127,7 @@ TEST_F(Cycle, WritesFewerWalFramesThanSeparateTransactions) {
       const double now = 101 + round;
       const auto outcomes = done_outcomes(held, now);
       if (together) {
-        held = write_and_claim(db, writer, claims, outcomes, {}, demand, now, 30).claimed;
+        held = write_and_claim(db, writer, claims, tokens, outcomes, {}, demand, now, 30).claimed;
       } else {
         writer.write(outcomes);
         held = claims.claim(demand, now, 30);

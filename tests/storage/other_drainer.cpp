@@ -4,6 +4,12 @@
 //
 //   surge_other_drainer --db PATH [--batch 200] [--lease 30] [--subscribers 1,2] [--out FILE]
 //                       [--sleep-ms N] [--until-empty] [--exit-after-claim]
+//                       [--paced --sent FILE]
+//
+// --paced: each row waits for a token of its subscriber's persisted bucket and is finished in
+// the drainer's own DEFERRED bucket transaction (SELECT, then UPDATE); a transaction that fails
+// with SQLITE_BUSY is run again, as cron would restart the program. --sent appends
+// "subscriber_id unix_time" per row sent.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +22,7 @@
 #include <vector>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
 
 #include "tests/storage/other_drainer_sql.hpp"
 
@@ -32,6 +39,8 @@ struct options {
   int sleep_ms = 0;
   bool until_empty = false;
   bool exit_after_claim = false;
+  bool paced = false;
+  std::string sent;
 };
 
 bool is_id_list(std::string_view text) {
@@ -45,7 +54,7 @@ int usage(const char* message) {
   std::cerr << "surge_other_drainer: " << message << "\n"
             << "usage: surge_other_drainer --db PATH [--batch N] [--lease SECONDS] "
                "[--subscribers 1,2] [--out FILE] [--sleep-ms N] [--until-empty] "
-               "[--exit-after-claim]\n";
+               "[--exit-after-claim] [--paced --sent FILE]\n";
   return 2;
 }
 
@@ -79,6 +88,38 @@ void consume_token(SQLite::Statement& read, SQLite::Statement& write, std::int64
   write.exec();
 }
 
+// The steady-state drainer's own way of spending a token: a DEFERRED transaction that reads the
+// bucket, and writes it (with the row's outcome) only when a whole token is there. Returns the
+// wait before the next token when there was none, zero once the row is done.
+std::chrono::duration<double> spend_paced(SQLite::Database& db, SQLite::Statement& read,
+                                          SQLite::Statement& write, SQLite::Statement& mark_done,
+                                          const claimed& row) {
+  const double now = unix_now();
+  SQLite::Transaction transaction(db);
+  read.reset();
+  read.bind(1, row.subscriber_id);
+  if (!read.executeStep()) return std::chrono::duration<double>(0);
+  const double tokens = read.getColumn(0).getDouble();
+  const double updated_at = read.getColumn(1).getDouble();
+  const double rate = read.getColumn(2).getDouble();
+  const double burst = read.getColumn(3).getDouble();
+  read.reset();
+  const double refilled = std::min(burst, tokens + std::max(0.0, now - updated_at) * rate);
+  if (refilled < 1.0) {
+    return std::chrono::duration<double>(rate > 0 ? (1.0 - refilled) / rate : 0.1);
+  }
+  write.reset();
+  write.bind(1, refilled - 1.0);
+  write.bind(2, now);
+  write.bind(3, row.subscriber_id);
+  write.exec();
+  mark_done.reset();
+  mark_done.bind(1, row.id);
+  mark_done.exec();
+  transaction.commit();
+  return std::chrono::duration<double>(0);
+}
+
 int run(const options& opt) {
   SQLite::Database db(opt.db, SQLite::OPEN_READWRITE, 5000);
   SQLite::Statement claim(db, sql::claim(opt.subscribers));
@@ -88,6 +129,9 @@ int run(const options& opt) {
   SQLite::Statement mark_done(db, sql::mark_done);
   std::ofstream out;
   if (!opt.out.empty()) out.open(opt.out, std::ios::app);
+  std::ofstream sent;
+  if (!opt.sent.empty()) sent.open(opt.sent, std::ios::app);
+  std::int64_t busy = 0;
 
   for (;;) {
     const double now = unix_now();
@@ -115,8 +159,32 @@ int run(const options& opt) {
     }
     if (opt.exit_after_claim) return 0;  // as if killed mid-send: the rows stay leased
     if (rows.empty()) {
-      if (opt.until_empty) return 0;
+      if (opt.until_empty) {
+        if (opt.paced) std::cerr << "busy " << busy << "\n";
+        return 0;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(opt.sleep_ms > 0 ? opt.sleep_ms : 200));
+      continue;
+    }
+    if (opt.paced) {
+      for (const auto& row : rows) {
+        for (;;) {
+          std::chrono::duration<double> wait{0.001};
+          try {
+            wait = spend_paced(db, read_bucket, write_bucket, mark_done, row);
+          } catch (const SQLite::Exception& error) {
+            if (error.getErrorCode() != SQLITE_BUSY) throw;
+            ++busy;  // the PHP program would die here; cron starts it again
+            continue;
+          }
+          if (wait.count() <= 0) break;
+          std::this_thread::sleep_for(std::min(wait, std::chrono::duration<double>(0.1)));
+        }
+        if (sent.is_open()) {
+          sent << row.subscriber_id << ' ' << std::fixed << unix_now() << '\n';
+          sent.flush();
+        }
+      }
       continue;
     }
     {
@@ -144,8 +212,10 @@ int main(int argc, char** argv) {
       opt.until_empty = true;
     } else if (arg == "--exit-after-claim") {
       opt.exit_after_claim = true;
+    } else if (arg == "--paced") {
+      opt.paced = true;
     } else if (arg == "--db" || arg == "--batch" || arg == "--lease" || arg == "--subscribers" ||
-               arg == "--out" || arg == "--sleep-ms") {
+               arg == "--out" || arg == "--sleep-ms" || arg == "--sent") {
       const char* text = value();
       if (text == nullptr) return usage("missing value");
       if (arg == "--db") opt.db = text;
@@ -154,6 +224,7 @@ int main(int argc, char** argv) {
       if (arg == "--subscribers") opt.subscribers = text;
       if (arg == "--out") opt.out = text;
       if (arg == "--sleep-ms") opt.sleep_ms = std::atoi(text);
+      if (arg == "--sent") opt.sent = text;
     } else {
       return usage("unknown argument");
     }

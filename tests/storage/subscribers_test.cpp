@@ -117,19 +117,6 @@ TEST_F(Subscribers, SetActive) {
   EXPECT_FALSE(set_subscriber_active(db_, id + 1, true));
 }
 
-TEST_F(Subscribers, SaveBucketsWritesTokensOnly) {
-  const auto a = add_subscriber(db_, sample());
-  const auto b = add_subscriber(db_, sample());
-  const std::vector<bucket_state> buckets = {{a, 2.5, 1700000100.25}, {b, 0, 1700000200}};
-  save_buckets(db_, buckets);
-  EXPECT_EQ(load_subscriber(db_, a)->tokens, 2.5);
-  EXPECT_EQ(load_subscriber(db_, a)->tokens_updated_at, 1700000100.25);
-  EXPECT_EQ(load_subscriber(db_, b)->tokens, 0);
-  EXPECT_EQ(load_subscriber(db_, b)->tokens_updated_at, 1700000200);
-  EXPECT_EQ(load_subscriber(db_, b)->burst, 3);
-  save_buckets(db_, {});
-}
-
 TEST_F(Subscribers, LimitsThatAreNotNumbersAreReportedAsStored) {
   const auto id = add_subscriber(db_, sample());
   const auto ok = load_subscriber(db_, id);

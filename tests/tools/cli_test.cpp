@@ -63,7 +63,8 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
       {"--retry-cap", "-nan"},      {"--retry-after-cap", "nan"}, {"--max-age", "0.5"},
       {"--until-drained-wait", "nan"}, {"--progress-interval", "inf"},
       {"--origin-latency-tolerance", "nan"}, {"--circuit-max-cooldown", "nan"},
-      {"--subscribers", ""}, {"--metrics-listen", ":0"}};
+      {"--subscribers", ""}, {"--metrics-listen", ":0"}, {"--token-lease", "0"},
+      {"--token-lease", "nan"}};
   for (const auto& [flag, value] : bad_drain_flags) {
     auto args = drain;
     args.push_back(flag);

@@ -1,0 +1,67 @@
+#pragma once
+// A subscriber's tokens leased from its persisted bucket (DESIGN section 3): what this process
+// may spend, whatever its own buckets allow. Several drainers of one subscriber, Surge processes
+// or the steady-state drainer, each spend only what they took from the one bucket, so together
+// they keep the partner's limit. Sans-I/O: the caller passes monotonic time.
+#include <chrono>
+
+namespace surge::engine {
+
+struct token_lease_config {
+  // Refill asked for per lease. Larger leases mean fewer writes to the subscriber row; smaller
+  // ones leave less unspent in one drainer's hands while another waits.
+  double lease_seconds = 1.0;
+  // A new lease is asked for once fewer tokens than this much refill are left, so that the
+  // storage round trip rarely leaves a subscriber without one.
+  double ask_ahead_seconds = 0.05;
+  // After an answer that found the bucket paused (rate 0 in the table), asked again this late.
+  std::chrono::milliseconds paused_recheck{1000};
+};
+
+class token_allowance {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  explicit token_allowance(token_lease_config config = {}) : config_(config) {}
+
+  bool has_token() const { return tokens_ >= 1; }
+  void spend(clock::time_point now) {
+    tokens_ -= 1;
+    last_used_ = now;
+  }
+  double tokens() const { return tokens_; }
+
+  // Tokens to ask the persisted bucket for now, 0 for none: only at a positive rate, one ask
+  // at a time, not before the bucket's next token is due after an empty answer, and once what
+  // is left covers less than ask_ahead_seconds. Asking marks the ask as outstanding.
+  double ask(double rate, clock::time_point now);
+  // The answer to the outstanding ask. With nothing granted, `next_token_in` says when the
+  // bucket's next whole token is due, and no new ask goes before then, nor later than a recheck
+  // interval (the rate in the table may change meanwhile; max(): a rate of 0).
+  void granted(double tokens, clock::time_point now, clock::duration next_token_in);
+  // The ask was not answered (the drain stops claiming, or the cycle failed): ask again later.
+  void unanswered() { asked_ = false; }
+  bool asking() const { return asked_; }
+
+  // The pump's wait for a token of this allowance: zero when one is here, else max(): the
+  // demand scan asks when an ask is due, and the answer wakes the pump.
+  clock::duration wait() const {
+    return has_token() ? clock::duration::zero() : clock::duration::max();
+  }
+
+  // What is left, to give back to the persisted bucket at the end; the allowance is then empty.
+  double take_unspent();
+  // Tokens nobody spent for a whole lease (the subscriber went idle, paused, or its circuit
+  // opened), to give back now; 0 if none. Held on, they would let this process add them to a
+  // full bucket's burst later, against the other drainers' share.
+  double take_stale(clock::time_point now);
+
+ private:
+  token_lease_config config_;
+  double tokens_ = 0;
+  bool asked_ = false;
+  clock::time_point next_ask_at_{};
+  clock::time_point last_used_{};  // last grant or spend
+};
+
+}  // namespace surge::engine

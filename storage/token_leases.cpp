@@ -1,0 +1,94 @@
+#include "storage/token_leases.hpp"
+
+#include <SQLiteCpp/Transaction.h>
+
+#include "proto/persisted_bucket.hpp"
+#include "storage/sql_support.hpp"
+
+namespace surge::storage {
+
+namespace {
+
+constexpr const char* read_sql =
+    "SELECT tokens, tokens_updated_at, rate_per_sec, burst FROM webhook_subscriber WHERE id = ?";
+constexpr const char* write_sql =
+    "UPDATE webhook_subscriber SET tokens = ?, tokens_updated_at = ? WHERE id = ?";
+
+// Limits that are not numbers pause the subscriber elsewhere; here they read as a bucket that
+// neither refills nor holds more than one token, so nothing is handed out for them.
+double number_or(const SQLite::Column& column, double fallback) {
+  return column.isInteger() || column.isFloat() ? column.getDouble() : fallback;
+}
+
+bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_bucket& bucket) {
+  read.bind(1, id);
+  if (!read.executeStep()) return false;
+  bucket.tokens = number_or(read.getColumn(0), 0);
+  bucket.updated_at = number_or(read.getColumn(1), 0);
+  bucket.rate = number_or(read.getColumn(2), 0);
+  bucket.burst = number_or(read.getColumn(3), 1);
+  return true;
+}
+
+void write_bucket(SQLite::Statement& write, std::int64_t id, double tokens, double now) {
+  detail::statement_use use(write);
+  write.bind(1, tokens);
+  write.bind(2, now);
+  write.bind(3, id);
+  write.exec();
+}
+
+}  // namespace
+
+token_leaser::token_leaser(SQLite::Database& db, double reserve_seconds)
+    : read_(db, read_sql), write_(db, write_sql), reserve_seconds_(reserve_seconds) {}
+
+std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> demand,
+                                             double now) {
+  std::vector<token_grant> grants;
+  for (const auto& entry : demand) {
+    if (entry.tokens < 0) {
+      proto::persisted_bucket bucket;
+      {
+        detail::statement_use use(read_);
+        if (!read_bucket(read_, entry.subscriber_id, bucket)) continue;
+      }
+      write_bucket(write_, entry.subscriber_id, proto::give_back(bucket, -entry.tokens, now), now);
+      continue;
+    }
+    if (entry.tokens == 0) continue;
+    token_grant& grant = grants.emplace_back();
+    grant.subscriber_id = entry.subscriber_id;
+    proto::persisted_bucket bucket;
+    {
+      detail::statement_use use(read_);
+      if (!read_bucket(read_, entry.subscriber_id, bucket)) continue;
+    }
+    const auto take = proto::take_tokens(bucket, entry.tokens, now, reserve_seconds_);
+    grant.tokens = take.taken;
+    grant.next_token_at = take.next_token_at;
+    if (take.taken > 0) write_bucket(write_, entry.subscriber_id, take.left, now);
+  }
+  return grants;
+}
+
+void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> tokens, double now) {
+  bool any = false;
+  for (const auto& entry : tokens) any = any || entry.tokens > 0;
+  if (!any) return;
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement read(db, read_sql);
+  SQLite::Statement write(db, write_sql);
+  for (const auto& entry : tokens) {
+    if (entry.tokens <= 0) continue;
+    proto::persisted_bucket bucket;
+    {
+      detail::statement_use use(read);
+      if (!read_bucket(read, entry.subscriber_id, bucket)) continue;
+    }
+    write_bucket(write, entry.subscriber_id, proto::give_back(bucket, entry.tokens, now), now);
+  }
+  transaction.commit();
+}
+
+}  // namespace surge::storage

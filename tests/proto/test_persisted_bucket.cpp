@@ -1,0 +1,71 @@
+#include "proto/persisted_bucket.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+namespace surge::proto {
+namespace {
+
+TEST(PersistedBucket, RefillsForElapsedTimeUpToItsCapacity) {
+  const persisted_bucket bucket{.tokens = 2, .updated_at = 1000, .rate = 1, .burst = 10};
+  EXPECT_DOUBLE_EQ(tokens_at(bucket, 1003), 5);
+  EXPECT_DOUBLE_EQ(tokens_at(bucket, 2000), 10);
+  EXPECT_DOUBLE_EQ(tokens_at(bucket, 900), 2);  // written "in the future": nothing added
+}
+
+TEST(PersistedBucket, KeepsAnotherDrainersDebtAndAPausedBucketDoesNotRefill) {
+  EXPECT_DOUBLE_EQ(tokens_at({.tokens = -3, .updated_at = 1000, .rate = 1, .burst = 10}, 1001), -2);
+  EXPECT_DOUBLE_EQ(tokens_at({.tokens = 2, .updated_at = 0, .rate = 0, .burst = 10}, 5000), 2);
+  EXPECT_DOUBLE_EQ(
+      tokens_at({.tokens = std::numeric_limits<double>::quiet_NaN(), .rate = 1, .burst = 4}, 1), 4);
+  EXPECT_DOUBLE_EQ(tokens_at({.tokens = 5, .updated_at = 0, .rate = 1, .burst = 0}, 10), 1);
+}
+
+TEST(PersistedBucket, TakesWholeTokensAtMostWhatWasAsked) {
+  const persisted_bucket bucket{.tokens = 3.5, .updated_at = 1000, .rate = 2, .burst = 10};
+  auto take = take_tokens(bucket, 2, 1000);
+  EXPECT_DOUBLE_EQ(take.taken, 2);
+  EXPECT_DOUBLE_EQ(take.left, 1.5);
+  take = take_tokens(bucket, 9, 1001);  // 5.5 there: 5 whole ones
+  EXPECT_DOUBLE_EQ(take.taken, 5);
+  EXPECT_DOUBLE_EQ(take.left, 0.5);
+  take = take_tokens(bucket, 1.2, 1000);  // a fraction asked is rounded up
+  EXPECT_DOUBLE_EQ(take.taken, 2);
+}
+
+TEST(PersistedBucket, AReserveTakesTheNearRefillAheadAsADebt) {
+  const persisted_bucket full_at_one{.tokens = 1, .updated_at = 1000, .rate = 50, .burst = 1};
+  auto take = take_tokens(full_at_one, 10, 1000, 0.05);  // 1 there, 2.5 more within 50 ms
+  EXPECT_DOUBLE_EQ(take.taken, 3);
+  EXPECT_DOUBLE_EQ(take.left, -2);
+  // The debt is paid off by refill: 40 ms later the bucket is at 0, and may reserve again.
+  take = take_tokens({.tokens = -2, .updated_at = 1000, .rate = 50, .burst = 1}, 10, 1000.04,
+                     0.05);
+  EXPECT_DOUBLE_EQ(take.taken, 2);
+  take = take_tokens({.tokens = -3, .updated_at = 1000, .rate = 50, .burst = 1}, 10, 1000, 0.05);
+  EXPECT_DOUBLE_EQ(take.taken, 0);
+  EXPECT_DOUBLE_EQ(take.next_token_at, 1000.03);  // when -3 + 50 t + 2.5 reaches 1
+}
+
+TEST(PersistedBucket, AnEmptyBucketSaysWhenItsNextWholeTokenIsDue) {
+  auto take = take_tokens({.tokens = 0.25, .updated_at = 1000, .rate = 0.5, .burst = 2}, 3, 1000);
+  EXPECT_DOUBLE_EQ(take.taken, 0);
+  EXPECT_DOUBLE_EQ(take.left, 0.25);
+  EXPECT_DOUBLE_EQ(take.next_token_at, 1001.5);
+  take = take_tokens({.tokens = -1, .updated_at = 1000, .rate = 1, .burst = 2}, 1, 1000);
+  EXPECT_DOUBLE_EQ(take.next_token_at, 1002);
+  take = take_tokens({.tokens = 0, .updated_at = 1000, .rate = 0, .burst = 2}, 1, 1000);
+  EXPECT_DOUBLE_EQ(take.next_token_at, 0);  // paused: never
+}
+
+TEST(PersistedBucket, UnspentTokensGoBackWithoutPassingCapacity) {
+  const persisted_bucket bucket{.tokens = 1, .updated_at = 1000, .rate = 1, .burst = 5};
+  EXPECT_DOUBLE_EQ(give_back(bucket, 2, 1001), 4);
+  EXPECT_DOUBLE_EQ(give_back(bucket, 9, 1001), 5);
+  EXPECT_DOUBLE_EQ(give_back(bucket, -3, 1001), 2);
+}
+
+}  // namespace
+}  // namespace surge::proto
