@@ -43,12 +43,17 @@ void expect_within_limit(const std::vector<double>& sends) {
   }
 }
 
-TEST(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
+// One backlogged subscriber at `rate` and `burst`, pointed at a sink.
+class DrainSharedBucket : public ::testing::Test {
+ protected:
+  void SetUp() override { queue.add_rows(id, 400); }
   temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber_at(sink, rate, burst);
-  queue.add_rows(id, 400);
+  test_queue queue{dir};
+  sink_process sink{dir, queue.path()};
+  std::int64_t id = queue.add_subscriber_at(sink, rate, burst);
+};
+
+TEST_F(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
 
   tools::child_process first(surge_binary(), drain_args(queue, "4"), dir.file("a.out"),
                              dir.file("a.err"));
@@ -69,12 +74,7 @@ TEST(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
             burst);
 }
 
-TEST(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber_at(sink, rate, burst);
-  queue.add_rows(id, 400);
+TEST_F(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether) {
 
   // The steady-state drainer's own statements: it claims small batches and spends one token of
   // the persisted bucket per row in its DEFERRED transaction, waiting when there is none.
