@@ -71,7 +71,7 @@ class Scenario:
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
                  drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
-                 receiver="sink", wrk_connections=None):
+                 receiver="sink", wrk_connections=None, drains=1):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -81,6 +81,7 @@ class Scenario:
         self.seed_loop = seed_loop          # drained by surge_seed_loop instead of surge drain
         self.receiver = receiver            # "sink" (surge sink) or "nginx"
         self.wrk_connections = wrk_connections  # None: --wrk-connections
+        self.drains = drains                # `surge drain` processes on the one queue file
 
 
 def populate(db, scenario, url_base, start_estimate):
@@ -137,53 +138,68 @@ def child_of(pid):
 
 
 def run_drain(options, directory, db, scenario):
+    """Runs the drainer (scenario.drains `surge drain` processes sharing the queue file, each
+    under /usr/bin/time) until every one has exited; CPU is summed over them."""
     # Under /usr/bin/time: the kernel's peak RSS of a process started from this (large) Python
     # process would include this process's own RSS at fork time.
-    timed = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", "time.txt"]
+    def timed(index):
+        return ["/usr/bin/time", "-f", "%e %U %S %M", "-o", f"time{index}.txt"]
     if scenario.seed_loop:
-        command = [*timed, options.seed_loop, "--db", db]
+        commands = [[*timed(0), options.seed_loop, "--db", db]]
     else:
-        command = [*timed, options.surge, "drain", "--db", db, "--until-drained",
+        command = [options.surge, "drain", "--db", db, "--until-drained",
                    "--allow-private-targets", "--progress-interval", "0", *scenario.drain_args,
                    *options.drain_args.split()]
         if scenario.tls:
             command += ["--ca-file", "ca.crt"]
+        commands = [[*timed(i), *command] for i in range(scenario.drains)]
     timeout = options.timeout
-    with open(Path(directory, "drain.log"), "w") as drain_log:
-        started = time.time()
-        # A session of its own, so a timeout or Ctrl-C here ends the drainer, not only `time`.
-        process = subprocess.Popen(command, cwd=directory, stdout=drain_log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
-        stopped_at = None
-        try:
-            while process.poll() is None:
-                elapsed = time.time() - started
-                if elapsed > timeout:
-                    raise RuntimeError(f"drain still running after {timeout} s")
-                if watched and stopped_at is None and elapsed > 0.5 and outstanding(db, watched) == 0:
+    logs = [open(Path(directory, "drain.log" if i == 0 else f"drain{i}.log"), "w")
+            for i in range(len(commands))]
+    started = time.time()
+    # A session of its own, so a timeout or Ctrl-C here ends the drainer, not only `time`.
+    processes = [subprocess.Popen(c, cwd=directory, stdout=log_file, stderr=subprocess.STDOUT,
+                                  start_new_session=True) for c, log_file in zip(commands, logs)]
+    watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
+    stopped_at = None
+    try:
+        while any(p.poll() is None for p in processes):
+            elapsed = time.time() - started
+            if elapsed > timeout:
+                raise RuntimeError(f"drain still running after {timeout} s")
+            if watched and stopped_at is None and elapsed > 0.5 and outstanding(db, watched) == 0:
+                for process in processes:
                     drainer = child_of(process.pid)
                     if drainer:
                         stopped_at = time.time()
                         os.kill(drainer, signal.SIGTERM)
-                time.sleep(0.2)
-        except BaseException:
+            time.sleep(0.2)
+    except BaseException:
+        for process in processes:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            raise
-        finished = time.time()
-    text = Path(directory, "time.txt").read_text().split()
-    if process.returncode != 0 and stopped_at is None:
-        raise RuntimeError(f"drain exited {process.returncode}: "
-                           + Path(directory, "drain.log").read_text()[-2000:])
-    # The last line holds the figures; a killed child adds a "Command terminated" line first.
-    wall, user, system, rss_kb = (float(x) for x in text[-4:])
-    drained = {"started": started, "finished": finished, "cpu": user + system, "rss_kb": rss_kb}
-    summary = re.search(r"tls_full=(\d+) tls_resumed=(\d+)",
-                        Path(directory, "drain.log").read_text())
-    if summary:
-        drained["tls_handshakes"] = {"full": int(summary.group(1)),
-                                     "resumed": int(summary.group(2))}
+        raise
+    finally:
+        for log_file in logs:
+            log_file.close()
+    finished = time.time()
+    drained = {"started": started, "finished": finished, "cpu": 0.0, "rss_kb": 0.0}
+    handshakes = {"full": 0, "resumed": 0}
+    for i, process in enumerate(processes):
+        log_text = Path(logs[i].name).read_text()
+        if process.returncode != 0 and stopped_at is None:
+            raise RuntimeError(f"drain exited {process.returncode}: " + log_text[-2000:])
+        # The last line holds the figures; a killed child adds a "Command terminated" line first.
+        text = Path(directory, f"time{i}.txt").read_text().split()
+        _, user, system, rss_kb = (float(x) for x in text[-4:])
+        drained["cpu"] += user + system
+        drained["rss_kb"] = max(drained["rss_kb"], rss_kb)
+        summary = re.search(r"tls_full=(\d+) tls_resumed=(\d+)", log_text)
+        if summary:
+            handshakes["full"] += int(summary.group(1))
+            handshakes["resumed"] += int(summary.group(2))
+    if scenario.tls:
+        drained["tls_handshakes"] = handshakes
     return drained
 
 
@@ -331,6 +347,7 @@ def run_scenario(args, scenario, workdir):
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
+        result["drain_processes"] = scenario.drains
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if scenario.wrk:
@@ -372,6 +389,11 @@ def build_scenarios(scale, half_rate):
     scenarios["nginx_https"] = Scenario(
         "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
         lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
+    # Several drains on one queue (issue 13): ownership leases spread the subscribers.
+    for drains in (2, 3):
+        scenarios[f"nginx_http_x{drains}"] = Scenario(
+            f"nginx_http_x{drains}", f"nginx: as nginx_http, {drains} drain processes", unthrottled,
+            lambda s: per_sub, receiver="nginx", drains=drains)
     scenarios["a_https"] = Scenario("a_https", "(a) 100 unthrottled subscribers, HTTPS",
                                     unthrottled, lambda s: per_sub, tls=True, wrk=True)
     # The same with the process capped at 256 requests in flight: the defaults keep 100 x 16
@@ -406,6 +428,11 @@ def build_scenarios(scale, half_rate):
     fits = [Subscriber(i, rate=float(rng.randint(5, 50)), burst=5) for i in range(1, 201)]
     scenarios["c_fit"] = Scenario("c_fit", "(c') 200 subscribers limited to 5-50/s", fits,
                                   lambda s: max(10, int(s.rate * max(2.0, 20 * scale))))
+    # The limits judged across drains: three processes share the subscribers (and hand them
+    # over as they start and stop), and the window check counts every attempt of all three.
+    scenarios["c_fit_x3"] = Scenario("c_fit_x3", "(c') with 3 drain processes", fits,
+                                     lambda s: max(10, int(s.rate * max(2.0, 20 * scale))),
+                                     drains=3)
     small_count = n(1_000, 50)
     spread = max(2.0, 15.0 * scale)
     mixed = [Subscriber(1, group="backlog")] + [Subscriber(i, group="small")
@@ -478,7 +505,8 @@ def main():
     parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
                                                 "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_adaptive,a_https_adaptive,half_rate,b,"
-                                                "c,c_fit,d,e_healthy,e,seed_a,seed_b")
+                                                "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_b,"
+                                                "nginx_http_x2,nginx_http_x3")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
                         help="the naive loop's binary, for the seed_* scenarios")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size")

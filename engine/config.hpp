@@ -90,6 +90,11 @@ struct storage_worker_config {
   // storage round trip, so that a subscriber with a burst of 1 loses no refill while its next
   // ask is on the way.
   std::chrono::milliseconds token_reserve = 50ms;
+  // Ownership leases (several drainers on one queue): the heartbeat is renewed this often, and
+  // each renewal keeps this drain's subscribers its own for `ownership_heartbeat`. A drain that
+  // dies is taken over within about ownership_heartbeat + ownership_renew.
+  std::chrono::milliseconds ownership_renew = 1s;
+  std::chrono::milliseconds ownership_heartbeat = 4s;
   // After the grace period, how long the last outcome writes may still wait for the database.
   std::chrono::milliseconds final_write_window = 1s;
 };

@@ -82,9 +82,10 @@ std::string status_text(const drain_metrics& metrics, double rate) {
   return line;
 }
 
-// Two drainers on one subscriber each keep their own bucket, so together they send up to twice
-// its rate. Until subscribers have owners, at least say so at the start.
-void warn_about_other_drainers(auto& db, const proto::id_set& subscribers) {
+// Drains on one queue share its subscribers through ownership leases (storage/ownership.hpp) and
+// spend one persisted bucket per subscriber, so overlapping is safe; saying so at the start
+// explains why this drain may send nothing to some subscribers until their owner lets go.
+void note_other_drainers(auto& db, const proto::id_set& subscribers) {
   const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
                                                   storage::default_lease_owner());
   if (holders.empty()) return;
@@ -101,10 +102,9 @@ void warn_about_other_drainers(auto& db, const proto::id_set& subscribers) {
       text += ",... (" + std::to_string(holder.subscribers.size()) + " in all)";
     }
   }
-  log_warn("another surge drain is live on the same subscribers (" + text +
-           "): each drain keeps its own rate limit, so together they can send a partner up to "
-           "twice its rate; stop one, or give each its own --subscribers (see docs/operations.md, "
-           "\"One drain per subscriber\")");
+  log_info("another surge drain is live on the same subscribers (" + text +
+           "): the drains share them, each subscriber sent by its one owner at a time within its "
+           "one rate limit (see docs/operations.md, \"Several drains on one queue\")");
 }
 
 }  // namespace
@@ -119,7 +119,7 @@ drain_summary run_drain(const drain_config& input) {
                                       .busy_timeout = config.storage.busy_timeout,
                                       .create_if_missing = false});
     storage::migrate(db);
-    warn_about_other_drainers(db, config.subscribers);
+    note_other_drainers(db, config.subscribers);
   }
 
   drain_metrics metrics(static_cast<std::size_t>(config.threads));

@@ -258,6 +258,9 @@ std::string drain_metrics::render(std::size_t top) const {
         static_cast<double>(c.buffered.load()));
   gauge("surge_open_connections", "Open HTTP(S) connections.",
         static_cast<double>(open_connections.load()));
+  gauge("surge_owned_subscribers",
+        "Subscribers this drain owns through ownership leases (only the owner sends).",
+        static_cast<double>(c.owned_subscribers.load()));
   gauge("surge_backlog_rows", "Due or leased rows of the drained subscribers (refreshed every few seconds).",
         static_cast<double>(std::max<std::int64_t>(0, c.backlog.load())));
   gauge("surge_oldest_due_age_seconds", "Age of the oldest due row (refreshed every few seconds).",

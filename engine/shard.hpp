@@ -52,6 +52,8 @@ class shard final : public shard_endpoint {
   void on_subscribers(std::vector<storage::subscriber_row> rows) override;
   void on_claimed(claim_reply reply) override;
   void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) override;
+  void on_taken(std::vector<std::int64_t> subscriber_ids) override;
+  void on_disowned(std::vector<std::int64_t> subscriber_ids) override;
 
   // Stop: give buffered rows back, let in-flight attempts finish, hand buckets to storage.
   void begin_stop();

@@ -106,6 +106,32 @@ void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
   asio::post(io_, [this, ids = std::move(subscriber_ids), all] { wake_subscribers(ids, all); });
 }
 
+void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
+    const auto now = steady::now();
+    for (const auto id : ids) {
+      auto it = subscribers_.find(id);
+      if (it == subscribers_.end()) continue;
+      // Whatever these buckets saved up while another drain owned the subscriber was that
+      // drain's to spend: starting empty, the two together send at most burst + rate x T.
+      it->second->bucket.empty(now);
+      it->second->wire.empty(now);
+      it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
+    }
+    wake_subscribers(ids, false);
+  });
+}
+
+void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
+    for (const auto id : ids) {
+      // Attempts in flight finish; their outcomes are fenced by their row leases. The tokens
+      // leased for the subscriber go back once unspent for a lease (take_stale).
+      if (auto it = subscribers_.find(id); it != subscribers_.end()) release_ready(*it->second);
+    }
+  });
+}
+
 void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
   if (stopping_) return;
   const auto now = steady::now();

@@ -122,6 +122,22 @@ void storage_worker::check_queue_file() {
   if (fatal_callback_) fatal_callback_(std::move(why));
 }
 
+std::vector<std::vector<std::int64_t>> storage_worker::split_by_shard(
+    const std::vector<std::int64_t>& ids) const {
+  std::vector<std::vector<std::int64_t>> per_shard(shards_.size());
+  if (shards_.empty()) return per_shard;
+  const auto shard_count = static_cast<std::int64_t>(shards_.size());
+  for (const auto id : ids) per_shard[static_cast<std::size_t>(id % shard_count)].push_back(id);
+  return per_shard;
+}
+
+void storage_worker::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
+  auto per_shard = split_by_shard(ids);
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (all || !per_shard[i].empty()) shards_[i]->on_new_rows(std::move(per_shard[i]), all);
+  }
+}
+
 void storage_worker::wake_for_new_rows() {
   const auto interval = config_.storage.new_rows_check_interval;
   if (interval.count() <= 0) return;
@@ -132,16 +148,7 @@ void storage_worker::wake_for_new_rows() {
     auto found = db_->changes.check(storage::unix_now());
     if (!found.any()) return;
     counters_.add(counters_.new_row_wakes);
-    const auto shard_count = static_cast<std::int64_t>(shards_.size());
-    std::vector<std::vector<std::int64_t>> per_shard(shards_.size());
-    for (const auto id : found.subscribers) {
-      per_shard[static_cast<std::size_t>(id % shard_count)].push_back(id);
-    }
-    for (std::size_t i = 0; i < shards_.size(); ++i) {
-      if (found.all || !per_shard[i].empty()) {
-        shards_[i]->on_new_rows(std::move(per_shard[i]), found.all);
-      }
-    }
+    wake_subscribers(found.subscribers, found.all);
   } catch (const SQLite::Exception& error) {
     // The idle poll still finds the rows; a failing database shows in the claims too.
     log(log_level::debug, std::string("looking for new rows failed: ") + error.what());

@@ -29,8 +29,10 @@ void storage_worker::attach(std::vector<shard_endpoint*> shards) { shards_ = std
 
 void storage_worker::start() {
   // Opened here so that a bad path fails at start-up, before any thread runs.
-  db_ = std::make_unique<db_state>(config_.storage, lock_wait_);
+  db_ = std::make_unique<db_state>(config_.storage, lock_wait_, config_.subscribers);
   reload_subscribers(true);
+  // Before the first claim: a drain alone on the queue owns every subscriber from the start.
+  renew_ownership(true);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -134,6 +136,7 @@ void storage_worker::run() {
       if (now - last_reload_ >= config_.storage.subscriber_reload_interval) {
         reload_subscribers(false);
       }
+      if (now - last_ownership_renew_ >= config_.storage.ownership_renew) renew_ownership();
       // Counting a large backlog scans the due index, so it is done rarely while it is large.
       // Once nothing is in flight or buffered the end may be near whatever the last count
       // said, so --until-drained exits promptly after the last delivery.
@@ -146,7 +149,12 @@ void storage_worker::run() {
       if (now - last_drained_check_ >= check_every) {
         check_drained();
       }
-    } else if (!pending_claims_.empty()) {
+    } else {
+      // Claiming stopped: the other drains may take the subscribers now, while this one's
+      // attempts in flight finish (their rows stay fenced by their row leases).
+      if (!ownership_released_) release_ownership();
+    }
+    if (!claiming && !pending_claims_.empty()) {
       // Claiming stopped: answer with nothing so that shards do not wait for rows.
       for (auto& [shard, demand] : pending_claims_) {
         shards_[static_cast<std::size_t>(shard)]->on_claimed({std::move(demand), {}});
@@ -172,6 +180,7 @@ void storage_worker::run() {
         } catch (const SQLite::Exception&) {
           remaining_ = -1;
         }
+        if (!ownership_released_) release_ownership();
         publish_wal_counters();
         finished_.store(true);
         return;
@@ -185,6 +194,55 @@ void storage_worker::run() {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, config_.storage.error_backoff, [this] { return lock_wait_.give_up.load(); });
     }
+  }
+}
+
+void storage_worker::renew_ownership(bool initial) {
+  last_ownership_renew_ = steady::now();
+  storage::ownership_change change;
+  try {
+    change = db_->owners.renew(storage::unix_now());
+  } catch (const SQLite::Exception& error) {
+    // Claims keep their fence: once the last renewal's heartbeat runs out this drain claims
+    // nothing, and the other drainers may take its subscribers.
+    counters_.add(counters_.storage_errors);
+    log_warn(std::string("renewing ownership leases failed, will retry: ") + error.what());
+    return;
+  }
+  counters_.owned_subscribers.store(
+      static_cast<std::int64_t>(db_->owners.owned_count(storage::unix_now())),
+      std::memory_order_relaxed);
+  if (!change.lost.empty()) {
+    log_warn("lost ownership of " + std::to_string(change.lost.size()) + " subscribers (first " +
+             std::to_string(change.lost.front()) +
+             "): another drainer took them over after this drain missed its renewals");
+  }
+  if (!initial && !change.taken.empty()) tell_owner_change(change.taken, true);
+  auto disowned = std::move(change.released);
+  disowned.insert(disowned.end(), change.lost.begin(), change.lost.end());
+  if (!disowned.empty()) tell_owner_change(disowned, false);
+}
+
+void storage_worker::tell_owner_change(const std::vector<std::int64_t>& ids, bool taken) {
+  auto per_shard = split_by_shard(ids);
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (per_shard[i].empty()) continue;
+    if (taken) {
+      shards_[i]->on_taken(std::move(per_shard[i]));
+    } else {
+      shards_[i]->on_disowned(std::move(per_shard[i]));
+    }
+  }
+}
+
+void storage_worker::release_ownership() {
+  ownership_released_ = true;
+  try {
+    db_->owners.release_all();
+    counters_.owned_subscribers.store(0, std::memory_order_relaxed);
+  } catch (const SQLite::Exception& error) {
+    // Left to expire: the other drainers take over once the heartbeat runs out.
+    log_warn(std::string("could not release ownership leases at the stop: ") + error.what());
   }
 }
 
@@ -270,7 +328,8 @@ void storage_worker::answer_claims() {
         db_->db, db_->writer, db_->claims, db_->tokens, pending_outcomes_, pending_deactivate_, all,
         storage::unix_now(), lease_seconds,
         static_cast<std::int64_t>(
-            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
+            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)),
+        &db_->owners);
     const auto took = steady::now() - now;
     if (!pending_outcomes_.empty() || !pending_deactivate_.empty()) {
       note_written(result.written, pending_outcomes_.size(), took);

@@ -38,6 +38,13 @@ class shard_endpoint {
   // Rows were queued for these subscribers (all of the shard's when `all`): ask for them now
   // rather than at their next idle poll.
   virtual void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) = 0;
+  // This drain took these subscribers over from another drain (storage/ownership.hpp): their
+  // pacing starts empty, so the previous owner's last sends and ours together stay within the
+  // partner's limit, and their rows are asked for now.
+  virtual void on_taken(std::vector<std::int64_t> subscriber_ids) = 0;
+  // This drain no longer owns these subscribers (storage/ownership.hpp): rows claimed for them
+  // and not yet sent go back to the queue, for their new owner to claim at once.
+  virtual void on_disowned(std::vector<std::int64_t> subscriber_ids) = 0;
 };
 
 class storage_worker {
@@ -85,9 +92,17 @@ class storage_worker {
   void answer_claims();
   void reload_subscribers(bool initial);
   void check_drained();
+  // `initial`: the first renewal, before any shard sent: buckets were just seeded.
+  void renew_ownership(bool initial = false);
+  void release_ownership();
   void ping_if_idle();
   void check_queue_file();
   void wake_for_new_rows();
+  // Asks the shards of `ids` (every shard when `all`) to claim for them now.
+  void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
+  void tell_owner_change(const std::vector<std::int64_t>& ids, bool taken);
+  // `ids` by the shard each belongs to (subscriber s to shard s % shards).
+  std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
   void give_up_writing();
   void publish_wal_counters();
   void update_drainable();
@@ -123,6 +138,7 @@ class storage_worker {
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
   std::chrono::steady_clock::time_point last_commit_{};
   std::chrono::steady_clock::time_point last_reload_{};
+  std::chrono::steady_clock::time_point last_ownership_renew_{};
   std::chrono::steady_clock::time_point last_drained_check_{};
   std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point last_new_rows_check_{};
@@ -135,6 +151,7 @@ class storage_worker {
   std::int64_t remaining_ = -1;
   std::int64_t unwritten_ = 0;
   bool queue_lost_ = false;
+  bool ownership_released_ = false;
   struct db_state;
   std::unique_ptr<db_state> db_;
 };

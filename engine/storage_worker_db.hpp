@@ -12,13 +12,15 @@
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/ownership.hpp"
 #include "storage/token_leases.hpp"
 #include "storage/wal_meter.hpp"
 
 namespace surge::engine {
 
 struct storage_worker::db_state {
-  db_state(const storage_worker_config& config, const storage::interruptible_wait& lock_wait)
+  db_state(const storage_worker_config& config, const storage::interruptible_wait& lock_wait,
+           const proto::id_set& allowed)
       : db(storage::open_database({.path = config.db_path,
                                    .busy_timeout = config.busy_timeout,
                                    .create_if_missing = false,
@@ -29,6 +31,8 @@ struct storage_worker::db_state {
         claims(db),
         writer(db),
         tokens(db, std::chrono::duration<double>(config.token_reserve).count()),
+        owners(db, claims.owner(), allowed,
+               std::chrono::duration<double>(config.ownership_heartbeat).count()),
         wal(db, {.checkpoint_frames = config.checkpoint_frames, .checkpoint_on_commit = false}),
         changes(db) {
     wal.on_checkpoint_wanted([this] { checkpoints.request(); });
@@ -39,6 +43,7 @@ struct storage_worker::db_state {
   storage::claimer claims;
   storage::outcome_writer writer;
   storage::token_leaser tokens;
+  storage::ownership_keeper owners;
   storage::wal_meter wal;
   storage::change_watch changes;  // rows other connections queue, for the wake
 };

@@ -41,6 +41,9 @@ class token_allowance {
   void granted(double tokens, clock::time_point now, clock::duration next_token_in);
   // The ask was not answered (the drain stops claiming, or the cycle failed): ask again later.
   void unanswered() { asked_ = false; }
+  // The bucket may have tokens for us now although the last answer said to wait (this drain
+  // just took the subscriber over): the next ask may go at once.
+  void ask_now() { next_ask_at_ = {}; }
   bool asking() const { return asked_; }
 
   // The pump's wait for a token of this allowance: zero when one is here, else max(): the

@@ -29,6 +29,8 @@ class wire_gate {
   // New limits apply from `now` without resetting tokens (clamped to the new burst).
   void reconfigure(double rate_per_sec, double burst, time_point now);
 
+  // No token left at `now` (refill continues from there).
+  void empty(time_point now) { bucket_.empty(now); }
   double tokens_at(time_point t) const { return bucket_.tokens_at(t); }
   // The safety margin against the partner's clock (see wire_gate.cpp): with burst >= 2, how
   // long a token must have been whole before a write that waited for it goes; with burst 1, how

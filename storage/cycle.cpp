@@ -4,14 +4,24 @@
 
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/database.hpp"
+
 namespace surge::storage {
+namespace {
+
+// How soon a drainer asks again for tokens of a subscriber it does not own: about one ownership
+// renewal.
+constexpr double not_owned_recheck_seconds = 1.0;
+
+}  // namespace
 
 cycle_result write_and_claim(SQLite::Database& db, outcome_writer& writer, claimer& claims,
                              token_leaser& tokens,
                              std::span<const outcome> outcomes,
                              std::span<const std::int64_t> deactivate,
                              std::span<const subscriber_demand> demand, double now,
-                             double lease_seconds, std::int64_t max_payload_bytes) {
+                             double lease_seconds, std::int64_t max_payload_bytes,
+                             const ownership_keeper* owners) {
   cycle_result result;
   const bool asks_any = std::any_of(demand.begin(), demand.end(),
                                     [](const auto& d) { return d.rows > 0 || d.tokens != 0; });
@@ -20,7 +30,30 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_writer& writer, claim
   // Outcomes first, as when they were separate transactions: a lease given back in this cycle
   // is free for its claim.
   result.written = writer.apply(outcomes, deactivate);
+  std::vector<subscriber_demand> owned;
+  std::vector<token_grant> not_owned;
+  if (owners != nullptr) {
+    // Read the clock again under the write lock: the cycle may have waited for it, and another
+    // drainer can take a subscriber only in a write transaction of its own.
+    const double locked_at = unix_now();
+    owned.reserve(demand.size());
+    for (const auto& entry : demand) {
+      if (owners->owns(entry.subscriber_id, locked_at)) {
+        owned.push_back(entry);
+      } else if (entry.tokens < 0) {
+        owned.push_back({.subscriber_id = entry.subscriber_id, .tokens = entry.tokens});
+      } else if (entry.tokens > 0) {
+        // Answered, so the asker waits instead of asking in every cycle; the owner may change
+        // at the next renewal.
+        not_owned.push_back({.subscriber_id = entry.subscriber_id,
+                             .tokens = 0,
+                             .next_token_at = locked_at + not_owned_recheck_seconds});
+      }
+    }
+    demand = owned;
+  }
   result.granted = tokens.lease(demand, now);
+  result.granted.insert(result.granted.end(), not_owned.begin(), not_owned.end());
   result.claimed = claims.claim_within(demand, now, lease_seconds, max_payload_bytes);
   transaction.commit();
   return result;

@@ -97,6 +97,20 @@ CREATE TABLE IF NOT EXISTS surge_lease (
            {"surge_attempt", "batch_size", "INTEGER NOT NULL DEFAULT 1"},
        },
        ""},
+      // Ownership leases (several drainers on one queue): a drainer's heartbeat, and which
+      // drainer owns each subscriber. An ownership lives as long as its drainer's heartbeat;
+      // `fence` counts the takes, and drainer '' means released.
+      {4,
+       {},
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_drainer (
+  name TEXT PRIMARY KEY, subscribers TEXT NOT NULL, started_at REAL NOT NULL,
+  seen_at REAL NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS surge_owner (
+  subscriber_id INTEGER PRIMARY KEY, drainer TEXT NOT NULL, fence INTEGER NOT NULL,
+  taken_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
+)sql"},
   };
   return all;
 }

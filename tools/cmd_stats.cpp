@@ -2,11 +2,14 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "storage/database.hpp"
+#include "storage/ownership.hpp"
 #include "storage/queue.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
@@ -39,6 +42,33 @@ void print_lease_holders(const storage::queue_stats& stats) {
     std::printf("%-32s %10lld  %s\n", owner.c_str(), static_cast<long long>(rows),
                 subscribers.c_str());
   }
+}
+
+// Which live drain owns which subscribers (ownership leases: only the owner sends).
+void print_owners(const std::vector<storage::drainer_ownership>& drainers, double now) {
+  if (drainers.empty()) return;
+  std::printf("\n%-32s %11s %8s %10s  %s\n", "owner", "subscribers", "seen_s", "allowed",
+              "owned");
+  for (const auto& d : drainers) {
+    std::string owned;
+    for (const auto id : d.subscribers) owned += (owned.empty() ? "" : ",") + std::to_string(id);
+    std::printf("%-32s %11zu %8.1f %10s  %s\n", d.name.c_str(), d.subscribers.size(),
+                now - d.seen_at, d.allowed.c_str(), owned.empty() ? "-" : owned.c_str());
+  }
+}
+
+boost::json::array owners_json(const std::vector<storage::drainer_ownership>& drainers) {
+  boost::json::array out;
+  for (const auto& d : drainers) {
+    boost::json::array owned;
+    for (const auto id : d.subscribers) owned.push_back(id);
+    out.push_back({{"name", d.name},
+                   {"allowed", d.allowed},
+                   {"started_at", d.started_at},
+                   {"seen_at", d.seen_at},
+                   {"subscribers", std::move(owned)}});
+  }
+  return out;
 }
 
 void print_row(const std::string& label, const storage::status_counts& c) {
@@ -86,7 +116,9 @@ void add_stats_command(CLI::App& app, command_action& action) {
   cmd->callback([&action, db_path, json] {
     action = [db_path, json] {
       auto db = storage::open_database({.path = *db_path, .create_if_missing = false});
-      const auto stats = storage::read_stats(db, storage::unix_now());
+      const double now = storage::unix_now();
+      const auto stats = storage::read_stats(db, now);
+      const auto owners = storage::read_ownership(db, now);
       if (*json) {
         boost::json::object out = to_json(stats.total);
         boost::json::array subscribers;
@@ -107,6 +139,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
                             {"coalesce_events", r.coalesce_events}});
         }
         out["batching_and_coalescing"] = std::move(relief);
+        out["owners"] = owners_json(owners);
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
@@ -115,6 +148,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
       for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
       print_row("total", stats.total);
       print_lease_holders(stats);
+      print_owners(owners, now);
       print_relief(relief_subscribers(db));
       return exit_ok;
     };

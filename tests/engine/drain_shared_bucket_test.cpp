@@ -53,6 +53,9 @@ class DrainSharedBucket : public ::testing::Test {
   std::int64_t id = queue.add_subscriber_at(sink, rate, burst);
 };
 
+// Started together, the first drain to renew owns the subscriber and the even share then moves
+// it to the other about a second later (ownership leases): both spend from its bucket, and the
+// handoff grants no second burst.
 TEST_F(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
 
   tools::child_process first(surge_binary(), drain_args(queue, "4"), dir.file("a.out"),

@@ -53,6 +53,15 @@ TEST(TokenAllowance, AnEmptyBucketIsNotAskedAgainBeforeItsNextToken) {
   EXPECT_GT(allowance.ask(2, t0 + 2400ms), 0);
 }
 
+TEST(TokenAllowance, ATakeoverMayAskAtOnceDespiteTheLastAnswer) {
+  token_allowance allowance;
+  ASSERT_GT(allowance.ask(2, t0), 0);
+  allowance.granted(0, t0, 1s);  // "not yours": another drain owned the subscriber
+  EXPECT_EQ(allowance.ask(2, t0 + 100ms), 0);
+  allowance.ask_now();
+  EXPECT_GT(allowance.ask(2, t0 + 100ms), 0);
+}
+
 TEST(TokenAllowance, TokensUnusedForAWholeLeaseAreTakenBackOnce) {
   token_allowance allowance({.lease_seconds = 1.0});
   ASSERT_GT(allowance.ask(5, t0), 0);

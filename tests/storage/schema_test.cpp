@@ -56,6 +56,10 @@ void expect_fully_migrated(SQLite::Database& db) {
             (std::set<std::string>{"id", "delivery_id", "subscriber_id", "attempt", "started_at",
                                    "finished_at", "status_code", "error_class", "batch_lead",
                                    "batch_size"}));
+  EXPECT_EQ(columns(db, "surge_drainer"),
+            (std::set<std::string>{"name", "subscribers", "started_at", "seen_at", "expires_at"}));
+  EXPECT_EQ(columns(db, "surge_owner"),
+            (std::set<std::string>{"subscriber_id", "drainer", "fence", "taken_at"}));
   EXPECT_EQ(columns(db, "surge_lease"),
             (std::set<std::string>{"lease", "owner", "claimed_at"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
@@ -74,10 +78,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 3);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
+  EXPECT_EQ(latest_schema_version(), 4);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 3);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 4);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
               60);
 }
@@ -125,7 +129,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -161,7 +165,7 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
   EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
@@ -176,7 +180,7 @@ TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 3);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
   // surge_lease is keyed by the lease value, so stats can join on locked_until.
   EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
             1);

@@ -35,6 +35,9 @@ void drop_version_three(SQLite::Database& db) {
     db.exec(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
   }
   db.exec("DELETE FROM surge_schema_version WHERE version = 3");
+  // A build without migration 3 had none of the later ones either.
+  db.exec("DROP TABLE surge_owner; DROP TABLE surge_drainer;"
+          "DELETE FROM surge_schema_version WHERE version > 3");
 }
 
 std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types,

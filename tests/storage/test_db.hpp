@@ -22,7 +22,8 @@ SQLite::Database open_migrated(const std::string& path,
 void create_shared_tables(SQLite::Database& db);
 
 // Turns a fully migrated file back into what a Surge build without migration 3 (batches and
-// coalescing) left behind: its columns dropped and its version row deleted.
+// coalescing) left behind: its columns and the later migrations' tables dropped, and their
+// version rows deleted.
 void drop_version_three(SQLite::Database& db);
 
 // Inserts through the other program's statements (base columns only).

@@ -1,0 +1,197 @@
+#include "storage/ownership.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+#include <signal.h>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "proto/ownership.hpp"
+
+namespace surge::storage {
+namespace {
+
+// Heartbeats of drainers gone for this long are deleted; their ownerships are long free.
+constexpr double dead_drainer_keep_seconds = 3600;
+
+std::string selection_text(const proto::id_set& allowed) {
+  return allowed.all() ? "*" : allowed.to_string();
+}
+
+proto::id_set parse_selection(const std::string& text) {
+  if (text == "*") return {};
+  auto parsed = proto::id_set::parse(text);
+  // A selection this version cannot read is treated as "takes nothing", never as "takes all".
+  return parsed ? *parsed : *proto::id_set::parse("0-0");
+}
+
+// "surge@host:pid" split at the last colon; pid 0 when the name has another shape.
+std::pair<std::string_view, pid_t> host_and_pid(std::string_view name) {
+  const auto colon = name.rfind(':');
+  if (colon == std::string_view::npos) return {name, 0};
+  pid_t pid = 0;
+  const auto digits = name.substr(colon + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  if (error != std::errc() || end != digits.data() + digits.size() || pid <= 0) return {name, 0};
+  return {name.substr(0, colon), pid};
+}
+
+// A drainer on this host whose process no longer exists (killed, crashed): its heartbeat is
+// ended at once instead of waited out, so a drain restarted after a crash takes over without
+// delay. Only ESRCH counts: a process of another user (EPERM) is alive.
+bool gone_from_this_host(std::string_view self, std::string_view other) {
+  const auto [my_host, my_pid] = host_and_pid(self);
+  const auto [host, pid] = host_and_pid(other);
+  if (my_pid == 0 || pid == 0 || pid == my_pid || host != my_host) return false;
+  return ::kill(pid, 0) == -1 && errno == ESRCH;
+}
+
+}  // namespace
+
+ownership_keeper::ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
+                                   double heartbeat_seconds)
+    : db_(db),
+      name_(std::move(name)),
+      allowed_(std::move(allowed)),
+      heartbeat_seconds_(heartbeat_seconds) {}
+
+ownership_change ownership_keeper::renew(double now) {
+  if (started_at_ == 0) started_at_ = now;
+  ownership_change change;
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  const double alive_until = now + heartbeat_seconds_;
+  {
+    SQLite::Statement beat(db_,
+                           "INSERT INTO surge_drainer(name, subscribers, started_at, seen_at, "
+                           "expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                           "subscribers = excluded.subscribers, seen_at = excluded.seen_at, "
+                           "expires_at = excluded.expires_at");
+    beat.bind(1, name_);
+    beat.bind(2, selection_text(allowed_));
+    beat.bind(3, started_at_);
+    beat.bind(4, now);
+    beat.bind(5, alive_until);
+    beat.exec();
+  }
+  std::vector<proto::live_drainer> live;
+  std::vector<std::string> gone;
+  {
+    SQLite::Statement query(db_,
+                            "SELECT name, subscribers FROM surge_drainer WHERE expires_at > ? "
+                            "ORDER BY name");
+    query.bind(1, now);
+    while (query.executeStep()) {
+      auto name = query.getColumn(0).getString();
+      if (gone_from_this_host(name_, name)) {
+        gone.push_back(std::move(name));
+        continue;
+      }
+      live.push_back({std::move(name), parse_selection(query.getColumn(1).getString())});
+    }
+  }
+  if (!gone.empty()) {
+    SQLite::Statement end(db_, "UPDATE surge_drainer SET expires_at = ? WHERE name = ?");
+    for (const auto& name : gone) {
+      end.bind(1, now);
+      end.bind(2, name);
+      end.exec();
+      end.reset();
+    }
+  }
+  std::vector<std::int64_t> subscribers;
+  {
+    SQLite::Statement query(db_, "SELECT id FROM webhook_subscriber ORDER BY id");
+    while (query.executeStep()) subscribers.push_back(query.getColumn(0).getInt64());
+  }
+  std::vector<proto::subscriber_owner> owners;
+  {
+    // An ownership lives as long as its drainer's heartbeat.
+    SQLite::Statement query(db_,
+                            "SELECT o.subscriber_id, o.drainer, d.expires_at FROM surge_owner o "
+                            "JOIN surge_drainer d ON d.name = o.drainer");
+    while (query.executeStep()) {
+      owners.push_back({query.getColumn(0).getInt64(), query.getColumn(1).getString(),
+                        query.getColumn(2).getDouble()});
+    }
+  }
+  const auto plan = proto::plan_ownership(name_, subscribers, live, owners, now);
+  {
+    SQLite::Statement take(db_,
+                           "INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
+                           "VALUES (?, ?, 1, ?) ON CONFLICT(subscriber_id) DO UPDATE SET "
+                           "drainer = excluded.drainer, fence = fence + 1, "
+                           "taken_at = excluded.taken_at");
+    for (const auto id : plan.take) {
+      take.bind(1, id);
+      take.bind(2, name_);
+      take.bind(3, now);
+      take.exec();
+      take.reset();
+    }
+    SQLite::Statement release(db_,
+                              "UPDATE surge_owner SET drainer = '' "
+                              "WHERE subscriber_id = ? AND drainer = ?");
+    for (const auto id : plan.release) {
+      release.bind(1, id);
+      release.bind(2, name_);
+      release.exec();
+      release.reset();
+    }
+    SQLite::Statement prune(db_, "DELETE FROM surge_drainer WHERE expires_at < ?");
+    prune.bind(1, now - dead_drainer_keep_seconds);
+    prune.exec();
+  }
+  transaction.commit();
+
+  std::unordered_set<std::int64_t> owned(plan.keep.begin(), plan.keep.end());
+  owned.insert(plan.take.begin(), plan.take.end());
+  for (const auto id : owned_) {
+    if (!owned.contains(id) &&
+        std::find(plan.release.begin(), plan.release.end(), id) == plan.release.end()) {
+      change.lost.push_back(id);
+    }
+  }
+  std::sort(change.lost.begin(), change.lost.end());
+  change.taken = plan.take;
+  change.released = plan.release;
+  owned_ = std::move(owned);
+  alive_until_ = alive_until;
+  return change;
+}
+
+void ownership_keeper::release_all() {
+  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement release(db_, "UPDATE surge_owner SET drainer = '' WHERE drainer = ?");
+  release.bind(1, name_);
+  release.exec();
+  SQLite::Statement forget(db_, "DELETE FROM surge_drainer WHERE name = ?");
+  forget.bind(1, name_);
+  forget.exec();
+  transaction.commit();
+  owned_.clear();
+  alive_until_ = 0;
+}
+
+std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now) {
+  std::vector<drainer_ownership> drainers;
+  if (!db.tableExists("surge_drainer")) return drainers;
+  SQLite::Statement query(db,
+                          "SELECT d.name, d.subscribers, d.started_at, d.seen_at, o.subscriber_id "
+                          "FROM surge_drainer d LEFT JOIN surge_owner o ON o.drainer = d.name "
+                          "WHERE d.expires_at > ? ORDER BY d.name, o.subscriber_id");
+  query.bind(1, now);
+  while (query.executeStep()) {
+    const std::string name = query.getColumn(0).getString();
+    if (drainers.empty() || drainers.back().name != name) {
+      drainers.push_back({name, query.getColumn(1).getString(), query.getColumn(2).getDouble(),
+                          query.getColumn(3).getDouble(), {}});
+    }
+    if (!query.getColumn(4).isNull()) drainers.back().subscribers.push_back(query.getColumn(4).getInt64());
+  }
+  return drainers;
+}
+
+}  // namespace surge::storage

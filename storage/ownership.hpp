@@ -1,0 +1,71 @@
+#pragma once
+// Ownership leases (DESIGN section 3, several drainers): each subscriber is owned by at most one
+// live Surge drainer, which alone claims its rows. A drainer's heartbeat in surge_drainer keeps
+// all of its ownerships alive in one write; an ownership whose drainer's heartbeat expired is
+// free, so the subscribers of a drainer that died are taken over once its heartbeat expires, or
+// at the next renewal when it ran on this host and its process is gone.
+// Who should own what is proto::plan_ownership; this file reads the view and applies the plan.
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "proto/id_set.hpp"
+
+namespace surge::storage {
+
+struct ownership_change {
+  std::vector<std::int64_t> taken;
+  std::vector<std::int64_t> released;
+  // Owned at the last renewal but owned by another drainer now: this drainer missed renewals
+  // for longer than its heartbeat lasts and was taken over.
+  std::vector<std::int64_t> lost;
+};
+
+class ownership_keeper {
+ public:
+  // `allowed`: the subscribers this drainer may take (--subscribers). `heartbeat_seconds`: how
+  // long one renewal keeps this drainer's ownerships alive.
+  ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
+                   double heartbeat_seconds);
+
+  // One BEGIN IMMEDIATE transaction: writes the heartbeat, reads the live drainers, the
+  // subscribers and their owners, and takes and releases what proto::plan_ownership says.
+  ownership_change renew(double now);
+
+  // Whether this drainer owns `subscriber_id` at `now`, as of its last renewal: the claim's
+  // fence. Called inside the claim's write transaction, so no other drainer can take the
+  // subscriber between this answer and the claim.
+  bool owns(std::int64_t subscriber_id, double now) const {
+    return now < alive_until_ && owned_.contains(subscriber_id);
+  }
+  std::size_t owned_count(double now) const { return now < alive_until_ ? owned_.size() : 0; }
+  const std::string& name() const { return name_; }
+
+  // At a clean stop, in one transaction: every ownership is released and the heartbeat removed,
+  // so the other drainers take the subscribers at their next renewal.
+  void release_all();
+
+ private:
+  SQLite::Database& db_;
+  std::string name_;
+  proto::id_set allowed_;
+  double heartbeat_seconds_;
+  std::unordered_set<std::int64_t> owned_;
+  double alive_until_ = 0;
+  double started_at_ = 0;
+};
+
+// For `surge stats`: every drainer whose heartbeat is live, with the subscribers it owns.
+struct drainer_ownership {
+  std::string name;
+  std::string allowed;  // its --subscribers selection, "*" for all
+  double started_at = 0;
+  double seen_at = 0;
+  std::vector<std::int64_t> subscribers;  // ascending
+};
+std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now);
+
+}  // namespace surge::storage
