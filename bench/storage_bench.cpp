@@ -9,11 +9,13 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <SQLiteCpp/Transaction.h>
 #include <unistd.h>
 
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/ownership.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
@@ -130,3 +132,41 @@ void BM_storage_outcomes(benchmark::State& state) {
 BENCHMARK(BM_storage_outcomes)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
+
+// One ownership renewal (storage/ownership.hpp) with `state.range(0)` subscribers spread over
+// ten live drains: the transaction each drain runs once a second. It reads every subscriber
+// and owner, so its cost grows with the subscribers; divide by ten drains per second for the
+// share of the write lock it takes.
+void BM_ownership_renew(benchmark::State& state) {
+  const auto subscribers = static_cast<int>(state.range(0));
+  bench_queue queue(bench_subscribers);
+  {
+    SQLite::Transaction transaction(queue.db());
+    subscriber_row row;
+    row.url = "http://127.0.0.1:8080/hook";
+    row.secret = "secret";
+    for (int i = bench_subscribers; i < subscribers; ++i) add_subscriber(queue.db(), row);
+    transaction.commit();
+  }
+  constexpr int drains = 10;
+  std::vector<ownership_keeper> keepers;
+  keepers.reserve(drains);
+  for (int i = 0; i < drains; ++i) {
+    keepers.emplace_back(queue.db(), "surge@bench-" + std::to_string(i) + ":1", surge::proto::id_set{},
+                         4.0);
+  }
+  double now = emitted_at;
+  // Settle: releases and takes until every drain holds its share.
+  for (int round = 0; round < 3; ++round, now += 1) {
+    for (auto& keeper : keepers) keeper.renew(now);
+  }
+  std::size_t next = 0;
+  for (auto _ : state) {
+    const auto change = keepers[next].renew(now);
+    benchmark::DoNotOptimize(change.taken.data());
+    next = (next + 1) % keepers.size();
+    if (next == 0) now += 1;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ownership_renew)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);

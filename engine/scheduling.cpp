@@ -53,10 +53,8 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
     }
   }
   if (token_now) return act(pump_action::send);
-  if (facts.token_wait != clock::duration::max()) {
-    out.wake_at = now + facts.token_wait;
-    out.waits_for_token = true;
-  }
+  out.waits_for_token = true;
+  if (facts.token_wait != clock::duration::max()) out.wake_at = now + facts.token_wait;
   return out;
 }
 

@@ -40,7 +40,9 @@ struct pump_facts {
   std::optional<clock::time_point> batch_wait_since;
   clock::duration batch_linger{};
   bool stopping = false;
-  clock::duration token_wait{};  // zero: a token is there; max: never (rate 0)
+  // zero: a token is there; max: no time known, a grant of the persisted bucket's tokens is
+  // awaited (its answer wakes the pump; a rate of 0 is rate_paused).
+  clock::duration token_wait{};
 };
 
 enum class pump_action {

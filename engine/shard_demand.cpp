@@ -117,6 +117,7 @@ void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
       it->second->bucket.empty(now);
       it->second->wire.empty(now);
       it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
+      it->second->disowned = false;
     }
     wake_subscribers(ids, false);
   });
@@ -125,9 +126,15 @@ void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
 void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
   asio::post(io_, [this, ids = std::move(subscriber_ids)] {
     for (const auto id : ids) {
-      // Attempts in flight finish; their outcomes are fenced by their row leases. The tokens
+      auto it = subscribers_.find(id);
+      if (it == subscribers_.end()) continue;
+      // Requests already written finish (their outcomes are fenced by their row leases); the
+      // rest give their rows back, so the new owner's sends never overlap ours. The tokens
       // leased for the subscriber go back once unspent for a lease (take_stale).
-      if (auto it = subscribers_.find(id); it != subscribers_.end()) release_ready(*it->second);
+      auto& sub = *it->second;
+      sub.disowned = true;
+      release_ready(sub);
+      sub.notify_wire();
     }
   });
 }

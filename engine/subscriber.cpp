@@ -146,7 +146,7 @@ boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
   bool passed = false;
   for (;;) {
     const auto now = steady::now();
-    if (stopping || now >= give_up_at) break;
+    if (stopping || disowned || now >= give_up_at) break;
     auto wake_at = give_up_at;  // behind others: until the one ahead leaves, or giving up
     if (wire_line.front() == &timer) {
       if (paused_until > now) {

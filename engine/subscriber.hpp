@@ -103,6 +103,8 @@ struct subscriber_state {
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
   bool origin_turn = false;  // woken from the head of that queue: may send before those behind
+  // Another drain owns it now (storage/ownership.hpp): nothing more goes on the wire from here.
+  bool disowned = false;
   // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
   boost::asio::steady_timer wake;
 
@@ -110,7 +112,7 @@ struct subscriber_state {
   // Waits, first come first served, until the wire gate lets one more request go and no
   // Retry-After pause is in force; true when the caller may write now (the token is taken).
   // False when it gives up: at `give_up_at`, when a pause or a rate of 0 lasts past it, or once
-  // `stopping` (the shard's flag, which outlives the wait) is set.
+  // `stopping` (the shard's flag, which outlives the wait) or `disowned` is set.
   boost::asio::awaitable<bool> wait_for_wire(std::chrono::steady_clock::time_point give_up_at,
                                              const bool& stopping, bool fresh_connection);
   // Limits, a pause or the stop flag changed: the waiters at the gate look again.

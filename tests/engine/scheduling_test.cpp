@@ -129,12 +129,14 @@ TEST(NextPumpStep, APartialBatchLingersOnlyWhileATokenIsThere) {
   EXPECT_EQ(decision.wake_at, t0 + 150ms);
 }
 
-TEST(NextPumpStep, ARateOfZeroNeverWakesForATokenOnItsOwn) {
+// No time is known while the persisted bucket's next grant is on its way: the answer wakes the
+// pump, and the wait counts as waiting for a token (surge_token_wait_seconds_total).
+TEST(NextPumpStep, AWaitForAGrantHasNoTimerButCountsAsATokenWait) {
   auto facts = ready_to_send();
   facts.token_wait = clock::duration::max();
   const auto decision = next_pump_step(facts, t0);
   EXPECT_EQ(decision.action, pump_action::wait);
-  EXPECT_FALSE(decision.waits_for_token);
+  EXPECT_TRUE(decision.waits_for_token);
   EXPECT_EQ(decision.wake_at, clock::time_point::max());
 }
 
