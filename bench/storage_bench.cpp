@@ -9,7 +9,6 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
-#include <SQLiteCpp/Transaction.h>
 #include <unistd.h>
 
 #include "storage/claims.hpp"
@@ -140,14 +139,10 @@ BENCHMARK(BM_storage_outcomes)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecon
 void BM_ownership_renew(benchmark::State& state) {
   const auto subscribers = static_cast<int>(state.range(0));
   bench_queue queue(bench_subscribers);
-  {
-    SQLite::Transaction transaction(queue.db());
-    subscriber_row row;
-    row.url = "http://127.0.0.1:8080/hook";
-    row.secret = "secret";
-    for (int i = bench_subscribers; i < subscribers; ++i) add_subscriber(queue.db(), row);
-    transaction.commit();
-  }
+  subscriber_row row;
+  row.url = "http://127.0.0.1:8080/hook";
+  row.secret = "secret";
+  for (int i = bench_subscribers; i < subscribers; ++i) add_subscriber(queue.db(), row);
   constexpr int drains = 10;
   std::vector<ownership_keeper> keepers;
   keepers.reserve(drains);

@@ -95,6 +95,10 @@ struct storage_worker_config {
   // dies is taken over within about ownership_heartbeat + ownership_renew.
   std::chrono::milliseconds ownership_renew = 1s;
   std::chrono::milliseconds ownership_heartbeat = 4s;
+  // While subscribers assigned to this drain wait for their owner to release them (a drain
+  // joined or left), it renews this often instead, so a handoff leaves a subscriber without a
+  // sender for about this long rather than up to a whole renewal interval.
+  std::chrono::milliseconds ownership_handoff_poll = 100ms;
   // After the grace period, how long the last outcome writes may still wait for the database.
   std::chrono::milliseconds final_write_window = 1s;
 };

@@ -136,7 +136,10 @@ void storage_worker::run() {
       if (now - last_reload_ >= config_.storage.subscriber_reload_interval) {
         reload_subscribers(false);
       }
-      if (now - last_ownership_renew_ >= config_.storage.ownership_renew) renew_ownership();
+      if (now - last_ownership_renew_ >= (ownership_awaited_ ? config_.storage.ownership_handoff_poll
+                                                             : config_.storage.ownership_renew)) {
+        renew_ownership();
+      }
       // Counting a large backlog scans the due index, so it is done rarely while it is large.
       // Once nothing is in flight or buffered the end may be near whatever the last count
       // said, so --until-drained exits promptly after the last delivery.
@@ -209,6 +212,7 @@ void storage_worker::renew_ownership(bool initial) {
     log_warn(std::string("renewing ownership leases failed, will retry: ") + error.what());
     return;
   }
+  ownership_awaited_ = change.awaited > 0;
   counters_.owned_subscribers.store(
       static_cast<std::int64_t>(db_->owners.owned_count(storage::unix_now())),
       std::memory_order_relaxed);

@@ -152,6 +152,7 @@ class storage_worker {
   std::int64_t unwritten_ = 0;
   bool queue_lost_ = false;
   bool ownership_released_ = false;
+  bool ownership_awaited_ = false;  // a handoff to this drain is under way: renew sooner
   struct db_state;
   std::unique_ptr<db_state> db_;
 };

@@ -94,6 +94,7 @@ ownership_plan plan_ownership(std::string_view self, std::span<const std::int64_
     if (assigned[i] == self) {
       if (mine) plan.keep.push_back(id);
       if (free) plan.take.push_back(id);
+      if (!mine && !free) plan.awaited.push_back(id);
     } else if (mine) {
       plan.release.push_back(id);
     }

@@ -37,6 +37,9 @@ struct ownership_plan {
   std::vector<std::int64_t> keep;     // owned now and assigned to us: renew
   std::vector<std::int64_t> take;     // free (no owner or expired) and assigned to us
   std::vector<std::int64_t> release;  // owned now but assigned elsewhere, or no longer ours
+  // Assigned to us but still owned by another live drainer, which releases it at its next
+  // renewal: worth renewing again soon to take it as soon as it is free.
+  std::vector<std::int64_t> awaited;
 };
 
 // What drainer `self` (one of `live`) does at `now`. It takes only free subscribers, so two

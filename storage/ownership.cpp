@@ -156,6 +156,7 @@ ownership_change ownership_keeper::renew(double now) {
   }
   std::sort(change.lost.begin(), change.lost.end());
   change.taken = plan.take;
+  change.awaited = plan.awaited.size();
   change.released = plan.release;
   owned_ = std::move(owned);
   alive_until_ = alive_until;

@@ -22,6 +22,8 @@ struct ownership_change {
   // Owned at the last renewal but owned by another drainer now: this drainer missed renewals
   // for longer than its heartbeat lasts and was taken over.
   std::vector<std::int64_t> lost;
+  // Assigned to this drainer but not yet released by their owner (proto::ownership_plan).
+  std::size_t awaited = 0;
 };
 
 class ownership_keeper {

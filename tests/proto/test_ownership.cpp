@@ -113,6 +113,7 @@ TEST(Ownership, ANewDrainerTakesOnlyWhatTheOwnerReleased) {
   const auto b_first = plan_ownership("surge@b:2", subscribers, live, owners, now);
   EXPECT_TRUE(b_first.take.empty());
   EXPECT_TRUE(b_first.keep.empty());
+  EXPECT_EQ(b_first.awaited.size(), 5u);  // its share, still A's: it renews again soon
 
   // A keeps its share and releases B's.
   const auto a_plan = plan_ownership("surge@a:1", subscribers, live, owners, now);
@@ -127,6 +128,7 @@ TEST(Ownership, ANewDrainerTakesOnlyWhatTheOwnerReleased) {
   });
   const auto b_second = plan_ownership("surge@b:2", subscribers, live, owners, now);
   EXPECT_EQ(b_second.take, a_plan.release);
+  EXPECT_TRUE(b_second.awaited.empty());
 }
 
 TEST(Ownership, ADeadDrainersSubscribersAreTakenOnceItsHeartbeatExpires) {

@@ -57,7 +57,9 @@ TEST_F(Ownership, ASecondDrainGetsHalfAfterTheFirstReleasesItAndNeitherOwnsOneTw
   ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
   ownership_keeper b(other_, "surge@b:2", {}, heartbeat);
   a.renew(1000);
-  EXPECT_TRUE(b.renew(1000.1).taken.empty());  // all owned by a live drainer
+  const auto joined = b.renew(1000.1);
+  EXPECT_TRUE(joined.taken.empty());  // all owned by a live drainer
+  EXPECT_EQ(joined.awaited, subscribers_.size() / 2);
   const auto released = a.renew(1001).released;
   EXPECT_EQ(released.size(), subscribers_.size() / 2);
   const auto taken = b.renew(1001.1).taken;
