@@ -135,13 +135,17 @@ TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
               worst_takeover);
   EXPECT_LE(worst_takeover, 8.0);
 
-  // No subscriber above its limit in any window, across all three drains.
+  // No subscriber above its limit in any window, across all three drains, as the receiver
+  // counts arrivals: plus one for clock granularity, as for one drain, and one for the second
+  // sender at a handoff. Under a sanitizer on two busy cores, the arrivals of two processes'
+  // requests shift by tens of milliseconds against their writes, and at 20/s 50 ms is one
+  // request.
   for (const double window : {1.0, 2.0}) {
     int worst = 0;
     for (const auto id : ids) {
       const int most = max_in_window(arrivals[id], window);
       worst = std::max(worst, most);
-      EXPECT_LE(most, burst + rate * window + 1) << "subscriber " << id << ", window " << window << " s";
+      EXPECT_LE(most, burst + rate * window + 2) << "subscriber " << id << ", window " << window << " s";
     }
     std::printf("at most %d requests to one subscriber in a window of %.0f s (limit %.0f)\n", worst,
                 window, burst + rate * window);
