@@ -16,6 +16,10 @@ namespace {
 
 // Heartbeats of drainers gone for this long are deleted; their ownerships are long free.
 constexpr double dead_drainer_keep_seconds = 3600;
+// A heartbeat further ahead than this, or not a number, was not written by a renewal (another
+// program, a hand edit, a clock far off): it counts as expired, so it cannot hold subscribers
+// for ever.
+constexpr double max_heartbeat_seconds = 60;
 
 std::string selection_text(const proto::id_set& allowed) {
   return allowed.all() ? "*" : allowed.to_string();
@@ -81,8 +85,10 @@ ownership_change ownership_keeper::renew(double now) {
   {
     SQLite::Statement query(db_,
                             "SELECT name, subscribers FROM surge_drainer WHERE expires_at > ? "
+                            "AND expires_at <= ? AND typeof(expires_at) IN ('real', 'integer') "
                             "ORDER BY name");
     query.bind(1, now);
+    query.bind(2, now + max_heartbeat_seconds);
     while (query.executeStep()) {
       auto name = query.getColumn(0).getString();
       if (gone_from_this_host(name_, name)) {
@@ -108,10 +114,13 @@ ownership_change ownership_keeper::renew(double now) {
   }
   std::vector<proto::subscriber_owner> owners;
   {
-    // An ownership lives as long as its drainer's heartbeat.
+    // An ownership lives as long as its drainer's heartbeat (an implausible one reads as 0).
     SQLite::Statement query(db_,
-                            "SELECT o.subscriber_id, o.drainer, d.expires_at FROM surge_owner o "
-                            "JOIN surge_drainer d ON d.name = o.drainer");
+                            "SELECT o.subscriber_id, o.drainer, CASE WHEN typeof(d.expires_at) "
+                            "IN ('real', 'integer') AND d.expires_at <= ? THEN d.expires_at "
+                            "ELSE 0 END FROM surge_owner o JOIN surge_drainer d "
+                            "ON d.name = o.drainer");
+    query.bind(1, now + max_heartbeat_seconds);
     while (query.executeStep()) {
       owners.push_back({query.getColumn(0).getInt64(), query.getColumn(1).getString(),
                         query.getColumn(2).getDouble()});

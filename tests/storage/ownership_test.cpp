@@ -156,6 +156,19 @@ TEST_F(Ownership, ADrainOnThisHostWhoseProcessIsGoneIsTakenOverAtOnce) {
   EXPECT_EQ(read_ownership(db_, now + 0.7).size(), 2u);
 }
 
+TEST_F(Ownership, AHeartbeatNoRenewalCouldHaveWrittenHoldsNothing) {
+  ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
+  ownership_keeper c(third_, "surge@c:3", {}, heartbeat);
+  // Another program stretches a's heartbeat a day ahead, or makes it text.
+  for (const char* bogus : {"1000 + 86400", "'soon'"}) {
+    ASSERT_EQ(a.renew(1000).taken.size(), subscribers_.size()) << bogus;
+    db_.exec(std::string("UPDATE surge_drainer SET expires_at = ") + bogus +
+             " WHERE name = 'surge@a:1'");
+    EXPECT_EQ(c.renew(1001).taken.size(), subscribers_.size()) << bogus;
+    c.release_all();
+  }
+}
+
 TEST_F(Ownership, AStoppingDrainReleasesEverythingAndTheOtherTakesItAtOnce) {
   ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
   ownership_keeper b(other_, "surge@b:2", {}, heartbeat);
