@@ -136,16 +136,18 @@ TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   EXPECT_LE(worst_takeover, 8.0);
 
   // No subscriber above its limit in any window, across all three drains, as the receiver
-  // counts arrivals: plus one for clock granularity, as for one drain, and one for the second
-  // sender at a handoff. Under a sanitizer on two busy cores, the arrivals of two processes'
-  // requests shift by tens of milliseconds against their writes, and at 20/s 50 ms is one
-  // request.
+  // counts arrivals: plus one for clock granularity, and the refill of the transport's measured
+  // spread (as DrainRate does for one drain: a sanitized build on two busy cores delivers two
+  // processes' requests late and bunched).
   for (const double window : {1.0, 2.0}) {
     int worst = 0;
     for (const auto id : ids) {
+      const auto transit = transit_spread(requests, id, attempt_starts(queue, id));
       const int most = max_in_window(arrivals[id], window);
       worst = std::max(worst, most);
-      EXPECT_LE(most, burst + rate * window + 2) << "subscriber " << id << ", window " << window << " s";
+      EXPECT_LE(most, burst + rate * (window + transit.spread) + 1)
+          << "subscriber " << id << ", window " << window << " s, transit spread "
+          << transit.spread << " s";
     }
     std::printf("at most %d requests to one subscriber in a window of %.0f s (limit %.0f)\n", worst,
                 window, burst + rate * window);

@@ -30,21 +30,6 @@ std::vector<double> arrivals_of(const std::vector<sink_request>& requests, std::
   return out;
 }
 
-// When Surge started each attempt, keyed by (delivery id, attempt), from its audit table: the send
-// side of the same property, free of the transport's latency spread.
-std::map<std::pair<std::int64_t, int>, double> attempt_starts(test_queue& queue, std::int64_t id) {
-  std::map<std::pair<std::int64_t, int>, double> out;
-  SQLite::Statement query(queue.db(),
-                          "SELECT delivery_id, attempt, started_at FROM surge_attempt "
-                          "WHERE subscriber_id = ?");
-  query.bind(1, id);
-  while (query.executeStep()) {
-    out[{query.getColumn(0).getInt64(), query.getColumn(1).getInt()}] =
-        query.getColumn(2).getDouble();
-  }
-  return out;
-}
-
 std::vector<double> sorted_values(const std::map<std::pair<std::int64_t, int>, double>& starts) {
   std::vector<double> out;
   for (const auto& entry : starts) out.push_back(entry.second);
@@ -52,25 +37,12 @@ std::vector<double> sorted_values(const std::map<std::pair<std::int64_t, int>, d
   return out;
 }
 
-// How much the transport stretched the schedule: the spread of (arrival - send start) over the
-// subscriber's requests. Requests sent within a window of w arrive within one of w + spread, so a
-// receiver-side window may hold what a send-side window of that length allows. Milliseconds in a
-// normal build; sanitizer builds make the first burst on new connections arrive late and bunched.
-double transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
-                      const std::map<std::pair<std::int64_t, int>, double>& starts) {
-  double low = 1e9;
-  double high = -1e9;
-  std::size_t matched = 0;
-  for (const auto& request : requests) {
-    if (request.subscriber_id != id) continue;
-    const auto start = starts.find({request.delivery_id, request.attempt});
-    if (start == starts.end()) continue;
-    ++matched;
-    low = std::min(low, request.arrival - start->second);
-    high = std::max(high, request.arrival - start->second);
-  }
-  EXPECT_EQ(matched, starts.size()) << "every attempt Surge started should have arrived";
-  return high >= low ? high - low : 0.0;
+// transit_spread, expecting every attempt Surge started to have arrived.
+double checked_transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
+                              const std::map<std::pair<std::int64_t, int>, double>& starts) {
+  const auto transit = transit_spread(requests, id, starts);
+  EXPECT_EQ(transit.matched, starts.size()) << "every attempt Surge started should have arrived";
+  return transit.spread;
 }
 
 void expect_conformance(const std::vector<double>& arrivals, const limit_case& limit,
@@ -112,7 +84,7 @@ TEST(DrainRate, EverySubscriberStaysWithinItsLimitAndNearItWhileBacklogged) {
     EXPECT_EQ(static_cast<int>(arrivals.size()), cases[i].rows);
     const auto starts = attempt_starts(queue, ids[i]);
     ASSERT_EQ(starts.size(), arrivals.size());
-    const double spread = transit_spread(requests, ids[i], starts);
+    const double spread = checked_transit_spread(requests, ids[i], starts);
     EXPECT_LT(spread, 0.5) << "the transport, not Surge, would decide what the receiver sees";
     expect_conformance(arrivals, cases[i],
                        "subscriber " + std::to_string(ids[i]) + " (arrivals, transit spread " +

@@ -287,4 +287,35 @@ int max_in_window(std::vector<double> arrivals, double window) {
   return best;
 }
 
+std::map<std::pair<std::int64_t, int>, double> attempt_starts(test_queue& queue, std::int64_t id) {
+  std::map<std::pair<std::int64_t, int>, double> out;
+  SQLite::Statement query(queue.db(),
+                          "SELECT delivery_id, attempt, started_at FROM surge_attempt "
+                          "WHERE subscriber_id = ?");
+  query.bind(1, id);
+  while (query.executeStep()) {
+    out[{query.getColumn(0).getInt64(), query.getColumn(1).getInt()}] =
+        query.getColumn(2).getDouble();
+  }
+  return out;
+}
+
+
+transit transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
+                       const std::map<std::pair<std::int64_t, int>, double>& starts) {
+  double low = 1e9;
+  double high = -1e9;
+  std::size_t matched = 0;
+  for (const auto& request : requests) {
+    if (request.subscriber_id != id) continue;
+    const auto start = starts.find({request.delivery_id, request.attempt});
+    if (start == starts.end()) continue;
+    ++matched;
+    low = std::min(low, request.arrival - start->second);
+    high = std::max(high, request.arrival - start->second);
+  }
+  return {high >= low ? high - low : 0.0, matched};
+}
+
+
 }  // namespace surge::testing

@@ -127,6 +127,21 @@ std::string sha256_hex(const std::string& data);
 // Requests per delivery id (each row of a batch counts once for its request).
 std::map<std::int64_t, int> deliveries(const std::vector<sink_request>& requests);
 
+// When Surge started each attempt of subscriber `id`, keyed by (delivery id, attempt), from its
+// audit table: the send side of what the receiver saw, free of the transport's latency spread.
+std::map<std::pair<std::int64_t, int>, double> attempt_starts(test_queue& queue, std::int64_t id);
+
+// How much the transport stretched the schedule: the spread of (arrival - send start) over the
+// subscriber's requests. Requests sent within a window of w arrive within one of w + spread, so
+// a receiver-side window may hold what a send-side window of that length allows. Milliseconds in
+// a normal build; sanitizer builds make bursts on new connections arrive late and bunched.
+struct transit {
+  double spread = 0;
+  std::size_t matched = 0;  // requests whose start was found
+};
+transit transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
+                       const std::map<std::pair<std::int64_t, int>, double>& starts);
+
 // Largest count of requests to one subscriber within any window of `window` seconds.
 int max_in_window(std::vector<double> arrivals, double window);
 
