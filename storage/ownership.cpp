@@ -20,6 +20,11 @@ constexpr double dead_drainer_keep_seconds = 3600;
 // program, a hand edit, a clock far off): it counts as expired, so it cannot hold subscribers
 // for ever.
 constexpr double max_heartbeat_seconds = 60;
+// The heartbeats that count at :now (bind :horizon to now + max_heartbeat_seconds): the
+// renewal and `surge stats` must agree on which drains are live.
+constexpr const char* live_heartbeat_sql =
+    "typeof(expires_at) IN ('real', 'integer') AND expires_at > :now "
+    "AND expires_at <= :horizon";
 
 std::string selection_text(const proto::id_set& allowed) {
   return allowed.all() ? "*" : allowed.to_string();
@@ -83,12 +88,10 @@ ownership_change ownership_keeper::renew(double now) {
   std::vector<proto::live_drainer> live;
   std::vector<std::string> gone;
   {
-    SQLite::Statement query(db_,
-                            "SELECT name, subscribers FROM surge_drainer WHERE expires_at > ? "
-                            "AND expires_at <= ? AND typeof(expires_at) IN ('real', 'integer') "
-                            "ORDER BY name");
-    query.bind(1, now);
-    query.bind(2, now + max_heartbeat_seconds);
+    SQLite::Statement query(db_, std::string("SELECT name, subscribers FROM surge_drainer WHERE ") +
+                                     live_heartbeat_sql + " ORDER BY name");
+    query.bind(":now", now);
+    query.bind(":horizon", now + max_heartbeat_seconds);
     while (query.executeStep()) {
       auto name = query.getColumn(0).getString();
       if (gone_from_this_host(name_, name)) {
@@ -189,10 +192,13 @@ std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now) 
   std::vector<drainer_ownership> drainers;
   if (!db.tableExists("surge_drainer")) return drainers;
   SQLite::Statement query(db,
-                          "SELECT d.name, d.subscribers, d.started_at, d.seen_at, o.subscriber_id "
-                          "FROM surge_drainer d LEFT JOIN surge_owner o ON o.drainer = d.name "
-                          "WHERE d.expires_at > ? ORDER BY d.name, o.subscriber_id");
-  query.bind(1, now);
+                          std::string("SELECT d.name, d.subscribers, d.started_at, d.seen_at, "
+                                      "o.subscriber_id FROM (SELECT * FROM surge_drainer WHERE ") +
+                              live_heartbeat_sql +
+                              ") d LEFT JOIN surge_owner o ON o.drainer = d.name "
+                              "ORDER BY d.name, o.subscriber_id");
+  query.bind(":now", now);
+  query.bind(":horizon", now + max_heartbeat_seconds);
   while (query.executeStep()) {
     const std::string name = query.getColumn(0).getString();
     if (drainers.empty() || drainers.back().name != name) {

@@ -26,6 +26,13 @@ class Ownership : public ::testing::Test {
   void SetUp() override {
     for (int i = 0; i < 12; ++i) subscribers_.push_back(testing::insert_subscriber_old(db_));
   }
+  // a takes everything, b joins, a releases b's half and b takes it: 6 each by t = 1001.1.
+  static void settle_halves(ownership_keeper& a, ownership_keeper& b) {
+    a.renew(1000);
+    b.renew(1000.1);
+    a.renew(1001);
+    b.renew(1001.1);
+  }
   // What each keeper owns at `now`.
   static std::set<std::int64_t> owned(const ownership_keeper& keeper,
                                       const std::vector<std::int64_t>& ids, double now) {
@@ -112,10 +119,7 @@ TEST_F(Ownership, ADeadDrainsSubscribersAreTakenOverOnceItsHeartbeatExpires) {
 TEST_F(Ownership, ADrainThatMissedItsRenewalsLearnsItWasTakenOver) {
   ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
   ownership_keeper b(other_, "surge@b:2", {}, heartbeat);
-  a.renew(1000);
-  b.renew(1000.1);
-  a.renew(1001);
-  b.renew(1001.1);  // now 6 each
+  settle_halves(a, b);
   const auto a_had = owned(a, subscribers_, 1001.2);
   // a stalls for longer than its heartbeat; b takes everything.
   b.renew(1006);
@@ -165,6 +169,10 @@ TEST_F(Ownership, AHeartbeatNoRenewalCouldHaveWrittenHoldsNothing) {
     db_.exec(std::string("UPDATE surge_drainer SET expires_at = ") + bogus +
              " WHERE name = 'surge@a:1'");
     EXPECT_EQ(c.renew(1001).taken.size(), subscribers_.size()) << bogus;
+    // `surge stats` agrees: only c is live.
+    const auto table = read_ownership(db_, 1001);
+    ASSERT_EQ(table.size(), 1u) << bogus;
+    EXPECT_EQ(table.front().name, "surge@c:3");
     c.release_all();
   }
 }
@@ -172,10 +180,7 @@ TEST_F(Ownership, AHeartbeatNoRenewalCouldHaveWrittenHoldsNothing) {
 TEST_F(Ownership, AStoppingDrainReleasesEverythingAndTheOtherTakesItAtOnce) {
   ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
   ownership_keeper b(other_, "surge@b:2", {}, heartbeat);
-  a.renew(1000);
-  b.renew(1000.1);
-  a.renew(1001);
-  b.renew(1001.1);
+  settle_halves(a, b);
   a.release_all();
   EXPECT_TRUE(owned(a, subscribers_, 1001.2).empty());
   EXPECT_EQ(b.renew(1001.3).taken.size(), 6u);
