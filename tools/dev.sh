@@ -13,13 +13,16 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libssl-dev libsqlite3-dev
-  libsqlitecpp-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
+  libsqlitecpp-dev libpq-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
   gnuplot-nox fonts-dejavu-core clang libclang-rt-14-dev time python3 nginx-light)
 
 # promtool and prometheus: tests/monitoring unit-tests the alert rules and scrapes a real drain.
 packages+=(prometheus)
 # systemd-analyze: the shipped unit files are verified as systemd would read them.
 packages+=(systemd)
+# A throwaway PostgreSQL server (initdb in a temp dir, run as the package's `postgres` user when
+# the suite runs as root): the PostgreSQL queue's tests run against it, not a mock.
+packages+=(postgresql-15)
 
 install_missing() {
   local missing=()
