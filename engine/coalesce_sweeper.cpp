@@ -47,8 +47,8 @@ void coalesce_sweeper::run() {
 }
 
 void coalesce_sweeper::sweep_once() {
-  auto db = storage::open_database(
-      {.path = config_.db_path, .create_if_missing = false, .lock_wait = &lock_wait_});
+  storage::connection db(
+      {.location = config_.db_path, .create_if_missing = false, .lock_wait = &lock_wait_});
   for (const auto& subscriber : storage::load_subscribers(db, config_.subscribers)) {
     if (!subscriber.active || subscriber.coalesce_key.empty()) continue;
     // The same rule the shard applies, with the same checks on stored values.

@@ -85,7 +85,7 @@ std::string status_text(const drain_metrics& metrics, double rate) {
 // Drains on one queue share its subscribers through ownership leases (storage/ownership.hpp) and
 // spend one persisted bucket per subscriber, so overlapping is safe; saying so at the start
 // explains why this drain may send nothing to some subscribers until their owner lets go.
-void note_other_drainers(auto& db, const proto::id_set& subscribers) {
+void note_other_drainers(storage::connection& db, const proto::id_set& subscribers) {
   const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
                                                   storage::default_lease_owner());
   if (holders.empty()) return;
@@ -115,9 +115,9 @@ drain_summary run_drain(const drain_config& input) {
   {
     // Migrations are additive, so running them here keeps a drain usable on a database that
     // only the steady-state drainer has touched so far.
-    auto db = storage::open_database({.path = config.storage.db_path,
-                                      .busy_timeout = config.storage.busy_timeout,
-                                      .create_if_missing = false});
+    storage::connection db({.location = config.storage.db_path,
+                            .busy_timeout = config.storage.busy_timeout,
+                            .create_if_missing = false});
     storage::migrate(db);
     note_other_drainers(db, config.subscribers);
   }

@@ -26,8 +26,8 @@ void queue_sampler::run() {
   while (!stopping_) {
     lock.unlock();
     try {
-      auto db = storage::open_database(
-          {.path = config_.db_path, .create_if_missing = false, .read_only = true});
+      storage::connection db(
+          {.location = config_.db_path, .create_if_missing = false, .read_only = true});
       const double overdue_before =
           storage::unix_now() - static_cast<double>(config_.overdue_after.count());
       drain_metrics::queue_view view;

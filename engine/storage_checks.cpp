@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include <SQLiteCpp/Exception.h>
-
 #include "engine/log.hpp"
 #include "engine/storage_worker.hpp"
-#include "engine/storage_worker_db.hpp"
 #include "engine/subscriber.hpp"
-#include "storage/maintenance.hpp"
-#include "storage/queue.hpp"
+#include "storage/drain_store.hpp"
 
 namespace surge::engine {
 
@@ -19,7 +15,7 @@ using steady = std::chrono::steady_clock;
 void storage_worker::reload_subscribers(bool initial) {
   last_reload_ = steady::now();
   try {
-    auto rows = storage::load_subscribers(db_->db, config_.subscribers);
+    auto rows = db_->load_subscribers(config_.subscribers);
     sendable_.clear();
     for (const auto& row : rows) sendable_.emplace_back(row.id, sends_now(row));
     std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
@@ -32,15 +28,14 @@ void storage_worker::reload_subscribers(bool initial) {
     }
     // Orphan rows are rare and finding them reads the due index, so look only now and then.
     if (reloads_++ % orphan_sweep_every == 0) {
-      const auto orphans = storage::dead_letter_orphans(db_->db, storage::unix_now(),
-                                                        config_.subscribers);
+      const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
       if (orphans > 0) {
         counters_.add(counters_.dead, orphans);
         log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
       }
       sweep_malformed_rows();
     }
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     if (initial) throw;
     counters_.add(counters_.storage_errors);
     log_error(std::string("re-reading subscribers failed: ") + error.what());
@@ -54,7 +49,7 @@ void storage_worker::sweep_malformed_rows() {
       std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
   const double horizon =
       now + std::chrono::duration<double>(longest + config_.storage.max_lease_overrun).count();
-  const auto found = storage::dead_letter_malformed(db_->db, now, horizon, config_.subscribers);
+  const auto found = db_->dead_letter_malformed(now, horizon, config_.subscribers);
   if (found.total() == 0) return;
   counters_.add(counters_.dead, found.total());
   log_warn("dead-lettered " + std::to_string(found.total()) +
@@ -98,9 +93,9 @@ void storage_worker::ping_if_idle() {
   last_ping_ = now;
   check_queue_file();
   try {
-    db_->db.execAndGet("SELECT COUNT(*) FROM surge_schema_version");
+    db_->ping();
     metrics_.beat_storage();
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     counters_.add(counters_.storage_errors);
     log_error(std::string("database check failed: ") + error.what());
   }
@@ -109,8 +104,7 @@ void storage_worker::ping_if_idle() {
 void storage_worker::check_queue_file() {
   // SQLite keeps writing to a file that was deleted or renamed over: outcomes would land in a
   // file nobody reads and the new file's rows would never be claimed.
-  if (queue_lost_ || !db_->file) return;
-  if (storage::identify_file(config_.storage.db_path) == db_->file) return;
+  if (queue_lost_ || db_->still_in_place()) return;
   queue_lost_ = true;
   std::string why = "the queue file " + config_.storage.db_path +
                     " was deleted or replaced while draining; stopped claiming from it";
@@ -145,11 +139,11 @@ void storage_worker::wake_for_new_rows() {
   if (now - last_new_rows_check_ < interval) return;
   last_new_rows_check_ = now;
   try {
-    auto found = db_->changes.check(storage::unix_now());
+    auto found = db_->check_new_rows(storage::unix_now());
     if (!found.any()) return;
     counters_.add(counters_.new_row_wakes);
     wake_subscribers(found.subscribers, found.all);
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     // The idle poll still finds the rows; a failing database shows in the claims too.
     log(log_level::debug, std::string("looking for new rows failed: ") + error.what());
   }
@@ -164,15 +158,15 @@ void storage_worker::check_drained() {
   try {
     update_drainable();
     const double now = storage::unix_now();
-    const auto outstanding = storage::count_outstanding(db_->db, now, drainable_);
+    const auto outstanding = db_->count_outstanding(now, drainable_);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
-    const auto earliest = storage::earliest_scheduled(db_->db, now, drainable_);
+    const auto earliest = db_->earliest_scheduled(now, drainable_);
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
                                   std::memory_order_relaxed);
     metrics_.beat_storage();
     bool idle = counters_.in_flight.load() == 0 && counters_.buffered.load() == 0;
     if (idle && outstanding == 0 && config_.until_drained_retry_wait.count() > 0) {
-      const auto next = storage::earliest_scheduled(db_->db, now, drainable_);
+      const auto next = db_->earliest_scheduled(now, drainable_);
       const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
       if (next && *next - now <= wait) idle = false;
     }
@@ -182,7 +176,7 @@ void storage_worker::check_drained() {
       drained_callback_();
       drained_callback_ = nullptr;
     }
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     counters_.add(counters_.storage_errors);
     log_error(std::string("checking the backlog failed: ") + error.what());
   }

@@ -4,15 +4,10 @@
 #include <cstdint>
 #include <unordered_set>
 
-#include <SQLiteCpp/Exception.h>
-
 #include "engine/log.hpp"
-#include "engine/storage_worker_db.hpp"
 #include "engine/subscriber.hpp"
-#include "storage/cycle.hpp"
 #include "storage/database.hpp"
-#include "storage/maintenance.hpp"
-#include "storage/queue.hpp"
+#include "storage/drain_store.hpp"
 
 namespace surge::engine {
 
@@ -29,7 +24,17 @@ void storage_worker::attach(std::vector<shard_endpoint*> shards) { shards_ = std
 
 void storage_worker::start() {
   // Opened here so that a bad path fails at start-up, before any thread runs.
-  db_ = std::make_unique<db_state>(config_.storage, lock_wait_, config_.subscribers);
+  const auto& storage = config_.storage;
+  db_ = storage::open_drain_store(
+      {.location = storage.db_path,
+       .busy_timeout = storage.busy_timeout,
+       .lock_wait = &lock_wait_,
+       .cache_kib = storage.cache_kib,
+       .checkpoint_frames = storage.checkpoint_frames,
+       .token_reserve_seconds = std::chrono::duration<double>(storage.token_reserve).count(),
+       .ownership_heartbeat_seconds =
+           std::chrono::duration<double>(storage.ownership_heartbeat).count(),
+       .allowed = config_.subscribers});
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);
@@ -169,9 +174,9 @@ void storage_worker::run() {
       write_outcomes(true);
       if (!pending_unspent_.empty()) {
         try {
-          storage::give_back_tokens(db_->db, pending_unspent_, storage::unix_now());
+          db_->give_back_tokens(pending_unspent_, storage::unix_now());
           pending_unspent_.clear();
-        } catch (const SQLite::Exception& error) {
+        } catch (const storage::error& error) {
           // Kept by nobody: the partner simply gets fewer requests for a moment.
           log_error(std::string("could not give unspent tokens back: ") + error.what());
           pending_unspent_.clear();
@@ -179,8 +184,8 @@ void storage_worker::run() {
       }
       if (pending_outcomes_.empty()) {
         try {
-          remaining_ = storage::count_outstanding(db_->db, storage::unix_now(), config_.subscribers);
-        } catch (const SQLite::Exception&) {
+          remaining_ = db_->count_outstanding(storage::unix_now(), config_.subscribers);
+        } catch (const storage::error&) {
           remaining_ = -1;
         }
         if (!ownership_released_) release_ownership();
@@ -204,8 +209,8 @@ void storage_worker::renew_ownership(bool initial) {
   last_ownership_renew_ = steady::now();
   storage::ownership_change change;
   try {
-    change = db_->owners.renew(storage::unix_now());
-  } catch (const SQLite::Exception& error) {
+    change = db_->renew_ownership(storage::unix_now());
+  } catch (const storage::error& error) {
     // Claims keep their fence: once the last renewal's heartbeat runs out this drain claims
     // nothing, and the other drainers may take its subscribers.
     counters_.add(counters_.storage_errors);
@@ -214,7 +219,7 @@ void storage_worker::renew_ownership(bool initial) {
   }
   ownership_awaited_ = change.awaited > 0;
   counters_.owned_subscribers.store(
-      static_cast<std::int64_t>(db_->owners.owned_count(storage::unix_now())),
+      static_cast<std::int64_t>(db_->owned_count(storage::unix_now())),
       std::memory_order_relaxed);
   if (!change.lost.empty()) {
     log_warn("lost ownership of " + std::to_string(change.lost.size()) + " subscribers (first " +
@@ -242,17 +247,18 @@ void storage_worker::tell_owner_change(const std::vector<std::int64_t>& ids, boo
 void storage_worker::release_ownership() {
   ownership_released_ = true;
   try {
-    db_->owners.release_all();
+    db_->release_ownership();
     counters_.owned_subscribers.store(0, std::memory_order_relaxed);
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     // Left to expire: the other drainers take over once the heartbeat runs out.
     log_warn(std::string("could not release ownership leases at the stop: ") + error.what());
   }
 }
 
 void storage_worker::publish_wal_counters() {
-  counters_.wal_commits.store(db_->wal.commits(), std::memory_order_relaxed);
-  counters_.wal_frames.store(db_->wal.frames(), std::memory_order_relaxed);
+  const auto written = db_->counters();
+  counters_.wal_commits.store(written.commits, std::memory_order_relaxed);
+  counters_.wal_frames.store(written.frames, std::memory_order_relaxed);
 }
 
 void storage_worker::give_up_writing() {
@@ -283,14 +289,14 @@ void storage_worker::write_outcomes(bool force) {
       const auto count = std::min(config_.storage.commit_rows, pending_outcomes_.size() - offset);
       std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
       const auto started = steady::now();
-      const auto report = db_->writer.write(batch, pending_deactivate_);
+      const auto report = db_->write_outcomes(batch, pending_deactivate_);
       note_written(report, count, steady::now() - started);
       pending_deactivate_.clear();
       offset += count;
     }
     pending_outcomes_.clear();
     last_commit_ = now;
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
     log_error(std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
@@ -328,12 +334,10 @@ void storage_worker::answer_claims() {
     // The outcomes waiting now ride with the claim: one transaction, and a page that holds
     // finished rows and the next ones is written once (storage/cycle.hpp).
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
-    auto result = storage::write_and_claim(
-        db_->db, db_->writer, db_->claims, db_->tokens, pending_outcomes_, pending_deactivate_, all,
-        storage::unix_now(), lease_seconds,
+    auto result = db_->write_and_claim(
+        pending_outcomes_, pending_deactivate_, all, storage::unix_now(), lease_seconds,
         static_cast<std::int64_t>(
-            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)),
-        &db_->owners);
+            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
     const auto took = steady::now() - now;
     if (!pending_outcomes_.empty() || !pending_deactivate_.empty()) {
       note_written(result.written, pending_outcomes_.size(), took);
@@ -346,7 +350,7 @@ void storage_worker::answer_claims() {
     metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));
     metrics_.beat_storage();
-  } catch (const SQLite::Exception& error) {
+  } catch (const storage::error& error) {
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
     // The outcomes stay pending: the whole transaction rolled back.

@@ -1,6 +1,6 @@
 #pragma once
-// The storage thread: the one SQLite connection of a drain that claims and writes (checkpoints
-// run on their own, storage/checkpointer.hpp). Shards hand it claim requests and outcome
+// The storage thread: the one connection of a drain that claims and writes (storage/drain_store.hpp,
+// a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
 // batches; it answers claims, pushes subscriber settings back and wakes shards when other
 // programs queue rows (DESIGN section 2).
 #include <atomic>
@@ -16,6 +16,7 @@
 #include "engine/metrics.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
+#include "storage/drain_store.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/subscribers.hpp"
 #include "storage/token_leases.hpp"
@@ -153,8 +154,7 @@ class storage_worker {
   bool queue_lost_ = false;
   bool ownership_released_ = false;
   bool ownership_awaited_ = false;  // a handoff to this drain is under way: renew sooner
-  struct db_state;
-  std::unique_ptr<db_state> db_;
+  std::unique_ptr<storage::drain_store> db_;
 };
 
 }  // namespace surge::engine

@@ -9,6 +9,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -95,6 +96,10 @@ struct audit_entry {
 // webhook_subscriber. Reads one subscriber's attempts at a time (idx_attempt_subscriber_started),
 // so memory follows the busiest subscriber, not the table. Empty before migration 1.
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
+                                    bool with_delivered = false);
+
+// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 
 }  // namespace surge::storage

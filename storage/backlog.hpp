@@ -7,6 +7,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -19,6 +20,10 @@ struct subscriber_backlog {
 // One pass over the per-subscriber due index (a read transaction: it blocks no writer). About
 // 0.3 s per million queued rows, so callers sample it every few seconds, not per scrape.
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
+                                                      const proto::id_set& which);
+
+// The same on either kind of queue (storage/connection.hpp); throws storage::error.
+std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,
                                                       const proto::id_set& which);
 
 }  // namespace surge::storage

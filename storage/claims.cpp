@@ -39,16 +39,6 @@ constexpr const char* prune_leases_sql = "DELETE FROM surge_lease WHERE lease < 
 constexpr double lease_record_keep_seconds = 3600;
 constexpr int claims_between_prunes = 100;
 
-// Leases are whole milliseconds plus this claimer's nonce in the microsecond digits; when a lease
-// must be bumped to stay increasing, a whole millisecond keeps the nonce digits intact.
-constexpr double lease_step = 0.001;
-
-double random_nonce() {
-  std::random_device entropy;
-  std::uniform_int_distribution<int> micros(1, 999);
-  return micros(entropy) * 1e-6;
-}
-
 bool due_order(const claimed_row& a, const claimed_row& b) {
   if (a.next_attempt_at != b.next_attempt_at) return a.next_attempt_at < b.next_attempt_at;
   return a.id < b.id;
@@ -72,8 +62,7 @@ claimer::claimer(SQLite::Database& db, std::string owner)
       claim_statement_(std::make_unique<SQLite::Statement>(db, claim_sql)),
       release_statement_(std::make_unique<SQLite::Statement>(db, release_sql)),
       record_lease_statement_(std::make_unique<SQLite::Statement>(db, record_lease_sql)),
-      prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)),
-      process_nonce_(random_nonce()) {}
+      prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)) {}
 
 claimer::~claimer() = default;
 
@@ -158,18 +147,15 @@ int claimer::release(std::span<const lease_ref> leases) {
   return released;
 }
 
-// The lease doubles as the fence of every outcome write, so it must never equal a locked_until
-// written by anyone else for the same row. The other drainer writes `now + 30` from its own clock
-// (whole seconds, or whatever fraction its clock gives); two claimers whose clocks agree would
-// write equal values and each could then complete rows the other has re-claimed. A nonce in the
-// microsecond digits makes our values differ from whole-second or whole-millisecond leases and
-// from other Surge processes (1 in 999 per millisecond otherwise). Strictly increasing values keep
-// our own claims apart too: a stale outcome for an earlier lease of a row must not match a later
-// lease of the same row, even within one millisecond or after the wall clock stepped back.
-double claimer::make_lease(double now, double seconds) {
-  double lease = std::floor((now + seconds) * 1000.0) / 1000.0 + process_nonce_;
-  if (lease <= last_lease_) lease = last_lease_ + lease_step;
-  last_lease_ = lease;
+double claimer::make_lease(double now, double seconds) { return leases_.next(now, seconds); }
+
+double lease_values::next(double now, double seconds) {
+  // Whole milliseconds plus the nonce in the microsecond digits; when a lease must be bumped to
+  // stay increasing, a whole millisecond keeps the nonce digits intact.
+  constexpr double step = 0.001;
+  double lease = std::floor((now + seconds) * 1000.0) / 1000.0 + nonce_;
+  if (lease <= last_) lease = last_ + step;
+  last_ = lease;
   return lease;
 }
 

@@ -10,6 +10,8 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include "storage/lease_values.hpp"
+
 namespace surge::storage {
 
 struct claimed_row {
@@ -81,8 +83,7 @@ class claimer {
   std::unique_ptr<SQLite::Statement> record_lease_statement_;
   std::unique_ptr<SQLite::Statement> prune_leases_statement_;
   int claims_until_prune_ = 0;  // 0: prune in the next claim that leases rows
-  double last_lease_ = 0;
-  double process_nonce_ = 0;
+  lease_values leases_;
 };
 
 // The text of the claim statement, for checking its query plan.

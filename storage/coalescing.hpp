@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -36,5 +37,12 @@ struct replacement {
 // `now` ends done with coalesced_into = replaced_by and last_error "coalesced into delivery N";
 // rows leased or finished since they were read are left alone. Returns how many were marked.
 int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now);
+
+// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subscriber_id,
+                                              double now, int limit,
+                                              std::int64_t max_payload_bytes,
+                                              std::int64_t max_total_bytes);
+int mark_coalesced(connection& db, std::span<const replacement> rows, double now);
 
 }  // namespace surge::storage

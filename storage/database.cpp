@@ -64,8 +64,8 @@ double unix_now() {
 namespace detail {
 
 std::string id_filter(const proto::id_set& which, std::string_view column) {
-  if (which.all()) return "1";
-  if (which.ranges().empty()) return "0";
+  if (which.all()) return "1 = 1";
+  if (which.ranges().empty()) return "1 = 0";
   std::string out = "(";
   bool first = true;
   for (const auto& [low, high] : which.ranges()) {

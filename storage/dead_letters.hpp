@@ -8,6 +8,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -43,5 +44,9 @@ struct replay_report {
 // and last_error stay as history until the next attempt overwrites them. One BEGIN IMMEDIATE
 // transaction.
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
+
+// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+std::vector<dead_row> list_dead(connection& db, const dead_selection& which);
+replay_report replay_dead(connection& db, const dead_selection& which, double now);
 
 }  // namespace surge::storage

@@ -9,6 +9,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -48,6 +49,10 @@ struct lease_holder {
   std::int64_t rows = 0;
 };
 std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
+                                            const proto::id_set& which, const std::string& self);
+
+// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+std::vector<lease_holder> other_live_owners(connection& db, double now,
                                             const proto::id_set& which, const std::string& self);
 
 }  // namespace surge::storage

@@ -10,16 +10,11 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/ownership.hpp"
+#include "storage/ownership_support.hpp"
 
 namespace surge::storage {
-namespace {
+namespace detail {
 
-// Heartbeats of drainers gone for this long are deleted; their ownerships are long free.
-constexpr double dead_drainer_keep_seconds = 3600;
-// A heartbeat further ahead than this, or not a number, was not written by a renewal (another
-// program, a hand edit, a clock far off): it counts as expired, so it cannot hold subscribers
-// for ever.
-constexpr double max_heartbeat_seconds = 60;
 // The heartbeats that count at :now (bind :horizon to now + max_heartbeat_seconds): the
 // renewal and `surge stats` must agree on which drains are live.
 constexpr const char* live_heartbeat_sql =
@@ -58,7 +53,28 @@ bool gone_from_this_host(std::string_view self, std::string_view other) {
   return ::kill(pid, 0) == -1 && errno == ESRCH;
 }
 
-}  // namespace
+ownership_change apply_plan(const proto::ownership_plan& plan,
+                            std::unordered_set<std::int64_t>& owned) {
+  ownership_change change;
+  std::unordered_set<std::int64_t> now_owned(plan.keep.begin(), plan.keep.end());
+  now_owned.insert(plan.take.begin(), plan.take.end());
+  for (const auto id : owned) {
+    if (!now_owned.contains(id) &&
+        std::find(plan.release.begin(), plan.release.end(), id) == plan.release.end()) {
+      change.lost.push_back(id);
+    }
+  }
+  std::sort(change.lost.begin(), change.lost.end());
+  change.taken = plan.take;
+  change.awaited = plan.awaited.size();
+  change.released = plan.release;
+  owned = std::move(now_owned);
+  return change;
+}
+
+}  // namespace detail
+
+using namespace detail;
 
 ownership_keeper::ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
                                    double heartbeat_seconds)
@@ -69,7 +85,6 @@ ownership_keeper::ownership_keeper(SQLite::Database& db, std::string name, proto
 
 ownership_change ownership_keeper::renew(double now) {
   if (started_at_ == 0) started_at_ = now;
-  ownership_change change;
   SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
   const double alive_until = now + heartbeat_seconds_;
   {
@@ -158,19 +173,7 @@ ownership_change ownership_keeper::renew(double now) {
   }
   transaction.commit();
 
-  std::unordered_set<std::int64_t> owned(plan.keep.begin(), plan.keep.end());
-  owned.insert(plan.take.begin(), plan.take.end());
-  for (const auto id : owned_) {
-    if (!owned.contains(id) &&
-        std::find(plan.release.begin(), plan.release.end(), id) == plan.release.end()) {
-      change.lost.push_back(id);
-    }
-  }
-  std::sort(change.lost.begin(), change.lost.end());
-  change.taken = plan.take;
-  change.awaited = plan.awaited.size();
-  change.released = plan.release;
-  owned_ = std::move(owned);
+  auto change = apply_plan(plan, owned_);
   alive_until_ = alive_until;
   return change;
 }

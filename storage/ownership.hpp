@@ -13,6 +13,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -69,5 +70,7 @@ struct drainer_ownership {
   std::vector<std::int64_t> subscribers;  // ascending
 };
 std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now);
+
+std::vector<drainer_ownership> read_ownership(connection& db, double now);
 
 }  // namespace surge::storage

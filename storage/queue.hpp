@@ -9,6 +9,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -47,5 +48,11 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
 // Rows of the chosen subscribers that are due now or still leased (by anyone): the drain is
 // finished when this is 0 and nothing is buffered or in flight.
 std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {});
+
+// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+std::int64_t emit_event(connection& db, std::string_view event_type, std::string_view payload,
+                        double now, int count = 1);
+queue_stats read_stats(connection& db, double now, const proto::id_set& which = {});
+std::int64_t count_outstanding(connection& db, double now, const proto::id_set& which = {});
 
 }  // namespace surge::storage

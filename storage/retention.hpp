@@ -6,6 +6,7 @@
 #include <functional>
 
 #include <SQLiteCpp/Database.h>
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -50,5 +51,10 @@ prune_result prune(SQLite::Database& db, const prune_options& options,
 // the write lock for the whole rewrite (seconds per hundred MB), after which prune() returns
 // freed pages to the file system in short steps. Returns the file's page count afterwards.
 std::int64_t enable_incremental_vacuum(SQLite::Database& db);
+
+// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+prune_result prune(connection& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress = {});
+std::int64_t enable_incremental_vacuum(connection& db);
 
 }  // namespace surge::storage

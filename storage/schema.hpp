@@ -1,6 +1,7 @@
 #pragma once
 // Additive, versioned migrations on top of the shared DDL (DESIGN section 1).
 #include <SQLiteCpp/Database.h>
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -12,5 +13,9 @@ int latest_schema_version();
 // each in its own BEGIN IMMEDIATE transaction, recording the version in surge_schema_version.
 // Returns the version now in force. Throws SQLite::Exception on failure.
 int migrate(SQLite::Database& db);
+
+// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+int schema_version(connection& db);
+int migrate(connection& db);
 
 }  // namespace surge::storage

@@ -26,7 +26,7 @@ class statement_use {
 };
 
 // A boolean SQL expression selecting `column` values in `which` ("1" when all): integer literals
-// only, so it is safe to splice into statement text.
+// only, so it is safe to splice into statement text; valid SQL for SQLite and PostgreSQL alike.
 std::string id_filter(const proto::id_set& which, std::string_view column);
 
 }  // namespace surge::storage::detail

@@ -10,6 +10,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "storage/connection.hpp"
 
 namespace surge::storage {
 
@@ -49,5 +50,12 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
 
+
+// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which = {});
+std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id);
+std::int64_t add_subscriber(connection& db, const subscriber_row& row);
+bool update_subscriber(connection& db, const subscriber_row& row);
+bool set_subscriber_active(connection& db, std::int64_t id, bool active);
 
 }  // namespace surge::storage

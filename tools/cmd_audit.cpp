@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "storage/connection.hpp"
 #include "storage/audit.hpp"
 #include "storage/database.hpp"
 #include "tools/audit_chart.hpp"
@@ -146,7 +147,7 @@ int run_audit(const audit_options& o) {
     }
   }
 
-  auto db = storage::open_database({.path = o.db_path, .create_if_missing = false});
+  storage::connection db({.location = o.db_path, .create_if_missing = false});
   const auto entries = storage::read_audit(db, which, o.chart.has_value());
   const bool violation = std::any_of(entries.begin(), entries.end(),
                                      [](const auto& e) { return e.summary.violation; });
@@ -179,7 +180,7 @@ void add_audit_command(CLI::App& app, command_action& action) {
       "requests started in any 1 s and 60 s window against burst + rate x T + 1, the rate "
       "achieved after the first burst, latency percentiles.");
   auto opts = std::make_shared<audit_options>();
-  cmd->add_option("--db", opts->db_path, "SQLite queue file")->required();
+  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   cmd->add_option("--subscriber", opts->subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_flag("--json", opts->json, "Print a JSON array instead of a table");

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/schema.hpp"
@@ -24,7 +25,7 @@ struct dead_options {
 };
 
 void add_selection_options(CLI::App* cmd, dead_options& o) {
-  cmd->add_option("--db", o.db_path, "SQLite queue file")->required();
+  cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   cmd->add_option("--subscriber", o.subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_option("--since", o.since,
@@ -53,10 +54,10 @@ storage::dead_selection selection(const dead_options& o, double now) {
   return which;
 }
 
-SQLite::Database open_migrated(const std::string& path) {
+storage::connection open_migrated(const std::string& path) {
   // Dead rows carry last_status/last_error only from migration 1 on; migrating is a no-op
   // (no write lock) on a current file.
-  auto db = storage::open_database({.path = path, .create_if_missing = false});
+  storage::connection db({.location = path, .create_if_missing = false});
   storage::migrate(db);
   return db;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/drain.hpp"
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
@@ -105,7 +106,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
       {
         std::ofstream(dir / "behaviours.json") << demo_behaviours;
       }
-      auto db = storage::open_database({.path = db_path});
+      storage::connection db({.location = db_path});
       storage::migrate(db);
 
       std::cout << "demo: working in " << dir.string() << std::endl;

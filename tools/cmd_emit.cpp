@@ -6,6 +6,7 @@
 #include <boost/json/parse.hpp>
 
 #include "proto/header_value.hpp"
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
@@ -27,7 +28,7 @@ void add_emit_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "emit", "Queue one event for every active subscriber whose event filter matches it.");
   auto opts = std::make_shared<emit_options>();
-  cmd->add_option("--db", opts->db_path, "SQLite queue file")->required();
+  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   cmd->add_option("--type", opts->type, "Event type, e.g. video.trending")->required();
   auto* data = cmd->add_option("--data", opts->data, "JSON payload (the exact bytes POSTed)");
   auto* file = cmd->add_option("--data-file", opts->data_file, "File holding the JSON payload")
@@ -54,7 +55,7 @@ void add_emit_command(CLI::App& app, command_action& action) {
       boost::system::error_code ec;
       boost::json::parse(payload, ec);
       if (ec) throw usage_error("the payload is not valid JSON: " + ec.message());
-      auto db = storage::open_database({.path = opts->db_path, .create_if_missing = false});
+      storage::connection db({.location = opts->db_path, .create_if_missing = false});
       storage::migrate(db);
       const auto rows =
           storage::emit_event(db, opts->type, payload, storage::unix_now(), opts->count);

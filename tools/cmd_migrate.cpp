@@ -1,6 +1,7 @@
 // surge migrate: create or upgrade the queue schema.
 #include <iostream>
 
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
 #include "tools/commands.hpp"
@@ -11,10 +12,10 @@ void add_migrate_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "migrate", "Create the queue tables if absent and apply Surge's additive migrations.");
   auto db_path = std::make_shared<std::string>();
-  cmd->add_option("--db", *db_path, "SQLite queue file (created if missing)")->required();
+  cmd->add_option("--db", *db_path, "Queue: a SQLite file (created if missing) or a postgresql:// URI")->required();
   cmd->callback([&action, db_path] {
     action = [db_path] {
-      auto db = storage::open_database({.path = *db_path});
+      storage::connection db({.location = *db_path});
       const int before = storage::schema_version(db);
       const int after = storage::migrate(db);
       std::cout << "schema version " << after

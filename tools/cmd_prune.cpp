@@ -9,6 +9,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/retention.hpp"
 #include "storage/schema.hpp"
@@ -45,7 +46,7 @@ int run_prune(const prune_cli& o) {
     throw usage_error("bad --older-than '" + o.older_than +
                       "': give e.g. 30d, 12h, 90m or seconds");
   }
-  auto db = storage::open_database({.path = o.db_path, .create_if_missing = false});
+  storage::connection db({.location = o.db_path, .create_if_missing = false});
   if (storage::schema_version(db) < 1) {
     std::cerr << "surge: " << o.db_path << " has not been migrated; run surge migrate first\n";
     return exit_failure;
@@ -101,7 +102,9 @@ void add_prune_command(CLI::App& app, command_action& action) {
       "--older-than, with their surge_attempt records, in short BEGIN IMMEDIATE batches. "
       "Due, leased and retrying rows are never touched.");
   auto o = std::make_shared<prune_cli>();
-  cmd->add_option("--db", o->db_path, "SQLite queue file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--db", o->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   cmd->add_option("--older-than", o->older_than,
                   "Age of the rows to delete: 30d, 12h, 90m, 45s, 2w or seconds")
       ->required();

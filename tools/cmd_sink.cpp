@@ -110,9 +110,11 @@ void add_sink_command(CLI::App& app, command_action& action) {
       "with per-subscriber behaviours and records every request.");
   command->add_option("--listen", options->listen, "HOST:PORT to listen on; port 0 picks one")
       ->required();
-  command->add_option("--db", options->db, "The queue file whose subscribers sign the requests")
+  command->add_option("--db", options->db,
+                      "The queue (a file or a postgresql:// URI) whose subscribers sign the "
+                      "requests")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(existing_queue());
   auto* cert = command->add_option("--tls-cert", options->tls_cert,
                                    "PEM certificate chain: serve HTTPS (TLS 1.2+)")
                    ->check(CLI::ExistingFile);

@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/ownership.hpp"
 #include "storage/queue.hpp"
@@ -81,7 +82,7 @@ void print_row(const std::string& label, const storage::status_counts& c) {
 }
 
 // Subscribers with batches or coalescing on: what shapes their traffic besides the rate.
-std::vector<storage::subscriber_row> relief_subscribers(SQLite::Database& db) {
+std::vector<storage::subscriber_row> relief_subscribers(storage::connection& db) {
   std::vector<storage::subscriber_row> out;
   for (auto& row : storage::load_subscribers(db)) {
     if (row.batch_max > 1 || !row.coalesce_key.empty()) out.push_back(std::move(row));
@@ -111,11 +112,11 @@ void add_stats_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand("stats", "Show the queue by status and subscriber.");
   auto db_path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("--db", *db_path, "SQLite queue file")->required();
+  cmd->add_option("--db", *db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([&action, db_path, json] {
     action = [db_path, json] {
-      auto db = storage::open_database({.path = *db_path, .create_if_missing = false});
+      storage::connection db({.location = *db_path, .create_if_missing = false});
       const double now = storage::unix_now();
       const auto stats = storage::read_stats(db, now);
       const auto owners = storage::read_ownership(db, now);

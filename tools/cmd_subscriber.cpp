@@ -12,6 +12,7 @@
 #include "proto/event_match.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
@@ -159,13 +160,13 @@ std::string relief_text(const storage::subscriber_row& row) {
   return parts.empty() ? "" : " [" + parts + "]";
 }
 
-SQLite::Database open_migrated(const std::string& path) {
-  auto db = storage::open_database({.path = path});
+storage::connection open_migrated(const std::string& path) {
+  storage::connection db({.location = path});
   storage::migrate(db);
   return db;
 }
 
-storage::subscriber_row must_load(SQLite::Database& db, std::int64_t id) {
+storage::subscriber_row must_load(storage::connection& db, std::int64_t id) {
   auto row = storage::load_subscriber(db, id);
   if (!row) throw std::runtime_error("no subscriber with id " + std::to_string(id));
   return *row;
@@ -179,7 +180,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   auto add_opts = std::make_shared<subscriber_options>();
   auto* add = group->add_subcommand("add", "Add a subscriber and print its id.");
-  add->add_option("--db", add_opts->db_path, "SQLite queue file")->required();
+  add->add_option("--db", add_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   add_setting_options(add, *add_opts);
   add->get_option("--url")->required();
   add->add_flag("--json", add_opts->json, "Print the new subscriber as JSON");
@@ -207,11 +208,11 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   auto list_opts = std::make_shared<subscriber_options>();
   auto* list = group->add_subcommand("list", "List subscribers.");
-  list->add_option("--db", list_opts->db_path, "SQLite queue file")->required();
+  list->add_option("--db", list_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   list->add_flag("--json", list_opts->json, "Print JSON");
   list->callback([&action, list_opts] {
     action = [list_opts] {
-      auto db = storage::open_database({.path = list_opts->db_path, .create_if_missing = false});
+      storage::connection db({.location = list_opts->db_path, .create_if_missing = false});
       const auto rows = storage::load_subscribers(db);
       if (list_opts->json) {
         boost::json::array out;
@@ -234,7 +235,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   auto set_opts = std::make_shared<subscriber_options>();
   auto* set = group->add_subcommand("set", "Change a subscriber's settings.");
-  set->add_option("--db", set_opts->db_path, "SQLite queue file")->required();
+  set->add_option("--db", set_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
   set->add_option("id", set_opts->id, "Subscriber id")->required();
   add_setting_options(set, *set_opts);
   set->callback([&action, set_opts] {
@@ -253,7 +254,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
     auto* cmd = group->add_subcommand(enable ? "enable" : "disable",
                                       enable ? "Mark a subscriber active."
                                              : "Mark a subscriber inactive.");
-    cmd->add_option("--db", opts->db_path, "SQLite queue file")->required();
+    cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
     cmd->add_option("id", opts->id, "Subscriber id")->required();
     cmd->callback([&action, opts, enable] {
       action = [opts, enable] {

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "storage/connection.hpp"
+
 namespace surge::tools {
 
 using command_action = std::function<int()>;
@@ -27,6 +29,17 @@ void add_demo_command(CLI::App& app, command_action& action);
 void add_dead_command(CLI::App& app, command_action& action);
 void add_audit_command(CLI::App& app, command_action& action);
 void add_prune_command(CLI::App& app, command_action& action);
+
+// --db of a command that needs an existing queue: a file that exists, or a postgresql:// URI
+// (whether that database exists is for the server to say).
+inline CLI::Validator existing_queue() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (storage::is_postgres_location(value)) return {};
+        return CLI::ExistingFile(value);
+      },
+      "QUEUE");
+}
 
 // Thrown by an action for a bad value that parsing could not catch (exit code 2).
 struct usage_error : std::runtime_error {

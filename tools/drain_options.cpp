@@ -20,7 +20,9 @@ std::chrono::milliseconds millis(double seconds) {
 }  // namespace
 
 void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
-  cmd->add_option("--db", o.db_path, "SQLite queue file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--subscribers", o.subscribers,

@@ -3,15 +3,15 @@
 #include <iostream>
 #include <string>
 
-#include <SQLiteCpp/Exception.h>
 
+#include "storage/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/config_file.hpp"
 #include "tools/version.hpp"
 
 int main(int argc, char** argv) {
   using namespace surge::tools;
-  CLI::App app{"surge: drains webhook delivery spikes from a SQLite queue, within every "
+  CLI::App app{"surge: drains webhook delivery spikes from a SQLite or PostgreSQL queue, within every "
                "subscriber's rate limit."};
   app.name("surge");
   app.require_subcommand(1, 1);
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   } catch (const usage_error& error) {
     std::cerr << "surge: " << error.what() << "\n";
     return exit_usage;
-  } catch (const SQLite::Exception& error) {
+  } catch (const surge::storage::error& error) {
     std::cerr << "surge: database error: " << error.what() << "\n";
     return exit_failure;
   } catch (const std::exception& error) {

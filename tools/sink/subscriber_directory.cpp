@@ -8,19 +8,8 @@
 
 namespace surge::sink {
 
-namespace {
-
-SQLite::Database open_existing(const std::string& path) {
-  storage::database_config config;
-  config.path = path;
-  config.create_if_missing = false;
-  return storage::open_database(config);
-}
-
-}  // namespace
-
 subscriber_directory::subscriber_directory(const std::string& db_path)
-    : db_(open_existing(db_path)) {
+    : db_({.location = db_path, .create_if_missing = false}) {
   reload_locked();
 }
 

@@ -1,0 +1,48 @@
+#pragma once
+// A connection to the queue, wherever it lives: a SQLite file (the embedded default) or a
+// PostgreSQL database named by a `postgresql://` URI. The storage functions that take a
+// `connection&` run on either and throw storage::error, so the engine and the tools never see
+// which database is behind it (DESIGN section 1).
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "storage/database.hpp"
+#include "storage/error.hpp"
+
+namespace surge::storage {
+
+struct connection_config {
+  std::string location;  // a file path, or a postgresql:// (postgres://) URI
+  std::chrono::milliseconds busy_timeout{std::chrono::seconds(10)};
+  bool create_if_missing = true;  // SQLite only: a database server's database must exist
+  bool read_only = false;
+  int cache_kib = 0;  // SQLite only
+  const interruptible_wait* lock_wait = nullptr;  // SQLite only; must outlive the connection
+};
+
+// Whether `location` names a PostgreSQL database rather than a file.
+bool is_postgres_location(std::string_view location);
+
+class connection {
+ public:
+  // Throws storage::error when the file cannot be opened or the server cannot be reached.
+  explicit connection(const connection_config& config);
+  ~connection();
+  connection(connection&&) noexcept;
+  connection& operator=(connection&&) = delete;
+
+  bool is_postgres() const;
+  // What --db named.
+  const std::string& location() const { return location_; }
+
+  struct backend;  // storage/backend.hpp, inside storage/ only
+  backend& get() { return *backend_; }
+
+ private:
+  std::string location_;
+  std::unique_ptr<backend> backend_;
+};
+
+}  // namespace surge::storage

@@ -1,0 +1,41 @@
+#pragma once
+// The PostgreSQL side of the queue functions the tools use (storage/queue.hpp, subscribers.hpp,
+// schema.hpp): the same contracts, reached through storage::connection. Private to storage/.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "proto/id_set.hpp"
+#include "storage/backlog.hpp"
+#include "storage/maintenance.hpp"
+#include "storage/ownership.hpp"
+#include "storage/postgres/session.hpp"
+#include "storage/queue.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::storage::pg {
+
+int schema_version(session& db);
+int latest_schema_version();
+int migrate(session& db);
+
+std::int64_t emit_event(session& db, std::string_view event_type, std::string_view payload,
+                        double now, int count);
+queue_stats read_stats(session& db, double now, const proto::id_set& which);
+std::int64_t count_outstanding(session& db, double now, const proto::id_set& which);
+std::optional<double> earliest_scheduled(session& db, double now, const proto::id_set& which);
+
+std::vector<subscriber_row> load_subscribers(session& db, const proto::id_set& which);
+std::optional<subscriber_row> load_subscriber(session& db, std::int64_t id);
+std::int64_t add_subscriber(session& db, const subscriber_row& row);
+bool update_subscriber(session& db, const subscriber_row& row);
+bool set_subscriber_active(session& db, std::int64_t id, bool active);
+
+std::vector<drainer_ownership> read_ownership(session& db, double now);
+std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,
+                                                      const proto::id_set& which);
+std::vector<lease_holder> other_live_owners(session& db, double now, const proto::id_set& which,
+                                            const std::string& self);
+
+}  // namespace surge::storage::pg

@@ -1,0 +1,125 @@
+// The drain's storage on a SQLite file: the embedded default (DESIGN section 1). One connection
+// claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
+#include <SQLiteCpp/Exception.h>
+
+#include "storage/backend.hpp"
+#include "storage/checkpointer.hpp"
+#include "storage/drain_store.hpp"
+#include "storage/queue.hpp"
+#include "storage/wal_meter.hpp"
+
+namespace surge::storage {
+
+std::unique_ptr<drain_store> open_postgres_drain_store(const drain_store_config& config);
+
+namespace {
+
+template <class Work>
+decltype(auto) translated(Work&& work) {
+  try {
+    return work();
+  } catch (const SQLite::Exception& failure) {
+    throw from_sqlite(failure);
+  }
+}
+
+class sqlite_drain_store final : public drain_store {
+ public:
+  explicit sqlite_drain_store(const drain_store_config& config)
+      : db_(open_database({.path = config.location,
+                           .busy_timeout = config.busy_timeout,
+                           .create_if_missing = false,
+                           .cache_kib = config.cache_kib,
+                           .lock_wait = config.lock_wait})),
+        path_(config.location),
+        file_(identify_file(config.location)),
+        checkpoints_(config.location),
+        claims_(db_),
+        writer_(db_),
+        tokens_(db_, config.token_reserve_seconds),
+        owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds),
+        wal_(db_, {.checkpoint_frames = static_cast<int>(config.checkpoint_frames),
+                   .checkpoint_on_commit = false}),
+        changes_(db_) {
+    wal_.on_checkpoint_wanted([this] { checkpoints_.request(); });
+  }
+
+  const std::string& owner() const override { return claims_.owner(); }
+
+  cycle_result write_and_claim(std::span<const outcome> outcomes,
+                               std::span<const std::int64_t> deactivate,
+                               std::span<const subscriber_demand> demand, double now,
+                               double lease_seconds, std::int64_t max_payload_bytes) override {
+    return translated([&] {
+      return storage::write_and_claim(db_, writer_, claims_, tokens_, outcomes, deactivate,
+                                      demand, now, lease_seconds, max_payload_bytes, &owners_);
+    });
+  }
+  write_report write_outcomes(std::span<const outcome> outcomes,
+                              std::span<const std::int64_t> deactivate) override {
+    return translated([&] { return writer_.write(outcomes, deactivate); });
+  }
+  void give_back_tokens(std::span<const unspent_tokens> tokens, double now) override {
+    translated([&] { storage::give_back_tokens(db_, tokens, now); });
+  }
+  std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
+    return translated([&] { return storage::load_subscribers(db_, which); });
+  }
+  std::int64_t dead_letter_orphans(double now, const proto::id_set& which) override {
+    return translated([&] { return storage::dead_letter_orphans(db_, now, which); });
+  }
+  malformed_rows dead_letter_malformed(double now, double lease_horizon,
+                                       const proto::id_set& which) override {
+    return translated(
+        [&] { return storage::dead_letter_malformed(db_, now, lease_horizon, which); });
+  }
+  std::int64_t count_outstanding(double now, const proto::id_set& which) override {
+    return translated([&] { return storage::count_outstanding(db_, now, which); });
+  }
+  std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
+    return translated([&] { return storage::earliest_scheduled(db_, now, which); });
+  }
+  void ping() override {
+    translated([&] { db_.execAndGet("SELECT COUNT(*) FROM surge_schema_version"); });
+  }
+  bool still_in_place() override {
+    // SQLite keeps writing to a file that was deleted or renamed over.
+    return !file_ || identify_file(path_) == file_;
+  }
+  new_rows check_new_rows(double now) override {
+    return translated([&] { return changes_.check(now); });
+  }
+  ownership_change renew_ownership(double now) override {
+    return translated([&] { return owners_.renew(now); });
+  }
+  std::size_t owned_count(double now) const override { return owners_.owned_count(now); }
+  void release_ownership() override {
+    translated([&] { owners_.release_all(); });
+  }
+  write_counters counters() const override { return {wal_.commits(), wal_.frames()}; }
+
+ private:
+  SQLite::Database db_;
+  std::string path_;
+  std::optional<file_identity> file_;  // what the path named when it was opened
+  checkpointer checkpoints_;           // before `wal_`, whose hook calls it
+  claimer claims_;
+  outcome_writer writer_;
+  token_leaser tokens_;
+  ownership_keeper owners_;
+  wal_meter wal_;
+  change_watch changes_;  // rows other connections queue, for the wake
+};
+
+}  // namespace
+
+std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
+  if (is_postgres_location(config.location)) return open_postgres_drain_store(config);
+  try {
+    return std::make_unique<sqlite_drain_store>(config);
+  } catch (const SQLite::Exception& failure) {
+    throw from_sqlite(failure);
+  }
+}
+
+}  // namespace surge::storage
