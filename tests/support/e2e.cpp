@@ -18,6 +18,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
 #include "tests/support/shared_ddl.hpp"
@@ -136,19 +137,32 @@ run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
 }
 
 namespace {
-SQLite::Database make_queue(const std::string& path) {
-  {
-    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+std::string make_queue(const std::string& location) {
+  if (!storage::is_postgres_location(location)) {
+    SQLite::Database raw(location, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     raw.exec(shared_ddl);
   }
-  auto db = storage::open_database({.path = path, .create_if_missing = false});
+  storage::connection db({.location = location, .create_if_missing = false});
   storage::migrate(db);
-  return db;
+  return location;
 }
 }  // namespace
 
 test_queue::test_queue(const temp_dir& dir, const std::string& name)
-    : path_(dir.file(name)), db_(make_queue(path_)) {}
+    : test_queue(at_location{dir.file(name)}) {}
+
+test_queue::test_queue(const at_location& where)
+    : path_(make_queue(where.location)),
+      sql_(path_),
+      connection_(storage::connection_config{.location = path_, .create_if_missing = false}) {}
+
+SQLite::Database& test_queue::db() {
+  if (!db_) {
+    if (sql_.is_postgres()) throw std::logic_error("test_queue::db() on a PostgreSQL queue");
+    db_.emplace(storage::open_database({.path = path_, .create_if_missing = false}));
+  }
+  return *db_;
+}
 
 std::int64_t test_queue::add_subscriber(const std::string& url, double rate, std::int64_t burst,
                                         const std::string& signing, const std::string& secret,
@@ -161,28 +175,24 @@ std::int64_t test_queue::add_subscriber(const std::string& url, double rate, std
   row.signing = signing;
   row.secret = secret;
   row.event_types = events;
-  return storage::add_subscriber(db_, row);
+  return storage::add_subscriber(connection_, row);
 }
 
 std::vector<std::int64_t> test_queue::add_rows(std::int64_t subscriber_id, int count,
                                                const std::string& payload,
                                                std::optional<double> created_at) {
   std::vector<std::int64_t> ids;
-  const double now = storage::unix_now();
-  SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement insert(db_,
-                           "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
-                           "next_attempt_at, created_at) VALUES (?, 'video.trending', ?, ?, ?)");
+  const auto now = std::to_string(storage::unix_now());
+  const auto created = created_at ? std::to_string(*created_at) : now;
+  sql_.begin();
   for (int i = 0; i < count; ++i) {
-    insert.bind(1, subscriber_id);
-    insert.bind(2, payload);
-    insert.bind(3, now);
-    insert.bind(4, created_at.value_or(now));
-    insert.exec();
-    insert.reset();
-    ids.push_back(db_.getLastInsertRowid());
+    const auto inserted = sql_.query(
+        "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at, "
+        "created_at) VALUES (?, 'video.trending', ?, ?, ?) RETURNING id",
+        {std::to_string(subscriber_id), payload, now, created});
+    ids.push_back(std::stoll(*inserted.at(0).at(0)));
   }
-  transaction.commit();
+  sql_.commit();
   return ids;
 }
 
@@ -195,31 +205,31 @@ std::int64_t test_queue::add_subscriber_at(const sink_process& sink, double rate
 }
 
 test_queue::row_state test_queue::row(std::int64_t delivery_id) {
-  SQLite::Statement query(db_,
-                          "SELECT status, attempts, locked_until, last_status, last_error "
-                          "FROM webhook_delivery WHERE id = ?");
-  query.bind(1, delivery_id);
-  if (!query.executeStep()) throw std::runtime_error("no row " + std::to_string(delivery_id));
+  const auto rows = sql_.query(
+      "SELECT status, attempts, locked_until, last_status, last_error FROM webhook_delivery "
+      "WHERE id = ?",
+      {std::to_string(delivery_id)});
+  if (rows.empty()) throw std::runtime_error("no row " + std::to_string(delivery_id));
+  const auto& found = rows.front();
   row_state out;
-  out.status = query.getColumn(0).getString();
-  out.attempts = query.getColumn(1).getInt64();
-  out.locked_until = query.getColumn(2).getDouble();
-  if (!query.getColumn(3).isNull()) out.last_status = query.getColumn(3).getInt();
-  out.last_error = query.getColumn(4).getString();
+  out.status = found[0].value_or("");
+  out.attempts = std::stoll(found[1].value_or("0"));
+  out.locked_until = std::stod(found[2].value_or("0"));
+  if (found[3]) out.last_status = std::stoi(*found[3]);
+  out.last_error = found[4].value_or("");
   return out;
 }
 
 void test_queue::set_url(std::int64_t subscriber_id, const std::string& url) {
-  SQLite::Statement update(db_, "UPDATE webhook_subscriber SET url = ? WHERE id = ?");
-  update.bind(1, url);
-  update.bind(2, subscriber_id);
-  update.exec();
+  sql_.exec("UPDATE webhook_subscriber SET url = ? WHERE id = ?",
+            {url, std::to_string(subscriber_id)});
 }
 
 std::map<std::string, std::int64_t> test_queue::count_by_status() {
   std::map<std::string, std::int64_t> out;
-  SQLite::Statement query(db_, "SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status");
-  while (query.executeStep()) out[query.getColumn(0).getString()] = query.getColumn(1).getInt64();
+  for (const auto& found : sql_.query("SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status")) {
+    out[found[0].value_or("")] = std::stoll(found[1].value_or("0"));
+  }
   return out;
 }
 
@@ -289,17 +299,15 @@ int max_in_window(std::vector<double> arrivals, double window) {
 
 std::map<std::pair<std::int64_t, int>, double> attempt_starts(test_queue& queue, std::int64_t id) {
   std::map<std::pair<std::int64_t, int>, double> out;
-  SQLite::Statement query(queue.db(),
-                          "SELECT delivery_id, attempt, started_at FROM surge_attempt "
-                          "WHERE subscriber_id = ?");
-  query.bind(1, id);
-  while (query.executeStep()) {
-    out[{query.getColumn(0).getInt64(), query.getColumn(1).getInt()}] =
-        query.getColumn(2).getDouble();
+  for (const auto& found :
+       queue.sql().query("SELECT delivery_id, attempt, started_at FROM surge_attempt "
+                         "WHERE subscriber_id = ?",
+                         {std::to_string(id)})) {
+    out[{std::stoll(found[0].value_or("0")), std::stoi(found[1].value_or("0"))}] =
+        std::stod(found[2].value_or("0"));
   }
   return out;
 }
-
 
 transit transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
                        const std::map<std::pair<std::int64_t, int>, double>& starts) {

@@ -11,7 +11,9 @@
 
 #include <SQLiteCpp/Database.h>
 
+#include "storage/connection.hpp"
 #include "storage/subscribers.hpp"
+#include "tests/support/sql_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/process.hpp"
 
@@ -76,12 +78,22 @@ struct run_result {
 run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
                      std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
-// A queue file made by the shared DDL and migrated, with helpers to fill it.
+// A queue made by the shared DDL and migrated, with helpers to fill it: a file in the test's
+// directory, or a PostgreSQL database (tests/support/postgres_server.hpp).
 class test_queue {
  public:
   explicit test_queue(const temp_dir& dir, const std::string& name = "queue.db");
+  struct at_location {
+    std::string location;  // a file path or a postgresql:// URI
+  };
+  explicit test_queue(const at_location& where);
+  // What --db names: the file's path or the URI.
   const std::string& path() const { return path_; }
-  SQLite::Database& db() { return db_; }
+  // The file's own connection; throws std::logic_error on a PostgreSQL queue.
+  SQLite::Database& db();
+  // Raw SQL with `?` placeholders on either kind of queue.
+  sql_client& sql() { return sql_; }
+  storage::connection& connection() { return connection_; }
 
   std::int64_t add_subscriber(const std::string& url, double rate, std::int64_t burst,
                               const std::string& signing = "vvv",
@@ -111,7 +123,9 @@ class test_queue {
 
  private:
   std::string path_;
-  SQLite::Database db_;
+  sql_client sql_;
+  storage::connection connection_;
+  std::optional<SQLite::Database> db_;
 };
 
 // A loopback port nothing listens on right now (bound and released).
