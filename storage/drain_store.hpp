@@ -31,6 +31,8 @@ struct drain_store_config {
   double token_reserve_seconds = 0.05;            // storage/token_leases.hpp
   double ownership_heartbeat_seconds = 4;         // storage/ownership.hpp
   proto::id_set allowed;                          // --subscribers
+  // Names this drain's leases and ownerships; empty: "surge@host:pid" (default_lease_owner).
+  std::string owner;
 };
 
 // How much the store wrote to its log (SQLite's WAL); zeros where there is no such count.

@@ -34,7 +34,7 @@ class sqlite_drain_store final : public drain_store {
         path_(config.location),
         file_(identify_file(config.location)),
         checkpoints_(config.location),
-        claims_(db_),
+        claims_(db_, config.owner.empty() ? default_lease_owner() : config.owner),
         writer_(db_),
         tokens_(db_, config.token_reserve_seconds),
         owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds),

@@ -93,7 +93,7 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED) c)
 UPDATE webhook_delivery d SET locked_until = $4 FROM picked WHERE d.id = picked.id
 RETURNING d.id, d.subscriber_id, d.event_type,
-  CASE WHEN octet_length(d.payload) > $5 THEN '' ELSE d.payload END,
+  CASE WHEN octet_length(d.payload) > $5::bigint THEN '' ELSE d.payload END,
   d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload)
 )sql";
 
@@ -122,7 +122,7 @@ class postgres_drain_store final : public drain_store {
  public:
   explicit postgres_drain_store(const drain_store_config& config)
       : db_(config.location),
-        owner_(default_lease_owner()),
+        owner_(config.owner.empty() ? default_lease_owner() : config.owner),
         allowed_(config.allowed),
         reserve_seconds_(config.token_reserve_seconds),
         heartbeat_seconds_(config.ownership_heartbeat_seconds) {

@@ -151,6 +151,11 @@ void session::ensure_connected() {
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    // A connection never made is freed here: a constructor that throws runs no destructor.
+    if (connections_ == 0 && conn_) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+    }
     throw error("cannot connect to PostgreSQL at " + safe_uri(uri_) + ": " + why,
                 error::kind::unreachable);
   }
@@ -167,6 +172,7 @@ result session::checked(pg_result* handle, std::string_view sql) {
   std::string message = handle ? PQresultErrorMessage(handle) : PQerrorMessage(conn_);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   const bool lost = PQstatus(conn_) != CONNECTION_OK || (state && is_connection_failure(state));
+  sql.remove_prefix(std::min(sql.find_first_not_of(" \n"), sql.size()));
   std::string first_line(sql.substr(0, sql.find('\n')));
   if (first_line.size() > 60) first_line = first_line.substr(0, 60) + "…";
   throw error("PostgreSQL: " + message + (state ? std::string(" [SQLSTATE ") + state + "]" : "") +

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "storage/database.hpp"
+#include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {
@@ -28,22 +29,26 @@ constexpr int subscriber_count = 9;
 constexpr int rows_each = 120;
 
 // Subscriber ids owned by each live drain, keyed by its pid.
-std::map<int, std::set<std::int64_t>> owners_by_pid(SQLite::Database& db) {
+std::map<int, std::set<std::int64_t>> owners_by_pid(sql_client& sql) {
   std::map<int, std::set<std::int64_t>> out;
-  SQLite::Statement query(db,
-                          "SELECT o.drainer, o.subscriber_id FROM surge_owner o JOIN surge_drainer d "
-                          "ON d.name = o.drainer WHERE d.expires_at > ?");
-  query.bind(1, storage::unix_now());
-  while (query.executeStep()) {
-    const std::string name = query.getColumn(0).getString();
-    out[std::stoi(name.substr(name.rfind(':') + 1))].insert(query.getColumn(1).getInt64());
+  for (const auto& row :
+       sql.query("SELECT o.drainer, o.subscriber_id FROM surge_owner o JOIN surge_drainer d "
+                 "ON d.name = o.drainer WHERE d.expires_at > ?",
+                 {std::to_string(storage::unix_now())})) {
+    const std::string name = row[0].value_or("");
+    out[std::stoi(name.substr(name.rfind(':') + 1))].insert(std::stoll(row[1].value_or("0")));
   }
   return out;
 }
 
-TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
+// The same on both kinds of queue: three processes on one host share a SQLite file through its
+// write lock, or a PostgreSQL database as drains on several hosts would.
+class DrainOwners : public ::testing::TestWithParam<backend> {};
+
+TEST_P(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   temp_dir dir;
-  test_queue queue{dir};
+  SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
+  test_queue& queue = *queue_held;
   sink_process sink{dir, queue.path()};
   std::vector<std::int64_t> ids;
   for (int i = 0; i < subscriber_count; ++i) {
@@ -63,7 +68,7 @@ TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   // The subscribers spread three and three and three within a few renewals.
   std::map<int, std::set<std::int64_t>> owners;
   for (int i = 0; i < 100; ++i) {
-    owners = owners_by_pid(queue.db());
+    owners = owners_by_pid(queue.sql());
     if (owners.size() == 3 &&
         std::all_of(owners.begin(), owners.end(), [](const auto& o) { return o.second.size() == 3; })) {
       break;
@@ -91,17 +96,15 @@ TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   // Kill one while the backlog lasts.
   std::this_thread::sleep_for(1s);
   auto& victim = *drains[1];
-  const auto victim_owned = owners_by_pid(queue.db())[victim.pid()];
+  const auto victim_owned = owners_by_pid(queue.sql())[victim.pid()];
   victim.signal(SIGKILL);
   const double killed_at = storage::unix_now();
   ASSERT_EQ(victim.wait(10s).value_or(-1), 128 + SIGKILL);
   // What it held: rows still under a lease it recorded. Only these may be sent twice.
-  const auto held = queue.db()
-                        .execAndGet("SELECT COUNT(*) FROM webhook_delivery d JOIN surge_lease l "
-                                    "ON d.locked_until = l.lease WHERE l.owner LIKE '%:" +
-                                    std::to_string(victim.pid()) +
-                                    "' AND d.status IN ('pending','retry')")
-                        .getInt64();
+  const auto held = static_cast<std::int64_t>(queue.sql().number(
+      "SELECT COUNT(*) FROM webhook_delivery d JOIN surge_lease l ON d.locked_until = l.lease "
+      "WHERE l.owner LIKE ? AND d.status IN ('pending','retry')",
+      {"%:" + std::to_string(victim.pid())}));
 
   for (const std::size_t survivor : {0u, 2u}) {
     ASSERT_EQ(drains[survivor]->wait(120s).value_or(-1), 0) << "drain " << survivor;
@@ -153,6 +156,8 @@ TEST(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
                 window, burst + rate * window);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainOwners, all_backends(), backend_name);
 
 }  // namespace
 }  // namespace surge::testing

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <ctime>
+#include <functional>
+#include <memory>
 
 #include <SQLiteCpp/Statement.h>
 
 #include "storage/database.hpp"
+#include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {
@@ -15,17 +18,20 @@ namespace {
 
 struct retry_env {
   temp_dir dir;
-  test_queue queue{dir};
+  std::unique_ptr<test_queue> queue_held;
+  test_queue& queue;
   std::optional<sink_process> sink;
 
-  explicit retry_env(const std::string& behaviours) {
+  // `queue`: made in `dir` when not given (a SQLite file).
+  explicit retry_env(const std::string& behaviours,
+                     std::function<std::unique_ptr<test_queue>(const temp_dir&)> make = {})
+      : queue_held(make ? make(dir) : std::make_unique<test_queue>(dir)), queue(*queue_held) {
     sink.emplace(dir, queue.path(), sink_process::options{.behaviours_json = behaviours});
   }
   std::int64_t subscriber(double rate = 100, int burst = 10, int max_in_flight = 0) {
     const auto id = queue.add_subscriber("http://placeholder/", rate, burst);
-    queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink->url_for(id) +
-                    "', max_in_flight = " + std::to_string(max_in_flight) +
-                    " WHERE id = " + std::to_string(id));
+    queue.sql().exec("UPDATE webhook_subscriber SET url = ?, max_in_flight = ? WHERE id = ?",
+                     {sink->url_for(id), std::to_string(max_in_flight), std::to_string(id)});
     return id;
   }
   run_result drain(std::vector<std::string> extra = {}) {
@@ -46,8 +52,29 @@ std::vector<sink_request> of_delivery(const std::vector<sink_request>& all, std:
   return out;
 }
 
-TEST(DrainRetry, FailuresAreRetriedWithBackoffThatIsNeverEarly) {
-  retry_env env(R"({"1": {"fail_first": 2, "status": 500}})");
+// On both kinds of queue: retries, their backoff and Retry-After are written through each one's
+// outcome statements.
+class DrainRetryOn : public ::testing::TestWithParam<backend> {
+ protected:
+  // A maker for retry_env's queue: empty for a SQLite file, and empty with skip_reason_ set when
+  // the PostgreSQL server binaries are missing.
+  std::function<std::unique_ptr<test_queue>(const temp_dir&)> queue_maker() {
+    if (GetParam() == backend::sqlite) return {};
+    std::string why_not;
+    auto* server = postgres_server::shared(&why_not);
+    if (server == nullptr) {
+      skip_reason_ = why_not;
+      return {};
+    }
+    return [server](const temp_dir& dir) { return make_test_queue(backend::postgres, dir, server); };
+  }
+  std::string skip_reason_;
+};
+
+TEST_P(DrainRetryOn, FailuresAreRetriedWithBackoffThatIsNeverEarly) {
+  auto make = queue_maker();
+  if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+  retry_env env(R"({"1": {"fail_first": 2, "status": 500}})", make);
   const auto id = env.subscriber();
   const auto rows = env.queue.add_rows(id, 3);
   const auto result = env.drain({"--retry-base", "0.4"});
@@ -68,8 +95,10 @@ TEST(DrainRetry, FailuresAreRetriedWithBackoffThatIsNeverEarly) {
   }
 }
 
-TEST(DrainRetry, TooManyRequestsWithRetryAfterSecondsPausesTheSubscriberAndCostsNoAttempt) {
-  retry_env env(R"({"1": {"fail_first": 1, "status": 429, "retry_after": "2"}})");
+TEST_P(DrainRetryOn, TooManyRequestsWithRetryAfterSecondsPausesTheSubscriberAndCostsNoAttempt) {
+  auto make = queue_maker();
+  if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+  retry_env env(R"({"1": {"fail_first": 1, "status": 429, "retry_after": "2"}})", make);
   // One request at a time, so that the pause is visible across rows.
   const auto id = env.subscriber(100, 10, 1);
   const auto rows = env.queue.add_rows(id, 3);
@@ -100,6 +129,8 @@ std::string http_date(std::time_t when) {
   std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &utc);
   return text;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainRetryOn, all_backends(), backend_name);
 
 TEST(DrainRetry, ServiceUnavailableWithAnHttpDateIsHonoured) {
   const auto until = static_cast<std::time_t>(storage::unix_now()) + 4;

@@ -1,0 +1,346 @@
+// The PostgreSQL queue (DESIGN section 1, issue 13) against a real throwaway server: the shared
+// tables under their names, the steady-state drainer's own statements unchanged, claims that skip
+// what another transaction holds, fenced outcomes in one statement per batch, the persisted
+// bucket shared with the other drainer, ownership across drains, LISTEN/NOTIFY, and faults.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "storage/connection.hpp"
+#include "storage/drain_store.hpp"
+#include "storage/error.hpp"
+#include "storage/queue.hpp"
+#include "storage/schema.hpp"
+#include "storage/subscribers.hpp"
+#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/sql_client.hpp"
+
+namespace surge::storage {
+namespace {
+
+using testing::postgres_server;
+using testing::sql_client;
+
+struct pg_queue {
+  std::string uri;
+  connection db;
+  sql_client sql;
+  explicit pg_queue(postgres_server& server)
+      : uri(server.create_database()), db({.location = uri}), sql(uri) {
+    migrate(db);
+  }
+  std::int64_t subscriber(double rate = 100, std::int64_t burst = 10) {
+    subscriber_row row;
+    row.url = "http://127.0.0.1:9/";
+    row.secret = "s";
+    row.rate_per_sec = rate;
+    row.burst = burst;
+    row.tokens = static_cast<double>(burst);
+    row.tokens_updated_at = unix_now();
+    return add_subscriber(db, row);
+  }
+  void rows(std::int64_t subscriber_id, int count) {
+    for (int i = 0; i < count; ++i) {
+      sql.exec(std::string(other_drainer_sql::insert_delivery),
+               {std::to_string(subscriber_id), "video.trending", R"({"n":1})", "0",
+                std::to_string(unix_now())});
+    }
+  }
+  std::unique_ptr<drain_store> store(const std::string& owner = {}) {
+    return open_drain_store({.location = uri, .owner = owner});
+  }
+};
+
+std::string text(const sql_client::row& row, std::size_t column) {
+  return row.at(column).value_or("NULL");
+}
+
+TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  EXPECT_EQ(migrate(queue.db), latest_schema_version());
+  EXPECT_EQ(schema_version(queue.db), 4);
+  // Every column of DESIGN section 1 under its name; `active` stays an integer.
+  std::set<std::string> columns;
+  for (const auto& row : queue.sql.query(
+           "SELECT table_name || '.' || column_name || ':' || data_type FROM "
+           "information_schema.columns WHERE table_name IN ('webhook_subscriber', "
+           "'webhook_delivery')")) {
+    columns.insert(text(row, 0));
+  }
+  for (const char* expected :
+       {"webhook_subscriber.id:bigint", "webhook_subscriber.url:text",
+        "webhook_subscriber.secret:text", "webhook_subscriber.event_types:text",
+        "webhook_subscriber.rate_per_sec:double precision", "webhook_subscriber.burst:integer",
+        "webhook_subscriber.tokens:double precision",
+        "webhook_subscriber.tokens_updated_at:double precision",
+        "webhook_subscriber.active:integer", "webhook_delivery.id:bigint",
+        "webhook_delivery.subscriber_id:bigint", "webhook_delivery.event_type:text",
+        "webhook_delivery.payload:text", "webhook_delivery.status:text",
+        "webhook_delivery.attempts:integer", "webhook_delivery.next_attempt_at:double precision",
+        "webhook_delivery.locked_until:double precision",
+        "webhook_delivery.created_at:double precision"}) {
+    EXPECT_TRUE(columns.contains(expected)) << expected;
+  }
+}
+
+TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  // The producer and the drainer as they predate Surge, through PDO-style placeholders.
+  queue.sql.exec(other_drainer_sql::insert_subscriber,
+                 {"http://127.0.0.1:9/", "secret", "*", "2", "4"});
+  const auto id = static_cast<std::int64_t>(queue.sql.number("SELECT MAX(id) FROM webhook_subscriber"));
+  queue.rows(id, 6);
+  const double now = unix_now();
+  const auto claimed = queue.sql.exec(other_drainer_sql::claim(),
+                                      {std::to_string(now + 30), std::to_string(now),
+                                       std::to_string(now), "2"});
+  EXPECT_EQ(claimed, 2);
+  const auto mine = queue.sql.query(other_drainer_sql::read_back, {std::to_string(now + 30)});
+  ASSERT_EQ(mine.size(), 2u);
+  for (const auto& row : mine) queue.sql.exec(other_drainer_sql::mark_done, {text(row, 0)});
+  const auto bucket = queue.sql.query(other_drainer_sql::read_bucket, {std::to_string(id)});
+  ASSERT_EQ(bucket.size(), 1u);
+  queue.sql.exec(other_drainer_sql::write_bucket, {"1", std::to_string(now), std::to_string(id)});
+
+  // Surge claims the rest; the two rows the other drainer finished are not among them.
+  auto store = queue.store();
+  store->renew_ownership(now);
+  subscriber_demand want{.subscriber_id = id, .rows = 10};
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX);
+  EXPECT_EQ(cycle.claimed.size(), 4u);
+  for (const auto& row : cycle.claimed) {
+    EXPECT_TRUE(std::none_of(mine.begin(), mine.end(),
+                             [&](const auto& m) { return text(m, 0) == std::to_string(row.id); }));
+  }
+}
+
+TEST(PostgresQueue, AClaimSkipsRowsAnotherTransactionHoldsInsteadOfWaiting) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 5);
+  // Another drainer mid-claim: it holds the two oldest rows locked in an open transaction.
+  sql_client other(queue.uri);
+  other.begin();
+  const auto held = other.query(
+      "SELECT id FROM webhook_delivery ORDER BY next_attempt_at, id LIMIT 2 FOR UPDATE");
+  ASSERT_EQ(held.size(), 2u);
+
+  auto store = queue.store();
+  store->renew_ownership(unix_now());
+  subscriber_demand want{.subscriber_id = id, .rows = 5};
+  const auto started = std::chrono::steady_clock::now();
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  ASSERT_EQ(cycle.claimed.size(), 3u);
+  for (const auto& row : cycle.claimed) {
+    EXPECT_NE(std::to_string(row.id), text(held[0], 0));
+    EXPECT_NE(std::to_string(row.id), text(held[1], 0));
+  }
+  other.commit();
+}
+
+TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 4);
+  auto store = queue.store();
+  store->renew_ownership(unix_now());
+  subscriber_demand want{.subscriber_id = id, .rows = 4};
+  const auto claimed = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX).claimed;
+  ASSERT_EQ(claimed.size(), 4u);
+  // The last row's lease expired and another drainer re-claimed it.
+  queue.sql.exec("UPDATE webhook_delivery SET locked_until = locked_until + 1 WHERE id = ?",
+                 {std::to_string(claimed[3].id)});
+  std::vector<outcome> outcomes;
+  for (std::size_t i = 0; i < claimed.size(); ++i) {
+    outcome& o = outcomes.emplace_back();
+    o.delivery_id = claimed[i].id;
+    o.lease = claimed[i].lease;
+    o.attempts = 1;
+    o.has_attempt = true;
+    o.attempt = {.delivery_id = claimed[i].id, .subscriber_id = id, .attempt = 1,
+                 .started_at = 1, .finished_at = 2, .status_code = i == 1 ? 500 : 200};
+    if (i == 1) {
+      o.kind = outcome_kind::retry;
+      o.next_attempt_at = unix_now() + 60;
+      o.last_status = 500;
+      o.last_error = "HTTP 500";
+    } else if (i == 2) {
+      o.kind = outcome_kind::dead;
+      o.last_status = 400;
+      o.last_error = "HTTP 400";
+    } else {
+      o.kind = outcome_kind::done;
+      o.last_status = 200;
+      o.finished_at = 2;
+    }
+  }
+  const auto report = store->write_outcomes(outcomes, {});
+  EXPECT_EQ(report.applied, 3);
+  ASSERT_EQ(report.lost_leases.size(), 1u);
+  EXPECT_EQ(report.lost_leases[0], claimed[3].id);
+  auto state = [&](std::int64_t row) {
+    const auto found = queue.sql.query(
+        "SELECT status, attempts, last_status, COALESCE(last_error, ''), locked_until "
+        "FROM webhook_delivery WHERE id = ?",
+        {std::to_string(row)});
+    return text(found.at(0), 0) + "/" + text(found.at(0), 1) + "/" + text(found.at(0), 2) + "/" +
+           text(found.at(0), 3) + "/" + text(found.at(0), 4);
+  };
+  EXPECT_EQ(state(claimed[0].id), "done/1/200//0");
+  EXPECT_EQ(state(claimed[1].id), "retry/1/500/HTTP 500/0");
+  EXPECT_EQ(state(claimed[2].id), "dead/1/400/HTTP 400/0");
+  EXPECT_EQ(state(claimed[3].id).substr(0, 10), "pending/0/");
+  // Every attempt recorded, the fenced-out one included: the partner saw it.
+  EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM surge_attempt"), 4);
+}
+
+TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber(/*rate=*/1, /*burst=*/5);
+  auto store = queue.store();
+  const double now = unix_now();
+  store->renew_ownership(now);
+  subscriber_demand want{.subscriber_id = id, .tokens = 3};
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, now, 30, INT64_MAX);
+  ASSERT_EQ(cycle.granted.size(), 1u);
+  EXPECT_EQ(cycle.granted[0].tokens, 3);
+  // What the steady-state drainer reads now: the two tokens left (plus a moment's refill).
+  const auto left = queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)});
+  EXPECT_NEAR(left, 2, 0.1);
+  // Unspent tokens go back, never above the burst.
+  store->give_back_tokens(std::vector<unspent_tokens>{{id, 3}}, unix_now());
+  EXPECT_NEAR(queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)}), 5, 1e-9);
+}
+
+TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  for (int i = 0; i < 6; ++i) queue.subscriber();
+  auto first = queue.store("surge@host-a:1");
+  auto second = queue.store("surge@host-b:1");
+  double now = unix_now();
+  first->renew_ownership(now);
+  EXPECT_EQ(first->owned_count(now), 6u) << "alone, it owns everything";
+  second->renew_ownership(now);  // assigned half, still owned by the first
+  first->renew_ownership(now);   // lets go of the second's half
+  const auto taken = second->renew_ownership(now);
+  EXPECT_EQ(taken.taken.size(), 3u);
+  EXPECT_EQ(first->owned_count(now), 3u);
+  EXPECT_EQ(second->owned_count(now), 3u);
+  const auto owners = read_ownership(queue.db, now);
+  ASSERT_EQ(owners.size(), 2u);
+  EXPECT_EQ(owners[0].subscribers.size() + owners[1].subscribers.size(), 6u);
+
+  // A drain of the second's never claims a subscriber of the first's.
+  const auto mine = owners[1].name == "surge@host-b:1" ? owners[1].subscribers : owners[0].subscribers;
+  std::vector<subscriber_demand> everything;
+  for (std::int64_t id = 1; id <= 6; ++id) {
+    queue.rows(id, 1);
+    everything.push_back({.subscriber_id = id, .rows = 5});
+  }
+  const auto cycle = second->write_and_claim({}, {}, everything, unix_now(), 30, INT64_MAX);
+  ASSERT_EQ(cycle.claimed.size(), 3u);
+  for (const auto& row : cycle.claimed) {
+    EXPECT_TRUE(std::find(mine.begin(), mine.end(), row.subscriber_id) != mine.end());
+  }
+
+  first->release_ownership();
+  now = unix_now();
+  const auto after = second->renew_ownership(now);
+  EXPECT_EQ(after.taken.size(), 3u);
+  EXPECT_EQ(second->owned_count(now), 6u);
+}
+
+TEST(PostgresQueue, NewRowsAreNotifiedWithTheirSubscribers) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto a = queue.subscriber();
+  const auto b = queue.subscriber();
+  auto store = queue.store();
+  EXPECT_FALSE(store->check_new_rows(unix_now()).any());
+  queue.rows(b, 2);
+  new_rows found;
+  for (int i = 0; i < 100 && !found.any(); ++i) {
+    found = store->check_new_rows(unix_now());
+    if (!found.any()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(found.all);
+  EXPECT_EQ(found.subscribers, std::vector<std::int64_t>{b});
+  (void)a;
+}
+
+TEST(PostgresQueue, AWrongUriOrAMissingSchemaIsAClearError) {
+  SURGE_REQUIRE_POSTGRES(server);
+  try {
+    connection db({.location = server->uri("no_such_database")});
+    FAIL() << "connected to a database that does not exist";
+  } catch (const error& failure) {
+    EXPECT_EQ(failure.what_kind(), error::kind::unreachable);
+    EXPECT_NE(std::string(failure.what()).find("no_such_database"), std::string::npos)
+        << failure.what();
+  }
+  const auto empty = server->create_database();
+  try {
+    open_drain_store({.location = empty});
+    FAIL() << "opened a drain on a database without the schema";
+  } catch (const error& failure) {
+    EXPECT_NE(std::string(failure.what()).find("surge migrate"), std::string::npos)
+        << failure.what();
+  }
+}
+
+TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 2);
+  auto store = queue.store();
+  store->renew_ownership(unix_now());
+  subscriber_demand want{.subscriber_id = id, .rows = 2};
+  const auto claimed = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX).claimed;
+  ASSERT_EQ(claimed.size(), 2u);
+  std::vector<outcome> outcomes;
+  for (const auto& row : claimed) {
+    outcomes.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = 1,
+                        .last_status = 200, .finished_at = unix_now()});
+  }
+
+  server->stop();
+  try {
+    store->write_outcomes(outcomes, {});
+    ADD_FAILURE() << "wrote outcomes to a stopped server";
+  } catch (const error& failure) {
+    EXPECT_EQ(failure.what_kind(), error::kind::unreachable) << failure.what();
+  }
+  server->start();
+  // The caller kept its outcomes (the storage thread retries after a back-off): they land now.
+  const auto report = store->write_outcomes(outcomes, {});
+  EXPECT_EQ(report.applied, 2);
+  EXPECT_TRUE(report.lost_leases.empty());
+  sql_client check(queue.uri);
+  EXPECT_EQ(check.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 2);
+  // Notifications sent while it was away are lost with the old connection: the next look says
+  // "anything may be new", and the new connection listens again.
+  EXPECT_TRUE(store->check_new_rows(unix_now()).all);
+  check.exec(std::string(other_drainer_sql::insert_delivery),
+             {std::to_string(id), "video.trending", "{}", "0", std::to_string(unix_now())});
+  new_rows found;
+  for (int i = 0; i < 100 && !found.any(); ++i) {
+    found = store->check_new_rows(unix_now());
+    if (!found.any()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(found.subscribers, std::vector<std::int64_t>{id});
+}
+
+}  // namespace
+}  // namespace surge::storage
