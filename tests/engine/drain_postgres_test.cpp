@@ -1,0 +1,95 @@
+// `surge` on a PostgreSQL queue through the real CLI (issue 13 item 5): a wrong URI or an
+// unreachable server is a clear error at the start, a server restarted mid-drain costs a few
+// failed cycles and loses nothing, and the commands that are SQLite-only so far say so.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "storage/database.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/postgres_server.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(DrainPostgres, AWrongUriOrAnUnreachableServerIsAClearErrorAtTheStart) {
+  temp_dir dir;
+  const std::string nowhere = "postgresql:///queue?host=" + dir.path().string() + "&port=1";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"drain", "--db", nowhere, "--until-drained"},
+        std::vector<std::string>{"stats", "--db", nowhere},
+        std::vector<std::string>{"migrate", "--db", nowhere},
+        std::vector<std::string>{"emit", "--db", nowhere, "--type", "t", "--data", "{}"}}) {
+    const auto result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 1) << args[0] << ": " << result.err;
+    EXPECT_NE(result.err.find("cannot connect to PostgreSQL at postgresql:///queue"),
+              std::string::npos)
+        << args[0] << ": " << result.err;
+  }
+  const auto bad_scheme = run_surge(dir, {"stats", "--db", "postgresql://[::1"});
+  EXPECT_EQ(bad_scheme.exit_code, 1);
+  EXPECT_NE(bad_scheme.err.find("PostgreSQL"), std::string::npos) << bad_scheme.err;
+}
+
+TEST(DrainPostgres, CommandsThatAreSQLiteOnlySaySo) {
+  SURGE_REQUIRE_POSTGRES(server);
+  temp_dir dir;
+  test_queue queue(test_queue::at_location{server->create_database()});
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"dead", "list", "--db", queue.path()},
+        std::vector<std::string>{"audit", "--db", queue.path()},
+        std::vector<std::string>{"prune", "--db", queue.path(), "--older-than", "30d"}}) {
+    const auto result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 1) << args[0] << ": " << result.err;
+    EXPECT_NE(result.err.find("not available on a PostgreSQL queue yet"), std::string::npos)
+        << args[0] << ": " << result.err;
+  }
+}
+
+TEST(DrainPostgres, AServerRestartedMidDrainLosesNothing) {
+  SURGE_REQUIRE_POSTGRES(server);
+  temp_dir dir;
+  test_queue queue(test_queue::at_location{server->create_database()});
+  sink_process sink(dir, queue.path());
+  constexpr int rows_each = 150;
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    ids.push_back(queue.add_subscriber_at(sink, 50, 5));
+    queue.add_rows(ids.back(), rows_each);
+  }
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--until-drained",
+                              "--allow-private-targets", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(1s);
+  server->stop();
+  std::this_thread::sleep_for(1500ms);
+  server->start();
+  ASSERT_EQ(drain.wait(120s).value_or(-1), 0) << read_file(dir.file("drain.err"));
+  const auto requests = sink.stop_and_read();
+
+  sql_client check(queue.path());
+  EXPECT_EQ(check.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"),
+            2 * rows_each);
+  const auto per_delivery = deliveries(requests);
+  EXPECT_EQ(per_delivery.size(), static_cast<std::size_t>(2 * rows_each));
+  const auto err = read_file(dir.file("drain.err"));
+  EXPECT_NE(err.find("will retry"), std::string::npos) << "the outage was noticed: " << err;
+  const auto out = read_file(dir.file("drain.out"));
+  EXPECT_EQ(out.find("storage_errors=0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace surge::testing
