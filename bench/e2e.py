@@ -38,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pg_queue
 from e2e_peers import Nginx, Sink, log, nginx_binary, run_wrk, write_pki
 
 BODY = ('{"type":"video.trending","video_id":"v_8f3k2j9d","channel_id":"c_19283",'
@@ -71,7 +72,7 @@ class Scenario:
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
                  drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
-                 receiver="sink", wrk_connections=None, drains=1):
+                 receiver="sink", wrk_connections=None, drains=1, queue="sqlite"):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -82,33 +83,61 @@ class Scenario:
         self.receiver = receiver            # "sink" (surge sink) or "nginx"
         self.wrk_connections = wrk_connections  # None: --wrk-connections
         self.drains = drains                # `surge drain` processes on the one queue file
+        self.queue = queue                  # "sqlite" (a file) or "postgres" (a database)
+
+
+def is_postgres(db):
+    """Whether `db` (what `surge --db` gets) is a PostgreSQL URI rather than a SQLite file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def number(text):
+    """A numeric column read through psql (text) as the sqlite3 module gives it; None for NULL."""
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def subscriber_rows(scenario, url_base):
+    return [(s.id, f"{url_base}/hook/{s.id}", f"bench-secret-{s.id:08d}", s.rate,
+             int(min(s.burst, 2**31 - 1)), float(min(s.burst, 2**31 - 1)))
+            for s in scenario.subscribers]
+
+
+def delivery_rows(scenario, start_estimate, now):
+    """(subscriber_id, payload, next_attempt_at, created_at) of every row to queue."""
+    for sub in scenario.subscribers:
+        if scenario.due_offsets and sub.id in scenario.due_offsets:
+            dues = [start_estimate + offset for offset in scenario.due_offsets[sub.id]]
+        else:
+            dues = [now] * scenario.rows_for(sub)
+        for due in dues:
+            # created_at = the time the row became due, so lag is started_at - created_at.
+            yield (sub.id, BODY, due, due)
 
 
 def populate(db, scenario, url_base, start_estimate):
-    """Subscribers and rows straight into the file (10,000 `subscriber add` calls would take
+    """Subscribers and rows straight into the queue (10,000 `subscriber add` calls would take
     minutes); the columns are the shared DDL's plus Surge's migrated ones."""
+    if is_postgres(db):
+        return populate_postgres(db, scenario, url_base, start_estimate)
     connection = sqlite3.connect(db)
     with connection:
         connection.executemany(
             "INSERT INTO webhook_subscriber (id, url, secret, event_types, rate_per_sec, burst,"
             " tokens, tokens_updated_at, active) VALUES (?, ?, ?, '*', ?, ?, ?, 0, 1)",
-            [(s.id, f"{url_base}/hook/{s.id}", f"bench-secret-{s.id:08d}", s.rate,
-              int(min(s.burst, 2**31 - 1)), float(min(s.burst, 2**31 - 1)))
-             for s in scenario.subscribers])
+            subscriber_rows(scenario, url_base))
     now = time.time()
     rows = 0
 
     def generate():
         nonlocal rows
-        for sub in scenario.subscribers:
-            if scenario.due_offsets and sub.id in scenario.due_offsets:
-                dues = [start_estimate + offset for offset in scenario.due_offsets[sub.id]]
-            else:
-                dues = [now] * scenario.rows_for(sub)
-            for due in dues:
-                rows += 1
-                # created_at = the time the row became due, so lag is started_at - created_at.
-                yield (sub.id, BODY, due, due)
+        for row in delivery_rows(scenario, start_estimate, now):
+            rows += 1
+            yield row
     with connection:
         connection.executemany(
             "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at,"
@@ -117,7 +146,43 @@ def populate(db, scenario, url_base, start_estimate):
     return rows
 
 
+def populate_postgres(db, scenario, url_base, start_estimate):
+    """populate() through psql's \\copy: the subscribers with their ids (the identity's sequence
+    is moved past them, as a producer's INSERT without an id would need), then the rows."""
+    pg_queue.copy_in(db, "webhook_subscriber",
+                     ["id", "url", "secret", "event_types", "rate_per_sec", "burst", "tokens",
+                      "tokens_updated_at", "active"],
+                     ((sid, url, secret, "*", rate, burst, tokens, 0, 1)
+                      for sid, url, secret, rate, burst, tokens in
+                      subscriber_rows(scenario, url_base)))
+    pg_queue.execute(db, "SELECT setval(pg_get_serial_sequence('webhook_subscriber', 'id'),"
+                         " max(id)) FROM webhook_subscriber")
+    return pg_queue.copy_in(db, "webhook_delivery",
+                            ["subscriber_id", "event_type", "payload", "next_attempt_at",
+                             "created_at"],
+                            ((sid, "video.trending", payload, due, created)
+                             for sid, payload, due, created in
+                             delivery_rows(scenario, start_estimate, time.time())))
+
+
+def set_urls(db, placeholder, scheme_host):
+    """The subscribers' URLs from the placeholder to the receiver's address."""
+    if is_postgres(db):
+        pg_queue.execute(db, f"UPDATE webhook_subscriber SET url = replace(url,"
+                             f" {pg_queue.literal(placeholder)}, {pg_queue.literal(scheme_host)})")
+        return
+    connection = sqlite3.connect(db)
+    with connection:
+        connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
+                           (placeholder, scheme_host))
+    connection.close()
+
+
 def outstanding(db, ids):
+    if is_postgres(db):
+        return int(pg_queue.query(
+            db, "SELECT count(*) FROM webhook_delivery WHERE status != 'done' AND subscriber_id"
+                f" IN ({','.join(str(int(i)) for i in ids)})")[0][0])
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
         marks = ",".join("?" * len(ids))
@@ -227,16 +292,27 @@ def in_flight_profile(attempts):
     return peak, (area / span if span > 0 else 0.0), span
 
 
-def analyse(db, scenario, drain, queued):
+ATTEMPTS = ("SELECT a.subscriber_id, a.attempt, a.started_at, a.finished_at, a.status_code,"
+            " d.created_at FROM surge_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id"
+            " ORDER BY a.started_at")
+DONE = "SELECT count(*) FROM webhook_delivery WHERE status = 'done'"
+
+
+def read_outcome(db):
+    """Every attempt as (subscriber, attempt number, started, finished, status, created_at),
+    and the count of done rows, with numbers as numbers from either queue."""
+    if is_postgres(db):
+        attempts = [tuple(number(v) for v in row) for row in pg_queue.query(db, ATTEMPTS)]
+        return attempts, int(pg_queue.query(db, DONE)[0][0])
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    # (subscriber, attempt number, started, finished, status, created_at)
-    attempts = connection.execute(
-        "SELECT a.subscriber_id, a.attempt, a.started_at, a.finished_at, a.status_code,"
-        " d.created_at FROM surge_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id"
-        " ORDER BY a.started_at").fetchall()
-    done = connection.execute("SELECT count(*) FROM webhook_delivery WHERE status = 'done'"
-                              ).fetchone()[0]
+    attempts = connection.execute(ATTEMPTS).fetchall()
+    done = connection.execute(DONE).fetchone()[0]
     connection.close()
+    return attempts, done
+
+
+def analyse(db, scenario, drain, queued):
+    attempts, done = read_outcome(db)
     start = drain["started"]
     ok = [a for a in attempts if a[4] is not None and 200 <= a[4] < 300]
     groups = {s.id: s.group for s in scenario.subscribers}
@@ -309,10 +385,13 @@ def analyse(db, scenario, drain, queued):
     return result
 
 
-def run_scenario(args, scenario, workdir):
+def run_scenario(args, scenario, workdir, pg=None):
+    """One scenario; `pg` (a pg_queue.PgServer) holds the queue of a postgres one, a database
+    named after the scenario."""
     directory = Path(workdir, scenario.name)
     directory.mkdir()
-    db = str(directory / "q.db")
+    db = pg.create_database(scenario.name) if scenario.queue == "postgres" else str(
+        directory / "q.db")
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     if scenario.tls:
         write_pki(directory)
@@ -330,11 +409,7 @@ def run_scenario(args, scenario, workdir):
     try:
         scheme_host = (f"https://localhost:{receiver.port}" if scenario.tls
                        else f"http://127.0.0.1:{receiver.port}")
-        connection = sqlite3.connect(db)
-        with connection:
-            connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
-                               (placeholder, scheme_host))
-        connection.close()
+        set_urls(db, placeholder, scheme_host)
         wrk_runs = []
         if scenario.wrk:
             log(f"{scenario.name}: wrk -c{wrk_connections} before ({args.wrk_seconds} s)")
@@ -348,6 +423,7 @@ def run_scenario(args, scenario, workdir):
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
+        result["queue"] = scenario.queue
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if scenario.wrk:
@@ -433,6 +509,19 @@ def build_scenarios(scale, half_rate):
     scenarios["c_fit_x3"] = Scenario("c_fit_x3", "(c') with 3 drain processes", fits,
                                      lambda s: max(10, int(s.rate * max(2.0, 20 * scale))),
                                      drains=3)
+    # The same queues on PostgreSQL (a database each on a throw-away server, fsync on): the
+    # reference receiver with 1 to 3 drains, and the limits judged across three drains.
+    scenarios["pg_nginx_http"] = Scenario(
+        "pg_nginx_http", "nginx: as nginx_http, queue on PostgreSQL", unthrottled,
+        lambda s: per_sub, wrk=True, receiver="nginx", wrk_connections=200, queue="postgres")
+    for drains in (2, 3):
+        scenarios[f"pg_nginx_http_x{drains}"] = Scenario(
+            f"pg_nginx_http_x{drains}",
+            f"nginx: as nginx_http, queue on PostgreSQL, {drains} drain processes", unthrottled,
+            lambda s: per_sub, receiver="nginx", drains=drains, queue="postgres")
+    scenarios["pg_c_fit_x3"] = Scenario(
+        "pg_c_fit_x3", "(c') with 3 drain processes, queue on PostgreSQL", fits,
+        lambda s: max(10, int(s.rate * max(2.0, 20 * scale))), drains=3, queue="postgres")
     small_count = n(1_000, 50)
     spread = max(2.0, 15.0 * scale)
     mixed = [Subscriber(1, group="backlog")] + [Subscriber(i, group="small")
@@ -506,7 +595,8 @@ def main():
                                                 "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_adaptive,a_https_adaptive,half_rate,b,"
                                                 "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_b,"
-                                                "nginx_http_x2,nginx_http_x3")
+                                                "nginx_http_x2,nginx_http_x3,"
+                                                "pg_nginx_http,pg_c_fit_x3")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",
                         help="the naive loop's binary, for the seed_* scenarios")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size")
@@ -548,21 +638,35 @@ def main():
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
               "scale": args.scale, "extra_drain_args": args.drain_args, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
-    with tempfile.TemporaryDirectory(prefix="surge-e2e-") as workdir:
-        for name in wanted:
-            half = args.half_rate
-            if half is None:
-                a = report["scenarios"].get("a_http")
-                half = a["deliveries_per_second"] / 2 if a else 5000.0
-            scenario = build_scenarios(args.scale, half)[name]
-            if scenario.receiver == "nginx" and not nginx_binary():
-                log(f"{name}: skipped, nginx is not installed (Debian package nginx-light)")
-                report["scenarios"][name] = {"title": scenario.title,
-                                             "skipped": "nginx is not installed"}
-                continue
-            report["scenarios"][name] = run_scenario(args, scenario, workdir)
-            summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
-            log(name, json.dumps(summary))
+    pg = None  # one PostgreSQL server for every postgres scenario, started by the first
+    try:
+        with tempfile.TemporaryDirectory(prefix="surge-e2e-") as workdir:
+            for name in wanted:
+                half = args.half_rate
+                if half is None:
+                    a = report["scenarios"].get("a_http")
+                    half = a["deliveries_per_second"] / 2 if a else 5000.0
+                scenario = build_scenarios(args.scale, half)[name]
+                if scenario.receiver == "nginx" and not nginx_binary():
+                    log(f"{name}: skipped, nginx is not installed (Debian package nginx-light)")
+                    report["scenarios"][name] = {"title": scenario.title, "queue": scenario.queue,
+                                                 "skipped": "nginx is not installed"}
+                    continue
+                if scenario.queue == "postgres" and pg is None:
+                    if not pg_queue.server_binaries():
+                        log(f"{name}: skipped, the PostgreSQL server is not installed (Debian package"
+                            f" {pg_queue.PACKAGE})")
+                        report["scenarios"][name] = {"title": scenario.title, "queue": "postgres",
+                                                     "skipped": "PostgreSQL is not installed"}
+                        continue
+                    log("starting a PostgreSQL server for the postgres scenarios")
+                    pg = pg_queue.PgServer()
+                report["scenarios"][name] = run_scenario(args, scenario, workdir, pg)
+                summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
+                log(name, json.dumps(summary))
+    finally:
+        if pg is not None:
+            pg.stop()
     report["load_after"] = os.getloadavg()[0]
     Path(args.out, "e2e.json").write_text(json.dumps(report, indent=1) + "\n")
     if not args.no_chart:

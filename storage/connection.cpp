@@ -10,6 +10,17 @@ bool is_postgres_location(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
 }
 
+std::string printable_location(const std::string& location) {
+  if (!is_postgres_location(location)) return location;
+  const auto scheme = location.find("://");
+  const auto at = location.find('@', scheme + 3);
+  const auto slash = location.find('/', scheme + 3);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return location;
+  const auto colon = location.find(':', scheme + 3);
+  if (colon == std::string::npos || colon > at) return location;
+  return location.substr(0, colon + 1) + "***" + location.substr(at);
+}
+
 connection::connection(const connection_config& config)
     : location_(config.location), backend_(std::make_unique<backend>()) {
   if (is_postgres_location(config.location)) {

@@ -24,6 +24,8 @@ struct connection_config {
 
 // Whether `location` names a PostgreSQL database rather than a file.
 bool is_postgres_location(std::string_view location);
+// `location` with a URI's password masked ("postgresql://user:***@host/db"), for logs and errors.
+std::string printable_location(const std::string& location);
 
 class connection {
  public:

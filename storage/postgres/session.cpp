@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "storage/connection.hpp"
 #include "storage/error.hpp"
 
 namespace surge::storage::pg {
@@ -28,16 +29,6 @@ void append_quoted(std::string& out, std::string_view text) {
     out += c;
   }
   out += '"';
-}
-
-// A URI with its password masked, for messages.
-std::string safe_uri(const std::string& uri) {
-  const auto scheme = uri.find("://");
-  const auto at = uri.find('@');
-  if (scheme == std::string::npos || at == std::string::npos) return uri;
-  const auto colon = uri.find(':', scheme + 3);
-  if (colon == std::string::npos || colon > at) return uri;
-  return uri.substr(0, colon + 1) + "***" + uri.substr(at);
 }
 
 }  // namespace
@@ -156,7 +147,7 @@ void session::ensure_connected() {
       PQfinish(conn_);
       conn_ = nullptr;
     }
-    throw error("cannot connect to PostgreSQL at " + safe_uri(uri_) + ": " + why,
+    throw error("cannot connect to PostgreSQL at " + printable_location(uri_) + ": " + why,
                 error::kind::unreachable);
   }
   ++connections_;

@@ -344,3 +344,23 @@ TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
 
 }  // namespace
 }  // namespace surge::storage
+
+namespace surge::storage {
+namespace {
+
+TEST(QueueLocation, AUriNamesPostgreSQLAndItsPasswordIsNeverPrinted) {
+  EXPECT_TRUE(is_postgres_location("postgresql:///queue?host=/tmp"));
+  EXPECT_TRUE(is_postgres_location("postgres://db.internal/queue"));
+  EXPECT_FALSE(is_postgres_location("queue.db"));
+  EXPECT_FALSE(is_postgres_location("/var/lib/postgresql/queue.db"));
+  EXPECT_EQ(printable_location("postgresql://surge:s3cret@db.internal:5432/queue"),
+            "postgresql://surge:***@db.internal:5432/queue");
+  EXPECT_EQ(printable_location("postgresql://surge@db.internal/queue"),
+            "postgresql://surge@db.internal/queue");
+  EXPECT_EQ(printable_location("postgresql:///queue?host=/tmp&user=a@b"),
+            "postgresql:///queue?host=/tmp&user=a@b");
+  EXPECT_EQ(printable_location("/tmp/user:pw@x.db"), "/tmp/user:pw@x.db");
+}
+
+}  // namespace
+}  // namespace surge::storage
