@@ -649,20 +649,23 @@ def main():
                 scenario = build_scenarios(args.scale, half)[name]
                 if scenario.receiver == "nginx" and not nginx_binary():
                     log(f"{name}: skipped, nginx is not installed (Debian package nginx-light)")
-                    report["scenarios"][name] = {"title": scenario.title, "queue": scenario.queue,
+                    report["scenarios"][name] = {"title": scenario.title,
+                                                 "queue": scenario.queue,
                                                  "skipped": "nginx is not installed"}
                     continue
                 if scenario.queue == "postgres" and pg is None:
                     if not pg_queue.server_binaries():
-                        log(f"{name}: skipped, the PostgreSQL server is not installed (Debian package"
-                            f" {pg_queue.PACKAGE})")
-                        report["scenarios"][name] = {"title": scenario.title, "queue": "postgres",
+                        log(f"{name}: skipped, the PostgreSQL server is not installed (Debian"
+                            f" package {pg_queue.PACKAGE})")
+                        report["scenarios"][name] = {"title": scenario.title,
+                                                     "queue": "postgres",
                                                      "skipped": "PostgreSQL is not installed"}
                         continue
                     log("starting a PostgreSQL server for the postgres scenarios")
                     pg = pg_queue.PgServer()
                 report["scenarios"][name] = run_scenario(args, scenario, workdir, pg)
-                summary = {k: v for k, v in report["scenarios"][name].items() if k != "timeline"}
+                summary = {k: v for k, v in report["scenarios"][name].items()
+                           if k != "timeline"}
                 log(name, json.dumps(summary))
     finally:
         if pg is not None:
