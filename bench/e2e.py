@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """End-to-end drain scenarios (issue 5, DESIGN section 7): one command, every scenario.
 
-For each scenario: create a queue file, start the receiver on 127.0.0.1 (HTTP or HTTPS with a
-throw-away CA), run `surge drain --until-drained`, then read what happened from the queue itself
-(`surge_attempt` holds every attempt's start and finish) and from the kernel (CPU, peak RSS of the
-drainer). Scenarios (a) and nginx_* also run `wrk` against the same receiver with the same body,
-before and after the drain, and report Surge's rate as a ratio to the mean. Prints one JSON
-document and writes it, with a gnuplot chart, to --out.
+For each scenario: create a queue file (or PostgreSQL database), start the receiver on 127.0.0.1
+(HTTP or HTTPS with a throw-away CA), run `surge drain --until-drained`, then read what happened
+from the queue itself (`surge_attempt` holds every attempt's start and finish) and from the kernel
+(CPU, peak RSS of the drainer). Scenarios (a) and nginx_* also run `wrk` against the same
+receiver with the same body, before and after the drain, and report Surge's rate as a ratio to
+the mean. Prints one JSON document and writes it, with a gnuplot chart, to --out.
 
 The reference scenarios, nginx_http and nginx_https (issue 12), drain into nginx (Debian
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
@@ -16,10 +16,21 @@ ratio to wrk, the drainer's CPU per delivery and wrk's per request, and for HTTP
 handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
 behaviours (delays, failures, signature checks) and keep it.
 
-    bench/e2e.py                              # every scenario, full size (about 13 minutes)
+The pg_* scenarios put the queue on PostgreSQL instead of a SQLite file: one throw-away
+PostgreSQL 15 server per run (bench/pg_queue.py: initdb into a temp dir, a Unix socket only,
+shared_buffers=256MB, fsync and synchronous_commit on, so the comparison with SQLite's
+synchronous=NORMAL is conservative for PostgreSQL), started by the first pg_* scenario and
+stopped at the end, a database per scenario, `surge migrate --db postgresql://...`, rows loaded
+with psql's \\copy and read back through psql. pg_nginx_http is nginx_http on it,
+pg_nginx_http_x2 and _x3 the same with 2 and 3 drain processes (without wrk), pg_c_fit_x3 is
+c_fit_x3 on it. Without the server binaries (Debian postgresql-15) they are skipped, as nginx_*
+are without nginx. Each result says "queue": "sqlite" or "postgres".
+
+    bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
     bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
-    bench/e2e.py --smoke                      # every scenario, tiny (the CI smoke test)
+    bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
+    bench/e2e.py --smoke                      # the default list, tiny (the CI smoke test)
     bench/e2e.py --surge build/release/tools/surge --out bench-out
 
 Nothing here asserts a speed: the numbers go to docs/benchmarks.md. The script fails only when a

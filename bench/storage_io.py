@@ -5,6 +5,7 @@
     bench/storage_io.py wal --strace         # ... and the pwrite64/pread64 calls, per file
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
+    bench/storage_io.py latency --queue postgres   # the same on a PostgreSQL queue
 
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
 in issue 12, or `surge sink` with --receiver sink.
@@ -22,6 +23,11 @@ inserts rows at --rate per second for --seconds (one transaction per row, each w
 created_at = next_attempt_at = the time of its insert once it holds the write lock,
 synchronous=NORMAL as every writer of the queue, subscribers picked at random). The
 latency of a row is its first surge_attempt.started_at minus created_at; p50/p95/p99 of all rows.
+With --queue postgres the queue is a database on a throw-away PostgreSQL 15 server (see
+bench/pg_queue.py; fsync and synchronous_commit on, so each producer commit waits for its WAL
+flush) and the producer is one long-lived `psql` fed one INSERT a row on its stdin (autocommit:
+a transaction a row, not a process a row), created_at = next_attempt_at =
+extract(epoch from clock_timestamp()) on the server as the INSERT runs.
 
 Wrap runs in `flock /tmp/bench.lock ...` on a shared machine. Nothing here asserts a figure: they
 go to docs/benchmarks.md. Prints one JSON object.
@@ -41,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e  # noqa: E402  (the sink, the subscribers' rows and the body are e2e's)
+import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
 from e2e_peers import Nginx  # noqa: E402  (the same nginx as the reference scenarios)
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
@@ -50,8 +57,10 @@ def log(*parts):
     print("storage_io:", *parts, file=sys.stderr, flush=True)
 
 
-def prepare(args, directory, scenario):
-    db = str(Path(directory, "q.db"))
+def prepare(args, directory, scenario, db=None):
+    """The queue (a file in `directory`, or the PostgreSQL URI `db`), migrated and filled, and
+    its receiver running with the subscribers' URLs pointing at it."""
+    db = db or str(Path(directory, "q.db"))
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
     queued = e2e.populate(db, scenario, placeholder, time.time())
@@ -59,11 +68,7 @@ def prepare(args, directory, scenario):
         sink = Nginx(directory, tls=False)
     else:
         sink = e2e.Sink(args.surge, directory, db, scenario, 1)
-    connection = sqlite3.connect(db)
-    with connection:
-        connection.execute("UPDATE webhook_subscriber SET url = replace(url, ?, ?)",
-                           (placeholder, f"http://127.0.0.1:{sink.port}"))
-    connection.close()
+    e2e.set_urls(db, placeholder, f"http://127.0.0.1:{sink.port}")
     return db, sink, queued
 
 
@@ -147,6 +152,8 @@ def run_wal(args, directory):
 
 def produce(db, rate, seconds, subscribers, seed):
     """One row per transaction at a steady rate, as a web application enqueues them."""
+    if e2e.is_postgres(db):
+        return produce_postgres(db, rate, seconds, subscribers, seed)
     rng = random.Random(seed)
     connection = sqlite3.connect(db, timeout=10, isolation_level=None)
     # As DESIGN section 1 has every writer of the queue: with Python's default (FULL) each
@@ -172,7 +179,39 @@ def produce(db, rate, seconds, subscribers, seed):
     return count
 
 
+def produce_postgres(uri, rate, seconds, subscribers, seed):
+    """produce() on PostgreSQL: one long-lived psql fed one INSERT a row on its stdin (autocommit,
+    so a transaction each; synchronous_commit stays on, so each waits for its WAL flush), with
+    created_at = next_attempt_at = the server's clock when the INSERT runs."""
+    rng = random.Random(seed)
+    psql = subprocess.Popen([*pg_queue.PSQL, "-d", uri], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True)
+    body = pg_queue.literal(e2e.BODY)
+    started = time.time()
+    count = int(rate * seconds)
+    try:
+        for i in range(count):
+            wait = started + i / rate - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            psql.stdin.write(
+                "INSERT INTO webhook_delivery (subscriber_id, event_type, payload,"
+                " next_attempt_at, created_at) SELECT"
+                f" {rng.randint(1, subscribers)}, 'video.trending', {body}, now.t, now.t"
+                " FROM (SELECT extract(epoch FROM clock_timestamp())::float8 AS t) AS now;\n")
+            psql.stdin.flush()
+        psql.stdin.close()
+    finally:
+        code = psql.wait()
+    if code != 0:
+        raise RuntimeError(f"the producer's psql exited {code}")
+    return count
+
+
 def pending(db):
+    if e2e.is_postgres(db):
+        return int(pg_queue.query(
+            db, "SELECT count(*) FROM webhook_delivery WHERE status != 'done'")[0][0])
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
         return connection.execute(
@@ -181,11 +220,23 @@ def pending(db):
         connection.close()
 
 
+LAGS = ("SELECT min(a.started_at) - d.created_at FROM webhook_delivery d"
+        " JOIN surge_attempt a ON a.delivery_id = d.id GROUP BY d.id")
+ROWS = "SELECT count(*) FROM webhook_delivery"
+
+
 def run_latency(args, directory):
+    if args.queue == "postgres":
+        with pg_queue.PgServer() as server:
+            return measure_latency(args, directory, server.create_database("latency"))
+    return measure_latency(args, directory, None)
+
+
+def measure_latency(args, directory, uri):
     scenario = e2e.Scenario("latency", "enqueue to first attempt",
                             [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
                             lambda sub: 0)
-    db, sink, _ = prepare(args, directory, scenario)
+    db, sink, _ = prepare(args, directory, scenario, uri)
     drain_log = open(Path(directory, "drain.log"), "w")
     drain = subprocess.Popen(
         drain_command(args, db, "--duration", str(args.seconds + args.timeout)),
@@ -212,13 +263,16 @@ def run_latency(args, directory):
             drain.wait()
         drain_log.close()
         sink.stop()
-    connection = sqlite3.connect(db)
-    lags = sorted(row[0] for row in connection.execute(
-        "SELECT min(a.started_at) - d.created_at FROM webhook_delivery d"
-        " JOIN surge_attempt a ON a.delivery_id = d.id GROUP BY d.id"))
-    rows = connection.execute("SELECT count(*) FROM webhook_delivery").fetchone()[0]
-    connection.close()
-    out = {"mode": "latency", "rows": rows, "measured": len(lags), "rate": args.rate,
+    if uri:
+        lags = sorted(float(row[0]) for row in pg_queue.query(db, LAGS))
+        rows = int(pg_queue.query(db, ROWS)[0][0])
+    else:
+        connection = sqlite3.connect(db)
+        lags = sorted(row[0] for row in connection.execute(LAGS))
+        rows = connection.execute(ROWS).fetchone()[0]
+        connection.close()
+    out = {"mode": "latency", "queue": args.queue, "rows": rows, "measured": len(lags),
+           "rate": args.rate,
            "seconds": args.seconds, "subscribers": args.subscribers,
            "drain_args": args.drain_args,
            "p50_ms": e2e.ms(e2e.quantile(lags, 0.50)), "p95_ms": e2e.ms(e2e.quantile(lags, 0.95)),
@@ -231,7 +285,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("mode", choices=["wal", "latency", "produce"])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--db", help="produce: the queue file")
+    parser.add_argument("--db", help="produce: the queue file or postgresql:// URI")
+    parser.add_argument("--queue", choices=["sqlite", "postgres"], default="sqlite",
+                        help="latency: where the queue is: a SQLite file, or a database on a"
+                             " throw-away PostgreSQL 15 server (fsync on)")
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
                         help="what answers the deliveries (nginx: 204 at once, issue 12's)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
@@ -245,13 +302,18 @@ def main():
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait for the end")
-    parser.add_argument("--keep", action="store_true", help="keep the working directory")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the working directory (not a PostgreSQL server's)")
     args = parser.parse_args()
     if args.subscribers is None:
         args.subscribers = 100 if args.mode == "wal" else 200
     if args.mode == "produce":
         produce(args.db, args.rate, args.seconds, args.subscribers, args.seed)
         return
+    if args.queue == "postgres" and args.mode != "latency":
+        parser.error("--queue postgres: latency only (the WAL figures are SQLite's)")
+    if args.queue == "postgres" and not pg_queue.server_binaries():
+        sys.exit(f"no PostgreSQL server in {pg_queue.BIN} (Debian package {pg_queue.PACKAGE})")
     args.surge = str(Path(args.surge).resolve())
     directory = tempfile.mkdtemp(prefix="surge-storage-io-")
     result = run_wal(args, directory) if args.mode == "wal" else run_latency(args, directory)
