@@ -122,8 +122,7 @@ std::vector<second_count> successes_per_second(std::span<const attempt_sample> a
 
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
                                     bool with_delivered) {
-  std::vector<audit_entry> out;
-  if (!db.tableExists("surge_attempt")) return out;
+  if (!db.tableExists("surge_attempt")) return {};
   // One snapshot: the limits and the attempts read together.
   SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
   std::map<std::int64_t, audit_limit> limits;
@@ -142,30 +141,38 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
                                        : "") +
                               detail::id_filter(which, "subscriber_id") +
                               " ORDER BY subscriber_id, started_at");
-  std::vector<attempt_sample> samples;
-  std::int64_t current = 0;
-  auto flush = [&] {
-    if (samples.empty()) return;
-    const auto found = limits.find(current);
-    std::optional<audit_limit> limit;
-    if (found != limits.end()) limit = found->second;
-    audit_entry& entry = out.emplace_back();
-    entry.summary = audit_attempts(current, samples, limit);
-    if (with_delivered) entry.delivered = successes_per_second(samples);
-    samples.clear();
-  };
+  audit_collector collect(std::move(limits), with_delivered);
   while (query.executeStep()) {
-    const std::int64_t id = query.getColumn(0).getInt64();
-    if (id != current) {
-      flush();
-      current = id;
-    }
-    samples.push_back({query.getColumn(1).getDouble(), query.getColumn(2).getDouble(),
-                       query.getColumn(3).getInt(), query.getColumn(4).getInt64()});
+    collect.add(query.getColumn(0).getInt64(),
+                {query.getColumn(1).getDouble(), query.getColumn(2).getDouble(),
+                 query.getColumn(3).getInt(), query.getColumn(4).getInt64()});
   }
-  flush();
   snapshot.commit();
-  return out;
+  return collect.finish();
+}
+
+void audit_collector::add(std::int64_t subscriber_id, const attempt_sample& sample) {
+  if (subscriber_id != current_) {
+    flush();
+    current_ = subscriber_id;
+  }
+  samples_.push_back(sample);
+}
+
+std::vector<audit_entry> audit_collector::finish() {
+  flush();
+  return std::move(out_);
+}
+
+void audit_collector::flush() {
+  if (samples_.empty()) return;
+  const auto found = limits_.find(current_);
+  std::optional<audit_limit> limit;
+  if (found != limits_.end()) limit = found->second;
+  audit_entry& entry = out_.emplace_back();
+  entry.summary = audit_attempts(current_, samples_, limit);
+  if (with_delivered_) entry.delivered = successes_per_second(samples_);
+  samples_.clear();
 }
 
 }  // namespace surge::storage

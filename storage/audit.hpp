@@ -2,6 +2,7 @@
 // Rate-limit conformance from the surge_attempt table (`surge audit`, DESIGN section 3): the
 // pure computations, and reading the table per subscriber.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -92,13 +93,32 @@ struct audit_entry {
   std::vector<second_count> delivered;  // filled only when asked for
 };
 
+// Turns attempts read in (subscriber, started_at) order into one entry per subscriber, so that
+// each backend only reads: memory follows the busiest subscriber, not the table.
+class audit_collector {
+ public:
+  audit_collector(std::map<std::int64_t, audit_limit> limits, bool with_delivered)
+      : limits_(std::move(limits)), with_delivered_(with_delivered) {}
+  void add(std::int64_t subscriber_id, const attempt_sample& sample);
+  std::vector<audit_entry> finish();
+
+ private:
+  void flush();
+
+  std::map<std::int64_t, audit_limit> limits_;
+  bool with_delivered_;
+  std::int64_t current_ = 0;
+  std::vector<attempt_sample> samples_;
+  std::vector<audit_entry> out_;
+};
+
 // Audits every chosen subscriber that has attempts, ordered by id, with the limits now in
 // webhook_subscriber. Reads one subscriber's attempts at a time (idx_attempt_subscriber_started),
 // so memory follows the busiest subscriber, not the table. Empty before migration 1.
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 
-// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+// The same on either kind of queue (storage/connection.hpp); throws storage::error.
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 

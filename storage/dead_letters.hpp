@@ -45,7 +45,7 @@ struct replay_report {
 // transaction.
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
 
-// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+// The same on either kind of queue (storage/connection.hpp); throw storage::error.
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which);
 replay_report replay_dead(connection& db, const dead_selection& which, double now);
 

@@ -92,20 +92,20 @@ std::vector<lease_holder> other_live_owners(connection& db, double now,
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which) {
   return on_backend(
       db, [&](SQLite::Database& file) { return list_dead(file, which); },
-      [](pg::session&) -> std::vector<dead_row> { not_on_postgres("surge dead list"); });
+      [&](pg::session& server) { return pg::list_dead(server, which); });
 }
 
 replay_report replay_dead(connection& db, const dead_selection& which, double now) {
   return on_backend(
       db, [&](SQLite::Database& file) { return replay_dead(file, which, now); },
-      [](pg::session&) -> replay_report { not_on_postgres("surge dead replay"); });
+      [&](pg::session& server) { return pg::replay_dead(server, which, now); });
 }
 
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
                                     bool with_delivered) {
   return on_backend(
       db, [&](SQLite::Database& file) { return read_audit(file, which, with_delivered); },
-      [](pg::session&) -> std::vector<audit_entry> { not_on_postgres("surge audit"); });
+      [&](pg::session& server) { return pg::read_audit(server, which, with_delivered); });
 }
 
 std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,

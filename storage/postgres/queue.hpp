@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "proto/id_set.hpp"
+#include "storage/audit.hpp"
 #include "storage/backlog.hpp"
+#include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/ownership.hpp"
 #include "storage/postgres/session.hpp"
@@ -33,6 +35,10 @@ bool update_subscriber(session& db, const subscriber_row& row);
 bool set_subscriber_active(session& db, std::int64_t id, bool active);
 
 std::vector<drainer_ownership> read_ownership(session& db, double now);
+std::vector<dead_row> list_dead(session& db, const dead_selection& which);
+replay_report replay_dead(session& db, const dead_selection& which, double now);
+std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, bool with_delivered);
+
 std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,
                                                       const proto::id_set& which);
 std::vector<lease_holder> other_live_owners(session& db, double now, const proto::id_set& which,

@@ -1,6 +1,8 @@
 // The operator commands through the real binary on a real queue file: dead, audit, stats'
 // lease holders.
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
+#include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tools/time_arg.hpp"
 
@@ -21,9 +24,9 @@ namespace surge::testing {
 namespace {
 
 void make_dead(test_queue& queue, std::int64_t id) {
-  queue.db().exec("UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 500, "
-                  "last_error = 'attempt limit (HTTP 500)', next_attempt_at = 0 WHERE id = " +
-                  std::to_string(id));
+  queue.sql().exec("UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 500, "
+                   "last_error = 'attempt limit (HTTP 500)', next_attempt_at = 0 WHERE id = ?",
+                   {std::to_string(id)});
 }
 
 TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
@@ -57,9 +60,13 @@ TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
   EXPECT_NE(result.out.find("newest 1 shown"), std::string::npos) << result.out;
 }
 
-TEST(AdminCli, DeadReplayBySubscriberAndSince) {
+// `surge dead` and `surge audit` on both kinds of queue.
+class AdminCliOn : public ::testing::TestWithParam<backend> {};
+
+TEST_P(AdminCliOn, DeadReplayBySubscriberAndSince) {
   temp_dir dir;
-  test_queue queue(dir);
+  SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
+  test_queue& queue = *queue_held;
   const double now = storage::unix_now();
   const auto a = queue.add_subscriber("https://a.example/h", 5, 10);
   const auto b = queue.add_subscriber("https://b.example/h", 5, 10);
@@ -78,10 +85,8 @@ TEST(AdminCli, DeadReplayBySubscriberAndSince) {
   EXPECT_EQ(row.locked_until, 0);
   EXPECT_EQ(queue.row(a_old).status, "dead");
   EXPECT_EQ(queue.row(b_new).status, "dead");
-  const double due = queue.db()
-                         .execAndGet("SELECT next_attempt_at FROM webhook_delivery WHERE id = " +
-                                     std::to_string(a_new))
-                         .getDouble();
+  const double due = queue.sql().number(
+      "SELECT next_attempt_at FROM webhook_delivery WHERE id = ?", {std::to_string(a_new)});
   EXPECT_NEAR(due, storage::unix_now(), 60);
 
   // An ISO-8601 time: 4 hours ago takes a's old row too; b is disabled, which the output says.
@@ -109,6 +114,8 @@ TEST(AdminCli, DeadReplayBySubscriberAndSince) {
   EXPECT_NE(result.out.find("replayed 0 "), std::string::npos) << result.out;
 }
 
+INSTANTIATE_TEST_SUITE_P(Backends, AdminCliOn, all_backends(), backend_name);
+
 TEST(AdminCli, DeadRejectsBadArguments) {
   temp_dir dir;
   test_queue queue(dir);
@@ -128,31 +135,38 @@ TEST(AdminCli, DeadRejectsBadArguments) {
 // Hand-filled surge_attempt rows for the audit.
 class attempt_filler {
  public:
-  explicit attempt_filler(test_queue& queue)
-      : insert_(queue.db(),
-                "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-                "finished_at, status_code, error_class) VALUES (?, ?, 1, ?, ?, ?, NULL)") {}
+  explicit attempt_filler(test_queue& queue) : sql_(queue.sql()) {}
   void add(std::int64_t subscriber, double started, double latency, int status = 200) {
-    insert_.reset();
-    insert_.bind(1, ++delivery_);
-    insert_.bind(2, subscriber);
-    insert_.bind(3, started);
-    insert_.bind(4, started + latency);
-    insert_.bind(5, status);
-    insert_.exec();
+    sql_.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+              "finished_at, status_code, error_class) VALUES (?, ?, 1, ?, ?, ?, NULL)",
+              {std::to_string(++delivery_), std::to_string(subscriber), number(started),
+               number(started + latency), std::to_string(status)});
   }
 
  private:
-  SQLite::Statement insert_;
+  static std::string number(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+  }
+  sql_client& sql_;
   std::int64_t delivery_ = 0;
 };
 
-class AdminAudit : public ::testing::Test {
+// On both kinds of queue: the audit's reads differ, its judgement must not.
+class AdminAudit : public ::testing::TestWithParam<backend> {
  protected:
   void SetUp() override {
+    postgres_server* server = nullptr;
+    if (GetParam() == backend::postgres) {
+      std::string why_not;
+      server = postgres_server::shared(&why_not);
+      if (server == nullptr) GTEST_SKIP() << why_not;
+    }
+    queue_holder_ = make_test_queue(GetParam(), dir_, server);
     // Conforming: burst 10 at once, then 5/s for 40 s; latencies 1..100 ms over the first 100.
-    good_ = queue_.add_subscriber("https://good.example/h", 5, 10);
-    attempt_filler fill(queue_);
+    good_ = queue().add_subscriber("https://good.example/h", 5, 10);
+    attempt_filler fill(queue());
     int n = 0;
     for (int i = 0; i < 10; ++i) fill.add(good_, start_, ++n / 1000.0);
     for (int i = 1; i <= 200; ++i) {
@@ -160,19 +174,20 @@ class AdminAudit : public ::testing::Test {
       fill.add(good_, start_ + i * 0.2, latency_ms / 1000.0, i % 20 == 0 ? 503 : 200);
     }
     // Over the limit: 30 requests within one second against burst 2 + 1/s.
-    bad_ = queue_.add_subscriber("https://bad.example/h", 1, 2);
+    bad_ = queue().add_subscriber("https://bad.example/h", 1, 2);
     for (int i = 0; i < 30; ++i) fill.add(bad_, start_ + 5 + i * 0.03, 0.2);
   }
 
   temp_dir dir_;
-  test_queue queue_{dir_};
+  std::unique_ptr<test_queue> queue_holder_;
+  test_queue& queue() { return *queue_holder_; }
   const double start_ = 1'795'000'000;
   std::int64_t good_ = 0, bad_ = 0;
 };
 
-TEST_F(AdminAudit, ConformingSubscriberPassesWithExitZero) {
+TEST_P(AdminAudit, ConformingSubscriberPassesWithExitZero) {
   const auto result =
-      run_surge(dir_, {"audit", "--db", queue_.path(), "--subscriber", std::to_string(good_),
+      run_surge(dir_, {"audit", "--db", queue().path(), "--subscriber", std::to_string(good_),
                        "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   const auto list = boost::json::parse(result.out).as_array();
@@ -196,8 +211,8 @@ TEST_F(AdminAudit, ConformingSubscriberPassesWithExitZero) {
   EXPECT_NEAR(latency.at("p99").as_double(), 0.098, 1e-6);
 }
 
-TEST_F(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
-  auto result = run_surge(dir_, {"audit", "--db", queue_.path(), "--json"});
+TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
+  auto result = run_surge(dir_, {"audit", "--db", queue().path(), "--json"});
   ASSERT_EQ(result.exit_code, 4) << result.out << result.err;
   const auto list = boost::json::parse(result.out).as_array();
   ASSERT_EQ(list.size(), 2u);
@@ -209,7 +224,7 @@ TEST_F(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
   EXPECT_DOUBLE_EQ(bad.at("allowed_1s").as_double(), 4);
   EXPECT_NEAR(bad.at("latency_seconds").at("p99").as_double(), 0.2, 1e-6);
 
-  result = run_surge(dir_, {"audit", "--db", queue_.path()});
+  result = run_surge(dir_, {"audit", "--db", queue().path()});
   EXPECT_EQ(result.exit_code, 4);
   EXPECT_NE(result.out.find("VIOLATION"), std::string::npos) << result.out;
 
@@ -219,9 +234,9 @@ TEST_F(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
       << result.out;
 }
 
-TEST_F(AdminAudit, ChartIsAPng) {
+TEST_P(AdminAudit, ChartIsAPng) {
   const std::string png = dir_.file("audit chart.png");
-  const auto result = run_surge(dir_, {"audit", "--db", queue_.path(), "--chart", png});
+  const auto result = run_surge(dir_, {"audit", "--db", queue().path(), "--chart", png});
   ASSERT_EQ(result.exit_code, 4) << result.out << result.err;  // the chart does not hide it
   EXPECT_NE(result.out.find("chart: "), std::string::npos) << result.out;
   std::ifstream in(png, std::ios::binary);
@@ -230,15 +245,17 @@ TEST_F(AdminAudit, ChartIsAPng) {
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
-TEST_F(AdminAudit, ChartWithoutGnuplotFailsClearly) {
+TEST_P(AdminAudit, ChartWithoutGnuplotFailsClearly) {
   const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", dir_.file("nothing-here").c_str(), 1);  // the child inherits it
   const auto result =
-      run_surge(dir_, {"audit", "--db", queue_.path(), "--chart", dir_.file("c.png")});
+      run_surge(dir_, {"audit", "--db", queue().path(), "--chart", dir_.file("c.png")});
   ::setenv("PATH", saved.c_str(), 1);
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("gnuplot"), std::string::npos) << result.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, AdminAudit, all_backends(), backend_name);
 
 TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
   temp_dir dir;
