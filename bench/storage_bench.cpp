@@ -133,11 +133,14 @@ BENCHMARK(BM_storage_outcomes)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecon
 }  // namespace
 
 // One ownership renewal (storage/ownership.hpp) with `state.range(0)` subscribers spread over
-// ten live drains: the transaction each drain runs once a second. It reads every subscriber
-// and owner, so its cost grows with the subscribers; divide by ten drains per second for the
-// share of the write lock it takes.
+// ten live drains: the transaction each drain runs once a second. With `state.range(1)` 0, the
+// steady state: nothing changed, so the renewal extends the heartbeat after a fingerprint read
+// (proto::heartbeat_is_enough). With 1, a subscriber is added before each renewal (untimed), so
+// every renewal reads every subscriber and owner and plans again, as after any change and at
+// least every 30 s. Divide by ten drains per second for the share of the write lock it takes.
 void BM_ownership_renew(benchmark::State& state) {
   const auto subscribers = static_cast<int>(state.range(0));
+  const bool full = state.range(1) != 0;
   bench_queue queue(bench_subscribers);
   subscriber_row row;
   row.url = "http://127.0.0.1:8080/hook";
@@ -156,12 +159,26 @@ void BM_ownership_renew(benchmark::State& state) {
     for (auto& keeper : keepers) keeper.renew(now);
   }
   std::size_t next = 0;
+  std::int64_t full_before = 0;
+  for (const auto& keeper : keepers) full_before += keeper.full_renewals();
   for (auto _ : state) {
+    if (full) {
+      state.PauseTiming();
+      add_subscriber(queue.db(), row);
+      state.ResumeTiming();
+    }
     const auto change = keepers[next].renew(now);
     benchmark::DoNotOptimize(change.taken.data());
     next = (next + 1) % keepers.size();
     if (next == 0) now += 1;
   }
+  std::int64_t full_after = 0;
+  for (const auto& keeper : keepers) full_after += keeper.full_renewals();
+  state.counters["full_share"] =
+      static_cast<double>(full_after - full_before) / static_cast<double>(state.iterations());
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ownership_renew)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ownership_renew)
+    ->ArgsProduct({{1000, 10000, 100000}, {0, 1}})
+    ->ArgNames({"subscribers", "full"})
+    ->Unit(benchmark::kMillisecond);

@@ -107,4 +107,23 @@ ownership_plan plan_ownership(std::string_view self, std::span<const std::int64_
   return plan;
 }
 
+bool heartbeat_is_enough(const std::optional<full_renewal>& last, const renewal_view& view,
+                         double now, double alive_until, double full_every) {
+  if (!last || last->awaiting || now >= alive_until || now - last->at >= full_every) return false;
+  const auto& before = last->view;
+  if (before.subscriber_count != view.subscriber_count ||
+      before.highest_subscriber_id != view.highest_subscriber_id ||
+      before.live.size() != view.live.size() || last->owned_after != view.owned_by_self) {
+    return false;
+  }
+  for (std::size_t i = 0; i < view.live.size(); ++i) {
+    if (before.live[i].name != view.live[i].name ||
+        before.live[i].subscribers.to_string() != view.live[i].subscribers.to_string() ||
+        before.live[i].subscribers.all() != view.live[i].subscribers.all()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace surge::proto

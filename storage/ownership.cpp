@@ -125,6 +125,23 @@ ownership_change ownership_keeper::renew(double now) {
       end.reset();
     }
   }
+  proto::renewal_view view{.live = std::move(live)};
+  {
+    SQLite::Statement query(db_,
+                            "SELECT COUNT(*), COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM "
+                            "surge_owner WHERE drainer = ?) FROM webhook_subscriber");
+    query.bind(1, name_);
+    query.executeStep();
+    view.subscriber_count = query.getColumn(0).getInt64();
+    view.highest_subscriber_id = query.getColumn(1).getInt64();
+    view.owned_by_self = query.getColumn(2).getInt64();
+  }
+  if (proto::heartbeat_is_enough(last_full_, view, now, alive_until_,
+                                 full_renewal_every_seconds)) {
+    transaction.commit();
+    alive_until_ = alive_until;
+    return {};
+  }
   std::vector<std::int64_t> subscribers;
   {
     SQLite::Statement query(db_, "SELECT id FROM webhook_subscriber ORDER BY id");
@@ -144,7 +161,7 @@ ownership_change ownership_keeper::renew(double now) {
                         query.getColumn(2).getDouble()});
     }
   }
-  const auto plan = proto::plan_ownership(name_, subscribers, live, owners, now);
+  const auto plan = proto::plan_ownership(name_, subscribers, view.live, owners, now);
   {
     SQLite::Statement take(db_,
                            "INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
@@ -173,7 +190,12 @@ ownership_change ownership_keeper::renew(double now) {
   }
   transaction.commit();
 
+  ++full_renewals_;
   auto change = apply_plan(plan, owned_);
+  last_full_ = proto::full_renewal{.view = std::move(view),
+                                   .at = now,
+                                   .awaiting = !plan.awaited.empty(),
+                                   .owned_after = static_cast<std::int64_t>(owned_.size())};
   alive_until_ = alive_until;
   return change;
 }
@@ -189,6 +211,7 @@ void ownership_keeper::release_all() {
   transaction.commit();
   owned_.clear();
   alive_until_ = 0;
+  last_full_.reset();
 }
 
 std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now) {

@@ -6,6 +6,7 @@
 // at the next renewal when it ran on this host and its process is gone.
 // Who should own what is proto::plan_ownership; this file reads the view and applies the plan.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
+#include "proto/ownership.hpp"
 #include "storage/connection.hpp"
 
 namespace surge::storage {
@@ -46,6 +48,8 @@ class ownership_keeper {
   }
   std::size_t owned_count(double now) const { return now < alive_until_ ? owned_.size() : 0; }
   const std::string& name() const { return name_; }
+  // Renewals that read every subscriber and owner (the others only extended the heartbeat).
+  std::int64_t full_renewals() const { return full_renewals_; }
 
   // At a clean stop, in one transaction: every ownership is released and the heartbeat removed,
   // so the other drainers take the subscribers at their next renewal.
@@ -59,6 +63,8 @@ class ownership_keeper {
   std::unordered_set<std::int64_t> owned_;
   double alive_until_ = 0;
   double started_at_ = 0;
+  std::optional<proto::full_renewal> last_full_;
+  std::int64_t full_renewals_ = 0;
 };
 
 // For `surge stats`: every drainer whose heartbeat is live, with the subscribers it owns.

@@ -21,6 +21,10 @@ inline constexpr double dead_drainer_keep_seconds = 3600;
 // for ever.
 inline constexpr double max_heartbeat_seconds = 60;
 
+// A renewal reads every subscriber and owner at least this often, whatever the fingerprint says
+// (proto::heartbeat_is_enough).
+inline constexpr double full_renewal_every_seconds = 30;
+
 // A --subscribers selection as surge_drainer.subscribers stores it ("*" for all), and back.
 std::string selection_text(const proto::id_set& allowed);
 proto::id_set parse_selection(const std::string& text);

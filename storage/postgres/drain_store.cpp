@@ -269,6 +269,7 @@ class postgres_drain_store final : public drain_store {
     step.commit();
     owned_.clear();
     alive_until_ = 0;
+    last_full_.reset();
   }
   write_counters counters() const override { return {}; }
 
@@ -300,6 +301,7 @@ class postgres_drain_store final : public drain_store {
   std::unordered_set<std::int64_t> owned_;
   double alive_until_ = 0;
   double started_at_ = 0;
+  std::optional<proto::full_renewal> last_full_;
 };
 
 write_report postgres_drain_store::apply_outcomes(std::span<const outcome> batch,
@@ -511,6 +513,20 @@ ownership_change postgres_drain_store::renew_ownership(double now) {
     db_.exec("UPDATE surge_drainer SET expires_at = $1 WHERE name = ANY($2::text[])",
              params().add(now).add_array(gone));
   }
+  proto::renewal_view view{.live = std::move(live)};
+  const auto fingerprint = db_.exec(
+      "SELECT COUNT(*), COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM surge_owner "
+      "WHERE drainer = $1) FROM webhook_subscriber",
+      params().add(owner_));
+  view.subscriber_count = fingerprint.int64(0, 0);
+  view.highest_subscriber_id = fingerprint.int64(0, 1);
+  view.owned_by_self = fingerprint.int64(0, 2);
+  if (proto::heartbeat_is_enough(last_full_, view, now, alive_until_,
+                                 detail::full_renewal_every_seconds)) {
+    step.commit();
+    alive_until_ = alive_until;
+    return {};
+  }
   std::vector<std::int64_t> subscribers;
   const auto ids = db_.exec("SELECT id FROM webhook_subscriber ORDER BY id");
   subscribers.reserve(static_cast<std::size_t>(ids.rows()));
@@ -523,7 +539,7 @@ ownership_change postgres_drain_store::renew_ownership(double now) {
   for (int i = 0; i < held.rows(); ++i) {
     owners.push_back({held.int64(i, 0), std::string(held.text(i, 1)), held.real(i, 2)});
   }
-  const auto plan = proto::plan_ownership(owner_, subscribers, live, owners, now);
+  const auto plan = proto::plan_ownership(owner_, subscribers, view.live, owners, now);
   if (!plan.take.empty()) {
     db_.exec("INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
              "SELECT id, $2, 1, $3 FROM unnest($1::bigint[]) AS id "
@@ -541,6 +557,10 @@ ownership_change postgres_drain_store::renew_ownership(double now) {
   step.commit();
 
   auto change = detail::apply_plan(plan, owned_);
+  last_full_ = proto::full_renewal{.view = std::move(view),
+                                   .at = now,
+                                   .awaiting = !plan.awaited.empty(),
+                                   .owned_after = static_cast<std::int64_t>(owned_.size())};
   alive_until_ = alive_until;
   return change;
 }

@@ -180,3 +180,40 @@ TEST(Ownership, AnOwnedSubscriberThatIsGoneIsReleased) {
 
 }  // namespace
 }  // namespace surge::proto
+
+namespace surge::proto {
+namespace {
+
+TEST(Ownership, OnlyAnUnchangedViewWithALiveHeartbeatSkipsTheFullRenewal) {
+  const renewal_view seen{.live = {{"surge@a:1", {}}, {"surge@b:1", *id_set::parse("1-10")}},
+                          .subscriber_count = 20,
+                          .highest_subscriber_id = 20,
+                          .owned_by_self = 10};
+  const full_renewal last{.view = seen, .at = 1000, .awaiting = false, .owned_after = 10};
+  EXPECT_TRUE(heartbeat_is_enough(last, seen, 1001, 1004, 30));
+  EXPECT_FALSE(heartbeat_is_enough(std::nullopt, seen, 1001, 1004, 30)) << "never read everything";
+  EXPECT_FALSE(heartbeat_is_enough(last, seen, 1004, 1004, 30)) << "the heartbeat lapsed";
+  EXPECT_FALSE(heartbeat_is_enough(last, seen, 1030, 1031, 30)) << "the periodic full look";
+  auto awaiting = last;
+  awaiting.awaiting = true;
+  EXPECT_FALSE(heartbeat_is_enough(awaiting, seen, 1001, 1004, 30));
+  auto added = seen;
+  added.highest_subscriber_id = 21;
+  added.subscriber_count = 21;
+  EXPECT_FALSE(heartbeat_is_enough(last, added, 1001, 1004, 30));
+  auto replaced = seen;
+  replaced.highest_subscriber_id = 21;  // one deleted, one added: same count
+  EXPECT_FALSE(heartbeat_is_enough(last, replaced, 1001, 1004, 30));
+  auto joined = seen;
+  joined.live.push_back({"surge@c:1", {}});
+  EXPECT_FALSE(heartbeat_is_enough(last, joined, 1001, 1004, 30));
+  auto reselected = seen;
+  reselected.live[1].subscribers = *id_set::parse("1-11");
+  EXPECT_FALSE(heartbeat_is_enough(last, reselected, 1001, 1004, 30));
+  auto taken = seen;
+  taken.owned_by_self = last.owned_after - 1;  // another drainer judged our heartbeat expired
+  EXPECT_FALSE(heartbeat_is_enough(last, taken, 1001, 1004, 30));
+}
+
+}  // namespace
+}  // namespace surge::proto

@@ -230,3 +230,42 @@ TEST_F(Ownership, TheCycleClaimsAndLeasesTokensOnlyForOwnedSubscribers) {
 
 }  // namespace
 }  // namespace surge::storage
+
+namespace surge::storage {
+namespace {
+
+TEST_F(Ownership, ARenewalReadsEverythingOnlyWhenThePlanMayHaveChanged) {
+  ownership_keeper a(db_, "surge@a:1", {}, heartbeat);
+  ownership_keeper b(other_, "surge@b:1", {}, heartbeat);
+  settle_halves(a, b);
+  const auto full_a = a.full_renewals();
+  // Nothing changed: the next renewals only extend the heartbeat and keep what a owns.
+  for (double t = 1002; t < 1010; t += 1) {
+    const auto change = a.renew(t);
+    EXPECT_TRUE(change.taken.empty() && change.released.empty() && change.lost.empty());
+    b.renew(t + 0.1);
+  }
+  EXPECT_EQ(a.full_renewals(), full_a);
+  EXPECT_EQ(a.owned_count(1009.5), 6u);
+  EXPECT_FALSE(owned(a, subscribers_, 1012.5).empty()) << "the heartbeat was extended";
+
+  // A new subscriber changes the fingerprint: both look again and one of them takes it.
+  const auto added = testing::insert_subscriber_old(db_);
+  a.renew(1010);
+  b.renew(1010.1);
+  EXPECT_EQ(a.full_renewals(), full_a + 1);
+  EXPECT_TRUE(a.owns(added, 1010.2) != b.owns(added, 1010.2));
+
+  // A drainer that joins changes the live set; a heartbeat that lapsed forces a full look too.
+  ownership_keeper c(third_, "surge@c:1", {}, heartbeat);
+  c.renew(1011);
+  a.renew(1011.1);
+  EXPECT_EQ(a.full_renewals(), full_a + 2);
+  a.renew(1011.2);  // awaiting nothing, nothing changed: heartbeat only
+  EXPECT_EQ(a.full_renewals(), full_a + 2);
+  a.renew(1011.2 + heartbeat + 0.1);
+  EXPECT_EQ(a.full_renewals(), full_a + 3);
+}
+
+}  // namespace
+}  // namespace surge::storage
