@@ -6,6 +6,8 @@
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
     bench/storage_io.py latency --queue postgres   # the same on a PostgreSQL queue
+    bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits and row changes
+                                                   # per delivery on the PostgreSQL server
 
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
 in issue 12, or `surge sink` with --receiver sink.
@@ -225,6 +227,53 @@ LAGS = ("SELECT min(a.started_at) - d.created_at FROM webhook_delivery d"
 ROWS = "SELECT count(*) FROM webhook_delivery"
 
 
+# What the database did, cluster-wide (nothing else uses the throw-away server): WAL records,
+# full-page images and bytes, and commits and row changes.
+PG_COUNTERS = ("SELECT w.wal_records, w.wal_fpi, w.wal_bytes, d.xact_commit, d.tup_inserted,"
+               " d.tup_updated, d.tup_deleted FROM pg_stat_wal w, pg_stat_database d"
+               " WHERE d.datname = current_database()")
+PG_COUNTER_NAMES = ("wal_records", "wal_fpi", "wal_bytes", "commits", "rows_inserted",
+                    "rows_updated", "rows_deleted")
+
+
+def run_wal_postgres(args, directory):
+    """`wal --queue postgres`: what one delivery costs the PostgreSQL server, from its own
+    statistics before and after the drain (read once the drain's connections have closed, since
+    a backend reports its counts at most once a second and at exit)."""
+    per = max(1, args.rows // args.subscribers)
+    scenario = e2e.Scenario("wal", "database writes per delivery",
+                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
+                            lambda sub: per)
+    with pg_queue.PgServer() as server:
+        uri = server.create_database("wal")
+        db, sink, queued = prepare(args, directory, scenario, uri)
+        try:
+            time.sleep(1.5)
+            before = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
+            log(f"draining {queued} rows for {args.subscribers} subscribers (PostgreSQL)")
+            started = time.time()
+            result = subprocess.run(drain_command(args, db, "--until-drained"), cwd=directory,
+                                    capture_output=True, text=True, timeout=args.timeout)
+            elapsed = time.time() - started
+            time.sleep(1.5)
+            after = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
+        finally:
+            sink.stop()
+        if result.returncode != 0:
+            raise RuntimeError(f"drain exited {result.returncode}: {result.stderr[-2000:]}")
+        attempts = int(pg_queue.query(db, "SELECT count(*) FROM surge_attempt")[0][0])
+        done = int(pg_queue.query(
+            db, "SELECT count(*) FROM webhook_delivery WHERE status = 'done'")[0][0])
+    delta = {name: after[i] - before[i] for i, name in enumerate(PG_COUNTER_NAMES)}
+    out = {"mode": "wal", "queue": "postgres", "rows": queued, "done": done,
+           "attempts": attempts, "subscribers": args.subscribers, "seconds": round(elapsed, 2),
+           "server": delta,
+           "per_delivery": {k: round(v / max(1, attempts), 3) for k, v in delta.items()}}
+    if done < queued:
+        raise RuntimeError(f"{done} of {queued} rows done: {json.dumps(out)}")
+    return out
+
+
 def run_latency(args, directory):
     if args.queue == "postgres":
         with pg_queue.PgServer() as server:
@@ -287,8 +336,8 @@ def main():
     parser.add_argument("--surge", default="build/release/tools/surge")
     parser.add_argument("--db", help="produce: the queue file or postgresql:// URI")
     parser.add_argument("--queue", choices=["sqlite", "postgres"], default="sqlite",
-                        help="latency: where the queue is: a SQLite file, or a database on a"
-                             " throw-away PostgreSQL 15 server (fsync on)")
+                        help="where the queue is (wal, latency): a SQLite file, or a database"
+                             " on a throw-away PostgreSQL 15 server (fsync on)")
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
                         help="what answers the deliveries (nginx: 204 at once, issue 12's)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
@@ -310,13 +359,18 @@ def main():
     if args.mode == "produce":
         produce(args.db, args.rate, args.seconds, args.subscribers, args.seed)
         return
-    if args.queue == "postgres" and args.mode != "latency":
-        parser.error("--queue postgres: latency only (the WAL figures are SQLite's)")
+    if args.queue == "postgres" and args.strace:
+        parser.error("--strace: SQLite only (a server's writes are its own processes')")
     if args.queue == "postgres" and not pg_queue.server_binaries():
         sys.exit(f"no PostgreSQL server in {pg_queue.BIN} (Debian package {pg_queue.PACKAGE})")
     args.surge = str(Path(args.surge).resolve())
     directory = tempfile.mkdtemp(prefix="surge-storage-io-")
-    result = run_wal(args, directory) if args.mode == "wal" else run_latency(args, directory)
+    if args.mode == "latency":
+        result = run_latency(args, directory)
+    elif args.queue == "postgres":
+        result = run_wal_postgres(args, directory)
+    else:
+        result = run_wal(args, directory)
     result["surge"] = args.surge
     print(json.dumps(result, indent=2))
     if args.keep:

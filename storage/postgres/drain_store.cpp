@@ -130,6 +130,12 @@ class postgres_drain_store final : public drain_store {
       throw error("the PostgreSQL queue has no Surge schema (version " +
                   std::to_string(pg::schema_version(db_)) + "); run `surge migrate --db …`");
     }
+    // The cycle's commit does not wait for the server's WAL flush: the queue contract's
+    // durability, as SQLite's synchronous=NORMAL gives it. A server crash can lose the last
+    // fraction of a second of commits; a lost claim leaves its rows due, a lost outcome leaves
+    // its row leased until the lease ends and it is sent again (at-least-once holds). Producers'
+    // and the steady-state drainer's transactions keep the server's setting.
+    db_.set_on_connect("SET synchronous_commit = off");
     listen();
   }
 

@@ -60,8 +60,11 @@ CREATE TABLE IF NOT EXISTS surge_attempt (
   status_code INTEGER, error_class TEXT, batch_lead BIGINT, batch_size INTEGER NOT NULL DEFAULT 1);
 CREATE INDEX IF NOT EXISTS idx_attempt_subscriber_started
   ON surge_attempt(subscriber_id, started_at);
+-- With id as its last column: PostgreSQL orders equal keys by their place in the heap, not by
+-- id as SQLite's rowid does, and a claim's ORDER BY next_attempt_at, id would otherwise sort a
+-- subscriber's whole due backlog for every claim.
 CREATE INDEX IF NOT EXISTS idx_delivery_subscriber_due
-  ON webhook_delivery(subscriber_id, next_attempt_at) WHERE status IN ('pending','retry');
+  ON webhook_delivery(subscriber_id, next_attempt_at, id) WHERE status IN ('pending','retry');
 CREATE TABLE IF NOT EXISTS surge_lease (
   lease DOUBLE PRECISION PRIMARY KEY, owner TEXT NOT NULL, claimed_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS surge_drainer (

@@ -153,6 +153,13 @@ void session::ensure_connected() {
   ++connections_;
   // Quiet: a NOTICE for "already exists" and the like would go to stderr otherwise.
   PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  for (const auto& statement : on_connect_) checked(PQexec(conn_, statement.c_str()), statement);
+}
+
+void session::set_on_connect(std::string statement) {
+  ensure_connected();
+  checked(PQexec(conn_, statement.c_str()), statement);
+  on_connect_.push_back(std::move(statement));
 }
 
 result session::checked(pg_result* handle, std::string_view sql) {

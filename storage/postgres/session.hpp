@@ -67,6 +67,9 @@ class session {
   result exec(std::string_view sql);
   result exec(const std::string& sql, const params& values);
 
+  // A setting for this session (`SET …`), made now and again on every new connection.
+  void set_on_connect(std::string statement);
+
   // Notifications received on channels this session listens on, since the last call.
   std::vector<std::string> take_notifications();
 
@@ -87,6 +90,7 @@ class session {
   // would run outside the transaction.
   bool in_transaction_ = false;
   std::int64_t connections_ = 0;
+  std::vector<std::string> on_connect_;
 };
 
 // BEGIN … COMMIT, rolled back when left without commit (exceptions included).
