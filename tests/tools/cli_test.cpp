@@ -88,9 +88,8 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
                                       "--secret", "notwhsec"});
   EXPECT_EQ(secret.exit_code, 2) << secret.err;
   EXPECT_EQ(queue.count_by_status().size(), 0u);
-  SQLite::Statement count(queue.db(), "SELECT COUNT(*) FROM webhook_subscriber");
-  ASSERT_TRUE(count.executeStep());
-  EXPECT_EQ(count.getColumn(0).getInt64(), 0) << "a refused subscriber was stored";
+  EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM webhook_subscriber"), 0)
+      << "a refused subscriber was stored";
 
   // A rate another program stored as text: `set` names it instead of failing in SQL.
   const auto id = queue.add_subscriber("https://a.example/h", 5, 10);
