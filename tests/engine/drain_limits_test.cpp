@@ -80,8 +80,10 @@ TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
                            "SELECT tokens, tokens_updated_at FROM webhook_subscriber WHERE id = ?");
   bucket.bind(1, id);
   ASSERT_TRUE(bucket.executeStep());
-  // Written back at exit: a recent time and less than one token left (it was backlogged).
-  EXPECT_LT(bucket.getColumn(0).getDouble(), 1.0);
+  // Written back at exit: a recent time and nearly nothing left (it was backlogged): at most the
+  // last lease (about a second of refill, 2 tokens) given back unspent at the stop, far from
+  // the burst of 20 a full bucket would hold.
+  EXPECT_LT(bucket.getColumn(0).getDouble(), 2.5);
   EXPECT_GT(bucket.getColumn(1).getDouble(), storage::unix_now() - 10);
 }
 
