@@ -54,7 +54,8 @@ bool gone_from_this_host(std::string_view self, std::string_view other) {
 }
 
 ownership_change apply_plan(const proto::ownership_plan& plan,
-                            std::unordered_set<std::int64_t>& owned) {
+                            std::unordered_set<std::int64_t>& owned, proto::renewal_view view,
+                            double now, std::optional<proto::full_renewal>& last_full) {
   ownership_change change;
   std::unordered_set<std::int64_t> now_owned(plan.keep.begin(), plan.keep.end());
   now_owned.insert(plan.take.begin(), plan.take.end());
@@ -69,6 +70,10 @@ ownership_change apply_plan(const proto::ownership_plan& plan,
   change.awaited = plan.awaited.size();
   change.released = plan.release;
   owned = std::move(now_owned);
+  last_full = proto::full_renewal{.view = std::move(view),
+                                  .at = now,
+                                  .awaiting = !plan.awaited.empty(),
+                                  .owned_after = static_cast<std::int64_t>(owned.size())};
   return change;
 }
 
@@ -191,11 +196,7 @@ ownership_change ownership_keeper::renew(double now) {
   transaction.commit();
 
   ++full_renewals_;
-  auto change = apply_plan(plan, owned_);
-  last_full_ = proto::full_renewal{.view = std::move(view),
-                                   .at = now,
-                                   .awaiting = !plan.awaited.empty(),
-                                   .owned_after = static_cast<std::int64_t>(owned_.size())};
+  auto change = apply_plan(plan, owned_, std::move(view), now, last_full_);
   alive_until_ = alive_until;
   return change;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Rules of ownership leases that the SQLite and PostgreSQL keepers share; private to storage/.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <string_view>
@@ -33,9 +34,10 @@ proto::id_set parse_selection(const std::string& text);
 // ended at once instead of waited out.
 bool gone_from_this_host(std::string_view self, std::string_view other);
 
-// What a renewal's plan changed for a drainer that owned `owned` before it; `owned` becomes
-// what it owns now.
+// What a full renewal's plan changed for a drainer that owned `owned` before it; `owned`
+// becomes what it owns now, and `last_full` what this renewal saw (proto::heartbeat_is_enough).
 ownership_change apply_plan(const proto::ownership_plan& plan,
-                            std::unordered_set<std::int64_t>& owned);
+                            std::unordered_set<std::int64_t>& owned, proto::renewal_view view,
+                            double now, std::optional<proto::full_renewal>& last_full);
 
 }  // namespace surge::storage::detail

@@ -119,6 +119,10 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   add_lease_holders(db, now, which, by_subscriber);
   snapshot.commit();
 
+  return with_totals(by_subscriber);
+}
+
+queue_stats with_totals(const std::map<std::int64_t, subscriber_counts>& by_subscriber) {
   queue_stats stats;
   auto& total = stats.total;
   for (const auto& [id, counts] : by_subscriber) {

@@ -40,6 +40,9 @@ struct queue_stats {
   std::vector<subscriber_counts> per_subscriber;  // ordered by id, only those with rows
 };
 
+// The per-subscriber counts in id order, and their sum (both backends read the counts).
+queue_stats with_totals(const std::map<std::int64_t, subscriber_counts>& by_subscriber);
+
 // Reads every row of the chosen subscribers, finished ones included (about a microsecond per row
 // on a 1M-row file), plus the pending/retry rows once more to attribute the leased ones: call it
 // on its own connection or rarely, not between claims and outcomes.

@@ -562,11 +562,7 @@ ownership_change postgres_drain_store::renew_ownership(double now) {
            params().add(now - detail::dead_drainer_keep_seconds));
   step.commit();
 
-  auto change = detail::apply_plan(plan, owned_);
-  last_full_ = proto::full_renewal{.view = std::move(view),
-                                   .at = now,
-                                   .awaiting = !plan.awaited.empty(),
-                                   .owned_after = static_cast<std::int64_t>(owned_.size())};
+  auto change = detail::apply_plan(plan, owned_, std::move(view), now, last_full_);
   alive_until_ = alive_until;
   return change;
 }

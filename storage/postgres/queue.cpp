@@ -123,21 +123,7 @@ queue_stats read_stats(session& db, double now, const proto::id_set& which) {
   }
   snapshot.commit();
 
-  queue_stats stats;
-  auto& total = stats.total;
-  for (const auto& [id, entry] : by_subscriber) {
-    stats.per_subscriber.push_back(entry);
-    total.pending += entry.pending;
-    total.retry += entry.retry;
-    total.done += entry.done;
-    total.coalesced += entry.coalesced;
-    total.dead += entry.dead;
-    total.due_now += entry.due_now;
-    total.leased += entry.leased;
-    total.oldest_due_age = std::max(total.oldest_due_age, entry.oldest_due_age);
-    for (const auto& [owner, rows] : entry.leased_by) total.leased_by[owner] += rows;
-  }
-  return stats;
+  return with_totals(by_subscriber);
 }
 
 std::int64_t count_outstanding(session& db, double now, const proto::id_set& which) {
