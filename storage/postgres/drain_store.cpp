@@ -200,7 +200,7 @@ class postgres_drain_store final : public drain_store {
   // it: a row of an unknown subscriber cannot exist.
   std::int64_t dead_letter_orphans(double, const proto::id_set&) override { return 0; }
 
-  malformed_rows dead_letter_malformed(double now, double lease_horizon,
+  malformed_rows dead_letter_malformed(double, double lease_horizon,
                                        const proto::id_set& which) override {
     // Typed columns leave fewer ways to stall a row than on SQLite: NaN in either time, or a
     // lease beyond any lease (Infinity included) that no Surge claimer recorded.
@@ -214,7 +214,6 @@ class postgres_drain_store final : public drain_store {
             "(d.locked_until > $1 AND NOT EXISTS (SELECT 1 FROM surge_lease l "
             "WHERE l.lease = d.locked_until))) RETURNING d.last_error",
         params().add(lease_horizon));
-    (void)now;
     malformed_rows found;
     for (int i = 0; i < marked.rows(); ++i) {
       const auto why = marked.text(i, 0);
