@@ -1,7 +1,7 @@
 // surge_seed_loop: the naive drain loop DESIGN section 7 compares Surge against ("the seed Go
 // drain loop: sequential, 200 rows per poll"), as a C++ stand-in so both are measured on the same
 // machine in the same run. It claims with the steady-state drainer's own SQL, POSTs each row in
-// turn (the same request bytes as Surge: engine::build_delivery_request) over one keep-alive
+// turn (the same request bytes as Surge: engine::write_delivery_request) over one keep-alive
 // connection per origin, then writes the batch's outcomes in one transaction. It records every
 // attempt in surge_attempt so bench/e2e.py analyses it exactly as it analyses a Surge drain.
 // Plain HTTP; a failed attempt is retried 60 s later. Exits when a claim comes back empty.
@@ -25,7 +25,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/asio/write.hpp>
 
 #include "engine/config.hpp"
 #include "engine/delivery.hpp"
@@ -122,14 +122,16 @@ class seed_loop {
   attempt send(const surge::storage::claimed_row& row) {
     const auto& to = endpoint_of(row.subscriber_id);
     attempt out{row.id, row.subscriber_id, row.attempts + 1, unix_now(), 0, 0};
-    const auto request = surge::engine::build_delivery_request(
-        to.target, *to.signer, row, static_cast<std::int64_t>(out.started),
-        surge::engine::http_client_config{}.user_agent);
+    std::string request;
+    surge::engine::write_delivery_request(
+        request,
+        surge::engine::request_head(to.target, surge::engine::http_client_config{}.user_agent),
+        *to.signer, row, static_cast<std::int64_t>(out.started));
     // One retry on a fresh connection, as any keep-alive client does for a stale one.
     for (int tries = 0; tries < 2 && out.status == 0; ++tries) {
       try {
         auto& stream = connection_to(to.target);
-        http::write(stream, request);
+        asio::write(stream, asio::buffer(request));
         beast::flat_buffer buffer;
         http::response<http::string_body> response;
         http::read(stream, buffer, response);

@@ -1,11 +1,15 @@
 #include "engine/delivery.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/http/field.hpp>
+#include <boost/beast/http/serializer.hpp>
 
 #include "proto/batch.hpp"
 #include "proto/header_value.hpp"
@@ -125,25 +129,68 @@ storage::outcome outcome_in_batch(const storage::outcome& lead,
   return out;
 }
 
-http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
-                                    const storage::claimed_row& row, std::int64_t unix_seconds,
-                                    std::string_view user_agent) {
-  http_request request{http::verb::post, target.path, 11};
-  request.set(http::field::host, target.host_header);
-  request.set(http::field::user_agent, user_agent);
-  request.set(http::field::content_type, "application/json");
-  request.set("X-VVV-Event", row.event_type);
-  const std::string id = std::to_string(row.id);
-  request.set("X-VVV-Delivery-Id", id);
-  request.set("X-VVV-Attempt", std::to_string(row.attempts + 1));
-  const auto signed_fields = signer.sign("msg_" + id, unix_seconds, row.payload);
-  for (std::size_t i = 0; i < signed_fields.count; ++i) {
-    request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
+std::string request_head(const proto::target& target, std::string_view user_agent) {
+  http_request head{http::verb::post, target.path, 11};
+  head.set(http::field::host, target.host_header);
+  head.set(http::field::user_agent, user_agent);
+  head.set(http::field::content_type, "application/json");
+  check_on_wire_rules(head);
+  std::string out;
+  write_request(out, head);
+  // Beast ends a head with the blank line; the row's own fields follow instead.
+  out.resize(out.size() - 2);
+  return out;
+}
+
+namespace {
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  if (const auto problem = proto::header_value_problem(value); !problem.empty()) {
+    throw std::invalid_argument("unsafe " + std::string(name) + " header: " +
+                                std::string(problem));
   }
-  request.body() = row.payload;
-  request.prepare_payload();
-  check_on_wire_rules(request);
-  return request;
+  out.append(name).append(": ").append(value).append("\r\n");
+}
+
+void append_number_field(std::string& out, std::string_view name, std::int64_t value) {
+  char digits[24];
+  const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
+  out.append(name).append(": ").append(digits, end).append("\r\n");
+}
+
+}  // namespace
+
+void write_delivery_request(std::string& out, std::string_view head, const proto::signer& signer,
+                            const storage::claimed_row& row, std::int64_t unix_seconds) {
+  out.clear();
+  out.append(head);
+  append_field(out, "X-VVV-Event", row.event_type);
+  append_number_field(out, "X-VVV-Delivery-Id", row.id);
+  append_number_field(out, "X-VVV-Attempt", row.attempts + 1);
+  char message_id[28] = "msg_";
+  const auto id_end = std::to_chars(message_id + 4, std::end(message_id), row.id).ptr;
+  const auto signed_fields =
+      signer.sign(std::string_view(message_id, id_end), unix_seconds, row.payload);
+  for (std::size_t i = 0; i < signed_fields.count; ++i) {
+    append_field(out, signed_fields.fields[i].first, signed_fields.fields[i].second);
+  }
+  append_number_field(out, "Content-Length", static_cast<std::int64_t>(row.payload.size()));
+  out.append("\r\n").append(row.payload);
+}
+
+void write_request(std::string& out, const http_request& request) {
+  out.clear();
+  http::request_serializer<http::string_body> serializer{request};
+  boost::system::error_code ec;
+  while (!ec && !serializer.is_done()) {
+    serializer.next(ec, [&](boost::system::error_code&, const auto& buffers) {
+      for (const auto buffer : boost::beast::buffers_range_ref(buffers)) {
+        out.append(static_cast<const char*>(buffer.data()), buffer.size());
+      }
+      serializer.consume(boost::beast::buffer_bytes(buffers));
+    });
+  }
+  if (ec) throw std::invalid_argument("serialising a request: " + ec.message());
 }
 
 attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t subscriber_id,

@@ -8,6 +8,8 @@
 #include <span>
 #include <string_view>
 
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/container/small_vector.hpp>
 
 #include "engine/http_client.hpp"
@@ -19,6 +21,8 @@
 
 namespace surge::engine {
 
+using http_request = boost::beast::http::request<boost::beast::http::string_body>;
+
 // The rows one request carries: one, or a batch. One inline slot keeps a single send free of
 // allocation.
 using attempt_rows = boost::container::small_vector<storage::claimed_row, 1>;
@@ -28,14 +32,24 @@ using attempt_rows = boost::container::small_vector<storage::claimed_row, 1>;
 // token, so such a row is dead-lettered before any byte is sent.
 std::string delivery_refusal(const storage::claimed_row& row);
 
-// The stored payload unchanged, Content-Type application/json, X-VVV-Event, X-VVV-Delivery-Id,
-// X-VVV-Attempt, User-Agent, and the signature headers of the subscriber's scheme for this
-// attempt's timestamp. The Standard Webhooks id is "msg_<row id>", stable across retries.
-// Throws std::invalid_argument if a header value or the request target is unsafe (the checks
-// above and in parse_target_url keep that from happening).
-http_request build_delivery_request(const proto::target& target, const proto::signer& signer,
-                                    const storage::claimed_row& row, std::int64_t unix_seconds,
-                                    std::string_view user_agent);
+// The part of a delivery request every row of a subscriber shares: the request line, Host,
+// User-Agent and Content-Type application/json. Built once per target and user agent and kept
+// (subscriber_state), so a request repeats none of its checks or formatting. Throws
+// std::invalid_argument if the request target or a value is unsafe (parse_target_url and the
+// user agent's check at start-up keep that from happening).
+std::string request_head(const proto::target& target, std::string_view user_agent);
+
+// One row's whole request into `out`, cleared first and its capacity kept, so that a reused
+// buffer makes a steady stream of deliveries cost no allocation and one write each: `head`,
+// X-VVV-Event, X-VVV-Delivery-Id, X-VVV-Attempt, the signature headers of the subscriber's
+// scheme for this attempt's timestamp, Content-Length, and the stored payload unchanged. The
+// Standard Webhooks id is "msg_<row id>", stable across retries. Throws std::invalid_argument if
+// a value would be unsafe on the wire (delivery_refusal keeps such rows from getting here).
+void write_delivery_request(std::string& out, std::string_view head, const proto::signer& signer,
+                            const storage::claimed_row& row, std::int64_t unix_seconds);
+
+// A built request's bytes as they go on the wire, into `out` (cleared, capacity kept).
+void write_request(std::string& out, const http_request& request);
 
 // A batch POST (DESIGN section 3): the body is the JSON array of the rows' payloads in order,
 // signed over as a whole; X-VVV-Batch-Size and X-VVV-Delivery-Ids replace X-VVV-Delivery-Id;

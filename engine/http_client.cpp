@@ -14,8 +14,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/serializer.hpp>
-#include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -269,26 +267,28 @@ constexpr std::size_t read_chunk = 16 * 1024;
 template <class Stream, class Outcome>
 asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
                                    connection_view view, beast::flat_buffer& buffer,
-                                   connection_lifecycle& lifecycle, const http_request& request,
+                                   connection_lifecycle& lifecycle, std::string_view request,
                                    steady_time deadline, const http_client_config& config,
                                    Outcome& out) {
   lifecycle.on_exchange_start();
   lowest.expires_at(deadline);
-  // Piece by piece, so that response bytes arriving before the request is fully written are
-  // seen: the server answered without reading all of it, and the rest of our request could
-  // read to it as another one. The answer still stands; the connection is not reused.
-  http::request_serializer<http::string_body> serializer{request};
+  // Usually one write takes it all. When it does not, response bytes arriving before the request
+  // is fully written are looked for between writes: the server answered without reading all of
+  // it, and the rest of our request could read to it as another one. The answer still stands;
+  // the connection is not reused.
   bool early = false;
   const bool raw_tls_counts = lifecycle.exchanges() > 1;
-  while (!serializer.is_done()) {
-    auto [write_ec, written] = co_await http::async_write_some(stream, serializer, use_tuple);
+  for (std::size_t written = 0; written < request.size();) {
+    auto [write_ec, n] = co_await stream.async_write_some(
+        asio::buffer(request.data() + written, request.size() - written), use_tuple);
     if (write_ec) {
       out.error = is_timeout(write_ec) ? transport_error::timeout : transport_error::send;
       out.detail = "sending request: " + write_ec.message();
       lifecycle.on_failure();
       co_return;
     }
-    if (!serializer.is_done() && !early && input_pending(view, raw_tls_counts)) early = true;
+    written += n;
+    if (written < request.size() && !early && input_pending(view, raw_tls_counts)) early = true;
   }
 
   response_reader reader(config);
@@ -330,7 +330,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 }  // namespace
 
 asio::awaitable<http_client::exchange_outcome> http_client::exchange(connection& conn,
-                                                                     const http_request& request,
+                                                                     std::string_view request,
                                                                      steady_time deadline) {
   exchange_outcome out;
   if (conn.plain) {
@@ -344,7 +344,7 @@ asio::awaitable<http_client::exchange_outcome> http_client::exchange(connection&
 }
 
 asio::awaitable<http_result> http_client::send(const proto::target& target,
-                                               const http_request& request,
+                                               std::string_view request,
                                                const before_write& gate) {
   auto deadline = std::chrono::steady_clock::now() + config_.attempt_timeout;
   http_result result;

@@ -8,13 +8,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include "engine/config.hpp"
 #include "engine/connection_state.hpp"
@@ -23,8 +22,6 @@
 #include "proto/target_policy.hpp"
 
 namespace surge::engine {
-
-using http_request = boost::beast::http::request<boost::beast::http::string_body>;
 
 struct http_result {
   int status = 0;  // 0 when the attempt failed before a whole response header arrived
@@ -62,10 +59,12 @@ class http_client {
   // request is not written. The time spent in it is not taken from the attempt's deadline.
   using before_write = std::function<boost::asio::awaitable<bool>(bool fresh_connection)>;
 
-  // Sends `request` to `target` within the attempt deadline, reusing an idle connection of the
-  // origin when one is there. Never throws for network failures: they come back as errors.
+  // Sends `request`, the whole message's bytes (write_delivery_request), to `target` within the
+  // attempt deadline, reusing an idle connection of the origin when one is there. The bytes must
+  // stay put until the send returns. Never throws for network failures: they come back as
+  // errors.
   boost::asio::awaitable<http_result> send(const proto::target& target,
-                                           const http_request& request,
+                                           std::string_view request,
                                            const before_write& gate = {});
 
   // Closes connections idle for longer than the idle timeout.
@@ -81,7 +80,7 @@ class http_client {
 
   boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
                                               steady_time deadline, http_result& result);
-  boost::asio::awaitable<exchange_outcome> exchange(connection& conn, const http_request& request,
+  boost::asio::awaitable<exchange_outcome> exchange(connection& conn, std::string_view request,
                                                     steady_time deadline);
   origin& origin_for(const proto::target& target);
   void close(connection_ptr conn);

@@ -19,6 +19,7 @@
 
 #include "engine/config.hpp"
 #include "engine/counters.hpp"
+#include "engine/buffer_pool.hpp"
 #include "engine/delivery.hpp"
 #include "engine/http_client.hpp"
 #include "engine/metrics.hpp"
@@ -80,6 +81,9 @@ class shard final : public shard_endpoint {
                                        std::shared_ptr<const proto::target> target,
                                        std::shared_ptr<const proto::signer> signer, bool probe,
                                        origin_limit::ticket origin_ticket);
+  // The subscriber's request head for `target`, built again only when the target changed.
+  std::string_view request_head_for(subscriber_state& sub,
+                                    const std::shared_ptr<const proto::target>& target);
   // Batches and coalescing (shard_relief.cpp). The rows the next request takes from the front
   // of the ready queue: the front row alone, or as many as the subscriber's batch allows.
   attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
@@ -135,6 +139,7 @@ class shard final : public shard_endpoint {
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   http_client client_;
+  buffer_pool request_buffers_;
   std::thread thread_;
 
   std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;

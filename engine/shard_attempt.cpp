@@ -21,13 +21,16 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   attempt_times times;
   times.started_unix = storage::unix_now();
   http_result result;
+  std::string request = request_buffers_.take();
   try {
     const auto seconds = static_cast<std::int64_t>(times.started_unix);
-    const auto request =
-        batched ? build_batch_request(*target, *signer, {rows.data(), rows.size()}, seconds,
-                                      config_.http.user_agent)
-                : build_delivery_request(*target, *signer, rows.front(), seconds,
-                                         config_.http.user_agent);
+    if (batched) {
+      write_request(request, build_batch_request(*target, *signer, {rows.data(), rows.size()},
+                                                 seconds, config_.http.user_agent));
+    } else {
+      write_delivery_request(request, request_head_for(sub, target), *signer, rows.front(),
+                             seconds);
+    }
     // The partner counts arrivals, so the limit is charged again right before the write; an
     // attempt gives up there before its lease (the batch's shortest) gets too short to finish
     // within it.
@@ -50,6 +53,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();
   }
+  request_buffers_.give_back(std::move(request));
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
     for (const auto& row : rows) give_back_unsent(sub, row);
@@ -108,6 +112,15 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     push_outcome(std::move(judged.outcome));
   }
   attempt_ended(sub, origin, origin_ticket);
+}
+
+std::string_view shard::request_head_for(subscriber_state& sub,
+                                         const std::shared_ptr<const proto::target>& target) {
+  if (sub.request_head_target != target) {
+    sub.request_head = request_head(*target, config_.http.user_agent);
+    sub.request_head_target = target;
+  }
+  return sub.request_head;
 }
 
 void shard::count_outcome(storage::outcome_kind kind) {

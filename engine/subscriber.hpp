@@ -71,6 +71,10 @@ struct subscriber_state {
                    const scheduler_config& config);
 
   subscriber_settings settings;
+  // The request head every row shares (request_head), and the target it was built for: a reload
+  // that swaps the target makes the next attempt build it again.
+  std::string request_head;
+  std::shared_ptr<const proto::target> request_head_target;
   // Admits attempts, so no connection is opened for a request that cannot go soon; refills at
   // pace.effective(), not always the configured rate.
   token_bucket bucket;

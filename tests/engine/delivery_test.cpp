@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <boost/beast/http/parser.hpp>
+
 #include "tests/engine/attempt_fixtures.hpp"
 
 namespace surge::engine {
@@ -28,10 +30,31 @@ storage::claimed_row sample_row(std::int64_t attempts = 0) {
 
 proto::target sample_target() { return *proto::parse_target_url("https://partner.example:8443/hooks/in?x=1").value; }
 
+// The request's bytes as Beast's parser, which Surge's writer does not use, reads them; the
+// whole buffer must be exactly one request.
+http_request parse_request(const std::string& wire) {
+  boost::beast::http::request_parser<boost::beast::http::string_body> parser;
+  parser.eager(true);  // the body in the same call as the header
+  boost::system::error_code ec;
+  const auto used = parser.put(boost::asio::buffer(wire), ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.is_done());
+  EXPECT_EQ(used, wire.size());
+  return parser.release();
+}
+
+http_request build(const proto::target& target, const proto::signer& signer,
+                   const storage::claimed_row& row, std::int64_t unix_seconds,
+                   std::string_view user_agent) {
+  std::string wire;
+  write_delivery_request(wire, request_head(target, user_agent), signer, row, unix_seconds);
+  return parse_request(wire);
+}
+
 TEST(DeliveryRequest, CarriesThePayloadUnchangedAndEveryHeader) {
   const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
   const auto row = sample_row(2);
-  const auto request = build_delivery_request(sample_target(), signer, row, 1'700'000'100, "Surge/test");
+  const auto request = build(sample_target(), signer, row, 1'700'000'100, "Surge/test");
   EXPECT_EQ(request.method(), boost::beast::http::verb::post);
   EXPECT_EQ(request.target(), "/hooks/in?x=1");
   EXPECT_EQ(request[boost::beast::http::field::host], "partner.example:8443");
@@ -64,21 +87,45 @@ TEST(DeliveryRequest, BuildingNeverPutsAnUnsafeValueOnTheWire) {
   const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
   auto row = sample_row();
   row.event_type = "a\r\nX-Injected: 1";
-  EXPECT_THROW(build_delivery_request(sample_target(), signer, row, 1000, "ua"),
+  EXPECT_THROW(build(sample_target(), signer, row, 1000, "ua"),
                std::invalid_argument);
-  EXPECT_THROW(build_delivery_request(sample_target(), signer, sample_row(), 1000, "ua\n"),
+  EXPECT_THROW(build(sample_target(), signer, sample_row(), 1000, "ua\n"),
                std::invalid_argument);
   auto target = sample_target();
   target.path = "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /";
-  EXPECT_THROW(build_delivery_request(target, signer, sample_row(), 1000, "ua"),
+  EXPECT_THROW(build(target, signer, sample_row(), 1000, "ua"),
                std::invalid_argument);
+}
+
+TEST(DeliveryRequest, AReusedBufferHoldsOnlyTheNewRequestAndKeepsItsMemory) {
+  const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
+  const auto head = request_head(sample_target(), "ua");
+  auto big = sample_row();
+  big.payload = std::string(5000, 'x');
+  std::string wire;
+  write_delivery_request(wire, head, signer, big, 1000);
+  const auto capacity = wire.capacity();
+  const auto* memory = wire.data();
+  const auto small = sample_row(1);
+  write_delivery_request(wire, head, signer, small, 1001);
+  EXPECT_EQ(wire.data(), memory);  // no new allocation
+  EXPECT_EQ(wire.capacity(), capacity);
+  const auto request = parse_request(wire);
+  EXPECT_EQ(request.body(), small.payload);
+  EXPECT_EQ(request["X-VVV-Attempt"], "2");
+}
+
+TEST(DeliveryRequest, TheHeadIsTheRequestLineAndTheSharedHeadersOnly) {
+  EXPECT_EQ(request_head(sample_target(), "Surge/test"),
+            "POST /hooks/in?x=1 HTTP/1.1\r\nHost: partner.example:8443\r\n"
+            "User-Agent: Surge/test\r\nContent-Type: application/json\r\n");
 }
 
 TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
   const std::string secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
   const auto signer = proto::signer::create(proto::signing_scheme::standard, secret).value();
-  const auto first = build_delivery_request(sample_target(), signer, sample_row(0), 1000, "ua");
-  const auto later = build_delivery_request(sample_target(), signer, sample_row(5), 2000, "ua");
+  const auto first = build(sample_target(), signer, sample_row(0), 1000, "ua");
+  const auto later = build(sample_target(), signer, sample_row(5), 2000, "ua");
   EXPECT_EQ(first["webhook-id"], later["webhook-id"]);
   EXPECT_EQ(first["webhook-timestamp"], "1000");
   EXPECT_EQ(later["webhook-timestamp"], "2000");
