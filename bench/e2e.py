@@ -491,14 +491,15 @@ def build_scenarios(scale, half_rate):
     scenarios["a_https_256"] = Scenario("a_https_256", "(a) HTTPS, --max-in-flight 256",
                                         unthrottled, lambda s: per_sub, tls=True, wrk=True,
                                         drain_args=capped)
-    # The adaptive per-origin limit (off by default) finds that concurrency from latency.
-    adaptive = ["--origin-latency-tolerance", "2"]
-    scenarios["a_http_adaptive"] = Scenario(
-        "a_http_adaptive", "(a) HTTP, --origin-latency-tolerance 2", unthrottled,
-        lambda s: per_sub, wrk=True, drain_args=adaptive)
-    scenarios["a_https_adaptive"] = Scenario(
-        "a_https_adaptive", "(a) HTTPS, --origin-latency-tolerance 2", unthrottled,
-        lambda s: per_sub, tls=True, wrk=True, drain_args=adaptive)
+    # The adaptive per-origin limit (on by default) finds that concurrency from latency; these
+    # turn it off, for the comparison.
+    no_limit = ["--origin-latency-tolerance", "0"]
+    scenarios["a_http_no_origin_limit"] = Scenario(
+        "a_http_no_origin_limit", "(a) HTTP, --origin-latency-tolerance 0", unthrottled,
+        lambda s: per_sub, wrk=True, drain_args=no_limit)
+    scenarios["a_https_no_origin_limit"] = Scenario(
+        "a_https_no_origin_limit", "(a) HTTPS, --origin-latency-tolerance 0", unthrottled,
+        lambda s: per_sub, tls=True, wrk=True, drain_args=no_limit)
     # Added latency at half of (a)'s rate: the same 100 subscribers, each limited to 1/200 of it.
     paced = [Subscriber(i, rate=half_rate / 100, burst=1) for i in range(1, 101)]
     scenarios["half_rate"] = Scenario(
@@ -604,7 +605,7 @@ def main():
     parser.add_argument("--surge", default="build/release/tools/surge")
     parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
                                                 "a_http,a_https,a_http_256,a_https_256,"
-                                                "a_http_adaptive,a_https_adaptive,half_rate,b,"
+                                                "a_http_no_origin_limit,a_https_no_origin_limit,half_rate,b,"
                                                 "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_b,"
                                                 "nginx_http_x2,nginx_http_x3,"
                                                 "pg_nginx_http,pg_c_fit_x3")

@@ -31,10 +31,14 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
   }
   if (facts.in_flight >= facts.in_flight_cap) return out;  // one of its own must finish
   if (facts.shard_full) return act(pump_action::queue_for_shard_slot);
-  // One that already has requests out queues behind those waiting, unless it is its turn:
-  // otherwise the subscriber whose attempt just finished takes each freed slot back, and a big
-  // backlog keeps the origin's other subscribers waiting until it is gone.
-  if (!facts.origin_admits ||
+  // One paced below one slot by its own rate may keep one request in flight whatever the
+  // origin's limit: holding it back cannot lighten the origin's load, only lose the tokens it
+  // earns meanwhile (burst 1 at 50/s, when a saturated CPU raises every latency and the limit
+  // shrinks). One that already has requests out queues behind those waiting, unless it is its
+  // turn: otherwise the subscriber whose attempt just finished takes each freed slot back, and
+  // a big backlog keeps the origin's other subscribers waiting until it is gone.
+  const bool floor = facts.origin_floor && facts.in_flight == 0;
+  if ((!facts.origin_admits && !floor) ||
       (!facts.origin_turn && facts.in_flight > 0 && facts.origin_has_waiters)) {
     out.wake_at = facts.origin_recount_at;
     return act(pump_action::queue_for_origin);
@@ -87,6 +91,11 @@ int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int bu
     }
   }
   return std::max(0, std::min(limit - facts.held, budget));
+}
+
+bool paced_below_one_slot(double rate, clock::duration origin_best_latency) {
+  if (origin_best_latency == clock::duration::max()) return false;
+  return rate * std::chrono::duration<double>(origin_best_latency).count() < 1.0;
 }
 
 int origin_wakeups(bool limit_enabled, int limit, int in_flight) {

@@ -31,6 +31,8 @@ struct pump_facts {
   bool origin_admits = true;
   bool origin_has_waiters = false;
   bool origin_turn = false;
+  // It may keep one request in flight whatever the origin's limit (paced_below_one_slot).
+  bool origin_floor = false;
   // When an attempt in flight to the origin becomes overdue and stops counting against its
   // limit: a subscriber queued for the origin looks again then, even if no attempt ends.
   clock::time_point origin_recount_at = clock::time_point::max();
@@ -95,6 +97,11 @@ struct demand_limits {
 
 // Rows to ask the storage thread for, at most `budget` (the shard's room); 0 for none.
 int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget);
+
+// Whether a subscriber's own rate keeps it below one request in flight at the origin's best
+// latency (rate x latency < 1): the origin's limit then cannot lighten the origin's load by
+// holding it back. False while no latency is known.
+bool paced_below_one_slot(double rate, clock::duration origin_best_latency);
 
 // How many of an origin's waiters a freed slot wakes: as many as its limit now admits (it may
 // have grown by more than one), or one when the limit is off.

@@ -47,6 +47,8 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
     facts.origin_admits = origin.limit.admits_at(now);
     facts.origin_recount_at = origin.limit.next_recount_at(now);
     facts.origin_has_waiters = !origin.waiting.empty();
+    facts.origin_floor =
+        scheduling::paced_below_one_slot(sub.settings.rate, origin.limit.best_latency());
   }
   facts.origin_turn = sub.origin_turn;
   facts.batching = sub.settings.batch_rows > 1;

@@ -69,8 +69,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->capture_default_str()->check(finite_in(1.0, 3600.0));
   cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
-                  "exceeds this many times the best seen (plus 5 ms); 2 is a good value; 0 (the "
-                  "default) turns it off")
+                  "exceeds this many times the best seen (plus 5 ms); 0 turns it off")
       ->capture_default_str()->check(finite_in(0.0, 100.0));
   cmd->add_option("--token-lease", o.token_lease,
                   "Seconds of refill taken from a subscriber's persisted bucket per lease; every "

@@ -31,9 +31,10 @@ struct drain_cli_options {
   std::size_t max_payload_bytes = 1024 * 1024;
   int circuit_failures = 10;
   double circuit_max_cooldown = 60;
-  // Off by default: with it on, requests hanging at one subscriber's path hold the slots of
-  // every subscriber on the same host until they time out (bench scenario e stalled).
-  double origin_latency_tolerance = 0;
+  // On by default: attempts far past the origin's latency stop counting against it, so requests
+  // hanging at one subscriber's path do not stall the others, and every subscriber may keep one
+  // request in flight whatever the limit (engine/scheduling), so a paced one keeps its rate.
+  double origin_latency_tolerance = 2;
   // Seconds between polls of a subscriber whose last claim came back short (doubling).
   double idle_poll_min = 0.1;
   double token_lease = 1.0;

@@ -89,6 +89,26 @@ TEST(NextPumpStep, ItsOwnCapThenTheShardsThenTheOriginHoldItBack) {
   EXPECT_EQ(next_pump_step(facts, t0).wake_at, t0 + 700ms);
 }
 
+TEST(NextPumpStep, OnePacedBelowOneSlotKeepsOneRequestOutWhateverTheOriginsLimit) {
+  auto facts = ready_to_send();
+  facts.origin_admits = false;
+  facts.origin_has_waiters = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+  facts.origin_floor = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
+  facts.in_flight = 1;  // its one is out: the limit binds again, its turn or not
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+  facts.origin_turn = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::queue_for_origin);
+}
+
+TEST(PacedBelowOneSlot, RateTimesTheOriginsBestLatencyUnderOne) {
+  EXPECT_TRUE(paced_below_one_slot(50, 5ms));      // 0.25 of a slot
+  EXPECT_FALSE(paced_below_one_slot(50, 20ms));    // a whole one
+  EXPECT_FALSE(paced_below_one_slot(1e6, 200us));  // unthrottled: 200 slots' worth
+  EXPECT_FALSE(paced_below_one_slot(50, clock::duration::max()));  // no latency known yet
+}
+
 TEST(NextPumpStep, OneWithRequestsOutQueuesBehindAnOriginsWaitersUnlessItIsItsTurn) {
   auto facts = ready_to_send();
   facts.origin_has_waiters = true;
