@@ -113,8 +113,9 @@ class audit_collector {
 };
 
 // Audits every chosen subscriber that has attempts, ordered by id, with the limits now in
-// webhook_subscriber. Reads one subscriber's attempts at a time (idx_attempt_subscriber_started),
-// so memory follows the busiest subscriber, not the table. Empty before migration 1.
+// webhook_subscriber. Reads the attempts sorted by subscriber (the database sorts; the attempt
+// index follows the write order, for the drain's sake) and judges one subscriber at a time, so
+// this process's memory follows the busiest subscriber, not the table. Empty before migration 1.
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 

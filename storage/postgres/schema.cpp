@@ -9,8 +9,9 @@
 namespace surge::storage::pg {
 namespace {
 
-// Version 4 on SQLite; one step here, since no PostgreSQL queue predates it.
-constexpr int postgres_schema_version = 4;
+// Version 5 on SQLite. One step here: the DDL is idempotent, so a queue left at version 4 runs
+// it again and only the attempt index changes.
+constexpr int postgres_schema_version = 5;
 
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -36,7 +37,7 @@ CREATE TABLE IF NOT EXISTS surge_schema_version (
   version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL);
 )sql";
 
-// Surge's additions, as SQLite migrations 1 to 4 leave them. ADD COLUMN IF NOT EXISTS: a queue
+// Surge's additions, as SQLite migrations 1 to 5 leave them. ADD COLUMN IF NOT EXISTS: a queue
 // the application created may already have some of them.
 constexpr const char* surge_ddl = R"sql(
 ALTER TABLE webhook_subscriber
@@ -58,8 +59,9 @@ CREATE TABLE IF NOT EXISTS surge_attempt (
   subscriber_id BIGINT NOT NULL, attempt INTEGER NOT NULL,
   started_at DOUBLE PRECISION NOT NULL, finished_at DOUBLE PRECISION NOT NULL,
   status_code INTEGER, error_class TEXT, batch_lead BIGINT, batch_size INTEGER NOT NULL DEFAULT 1);
-CREATE INDEX IF NOT EXISTS idx_attempt_subscriber_started
-  ON surge_attempt(subscriber_id, started_at);
+-- In the order attempts are written, so inserts append (SQLite migration 5).
+DROP INDEX IF EXISTS idx_attempt_subscriber_started;
+CREATE INDEX IF NOT EXISTS idx_attempt_started ON surge_attempt(started_at);
 -- With id as its last column: PostgreSQL orders equal keys by their place in the heap, not by
 -- id as SQLite's rowid does, and a claim's ORDER BY next_attempt_at, id would otherwise sort a
 -- subscriber's whole due backlog for every claim.

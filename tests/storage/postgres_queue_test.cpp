@@ -63,7 +63,7 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
   EXPECT_EQ(migrate(queue.db), latest_schema_version());
-  EXPECT_EQ(schema_version(queue.db), 4);
+  EXPECT_EQ(schema_version(queue.db), 5);
   // Every column of DESIGN section 1 under its name; `active` stays an integer.
   std::set<std::string> columns;
   for (const auto& row : queue.sql.query(
@@ -86,6 +86,23 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
         "webhook_delivery.created_at:double precision"}) {
     EXPECT_TRUE(columns.contains(expected)) << expected;
   }
+  const auto attempt_indexes = [&queue] {
+    std::set<std::string> names;
+    for (const auto& row : queue.sql.query(
+             "SELECT indexname FROM pg_indexes WHERE tablename = 'surge_attempt'")) {
+      names.insert(text(row, 0));
+    }
+    return names;
+  };
+  EXPECT_EQ(attempt_indexes(), (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
+  // A queue left at version 4 gets version 5's attempt index, and only that changes.
+  queue.sql.exec("CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
+                 "started_at)");
+  queue.sql.exec("DELETE FROM surge_schema_version WHERE version = 5");
+  queue.sql.exec("INSERT INTO surge_schema_version(version, applied_at) VALUES (4, 0)");
+  ASSERT_EQ(schema_version(queue.db), 4);
+  EXPECT_EQ(migrate(queue.db), 5);
+  EXPECT_EQ(attempt_indexes(), (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
 }
 
 TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {

@@ -64,10 +64,13 @@ void expect_fully_migrated(SQLite::Database& db) {
             (std::set<std::string>{"lease", "owner", "claimed_at"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
   EXPECT_TRUE(has_index(db, "idx_delivery_subscriber_due"));
+  // The attempt records' only index follows the write order (migration 5).
+  EXPECT_TRUE(has_index(db, "idx_attempt_started"));
+  EXPECT_FALSE(has_index(db, "idx_attempt_subscriber_started"));
   EXPECT_EQ(query_int(db,
                       "SELECT COUNT(*) FROM pragma_index_list('surge_attempt') il "
                       "JOIN pragma_index_info(il.name) ii "
-                      "WHERE ii.seqno = 0 AND ii.name = 'subscriber_id'"),
+                      "WHERE ii.seqno = 0 AND ii.name = 'started_at'"),
             1);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM pragma_index_list('webhook_delivery') "
                           "WHERE name = 'idx_delivery_subscriber_due' AND partial = 1"),
@@ -78,10 +81,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 4);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
+  EXPECT_EQ(latest_schema_version(), 5);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 4);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 5);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
               60);
 }
@@ -129,7 +132,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -165,10 +168,29 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
   EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
+}
+
+TEST(Schema, VersionFiveMovesTheAttemptIndexOffTheSubscriberAndKeepsTheRecords) {
+  testing::temp_dir dir;
+  const auto path = dir.file("queue.db");
+  {
+    // A version 4 file with attempt records under the old index.
+    SQLite::Database v4 = testing::open_migrated(path);
+    v4.exec("DROP INDEX idx_attempt_started");
+    v4.exec("CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
+            "started_at)");
+    v4.exec("DELETE FROM surge_schema_version WHERE version = 5");
+    ASSERT_EQ(schema_version(v4), 4);
+    v4.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+            "finished_at) VALUES (1, 1, 1, 100, 101), (2, 1, 1, 102, 103)");
+  }
+  SQLite::Database db = testing::open_migrated(path);
+  expect_fully_migrated(db);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_attempt"), 2);
 }
 
 TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
@@ -180,7 +202,7 @@ TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 4);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
   // surge_lease is keyed by the lease value, so stats can join on locked_until.
   EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
             1);
