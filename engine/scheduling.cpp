@@ -90,6 +90,10 @@ int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int bu
                                   limits.coalesce_lookahead_rows, ahead)));
     }
   }
+  // Topped up only once at most half of it is held: a claim has a fixed cost (its statement,
+  // its lease record), and a subscriber sending a row or two per demand round would otherwise
+  // be claimed for a row or two each time.
+  if (facts.held * 2 > limit) return 0;
   return std::max(0, std::min(limit - facts.held, budget));
 }
 

@@ -95,7 +95,8 @@ struct demand_limits {
   double coalesce_lookahead_seconds = 20;
 };
 
-// Rows to ask the storage thread for, at most `budget` (the shard's room); 0 for none.
+// Rows to ask the storage thread for, at most `budget` (the shard's room); 0 for none, and 0
+// while more than half of what it may hold is held (claims come in fewer, larger batches).
 int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget);
 
 // Whether a subscriber's own rate keeps it below one request in flight at the origin's best

@@ -174,10 +174,16 @@ TEST(RowsToClaim, WhatItCanSendWithinTheHorizonBoundedByItsBufferAndTheBudget) {
   EXPECT_EQ(rows_to_claim(backlogged(100, 1000, 16), limits, 1000), 32);
   EXPECT_EQ(rows_to_claim(backlogged(100, 1000, 16), limits, 7), 7);
   auto held = backlogged(3, 10);
-  held.held = 6;
-  EXPECT_EQ(rows_to_claim(held, limits, 1000), 2);
+  held.held = 4;  // half of the 8 it may hold: topped up
+  EXPECT_EQ(rows_to_claim(held, limits, 1000), 4);
+  held.held = 5;  // more than half: it waits, so claims come in batches, not a row at a time
+  EXPECT_EQ(rows_to_claim(held, limits, 1000), 0);
   held.held = 20;
   EXPECT_EQ(rows_to_claim(held, limits, 1000), 0);
+  auto single = backlogged(1, 0);  // may hold one: asked for as soon as it holds none
+  EXPECT_EQ(rows_to_claim(single, limits, 1000), 1);
+  single.held = 1;
+  EXPECT_EQ(rows_to_claim(single, limits, 1000), 0);
 }
 
 TEST(RowsToClaim, NothingForWhatCannotSendAndOneRowForADueProbe) {
