@@ -114,12 +114,14 @@ void response_reader::on_header() {
   if (status < 200) {
     // Beast reads a 1xx as a header without a body, so the parser is done here and whatever
     // follows in the buffer is the next response.
-    if (++interim_ > max_interim_responses) {
+    // Counted once accepted, so interim_responses() never reports more than the cap.
+    if (interim_ == max_interim_responses) {
       fail(transport_error::protocol,
            "more than " + std::to_string(max_interim_responses) + " interim responses");
     } else if (header_bytes_ >= config_.max_response_header) {
       fail(transport_error::protocol, "interim responses exceed the header limit");
     } else {
+      ++interim_;
       start_parser();
     }
     return;
