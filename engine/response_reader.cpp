@@ -2,7 +2,6 @@
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
@@ -91,8 +90,6 @@ response_reader::progress response_reader::on_bytes(beast::flat_buffer& buffer) 
       finish(false, "response body: " + ec.message());
     } else if (parser_->is_done()) {
       finish(true);
-    } else if (parser_->get().body().size() > config_.max_response_body) {
-      finish(false);
     } else if (used == 0) {
       return progress::need_more;
     }
@@ -101,7 +98,7 @@ response_reader::progress response_reader::on_bytes(beast::flat_buffer& buffer) 
 }
 
 void response_reader::on_header() {
-  const int status = static_cast<int>(parser_->get().result_int());
+  const int status = parser_->status();
   if (status == 101) {
     switching_ = true;
     fail(transport_error::protocol, "101 Switching Protocols in answer to a POST");
@@ -128,10 +125,7 @@ void response_reader::on_header() {
   }
   final_ = true;
   status_ = status;
-  auto& response = parser_->get();
-  if (auto it = response.find(http::field::retry_after); it != response.end()) {
-    retry_after_ = std::string(it->value());
-  }
+  retry_after_ = parser_->retry_after();
   if (parser_->is_done()) {
     finish(true);
     return;
@@ -193,9 +187,7 @@ void response_reader::on_deadline() {
 
 std::string response_reader::body_prefix() const {
   if (!final_) return {};
-  auto text = beast::buffers_to_string(parser_->get().body().data());
-  if (text.size() > config_.max_response_body) text.resize(config_.max_response_body);
-  return text;
+  return parser_->body();  // never above max_response_body (prepare_for_body)
 }
 
 response_end response_reader::end(const beast::flat_buffer& buffer) const {

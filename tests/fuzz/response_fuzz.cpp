@@ -6,8 +6,6 @@
 #include <cstdlib>
 
 #include <boost/asio/buffer.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
-#include <boost/beast/http/field.hpp>
 
 #include "engine/response_parser.hpp"
 #include "proto/outcome.hpp"
@@ -23,13 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t offset = parser.put(boost::asio::buffer(data, size), ec);
   if (ec) return 0;
   if (!parser.is_header_done()) return 0;
-  auto& response = parser.get();
   surge::proto::attempt_result result;
-  result.status = static_cast<int>(response.result_int());
-  if (auto it = response.find(boost::beast::http::field::retry_after); it != response.end()) {
-    const std::string value(it->value());
+  result.status = parser.status();
+  if (!parser.retry_after().empty()) {
     result.retry_after = surge::proto::parse_retry_after(
-        value, std::chrono::system_clock::now(), std::chrono::seconds(3600));
+        parser.retry_after(), std::chrono::system_clock::now(), std::chrono::seconds(3600));
   }
   surge::proto::retry_policy policy;
   (void)surge::proto::decide(result, 3, std::chrono::seconds(10), policy, 0.5);
@@ -43,8 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (ec || n == 0) break;
     offset += n;
   }
-  if (boost::beast::buffers_to_string(response.body().data()).size() > config.max_response_body) {
-    std::abort();
-  }
+  if (parser.body().size() > config.max_response_body) std::abort();
   return 0;
 }
