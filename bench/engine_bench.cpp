@@ -84,8 +84,8 @@ void bm_build_request_beast(benchmark::State& state) {
     request.set("X-VVV-Delivery-Id", id);
     request.set("X-VVV-Attempt", std::to_string(row.attempts + 1));
     const auto fields = signer->sign("msg_" + id, ++ts, row.payload);
-    for (std::size_t i = 0; i < fields.count; ++i) {
-      request.set(fields.fields[i].first, fields.fields[i].second);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      request.set(fields.name(i), fields.value(i));
     }
     request.body() = row.payload;
     request.prepare_payload();

@@ -53,7 +53,7 @@ void bm_verify_standard(benchmark::State& state) {
   const auto fields = signer::create(signing_scheme::standard, secret)->sign("msg_1", 1, payload);
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        surge::proto::verify_standard(secret, "msg_1", "1", payload, fields.fields[2].second));
+        surge::proto::verify_standard(secret, "msg_1", "1", payload, fields.value(2)));
   }
 }
 

@@ -96,8 +96,8 @@ http_request build_batch_request(const proto::target& target, const proto::signe
   request.set("X-VVV-Attempt", std::to_string(attempt));
   request.body() = proto::batch_body(payloads);
   const auto signed_fields = signer.sign(proto::batch_message_id(ids), unix_seconds, request.body());
-  for (std::size_t i = 0; i < signed_fields.count; ++i) {
-    request.set(signed_fields.fields[i].first, signed_fields.fields[i].second);
+  for (std::size_t i = 0; i < signed_fields.size(); ++i) {
+    request.set(signed_fields.name(i), signed_fields.value(i));
   }
   request.prepare_payload();
   check_on_wire_rules(request);
@@ -171,8 +171,8 @@ void write_delivery_request(std::string& out, std::string_view head, const proto
   const auto id_end = std::to_chars(message_id + 4, std::end(message_id), row.id).ptr;
   const auto signed_fields =
       signer.sign(std::string_view(message_id, id_end), unix_seconds, row.payload);
-  for (std::size_t i = 0; i < signed_fields.count; ++i) {
-    append_field(out, signed_fields.fields[i].first, signed_fields.fields[i].second);
+  for (std::size_t i = 0; i < signed_fields.size(); ++i) {
+    append_field(out, signed_fields.name(i), signed_fields.value(i));
   }
   append_number_field(out, "Content-Length", static_cast<std::int64_t>(row.payload.size()));
   out.append("\r\n").append(row.payload);

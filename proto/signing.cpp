@@ -7,6 +7,8 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <charconv>
+#include <tuple>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
@@ -124,6 +126,35 @@ std::optional<std::vector<std::string>> standard_keys(std::string_view secret,
   return keys;
 }
 
+// Writers into a buffer the caller sized, so the per-request path can keep the text on the
+// stack.
+void write_lower_hex(std::span<const unsigned char> bytes, char* out) {
+  constexpr std::string_view digits = "0123456789abcdef";
+  for (unsigned char b : bytes) {
+    *out++ = digits[b >> 4];
+    *out++ = digits[b & 0x0f];
+  }
+}
+
+void write_base64(std::span<const unsigned char> bytes, char* out) {
+  std::size_t i = 0;
+  for (; i + 3 <= bytes.size(); i += 3) {
+    const unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    *out++ = b64_alphabet[(v >> 18) & 63];
+    *out++ = b64_alphabet[(v >> 12) & 63];
+    *out++ = b64_alphabet[(v >> 6) & 63];
+    *out++ = b64_alphabet[v & 63];
+  }
+  const std::size_t rest = bytes.size() - i;
+  if (rest > 0) {
+    const unsigned v = (bytes[i] << 16) | (rest == 2 ? bytes[i + 1] << 8 : 0u);
+    *out++ = b64_alphabet[(v >> 18) & 63];
+    *out++ = b64_alphabet[(v >> 12) & 63];
+    *out++ = rest == 2 ? b64_alphabet[(v >> 6) & 63] : '=';
+    *out++ = '=';
+  }
+}
+
 }  // namespace
 
 std::optional<signing_scheme> parse_signing_scheme(std::string_view text) {
@@ -149,35 +180,14 @@ sha256_digest hmac_sha256(std::string_view key, std::string_view message) {
 }
 
 std::string to_lower_hex(std::span<const unsigned char> bytes) {
-  constexpr std::string_view digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char b : bytes) {
-    out.push_back(digits[b >> 4]);
-    out.push_back(digits[b & 0x0f]);
-  }
+  std::string out(bytes.size() * 2, '\0');
+  write_lower_hex(bytes, out.data());
   return out;
 }
 
 std::string base64_encode(std::span<const unsigned char> bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
-    out.push_back(b64_alphabet[(v >> 18) & 63]);
-    out.push_back(b64_alphabet[(v >> 12) & 63]);
-    out.push_back(b64_alphabet[(v >> 6) & 63]);
-    out.push_back(b64_alphabet[v & 63]);
-  }
-  const std::size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    const unsigned v = (bytes[i] << 16) | (rest == 2 ? bytes[i + 1] << 8 : 0u);
-    out.push_back(b64_alphabet[(v >> 18) & 63]);
-    out.push_back(b64_alphabet[(v >> 12) & 63]);
-    out.push_back(rest == 2 ? b64_alphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
-  }
+  std::string out(base64_length(bytes.size()), '\0');
+  write_base64(bytes, out.data());
   return out;
 }
 
@@ -230,30 +240,72 @@ std::optional<signer> signer::create(signing_scheme scheme, std::string_view sec
   return made;
 }
 
+void signed_fields::open(std::string_view name) {
+  fields_[count_] = {.name = name, .offset = text().size(), .length = 0};
+}
+
+void signed_fields::append(std::string_view piece) {
+  if (!spilled_ && inline_used_ + piece.size() <= inline_text_.size()) {
+    std::copy(piece.begin(), piece.end(), inline_text_.begin() + inline_used_);
+    inline_used_ += piece.size();
+    return;
+  }
+  if (!spilled_) {
+    spilled_text_.assign(inline_text_.data(), inline_used_);
+    spilled_ = true;
+  }
+  spilled_text_ += piece;
+}
+
+void signed_fields::close() {
+  fields_[count_].length = text().size() - fields_[count_].offset;
+  ++count_;
+}
+
+std::string_view signed_fields::text() const {
+  return spilled_ ? std::string_view(spilled_text_)
+                  : std::string_view(inline_text_.data(), inline_used_);
+}
+
 signed_fields signer::sign(std::string_view message_id, std::int64_t unix_seconds,
                            std::string_view payload) const {
   signed_fields out;
-  std::string timestamp = std::to_string(unix_seconds);
+  std::array<char, 24> timestamp_digits{};
+  const auto written = std::to_chars(timestamp_digits.data(),
+                                     timestamp_digits.data() + timestamp_digits.size(),
+                                     unix_seconds);
+  const std::string_view timestamp(timestamp_digits.data(),
+                                   static_cast<std::size_t>(written.ptr - timestamp_digits.data()));
   if (scheme_ == signing_scheme::vvv) {
     const auto mac = hmac_parts(keys_.front(), {timestamp, ".", payload});
-    std::string signature(vvv_prefix);
-    signature += to_lower_hex(mac);
-    out.fields[0] = {"X-VVV-Timestamp", std::move(timestamp)};
-    out.fields[1] = {"X-VVV-Signature", std::move(signature)};
-    out.count = 2;
+    out.open("X-VVV-Timestamp");
+    out.append(timestamp);
+    out.close();
+    out.open("X-VVV-Signature");
+    out.append(vvv_prefix);
+    std::array<char, 2 * std::tuple_size_v<sha256_digest>> hex{};
+    write_lower_hex(mac, hex.data());
+    out.append({hex.data(), hex.size()});
+    out.close();
     return out;
   }
-  std::string signatures;
-  signatures.reserve(keys_.size() * 48);
+  out.open("webhook-id");
+  out.append(message_id);
+  out.close();
+  out.open("webhook-timestamp");
+  out.append(timestamp);
+  out.close();
+  out.open("webhook-signature");
+  bool first = true;
   for (const std::string& key : keys_) {
-    if (!signatures.empty()) signatures.push_back(' ');
-    signatures += v1_prefix;
-    signatures += base64_encode(hmac_parts(key, {message_id, ".", timestamp, ".", payload}));
+    if (!first) out.append(" ");
+    first = false;
+    out.append(v1_prefix);
+    std::array<char, base64_length(std::tuple_size_v<sha256_digest>)> encoded{};
+    write_base64(hmac_parts(key, {message_id, ".", timestamp, ".", payload}), encoded.data());
+    out.append({encoded.data(), encoded.size()});
   }
-  out.fields[0] = {"webhook-id", std::string(message_id)};
-  out.fields[1] = {"webhook-timestamp", std::move(timestamp)};
-  out.fields[2] = {"webhook-signature", std::move(signatures)};
-  out.count = 3;
+  out.close();
   return out;
 }
 

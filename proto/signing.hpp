@@ -21,6 +21,8 @@ using sha256_digest = std::array<unsigned char, 32>;
 sha256_digest hmac_sha256(std::string_view key, std::string_view message);
 std::string to_lower_hex(std::span<const unsigned char> bytes);
 std::string base64_encode(std::span<const unsigned char> bytes);
+// Length of the padded base64 text of `bytes` bytes.
+constexpr std::size_t base64_length(std::size_t bytes) { return (bytes + 2) / 3 * 4; }
 // Standard base64 with padding; nullopt on any character outside the alphabet or bad padding.
 std::optional<std::string> base64_decode(std::string_view text);
 
@@ -30,10 +32,37 @@ std::optional<std::string> base64_decode(std::string_view text);
 // pasted vvv secret that receivers' libraries would read differently. Empty if fine.
 std::string problem_with_new_secret(signing_scheme scheme, std::string_view secret);
 
-// Header fields a signed request carries: 2 for vvv, 3 for standard.
-struct signed_fields {
-  std::array<std::pair<std::string_view, std::string>, 3> fields;
-  std::size_t count = 0;
+// Header fields a signed request carries: 2 for vvv, 3 for standard. The values are kept in
+// the object itself, so signing a request allocates nothing; only a secret with more rotated
+// keys than fit (about four) spills them to the heap.
+class signed_fields {
+ public:
+  std::size_t size() const { return count_; }
+  std::string_view name(std::size_t index) const { return fields_[index].name; }
+  std::string_view value(std::size_t index) const {
+    return text().substr(fields_[index].offset, fields_[index].length);
+  }
+
+ private:
+  friend class signer;
+  struct field {
+    std::string_view name;
+    std::size_t offset = 0;
+    std::size_t length = 0;
+  };
+
+  // A value is written in pieces between open() and close().
+  void open(std::string_view name);
+  void append(std::string_view piece);
+  void close();
+  std::string_view text() const;
+
+  std::array<field, 3> fields_{};
+  std::size_t count_ = 0;
+  std::array<char, 240> inline_text_{};
+  std::size_t inline_used_ = 0;
+  std::string spilled_text_;
+  bool spilled_ = false;
 };
 
 // Holds the decoded key material of one subscriber so that signing a request does no parsing.

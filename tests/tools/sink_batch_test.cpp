@@ -49,8 +49,8 @@ request_type batch_request(const batch& b) {
   const auto ids = proto::parse_delivery_ids(b.ids.value_or(""));
   const auto message_id = proto::batch_message_id(ids.value_or(std::vector<std::int64_t>{}));
   const auto fields = signer->sign(message_id, std::time(nullptr), b.body);
-  for (std::size_t i = 0; i < fields.count; ++i) {
-    request.set(fields.fields[i].first, fields.fields[i].second);
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    request.set(fields.name(i), fields.value(i));
   }
   request.prepare_payload();
   return request;

@@ -96,8 +96,8 @@ request_type signed_request(const delivery& d, const storage::subscriber_row& su
   const auto signer = proto::signer::create(*scheme, subscriber.secret, &error);
   if (!signer) throw std::invalid_argument("cannot sign: " + error);
   const auto fields = signer->sign(d.delivery_id, std::time(nullptr), d.body);
-  for (std::size_t i = 0; i < fields.count; ++i)
-    request.set(fields.fields[i].first, fields.fields[i].second);
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    request.set(fields.name(i), fields.value(i));
   return request;
 }
 
