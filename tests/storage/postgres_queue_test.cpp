@@ -12,6 +12,7 @@
 #include "storage/connection.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
+#include "storage/maintenance.hpp"
 #include "storage/queue.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
@@ -243,6 +244,26 @@ TEST(PostgresQueue, RowsNoClaimCouldMatchAreDeadLetteredWithTheReason) {
   EXPECT_EQ(text(rows[1], 1) + "/" + text(rows[1], 2), "dead/malformed locked_until: NaN");
   EXPECT_EQ(text(rows[2], 1) + "/" + text(rows[2], 2), "dead/malformed locked_until: Infinity");
   EXPECT_EQ(text(rows[3], 1), "pending") << "a sound row is left alone";
+}
+
+TEST(PostgresQueue, OtherLiveOwnersAreNamedOnlyWhileTheirLeasesLive) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 3);
+  const double now = unix_now();
+  EXPECT_TRUE(other_live_owners(queue.db, now, {}, "surge@here:1").empty());
+  const std::string lease = std::to_string(now + 30);
+  queue.sql.exec("UPDATE webhook_delivery SET locked_until = " + lease + " WHERE id <= 2");
+  queue.sql.exec("INSERT INTO surge_lease(lease, owner, claimed_at) VALUES (" + lease +
+                 ", 'surge@there:2', " + std::to_string(now) + ")");
+  const auto holders = other_live_owners(queue.db, now, {}, "surge@here:1");
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].owner, "surge@there:2");
+  EXPECT_EQ(holders[0].subscribers, (std::vector<std::int64_t>{id}));
+  EXPECT_EQ(holders[0].rows, 2);
+  EXPECT_TRUE(other_live_owners(queue.db, now, {}, "surge@there:2").empty()) << "its own";
+  EXPECT_TRUE(other_live_owners(queue.db, now + 31, {}, "surge@here:1").empty()) << "expired";
 }
 
 TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
