@@ -26,20 +26,25 @@ void storage_worker::reload_subscribers(bool initial) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       shards_[i]->on_subscribers(std::move(per_shard[i]));
     }
-    // Orphan rows are rare and finding them reads the due index, so look only now and then.
-    if (reloads_++ % orphan_sweep_every == 0) {
-      const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
-      if (orphans > 0) {
-        counters_.add(counters_.dead, orphans);
-        log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
-      }
-      sweep_malformed_rows();
+    if (!initial && steady::now() - last_stuck_sweep_ >= stuck_row_sweep_interval) {
+      sweep_stuck_rows();
     }
   } catch (const storage::error& error) {
     if (initial) throw;
     counters_.add(counters_.storage_errors);
     log_error(std::string("re-reading subscribers failed: ") + error.what());
   }
+}
+
+void storage_worker::sweep_stuck_rows() {
+  last_stuck_sweep_ = steady::now();
+  swept_stuck_rows_ = true;
+  const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
+  if (orphans > 0) {
+    counters_.add(counters_.dead, orphans);
+    log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
+  }
+  sweep_malformed_rows();
 }
 
 void storage_worker::sweep_malformed_rows() {
@@ -158,13 +163,25 @@ void storage_worker::check_drained() {
   try {
     update_drainable();
     const double now = storage::unix_now();
-    const auto outstanding = db_->count_outstanding(now, drainable_);
+    auto outstanding = db_->count_outstanding(now, drainable_);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
     const auto earliest = db_->earliest_scheduled(now, drainable_);
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
                                   std::memory_order_relaxed);
     metrics_.beat_storage();
     bool idle = counters_.in_flight.load() == 0 && counters_.buffered.load() == 0;
+    idle_checks_ = idle ? idle_checks_ + 1 : 0;
+    // Stuck rows are looked for once the shards have run out of work (two idle checks in a
+    // row), always before the drain calls itself drained, and then at most every sweep
+    // interval while rows stay outstanding; before the first claim they would cost a read of
+    // the whole backlog.
+    if (idle_checks_ >= 2 &&
+        (!swept_stuck_rows_ ||
+         (outstanding > 0 && steady::now() - last_stuck_sweep_ >= stuck_row_sweep_interval))) {
+      sweep_stuck_rows();
+      outstanding = db_->count_outstanding(now, drainable_);
+      counters_.backlog.store(outstanding, std::memory_order_relaxed);
+    }
     if (idle && outstanding == 0 && config_.until_drained_retry_wait.count() > 0) {
       const auto next = db_->earliest_scheduled(now, drainable_);
       const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();

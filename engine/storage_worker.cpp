@@ -38,6 +38,9 @@ void storage_worker::start() {
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);
+  // The first sweep for stuck rows waits for the shards to run out of work, or for one sweep
+  // interval: at start-up it would read the whole backlog before the first send.
+  last_stuck_sweep_ = steady::now();
   thread_ = std::thread([this] { run(); });
 }
 

@@ -107,6 +107,7 @@ class storage_worker {
   void give_up_writing();
   void publish_wal_counters();
   void update_drainable();
+  void sweep_stuck_rows();
   void sweep_malformed_rows();
 
   drain_config config_;
@@ -145,8 +146,12 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
   int quiet_checks_ = 0;
-  static constexpr int orphan_sweep_every = 10;  // subscriber reloads
-  int reloads_ = 0;
+  int idle_checks_ = 0;
+  // Rows of unknown subscribers and rows no claim can match: finding them reads every
+  // outstanding row, so it is done seldom (see check_drained).
+  static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
+  std::chrono::steady_clock::time_point last_stuck_sweep_{};
+  bool swept_stuck_rows_ = false;
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;

@@ -69,6 +69,29 @@ TEST(DrainRows, RowsNoClaimCanMatchAreDeadLetteredNotWaitedFor) {
   EXPECT_NE(result.out.find("dead=4"), std::string::npos) << result.out;
 }
 
+// A text next_attempt_at is neither due nor leased, so the backlog count never sees the row:
+// the sweep must still run before the drain calls itself drained, though it no longer runs
+// before the first claim.
+TEST(DrainRows, ARowTheBacklogCountMissesIsStillSweptBeforeTheDrainEnds) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  const auto good = queue.add_rows(id, 2);
+  const auto bad = queue.add_rows(id, 1);
+  sql(queue, "UPDATE webhook_delivery SET next_attempt_at = 'soon' WHERE id = " +
+                 std::to_string(bad[0]));
+
+  const auto result = run_surge(dir, drain_args(queue, {"--duration", "30"}), 60s);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out << result.err;
+  for (const auto row : good) EXPECT_EQ(queue.row(row).status, "done");
+  const auto state = queue.row(bad[0]);
+  EXPECT_EQ(state.status, "dead");
+  EXPECT_EQ(state.last_error.rfind("malformed next_attempt_at: 'soon'", 0), 0u)
+      << state.last_error;
+}
+
 TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
   temp_dir dir;
   test_queue queue(dir);
