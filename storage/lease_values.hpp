@@ -1,6 +1,7 @@
 #pragma once
 // The locked_until values one claimer writes (DESIGN section 2): each doubles as the fence of
 // the outcome writes for its rows, whichever database holds them.
+#include <cstdint>
 #include <random>
 
 namespace surge::storage {
@@ -15,15 +16,18 @@ namespace surge::storage {
 // one millisecond or after the wall clock stepped back.
 class lease_values {
  public:
-  lease_values() {
-    std::random_device entropy;
-    nonce_ = std::uniform_int_distribution<int>(1, 999)(entropy) * 1e-6;
-  }
+  lease_values() : lease_values(std::uniform_int_distribution<int>(1, 999)(entropy())) {}
+  // `nonce_micros` in 1..999; chosen by a test, random otherwise.
+  explicit lease_values(int nonce_micros) : nonce_(nonce_micros * 1e-6) {}
   double next(double now, double seconds);
 
  private:
+  static std::random_device& entropy() {
+    thread_local std::random_device device;
+    return device;
+  }
   double nonce_ = 0;
-  double last_ = 0;
+  std::int64_t last_millis_ = 0;
 };
 
 }  // namespace surge::storage

@@ -1,6 +1,8 @@
 #include "storage/claims.hpp"
+#include "storage/lease_values.hpp"
 
 #include <cmath>
+#include <iomanip>
 #include <set>
 #include <string>
 
@@ -150,6 +152,23 @@ TEST_F(Claims, LeasesCarryANonceAndStrictlyIncrease) {
   EXPECT_LT(first, now + 30 + 0.001);
   // After a clock step back the lease still goes up.
   EXPECT_GT(claims.make_lease(now - 100, 30), previous);
+}
+
+// Many claims within one millisecond bump the lease a whole millisecond each time; the nonce
+// digits must come through any number of bumps, even the smallest nonce (a drift of the
+// microsecond digits to 000 made a whole-millisecond lease).
+TEST(LeaseValues, EveryNonceSurvivesAThousandBumps) {
+  for (const int nonce : {1, 2, 500, 998, 999}) {
+    lease_values leases(nonce);
+    double previous = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const double lease = leases.next(1'700'000'000.123456, 30);
+      ASSERT_GT(lease, previous);
+      ASSERT_EQ(static_cast<int>(std::fmod(std::round(lease * 1e6), 1000.0)), nonce)
+          << std::setprecision(17) << lease << " after " << i << " bumps";
+      previous = lease;
+    }
+  }
 }
 
 TEST_F(Claims, ClaimUsesTheSubscriberDueIndex) {
