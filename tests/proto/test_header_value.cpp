@@ -31,6 +31,19 @@ TEST(header_value, cr_lf_and_controls_are_refused) {
   EXPECT_EQ(header_value_problem("\x01\xff\0\n"s), "contains CR/LF");
 }
 
+// Long values are checked many bytes at a time first: a single bad byte anywhere, including
+// the tail past the last whole block, must still be found and named.
+TEST(header_value, one_bad_byte_anywhere_in_a_long_value_is_found) {
+  for (const std::size_t at : {0u, 1u, 15u, 16u, 31u, 32u, 63u, 64u, 98u, 99u}) {
+    for (int b = 0; b < 256; ++b) {
+      std::string value(100, 'a');
+      value[at] = static_cast<char>(b);
+      const bool fine = (b >= 0x20 && b < 0x7f) || b == '\t';
+      EXPECT_EQ(header_value_problem(value).empty(), fine) << "byte " << b << " at " << at;
+    }
+  }
+}
+
 TEST(header_value, request_targets_hold_no_space) {
   EXPECT_EQ(request_target_problem("/hooks/in?x=1&y=%20"), "");
   EXPECT_EQ(request_target_problem("/a b"), "contains a space or tab");
