@@ -34,24 +34,40 @@ int count_of(const std::string& text, const std::string& needle) {
 
 void sql(test_queue& queue, const std::string& statement) { queue.db().exec(statement); }
 
-TEST(DrainRows, RowsNoClaimCanMatchAreDeadLetteredNotWaitedFor) {
+// One fast subscriber on a sink with `good` ordinary rows and `bad` rows for a test to spoil
+// with raw SQL, then a drain that must end on its own.
+struct spoilt_queue {
   temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber_at(sink, 1000, 100);
-  const auto good = queue.add_rows(id, 3);
-  const auto bad = queue.add_rows(id, 4);
-  const auto at = [](std::int64_t row) { return " WHERE id = " + std::to_string(row); };
-  sql(queue, "UPDATE webhook_delivery SET next_attempt_at = 'soon'" + at(bad[0]));
-  sql(queue, "UPDATE webhook_delivery SET next_attempt_at = ''" + at(bad[1]));
-  sql(queue, "UPDATE webhook_delivery SET locked_until = 'later'" + at(bad[2]));
-  sql(queue, "UPDATE webhook_delivery SET locked_until = 9e12" + at(bad[3]));
+  test_queue queue{dir};
+  sink_process sink{dir, queue.path()};
+  std::int64_t id = queue.add_subscriber_at(sink, 1000, 100);
+  std::vector<std::int64_t> good;
+  std::vector<std::int64_t> bad;
+  spoilt_queue(int good_rows, int bad_rows)
+      : good(queue.add_rows(id, good_rows)), bad(queue.add_rows(id, bad_rows)) {}
+  void spoil(std::int64_t row, const std::string& assignment) {
+    sql(queue, "UPDATE webhook_delivery SET " + assignment + " WHERE id = " + std::to_string(row));
+  }
+  // --duration only bounds a failure: a drain that waits for the bad rows would run to it.
+  run_result drain_to_the_end() {
+    auto result = run_surge(dir, drain_args(queue, {"--duration", "30"}), 60s);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out << result.err;
+    for (const auto row : good) EXPECT_EQ(queue.row(row).status, "done");
+    return result;
+  }
+};
 
-  // --duration only bounds a failure: a drain that waits for these rows would run to it.
-  const auto result = run_surge(dir, drain_args(queue, {"--duration", "30"}), 60s);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out << result.err;
-  for (const auto row : good) EXPECT_EQ(queue.row(row).status, "done");
+TEST(DrainRows, RowsNoClaimCanMatchAreDeadLetteredNotWaitedFor) {
+  spoilt_queue rows(3, 4);
+  const auto& bad = rows.bad;
+  auto& queue = rows.queue;
+  rows.spoil(bad[0], "next_attempt_at = 'soon'");
+  rows.spoil(bad[1], "next_attempt_at = ''");
+  rows.spoil(bad[2], "locked_until = 'later'");
+  rows.spoil(bad[3], "locked_until = 9e12");
+
+  const auto result = rows.drain_to_the_end();
   const std::pair<std::int64_t, std::string> expected[] = {
       {bad[0], "malformed next_attempt_at: 'soon'"},
       {bad[1], "malformed next_attempt_at: ''"},
@@ -73,20 +89,11 @@ TEST(DrainRows, RowsNoClaimCanMatchAreDeadLetteredNotWaitedFor) {
 // the sweep must still run before the drain calls itself drained, though it no longer runs
 // before the first claim.
 TEST(DrainRows, ARowTheBacklogCountMissesIsStillSweptBeforeTheDrainEnds) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber_at(sink, 1000, 100);
-  const auto good = queue.add_rows(id, 2);
-  const auto bad = queue.add_rows(id, 1);
-  sql(queue, "UPDATE webhook_delivery SET next_attempt_at = 'soon' WHERE id = " +
-                 std::to_string(bad[0]));
+  spoilt_queue rows(2, 1);
+  rows.spoil(rows.bad[0], "next_attempt_at = 'soon'");
 
-  const auto result = run_surge(dir, drain_args(queue, {"--duration", "30"}), 60s);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out << result.err;
-  for (const auto row : good) EXPECT_EQ(queue.row(row).status, "done");
-  const auto state = queue.row(bad[0]);
+  rows.drain_to_the_end();
+  const auto state = rows.queue.row(rows.bad[0]);
   EXPECT_EQ(state.status, "dead");
   EXPECT_EQ(state.last_error.rfind("malformed next_attempt_at: 'soon'", 0), 0u)
       << state.last_error;
