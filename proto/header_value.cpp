@@ -4,8 +4,6 @@ namespace surge::proto {
 
 namespace {
 
-// The worst problem first: CR/LF is what injects, so it is named even when other bytes are
-// also wrong.
 // Printable ASCII and the space: what almost every value is. One pass with no early exit, so
 // the compiler can check many bytes at a time; the byte-by-byte pass below only names a problem.
 bool plain_printable(std::string_view text) {
@@ -17,6 +15,8 @@ bool plain_printable(std::string_view text) {
   return outside == 0;
 }
 
+// The worst problem first: CR/LF is what injects, so it is named even when other bytes are
+// also wrong.
 std::string_view classify(std::string_view text, bool allow_blank) {
   if (allow_blank && plain_printable(text)) return {};
   bool nul = false;

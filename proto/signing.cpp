@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <tuple>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 
 namespace surge::proto {
 namespace {
