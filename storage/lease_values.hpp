@@ -16,15 +16,15 @@ namespace surge::storage {
 // one millisecond or after the wall clock stepped back.
 class lease_values {
  public:
-  lease_values() : lease_values(std::uniform_int_distribution<int>(1, 999)(entropy())) {}
+  lease_values() : lease_values(random_nonce()) {}
   // `nonce_micros` in 1..999; chosen by a test, random otherwise.
   explicit lease_values(int nonce_micros) : nonce_(nonce_micros * 1e-6) {}
   double next(double now, double seconds);
 
  private:
-  static std::random_device& entropy() {
-    thread_local std::random_device device;
-    return device;
+  static int random_nonce() {
+    std::random_device entropy;
+    return std::uniform_int_distribution<int>(1, 999)(entropy);
   }
   double nonce_ = 0;
   std::int64_t last_millis_ = 0;
