@@ -40,8 +40,8 @@ std::string delivery_refusal(const storage::claimed_row& row);
 std::string request_head(const proto::target& target, std::string_view user_agent);
 
 // One row's whole request into `out`, cleared first and its capacity kept, so that with a reused
-// buffer a steady stream of deliveries allocates only the signature's text and goes out in one
-// write each: `head`,
+// buffer a steady stream of deliveries allocates nothing (the signature's text lives in
+// proto::signed_fields) and goes out in one write each: `head`,
 // X-VVV-Event, X-VVV-Delivery-Id, X-VVV-Attempt, the signature headers of the subscriber's
 // scheme for this attempt's timestamp, Content-Length, and the stored payload unchanged. The
 // Standard Webhooks id is "msg_<row id>", stable across retries. Throws std::invalid_argument if
