@@ -1,12 +1,11 @@
 #include "proto/signing.hpp"
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <initializer_list>
 #include <memory>
@@ -22,47 +21,70 @@ constexpr std::string_view v1_prefix = "v1,";
 constexpr std::string_view b64_alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-struct mac_ctx_deleter {
-  void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+struct digest_ctx_deleter {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
 };
-using mac_ctx_ptr = std::unique_ptr<EVP_MAC_CTX, mac_ctx_deleter>;
+using digest_ctx_ptr = std::unique_ptr<EVP_MD_CTX, digest_ctx_deleter>;
 
-// Fetching the algorithm and the digest goes through provider lookups and locks; one context
-// per thread, keyed again for every message, keeps that off the per-request path.
-EVP_MAC_CTX* thread_mac_ctx() {
-  thread_local mac_ctx_ptr ctx = [] {
-    EVP_MAC* mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-    if (mac == nullptr) throw std::runtime_error("OpenSSL has no HMAC");
-    mac_ctx_ptr made(EVP_MAC_CTX_new(mac));
-    EVP_MAC_free(mac);  // the context keeps its own reference
-    char digest[] = "SHA256";
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-        OSSL_PARAM_construct_end()};
-    if (!made || EVP_MAC_CTX_set_params(made.get(), params) != 1) {
-      throw std::runtime_error("cannot set up HMAC-SHA256");
-    }
-    return made;
-  }();
-  return ctx.get();
+struct digest_deleter {
+  void operator()(EVP_MD* md) const { EVP_MD_free(md); }
+};
+
+// HMAC written out over one reused digest context (RFC 2104), rather than EVP_MAC: keying an
+// EVP_MAC context allocates and copies digest contexts, five allocations per message, and a
+// fetch by name goes through provider lookups and locks. Both are done once per thread here.
+struct sha256_hasher {
+  std::unique_ptr<EVP_MD, digest_deleter> md{EVP_MD_fetch(nullptr, "SHA256", nullptr)};
+  digest_ctx_ptr ctx{EVP_MD_CTX_new()};
+
+  sha256_hasher() {
+    if (!md || !ctx) throw std::runtime_error("OpenSSL has no SHA-256");
+  }
+  bool begin() { return EVP_DigestInit_ex2(ctx.get(), md.get(), nullptr) == 1; }
+  bool add(std::string_view bytes) {
+    return EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) == 1;
+  }
+  bool add(std::span<const unsigned char> bytes) {
+    return EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) == 1;
+  }
+  bool finish(sha256_digest& out) {
+    unsigned int length = 0;
+    return EVP_DigestFinal_ex(ctx.get(), out.data(), &length) == 1 && length == out.size();
+  }
+};
+
+sha256_hasher& thread_hasher() {
+  thread_local sha256_hasher hasher;
+  return hasher;
 }
 
 sha256_digest hmac_parts(std::string_view key, std::initializer_list<std::string_view> parts) {
-  EVP_MAC_CTX* ctx = thread_mac_ctx();
-  // A null key tells EVP_MAC_init to reuse the previous key, so an empty key must still point
-  // somewhere.
-  static const unsigned char no_key = 0;
-  const auto* key_bytes =
-      key.empty() ? &no_key : reinterpret_cast<const unsigned char*>(key.data());
-  sha256_digest out{};
-  std::size_t out_len = 0;
-  bool ok = EVP_MAC_init(ctx, key_bytes, key.size(), nullptr) == 1;
-  for (std::string_view part : parts) {
-    ok = ok && EVP_MAC_update(ctx, reinterpret_cast<const unsigned char*>(part.data()),
-                              part.size()) == 1;
+  constexpr std::size_t block = 64;  // SHA-256's
+  auto& hash = thread_hasher();
+  bool ok = true;
+  // A key longer than a block is replaced by its digest; a shorter one is padded with zeros.
+  sha256_digest hashed_key{};
+  if (key.size() > block) {
+    ok = hash.begin() && hash.add(key) && hash.finish(hashed_key);
+    key = {reinterpret_cast<const char*>(hashed_key.data()), hashed_key.size()};
   }
-  ok = ok && EVP_MAC_final(ctx, out.data(), &out_len, out.size()) == 1;
-  if (!ok || out_len != out.size()) throw std::runtime_error("HMAC-SHA256 failed");
+  std::array<unsigned char, block> inner_pad{};
+  std::array<unsigned char, block> outer_pad{};
+  for (std::size_t i = 0; i < block; ++i) {
+    const auto k = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
+    inner_pad[i] = static_cast<unsigned char>(k ^ 0x36);
+    outer_pad[i] = static_cast<unsigned char>(k ^ 0x5c);
+  }
+  sha256_digest inner{};
+  ok = ok && hash.begin() && hash.add(inner_pad);
+  for (std::string_view part : parts) ok = ok && hash.add(part);
+  ok = ok && hash.finish(inner);
+  sha256_digest out{};
+  ok = ok && hash.begin() && hash.add(outer_pad) && hash.add(inner) && hash.finish(out);
+  OPENSSL_cleanse(inner_pad.data(), inner_pad.size());
+  OPENSSL_cleanse(outer_pad.data(), outer_pad.size());
+  OPENSSL_cleanse(hashed_key.data(), hashed_key.size());
+  if (!ok) throw std::runtime_error("HMAC-SHA256 failed");
   return out;
 }
 
