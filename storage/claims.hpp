@@ -50,8 +50,8 @@ class claimer {
 
   // For each demand entry, leases up to `rows` rows of that subscriber that are due
   // (next_attempt_at <= now, status pending or retry) and free (locked_until <= now), oldest due
-  // first, all in one BEGIN IMMEDIATE transaction using UPDATE ... RETURNING. Rows of one
-  // subscriber come out ordered by next_attempt_at. A claim that leased anything also records
+  // first, all in one BEGIN IMMEDIATE transaction. Rows of one subscriber come out ordered by
+  // next_attempt_at. A claim that leased anything also records
   // its lease and owner in surge_lease (one row per call), and every 100 such claims the
   // transaction also drops surge_lease rows more than an hour past their lease.
   // A payload over `max_payload_bytes` is measured in SQL and not read: the row comes back with
@@ -78,7 +78,8 @@ class claimer {
 
   SQLite::Database& db_;
   std::string owner_;
-  std::unique_ptr<SQLite::Statement> claim_statement_;
+  std::unique_ptr<SQLite::Statement> due_rows_statement_;
+  std::unique_ptr<SQLite::Statement> lease_row_statement_;
   std::unique_ptr<SQLite::Statement> release_statement_;
   std::unique_ptr<SQLite::Statement> record_lease_statement_;
   std::unique_ptr<SQLite::Statement> prune_leases_statement_;
@@ -86,7 +87,7 @@ class claimer {
   lease_values leases_;
 };
 
-// The text of the claim statement, for checking its query plan.
+// The text of the claim's read of due rows, for checking its query plan.
 std::string_view claim_statement_text();
 
 }  // namespace surge::storage

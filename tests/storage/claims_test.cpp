@@ -66,6 +66,22 @@ TEST_F(Claims, LeasesOldestDueRowsPerSubscriberInDueOrder) {
             0);
 }
 
+TEST_F(Claims, ARowTheLeaseWriteMissesIsNotHandedOut) {
+  // The claim reads due rows, then leases each; a row whose lease write changes nothing must
+  // not be sent. A trigger that skips one row's update stands in for anything that could.
+  const auto ids = testing::insert_deliveries_old(db_, sub_a_, 3, 10);
+  db_.exec("CREATE TRIGGER skip_one BEFORE UPDATE ON webhook_delivery WHEN OLD.id = " +
+           std::to_string(ids[1]) + " BEGIN SELECT RAISE(IGNORE); END");
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 3}};
+  const auto rows = claims.claim(demand, 100, 30);
+  EXPECT_EQ(ids_of(rows), (std::vector<std::int64_t>{ids[0], ids[2]}));
+  EXPECT_EQ(rows[1].payload, "{\"n\":2}");
+  EXPECT_EQ(query_double(db_, "SELECT locked_until FROM webhook_delivery WHERE id = " +
+                                  std::to_string(ids[1])),
+            0);
+}
+
 TEST_F(Claims, OneBacklogDoesNotStarveAnotherSubscriber) {
   testing::insert_deliveries_old(db_, sub_a_, 500, 1);
   testing::insert_deliveries_old(db_, sub_b_, 3, 2);
