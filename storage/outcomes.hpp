@@ -67,13 +67,16 @@ class outcome_writer {
   write_report apply(std::span<const outcome> batch, std::span<const std::int64_t> deactivate);
 
  private:
+  void insert_attempts(std::span<const attempt_record* const> attempts);
+
   SQLite::Database& db_;
   std::unique_ptr<SQLite::Statement> done_;
   std::unique_ptr<SQLite::Statement> retry_;
   std::unique_ptr<SQLite::Statement> dead_;
   std::unique_ptr<SQLite::Statement> release_;
   std::unique_ptr<SQLite::Statement> coalesced_;
-  std::unique_ptr<SQLite::Statement> attempt_;
+  std::unique_ptr<SQLite::Statement> attempt_;   // one row
+  std::unique_ptr<SQLite::Statement> attempts_;  // attempts_per_insert rows
   std::unique_ptr<SQLite::Statement> deactivate_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
 #include "storage/claims.hpp"
@@ -117,6 +118,52 @@ TEST_F(Outcomes, EachKindWritesItsColumnsAndClearsTheLease) {
   const std::vector<subscriber_demand> demand = {{sub_, 10}};
   EXPECT_EQ(claims.claim(demand, 150, 30).size(), 1u);
   EXPECT_EQ(claims.claim(demand, 160, 30).size(), 1u);
+}
+
+TEST_F(Outcomes, EveryAttemptOfALargeBatchIsRecordedInBatchOrder) {
+  // Records go in several to a statement; 37 is two full statements and five single rows.
+  testing::insert_deliveries_old(db_, sub_, 37, 20);
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_, 37}};
+  const auto rows = claims.claim(demand, 100, 30);
+  ASSERT_EQ(rows.size(), 37u);
+  std::vector<outcome> batch;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto& out = batch.emplace_back(make(rows[i], outcome_kind::done));
+    const auto n = static_cast<int>(i);
+    out.attempt.started_at = 200.0 + n;
+    out.attempt.finished_at = 300.0 + n;
+    out.attempt.status_code = n % 3 == 0 ? 0 : 200 + n;
+    out.attempt.error_class = n % 3 == 0 ? "timeout " + std::to_string(n) : "";
+    out.attempt.batch_lead = n % 2 == 0 ? 0 : rows[0].id;
+    out.attempt.batch_size = n % 2 == 0 ? 1 : n;
+  }
+  outcome_writer writer(db_);
+  EXPECT_EQ(writer.write(batch).applied, 37);
+
+  SQLite::Statement records(
+      db_, "SELECT delivery_id, subscriber_id, attempt, started_at, finished_at, status_code, "
+           "error_class, batch_lead, batch_size FROM surge_attempt ORDER BY id");
+  std::size_t i = 0;
+  for (; records.executeStep(); ++i) {
+    ASSERT_LT(i, batch.size());
+    const auto& want = batch[i].attempt;
+    EXPECT_EQ(records.getColumn(0).getInt64(), want.delivery_id) << i;
+    EXPECT_EQ(records.getColumn(1).getInt64(), want.subscriber_id) << i;
+    EXPECT_EQ(records.getColumn(2).getInt64(), want.attempt) << i;
+    EXPECT_EQ(records.getColumn(3).getDouble(), want.started_at) << i;
+    EXPECT_EQ(records.getColumn(4).getDouble(), want.finished_at) << i;
+    EXPECT_EQ(records.getColumn(5).isNull(), want.status_code == 0) << i;
+    if (want.status_code != 0) {
+      EXPECT_EQ(records.getColumn(5).getInt(), want.status_code) << i;
+    }
+    EXPECT_EQ(records.getColumn(6).isNull(), want.error_class.empty()) << i;
+    EXPECT_EQ(records.getColumn(6).getString(), want.error_class) << i;
+    EXPECT_EQ(records.getColumn(7).isNull(), want.batch_lead == 0) << i;
+    EXPECT_EQ(records.getColumn(7).getInt64(), want.batch_lead) << i;
+    EXPECT_EQ(records.getColumn(8).getInt64(), want.batch_size) << i;
+  }
+  EXPECT_EQ(i, batch.size());
 }
 
 TEST_F(Outcomes, WrongLeaseChangesNothingButIsReported) {
