@@ -81,6 +81,18 @@ class shard final : public shard_endpoint {
                                        std::shared_ptr<const proto::target> target,
                                        std::shared_ptr<const proto::signer> signer, bool probe,
                                        origin_limit::ticket origin_ticket);
+  // Writes the attempt's request into `request`; returns when the wire gate gives up (the lease
+  // would run out before the attempt could finish).
+  steady::time_point prepare_request(std::string& request, subscriber_state& sub,
+                                     const std::shared_ptr<const proto::target>& target,
+                                     const proto::signer& signer,
+                                     const attempt_rows& rows, bool batched,
+                                     double started_unix);
+  // Everything an attempt's result changes once the send is over: its outcome, the
+  // subscriber's state, the in-flight counts.
+  void settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
+                      bool batched, const http_result& result, double started_unix,
+                      bool probe, origin_limit::ticket origin_ticket);
   // The subscriber's request head for `target`, built again only when the target changed.
   std::string_view request_head_for(subscriber_state& sub,
                                     const std::shared_ptr<const proto::target>& target);

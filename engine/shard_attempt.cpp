@@ -13,33 +13,20 @@ namespace surge::engine {
 
 namespace asio = boost::asio;
 
+// The coroutine keeps only what lives across the send: a frame over Asio's recycling limit
+// (1,020 bytes) is a malloc and free of its own in every attempt, and everything before and
+// after the send is plain code in the two functions below.
 asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
                                      attempt_rows rows, bool batched,
                                      std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer, bool probe,
                                      origin_limit::ticket origin_ticket) {
-  attempt_times times;
-  times.started_unix = storage::unix_now();
+  const double started_unix = storage::unix_now();
   http_result result;
   std::string request = request_buffers_.take();
   try {
-    const auto seconds = static_cast<std::int64_t>(times.started_unix);
-    if (batched) {
-      write_request(request, build_batch_request(*target, *signer, {rows.data(), rows.size()},
-                                                 seconds, config_.http.user_agent));
-    } else {
-      write_delivery_request(request, request_head_for(sub, target), *signer, rows.front(),
-                             seconds);
-    }
-    // The partner counts arrivals, so the limit is charged again right before the write; an
-    // attempt gives up there before its lease (the batch's shortest) gets too short to finish
-    // within it.
-    double lease = rows.front().lease;
-    for (const auto& row : rows) lease = std::min(lease, row.lease);
-    const auto lease_left =
-        std::chrono::duration<double>(lease - storage::unix_now()) - lease_margin();
     const auto give_up_at =
-        steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+        prepare_request(request, sub, target, *signer, rows, batched, started_unix);
     // The gate holds one reference, small enough for std::function's inline storage, so it
     // costs no allocation per request; `wait` outlives the send that calls it.
     const auto wait = [&](bool fresh_connection) {
@@ -54,14 +41,45 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     result.detail = std::string("internal error: ") + error.what();
   }
   request_buffers_.give_back(std::move(request));
+  settle_attempt(sub, origin, rows, batched, result, started_unix, probe, origin_ticket);
+}
+
+shard::steady::time_point shard::prepare_request(std::string& request, subscriber_state& sub,
+                                                 const std::shared_ptr<const proto::target>& target,
+                                                 const proto::signer& signer,
+                                                 const attempt_rows& rows, bool batched,
+                                                 double started_unix) {
+  const auto seconds = static_cast<std::int64_t>(started_unix);
+  if (batched) {
+    write_request(request, build_batch_request(*target, signer, {rows.data(), rows.size()},
+                                               seconds, config_.http.user_agent));
+  } else {
+    write_delivery_request(request, request_head_for(sub, target), signer, rows.front(),
+                           seconds);
+  }
+  // The partner counts arrivals, so the limit is charged again right before the write; an
+  // attempt gives up there before its lease (the batch's shortest) gets too short to finish
+  // within it.
+  double lease = rows.front().lease;
+  for (const auto& row : rows) lease = std::min(lease, row.lease);
+  const auto lease_left =
+      std::chrono::duration<double>(lease - storage::unix_now()) - lease_margin();
+  return steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+}
+
+void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
+                           bool batched, const http_result& result, double started_unix,
+                           bool probe, origin_limit::ticket origin_ticket) {
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
     for (const auto& row : rows) give_back_unsent(sub, row);
     attempt_ended(sub, origin, origin_ticket);
-    co_return;
+    return;
   }
-  times.finished_unix = storage::unix_now();
+  attempt_times times;
+  times.started_unix = started_unix;
   times.now = std::chrono::system_clock::now();
+  times.finished_unix = std::chrono::duration<double>(times.now.time_since_epoch()).count();
   // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
   // whole wait); connect and TLS time are not in it, so opening connections does not read as
   // queueing.
