@@ -108,7 +108,8 @@ class shard final : public shard_endpoint {
   // Applies the subscriber's coalescing rule to its ready queue: replaced rows end done.
   void coalesce_ready(subscriber_state& sub);
   // The facts scheduling::next_pump_step decides on, and the send it may decide.
-  scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now);
+  scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now,
+                                       double now_unix);
   void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
   // Whether a subscriber should hold tokens of its persisted bucket now: it is about to send.
@@ -121,7 +122,7 @@ class shard final : public shard_endpoint {
   void adjust_buffered(int delta);
   // How long a lease must still run for an attempt to start (or to be written) within it.
   std::chrono::duration<double> lease_margin() const;
-  bool lease_too_short(const storage::claimed_row& row) const;
+  bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
   // An attempt that gave up at the wire gate: its row goes back, no attempt counted.
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   void count_outcome(storage::outcome_kind kind);

@@ -62,8 +62,7 @@ shard::steady::time_point shard::prepare_request(std::string& request, subscribe
   // within it.
   double lease = rows.front().lease;
   for (const auto& row : rows) lease = std::min(lease, row.lease);
-  const auto lease_left =
-      std::chrono::duration<double>(lease - storage::unix_now()) - lease_margin();
+  const auto lease_left = std::chrono::duration<double>(lease - started_unix) - lease_margin();
   return steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
 }
 
@@ -215,8 +214,8 @@ std::chrono::duration<double> shard::lease_margin() const {
   return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
 }
 
-bool shard::lease_too_short(const storage::claimed_row& row) const {
-  return storage::unix_now() + lease_margin().count() > row.lease;
+bool shard::lease_too_short(const storage::claimed_row& row, double now_unix) const {
+  return now_unix + lease_margin().count() > row.lease;
 }
 
 void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {

@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "engine/delivery.hpp"
+#include "storage/database.hpp"
 
 namespace surge::engine {
 
@@ -21,7 +22,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 }  // namespace
 
 scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
-                                            steady::time_point now) {
+                                            steady::time_point now, double now_unix) {
   scheduling::pump_facts facts;
   facts.has_rows = !sub.ready.empty();
   if (!facts.has_rows) return facts;
@@ -33,7 +34,7 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
   facts.front_too_large =
       static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
   facts.front_refused = !delivery_refusal(front).empty();
-  facts.front_lease_too_short = lease_too_short(front);
+  facts.front_lease_too_short = lease_too_short(front, now_unix);
   facts.paused_until = sub.paused_until;
   facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
   if (sub.breaker.current() == circuit_breaker::state::open) {
@@ -64,9 +65,12 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
 asio::awaitable<void> shard::pump(subscriber_state& sub) {
   using scheduling::pump_action;
   const auto& limits = config_.scheduler;
+  // The clocks are read once per wake-up: the steps taken before the next wait are
+  // microseconds apart, and an older `now` only ever finds fewer tokens.
+  auto now = steady::now();
+  double now_unix = storage::unix_now();
   while (!stopping_) {
-    const auto now = steady::now();
-    const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now), now);
+    const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
     switch (decision.action) {
       case pump_action::wait:
         break;
@@ -133,6 +137,8 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     }
     sub.wake.expires_at(decision.wake_at);
     co_await sub.wake.async_wait(use_tuple);
+    now = steady::now();
+    now_unix = storage::unix_now();
   }
 }
 
