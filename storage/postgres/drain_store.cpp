@@ -4,15 +4,14 @@
 // for new rows with the idle poll as the backstop.
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "proto/ownership.hpp"
 #include "proto/persisted_bucket.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
-#include "storage/ownership_support.hpp"
+#include "storage/postgres/outcomes.hpp"
+#include "storage/postgres/ownership.hpp"
 #include "storage/postgres/queue.hpp"
 #include "storage/postgres/session.hpp"
 #include "storage/sql_support.hpp"
@@ -24,61 +23,9 @@ using pg::params;
 
 // How soon a drainer asks again for tokens of a subscriber it does not own: about one renewal.
 constexpr double not_owned_recheck_seconds = 1.0;
-// Hosts' clocks differ: a drain stops claiming for its subscribers this long before its
-// heartbeat runs out by its own clock, so a taker whose clock runs ahead by less than this
-// never overlaps it (NTP keeps hosts within milliseconds).
-constexpr double clock_skew_margin_seconds = 1.0;
-// Renewals of all drainers take turns on this advisory lock, as they do on SQLite's write lock.
-constexpr std::int64_t ownership_lock_key = 7318594502;
 constexpr double lease_record_keep_seconds = 3600;
 constexpr int claims_between_prunes = 100;
 constexpr const char* new_rows_channel = "surge_new_rows";
-
-const char* kind_word(outcome_kind kind) {
-  switch (kind) {
-    case outcome_kind::done: return "done";
-    case outcome_kind::retry: return "retry";
-    case outcome_kind::dead: return "dead";
-    case outcome_kind::release: return "release";
-    case outcome_kind::coalesced: return "coalesced";
-  }
-  return "release";
-}
-
-std::optional<std::string> text_or_null(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  return text;
-}
-
-// Each outcome kind sets what its SQLite statement sets (storage/outcomes.cpp); every update is
-// fenced on our lease, and the ids that come back are the ones whose fence held.
-constexpr const char* outcomes_sql = R"sql(
-UPDATE webhook_delivery d SET
-  status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'
-                       WHEN 'retry' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE d.status END,
-  attempts = CASE WHEN o.kind IN ('done', 'retry', 'dead') THEN o.attempts ELSE d.attempts END,
-  next_attempt_at = CASE WHEN o.kind = 'retry' THEN o.next_at ELSE d.next_attempt_at END,
-  last_status = CASE WHEN o.kind IN ('done', 'retry', 'dead') THEN o.last_status
-                     ELSE d.last_status END,
-  last_error = CASE WHEN o.kind = 'done' THEN NULL
-                    WHEN o.kind IN ('retry', 'dead', 'coalesced') THEN o.last_error
-                    ELSE d.last_error END,
-  delivered_at = CASE WHEN o.kind = 'done' THEN o.finished_at ELSE d.delivered_at END,
-  coalesced_into = CASE WHEN o.kind = 'coalesced' THEN o.into_id ELSE d.coalesced_into END,
-  locked_until = 0
-FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::int[], $5::float8[], $6::int[],
-            $7::text[], $8::float8[], $9::bigint[])
-  AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id)
-WHERE d.id = o.id AND d.locked_until = o.lease
-RETURNING d.id
-)sql";
-
-constexpr const char* attempts_sql = R"sql(
-INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, finished_at,
-  status_code, error_class, batch_lead, batch_size)
-SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::float8[],
-                     $6::int[], $7::text[], $8::bigint[], $9::int[])
-)sql";
 
 // Oldest due first per subscriber, rows another transaction holds skipped (SKIP LOCKED): several
 // drainers and the steady-state drainer claim side by side without waiting on each other.
@@ -125,7 +72,7 @@ class postgres_drain_store final : public drain_store {
         owner_(config.owner.empty() ? default_lease_owner() : config.owner),
         allowed_(config.allowed),
         reserve_seconds_(config.token_reserve_seconds),
-        heartbeat_seconds_(config.ownership_heartbeat_seconds) {
+        owners_(db_, owner_, config.allowed, config.ownership_heartbeat_seconds) {
     if (pg::schema_version(db_) < pg::latest_schema_version()) {
       throw error("the PostgreSQL queue has no Surge schema (version " +
                   std::to_string(pg::schema_version(db_)) + "); run `surge migrate --db …`");
@@ -150,11 +97,11 @@ class postgres_drain_store final : public drain_store {
                                       [](const auto& d) { return d.rows > 0 || d.tokens != 0; });
     if (outcomes.empty() && deactivate.empty() && !asks_any) return result;
     pg::transaction step(db_);
-    result.written = apply_outcomes(outcomes, deactivate);
+    result.written = pg::apply_outcomes(db_, outcomes, deactivate);
     std::vector<subscriber_demand> owned;
     const double checked_at = unix_now();
     for (const auto& entry : demand) {
-      if (owns(entry.subscriber_id, checked_at)) {
+      if (owners_.owns(entry.subscriber_id, checked_at)) {
         owned.push_back(entry);
       } else if (entry.tokens < 0) {
         owned.push_back({.subscriber_id = entry.subscriber_id, .tokens = entry.tokens});
@@ -175,7 +122,7 @@ class postgres_drain_store final : public drain_store {
                               std::span<const std::int64_t> deactivate) override {
     if (outcomes.empty() && deactivate.empty()) return {};
     pg::transaction step(db_);
-    auto report = apply_outcomes(outcomes, deactivate);
+    auto report = pg::apply_outcomes(db_, outcomes, deactivate);
     step.commit();
     return report;
   }
@@ -263,19 +210,9 @@ class postgres_drain_store final : public drain_store {
     return found;
   }
 
-  ownership_change renew_ownership(double now) override;
-  std::size_t owned_count(double now) const override {
-    return now < claim_until() ? owned_.size() : 0;
-  }
-  void release_ownership() override {
-    pg::transaction step(db_);
-    db_.exec("UPDATE surge_owner SET drainer = '' WHERE drainer = $1", params().add(owner_));
-    db_.exec("DELETE FROM surge_drainer WHERE name = $1", params().add(owner_));
-    step.commit();
-    owned_.clear();
-    alive_until_ = 0;
-    last_full_.reset();
-  }
+  ownership_change renew_ownership(double now) override { return owners_.renew(now); }
+  std::size_t owned_count(double now) const override { return owners_.owned_count(now); }
+  void release_ownership() override { owners_.release_all(); }
   write_counters counters() const override { return {}; }
 
  private:
@@ -284,13 +221,6 @@ class postgres_drain_store final : public drain_store {
     listening_generation_ = db_.connections();
   }
 
-  double claim_until() const { return alive_until_ - clock_skew_margin_seconds; }
-  bool owns(std::int64_t id, double now) const {
-    return now < claim_until() && owned_.contains(id);
-  }
-
-  write_report apply_outcomes(std::span<const outcome> batch,
-                              std::span<const std::int64_t> deactivate);
   std::vector<token_grant> lease_tokens(std::span<const subscriber_demand> demand, double now);
   std::vector<claimed_row> claim(std::span<const subscriber_demand> demand, double now,
                                  double lease_seconds, std::int64_t max_payload_bytes);
@@ -299,93 +229,11 @@ class postgres_drain_store final : public drain_store {
   std::string owner_;
   proto::id_set allowed_;
   double reserve_seconds_;
-  double heartbeat_seconds_;
   lease_values leases_;
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
-  std::unordered_set<std::int64_t> owned_;
-  double alive_until_ = 0;
-  double started_at_ = 0;
-  std::optional<proto::full_renewal> last_full_;
+  pg::ownership_keeper owners_;  // after db_ and owner_, which it uses
 };
-
-write_report postgres_drain_store::apply_outcomes(std::span<const outcome> batch,
-                                                  std::span<const std::int64_t> deactivate) {
-  write_report report;
-  if (!batch.empty()) {
-    std::vector<std::int64_t> ids, attempts, into;
-    std::vector<double> leases, next_at, finished_at;
-    std::vector<std::string> kinds;
-    std::vector<std::optional<std::string>> statuses, errors;
-    for (const auto& item : batch) {
-      ids.push_back(item.delivery_id);
-      leases.push_back(item.lease);
-      kinds.emplace_back(kind_word(item.kind));
-      attempts.push_back(item.attempts);
-      next_at.push_back(item.next_attempt_at);
-      statuses.push_back(item.last_status == 0 ? std::nullopt
-                                               : std::optional(std::to_string(item.last_status)));
-      errors.push_back(text_or_null(item.last_error));
-      finished_at.push_back(item.finished_at);
-      into.push_back(item.coalesced_into);
-    }
-    const auto applied = db_.exec(outcomes_sql, params()
-                                                    .add_array(ids)
-                                                    .add_array(leases)
-                                                    .add_array(kinds)
-                                                    .add_array(attempts)
-                                                    .add_array(next_at)
-                                                    .add_array(statuses)
-                                                    .add_array(errors)
-                                                    .add_array(finished_at)
-                                                    .add_array(into));
-    std::unordered_set<std::int64_t> held;
-    for (int i = 0; i < applied.rows(); ++i) held.insert(applied.int64(i, 0));
-    report.applied = static_cast<int>(held.size());
-    for (const auto id : ids) {
-      if (!held.contains(id)) report.lost_leases.push_back(id);
-    }
-
-    // Recorded even when the fence failed: the request was still sent and the partner saw it.
-    std::vector<std::int64_t> delivery, subscriber, number, leads, sizes;
-    std::vector<double> started, finished;
-    std::vector<std::optional<std::string>> codes, classes, lead_ids;
-    for (const auto& item : batch) {
-      if (!item.has_attempt) continue;
-      const auto& attempt = item.attempt;
-      delivery.push_back(attempt.delivery_id);
-      subscriber.push_back(attempt.subscriber_id);
-      number.push_back(attempt.attempt);
-      started.push_back(attempt.started_at);
-      finished.push_back(attempt.finished_at);
-      codes.push_back(attempt.status_code == 0
-                          ? std::nullopt
-                          : std::optional(std::to_string(attempt.status_code)));
-      classes.push_back(text_or_null(attempt.error_class));
-      lead_ids.push_back(attempt.batch_lead == 0
-                             ? std::nullopt
-                             : std::optional(std::to_string(attempt.batch_lead)));
-      sizes.push_back(attempt.batch_size);
-    }
-    if (!delivery.empty()) {
-      db_.exec(attempts_sql, params()
-                                 .add_array(delivery)
-                                 .add_array(subscriber)
-                                 .add_array(number)
-                                 .add_array(started)
-                                 .add_array(finished)
-                                 .add_array(codes)
-                                 .add_array(classes)
-                                 .add_array(lead_ids)
-                                 .add_array(sizes));
-    }
-  }
-  if (!deactivate.empty()) {
-    db_.exec("UPDATE webhook_subscriber SET active = 0 WHERE id = ANY($1::bigint[])",
-             params().add_array(deactivate));
-  }
-  return report;
-}
 
 std::vector<token_grant> postgres_drain_store::lease_tokens(
     std::span<const subscriber_demand> demand, double now) {
@@ -483,87 +331,6 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
              params().add(now - lease_record_keep_seconds));
   }
   return rows;
-}
-
-ownership_change postgres_drain_store::renew_ownership(double now) {
-  if (started_at_ == 0) started_at_ = now;
-  const double alive_until = now + heartbeat_seconds_;
-  pg::transaction step(db_);
-  db_.exec("SELECT pg_advisory_xact_lock($1)", params().add(ownership_lock_key));
-  db_.exec("INSERT INTO surge_drainer(name, subscribers, started_at, seen_at, expires_at) "
-           "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
-           "subscribers = excluded.subscribers, seen_at = excluded.seen_at, "
-           "expires_at = excluded.expires_at",
-           params()
-               .add(owner_)
-               .add(detail::selection_text(allowed_))
-               .add(started_at_)
-               .add(now)
-               .add(alive_until));
-  std::vector<proto::live_drainer> live;
-  std::vector<std::string> gone;
-  const auto drainers = db_.exec(
-      "SELECT name, subscribers FROM surge_drainer WHERE expires_at > $1 AND expires_at <= $2 "
-      "ORDER BY name",
-      params().add(now).add(now + detail::max_heartbeat_seconds));
-  for (int i = 0; i < drainers.rows(); ++i) {
-    std::string name(drainers.text(i, 0));
-    if (detail::gone_from_this_host(owner_, name)) {
-      gone.push_back(std::move(name));
-      continue;
-    }
-    live.push_back({std::move(name), detail::parse_selection(std::string(drainers.text(i, 1)))});
-  }
-  if (!gone.empty()) {
-    db_.exec("UPDATE surge_drainer SET expires_at = $1 WHERE name = ANY($2::text[])",
-             params().add(now).add_array(gone));
-  }
-  proto::renewal_view view{.live = std::move(live)};
-  const auto fingerprint = db_.exec(
-      "SELECT COUNT(*), COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM surge_owner "
-      "WHERE drainer = $1) FROM webhook_subscriber",
-      params().add(owner_));
-  view.subscriber_count = fingerprint.int64(0, 0);
-  view.highest_subscriber_id = fingerprint.int64(0, 1);
-  view.owned_by_self = fingerprint.int64(0, 2);
-  if (proto::heartbeat_is_enough(last_full_, view, now, alive_until_,
-                                 detail::full_renewal_every_seconds)) {
-    step.commit();
-    alive_until_ = alive_until;
-    return {};
-  }
-  std::vector<std::int64_t> subscribers;
-  const auto ids = db_.exec("SELECT id FROM webhook_subscriber ORDER BY id");
-  subscribers.reserve(static_cast<std::size_t>(ids.rows()));
-  for (int i = 0; i < ids.rows(); ++i) subscribers.push_back(ids.int64(i, 0));
-  std::vector<proto::subscriber_owner> owners;
-  const auto held = db_.exec(
-      "SELECT o.subscriber_id, o.drainer, CASE WHEN d.expires_at <= $1 THEN d.expires_at "
-      "ELSE 0 END FROM surge_owner o JOIN surge_drainer d ON d.name = o.drainer",
-      params().add(now + detail::max_heartbeat_seconds));
-  for (int i = 0; i < held.rows(); ++i) {
-    owners.push_back({held.int64(i, 0), std::string(held.text(i, 1)), held.real(i, 2)});
-  }
-  const auto plan = proto::plan_ownership(owner_, subscribers, view.live, owners, now);
-  if (!plan.take.empty()) {
-    db_.exec("INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
-             "SELECT id, $2, 1, $3 FROM unnest($1::bigint[]) AS id "
-             "ON CONFLICT (subscriber_id) DO UPDATE SET drainer = excluded.drainer, "
-             "fence = surge_owner.fence + 1, taken_at = excluded.taken_at",
-             params().add_array(plan.take).add(owner_).add(now));
-  }
-  if (!plan.release.empty()) {
-    db_.exec("UPDATE surge_owner SET drainer = '' WHERE subscriber_id = ANY($1::bigint[]) "
-             "AND drainer = $2",
-             params().add_array(plan.release).add(owner_));
-  }
-  db_.exec("DELETE FROM surge_drainer WHERE expires_at < $1",
-           params().add(now - detail::dead_drainer_keep_seconds));
-  step.commit();
-
-  auto change = detail::apply_plan(plan, owned_, std::move(view), now, last_full_);
-  alive_until_ = alive_until;
-  return change;
 }
 
 }  // namespace

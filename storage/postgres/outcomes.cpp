@@ -1,0 +1,139 @@
+// Outcomes on PostgreSQL: one fenced UPDATE for the whole batch and one INSERT of its attempt
+// records, each set by the same rules as on SQLite (storage/outcomes.cpp).
+#include "storage/postgres/outcomes.hpp"
+
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace surge::storage::pg {
+namespace {
+
+const char* kind_word(outcome_kind kind) {
+  switch (kind) {
+    case outcome_kind::done: return "done";
+    case outcome_kind::retry: return "retry";
+    case outcome_kind::dead: return "dead";
+    case outcome_kind::release: return "release";
+    case outcome_kind::coalesced: return "coalesced";
+  }
+  return "release";
+}
+
+std::optional<std::string> text_or_null(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return text;
+}
+
+// Each outcome kind sets what its SQLite statement sets (storage/outcomes.cpp); every update is
+// fenced on our lease, and the ids that come back are the ones whose fence held.
+constexpr const char* outcomes_sql = R"sql(
+UPDATE webhook_delivery d SET
+  status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'
+                       WHEN 'retry' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE d.status END,
+  attempts = CASE WHEN o.kind IN ('done', 'retry', 'dead') THEN o.attempts ELSE d.attempts END,
+  next_attempt_at = CASE WHEN o.kind = 'retry' THEN o.next_at ELSE d.next_attempt_at END,
+  last_status = CASE WHEN o.kind IN ('done', 'retry', 'dead') THEN o.last_status
+                     ELSE d.last_status END,
+  last_error = CASE WHEN o.kind = 'done' THEN NULL
+                    WHEN o.kind IN ('retry', 'dead', 'coalesced') THEN o.last_error
+                    ELSE d.last_error END,
+  delivered_at = CASE WHEN o.kind = 'done' THEN o.finished_at ELSE d.delivered_at END,
+  coalesced_into = CASE WHEN o.kind = 'coalesced' THEN o.into_id ELSE d.coalesced_into END,
+  locked_until = 0
+FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::int[], $5::float8[], $6::int[],
+            $7::text[], $8::float8[], $9::bigint[])
+  AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id)
+WHERE d.id = o.id AND d.locked_until = o.lease
+RETURNING d.id
+)sql";
+
+constexpr const char* attempts_sql = R"sql(
+INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, finished_at,
+  status_code, error_class, batch_lead, batch_size)
+SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::float8[],
+                     $6::int[], $7::text[], $8::bigint[], $9::int[])
+)sql";
+
+}  // namespace
+
+write_report apply_outcomes(session& db, std::span<const outcome> batch,
+                            std::span<const std::int64_t> deactivate) {
+  write_report report;
+  if (!batch.empty()) {
+    std::vector<std::int64_t> ids, attempts, into;
+    std::vector<double> leases, next_at, finished_at;
+    std::vector<std::string> kinds;
+    std::vector<std::optional<std::string>> statuses, errors;
+    for (const auto& item : batch) {
+      ids.push_back(item.delivery_id);
+      leases.push_back(item.lease);
+      kinds.emplace_back(kind_word(item.kind));
+      attempts.push_back(item.attempts);
+      next_at.push_back(item.next_attempt_at);
+      statuses.push_back(item.last_status == 0 ? std::nullopt
+                                               : std::optional(std::to_string(item.last_status)));
+      errors.push_back(text_or_null(item.last_error));
+      finished_at.push_back(item.finished_at);
+      into.push_back(item.coalesced_into);
+    }
+    const auto applied = db.exec(outcomes_sql, params()
+                                                    .add_array(ids)
+                                                    .add_array(leases)
+                                                    .add_array(kinds)
+                                                    .add_array(attempts)
+                                                    .add_array(next_at)
+                                                    .add_array(statuses)
+                                                    .add_array(errors)
+                                                    .add_array(finished_at)
+                                                    .add_array(into));
+    std::unordered_set<std::int64_t> held;
+    for (int i = 0; i < applied.rows(); ++i) held.insert(applied.int64(i, 0));
+    report.applied = static_cast<int>(held.size());
+    for (const auto id : ids) {
+      if (!held.contains(id)) report.lost_leases.push_back(id);
+    }
+
+    // Recorded even when the fence failed: the request was still sent and the partner saw it.
+    std::vector<std::int64_t> delivery, subscriber, number, leads, sizes;
+    std::vector<double> started, finished;
+    std::vector<std::optional<std::string>> codes, classes, lead_ids;
+    for (const auto& item : batch) {
+      if (!item.has_attempt) continue;
+      const auto& attempt = item.attempt;
+      delivery.push_back(attempt.delivery_id);
+      subscriber.push_back(attempt.subscriber_id);
+      number.push_back(attempt.attempt);
+      started.push_back(attempt.started_at);
+      finished.push_back(attempt.finished_at);
+      codes.push_back(attempt.status_code == 0
+                          ? std::nullopt
+                          : std::optional(std::to_string(attempt.status_code)));
+      classes.push_back(text_or_null(attempt.error_class));
+      lead_ids.push_back(attempt.batch_lead == 0
+                             ? std::nullopt
+                             : std::optional(std::to_string(attempt.batch_lead)));
+      sizes.push_back(attempt.batch_size);
+    }
+    if (!delivery.empty()) {
+      db.exec(attempts_sql, params()
+                                 .add_array(delivery)
+                                 .add_array(subscriber)
+                                 .add_array(number)
+                                 .add_array(started)
+                                 .add_array(finished)
+                                 .add_array(codes)
+                                 .add_array(classes)
+                                 .add_array(lead_ids)
+                                 .add_array(sizes));
+    }
+  }
+  if (!deactivate.empty()) {
+    db.exec("UPDATE webhook_subscriber SET active = 0 WHERE id = ANY($1::bigint[])",
+             params().add_array(deactivate));
+  }
+  return report;
+}
+
+}  // namespace surge::storage::pg
