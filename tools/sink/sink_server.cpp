@@ -1,13 +1,11 @@
 #include "tools/sink/sink_server.hpp"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <iostream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -25,105 +23,30 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "storage/database.hpp"
+#include "tools/sink/connection.hpp"
 #include "tools/sink/connection_registry.hpp"
 #include "tools/sink/recorder.hpp"
 #include "tools/sink/request_handler.hpp"
 #include "tools/sink/subscriber_directory.hpp"
+#include "tools/sink/tls_context.hpp"
 
 namespace surge::sink {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr auto handshake_timeout = std::chrono::seconds(10);
-constexpr auto write_timeout = std::chrono::seconds(10);
-// After a 413 the client may still be sending its body; closing at once would turn the answer
-// into a reset, so unread input is drained this long first.
-constexpr auto lingering_close = std::chrono::seconds(1);
 constexpr auto stop_grace = std::chrono::seconds(5);
-
-using tls_stream = ssl::stream<beast::tcp_stream>;
-
-template <class Stream>
-constexpr bool is_tls = std::is_same_v<Stream, tls_stream>;
-
-// One request being answered, for `delay_per_request`: counts itself in for its lifetime.
-struct answering_count {
-  explicit answering_count(std::atomic<int>& counter) : load(++counter), counter_(counter) {}
-  ~answering_count() { --counter_; }
-  answering_count(const answering_count&) = delete;
-  answering_count& operator=(const answering_count&) = delete;
-
-  const int load;  // requests being answered when this one arrived, itself included
-
- private:
-  std::atomic<int>& counter_;
-};
-
-template <class Stream>
-struct connection {
-  template <class... Args>
-  connection(std::uint64_t connection_id, const asio::any_io_executor& executor, Args&&... args)
-      : stream(std::forward<Args>(args)...), delay(executor), id(connection_id) {}
-
-  Stream stream;
-  asio::steady_timer delay;
-  std::uint64_t id;
-  std::string sni;  // the server name the TLS client asked for
-  // Set by close_now(): a read that completed just before the close must not start a delay.
-  bool closed = false;
-};
-
-int tls_version_code(const std::string& text) {
-  if (text == "1.1") return TLS1_1_VERSION;
-  if (text == "1.2") return TLS1_2_VERSION;
-  if (text == "1.3") return TLS1_3_VERSION;
-  throw std::invalid_argument("TLS version must be 1.1, 1.2 or 1.3, not " + text);
-}
-
-ssl::context make_tls_context(const std::string& cert, const std::string& key,
-                              const std::string& max_version) {
-  ssl::context context(ssl::context::tls_server);
-  SSL_CTX* native = context.native_handle();
-  context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                      ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
-  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-  if (!max_version.empty()) {
-    const int newest = tls_version_code(max_version);
-    if (newest < TLS1_2_VERSION) {
-      // An obsolete-only server, for testing that clients refuse it: OpenSSL 3 (and Debian's
-      // system configuration) allow TLS 1.1 only at security level 0.
-      SSL_CTX_clear_options(native, SSL_OP_NO_TLSv1_1);
-      SSL_CTX_set_security_level(native, 0);
-      SSL_CTX_set_min_proto_version(native, newest);
-      if (SSL_CTX_set_cipher_list(native, "DEFAULT:@SECLEVEL=0") != 1)
-        throw std::runtime_error("cannot enable TLS 1.1 ciphers");
-    }
-    SSL_CTX_set_max_proto_version(native, newest);
-  }
-  context.use_certificate_chain_file(cert);
-  context.use_private_key_file(key, ssl::context::pem);
-  return context;
-}
 
 std::string format_endpoint(const tcp::endpoint& endpoint) {
   const std::string host = endpoint.address().to_string();
@@ -282,7 +205,7 @@ struct sink_server::impl {
         co_return;
       }
       if (answer.body != body_shape::normal) {
-        if (!co_await stream_answer(stream, answer)) co_return;
+        if (!co_await stream_answer(stream, answer, records)) co_return;
         continue;
       }
       if (answer.trickle.count() > 0) {
@@ -296,93 +219,6 @@ struct sink_server::impl {
       if (answer.response.need_eof()) break;
     }
     co_await close_gracefully(stream, false);
-  }
-
-  // The whole response, one byte per `answer.trickle`: a server (or a middlebox) that is alive
-  // but slower than any deadline. False when the client went away.
-  template <class Stream>
-  asio::awaitable<bool> trickle_answer(connection<Stream>& conn, const reply& answer) {
-    std::ostringstream text;
-    text << answer.response;
-    const std::string bytes = text.str();
-    auto& lowest = beast::get_lowest_layer(conn.stream);
-    for (const char byte : bytes) {
-      lowest.expires_after(write_timeout);
-      auto [write_error, written] =
-          co_await asio::async_write(conn.stream, asio::buffer(&byte, 1), use_tuple);
-      if (write_error || conn.closed) co_return false;
-      conn.delay.expires_after(answer.trickle);
-      auto [wait_error] = co_await conn.delay.async_wait(use_tuple);
-      if (wait_error) co_return false;
-    }
-    co_return true;
-  }
-
-  // Hostile bodies, streamed from a fixed buffer so the sink's memory stays flat whatever it
-  // sends. True when the connection may serve another request (a whole sized body on a
-  // keep-alive request); false when it is finished with.
-  template <class Stream>
-  asio::awaitable<bool> stream_answer(Stream& stream, const reply& answer) {
-    auto& lowest = beast::get_lowest_layer(stream);
-    http::response<http::empty_body> head{answer.response.result(), answer.response.version()};
-    for (const auto& field : answer.response.base()) {
-      if (field.name() == http::field::content_length) continue;
-      head.set(field.name_string(), field.value());
-    }
-    const bool keep_alive = answer.body == body_shape::sized && answer.response.keep_alive();
-    head.keep_alive(keep_alive);
-    if (answer.body == body_shape::endless_chunked) {
-      head.chunked(true);
-    } else {
-      head.content_length(answer.body_length);
-    }
-    http::response_serializer<http::empty_body> serializer(head);
-    lowest.expires_after(write_timeout);
-    auto [head_error, head_bytes] =
-        co_await http::async_write_header(stream, serializer, use_tuple);
-    if (head_error) co_return false;
-
-    static const std::string filler(64 * 1024, ' ');
-    std::uint64_t sent = 0;
-    bool ok = true;
-    switch (answer.body) {
-      case body_shape::sized:
-        while (ok && sent < answer.body_length) {
-          const auto part = static_cast<std::size_t>(
-              std::min<std::uint64_t>(filler.size(), answer.body_length - sent));
-          lowest.expires_after(write_timeout);
-          auto [ec, n] = co_await asio::async_write(stream, asio::buffer(filler.data(), part),
-                                                    use_tuple);
-          sent += n;
-          ok = !ec;
-        }
-        break;
-      case body_shape::announced: {
-        // Far less than announced; then the connection is held open, so a client trusting the
-        // Content-Length waits for bytes that never come.
-        const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(2, answer.body_length));
-        lowest.expires_after(write_timeout);
-        auto [ec, n] = co_await asio::async_write(stream, asio::buffer("{}", part), use_tuple);
-        sent += n;
-        records.note_streamed(sent);
-        if (!ec) co_await hold_open(stream);
-        co_return false;
-      }
-      case body_shape::endless_chunked: {
-        const std::string chunk = "1000\r\n" + filler.substr(0, 0x1000) + "\r\n";
-        while (ok) {
-          lowest.expires_after(write_timeout);
-          auto [ec, n] = co_await asio::async_write(stream, asio::buffer(chunk), use_tuple);
-          sent += n;
-          ok = !ec;
-        }
-        break;
-      }
-      case body_shape::normal:
-        break;
-    }
-    records.note_streamed(sent);
-    co_return ok && keep_alive;
   }
 
   // Answers "Expect: 100-continue" (curl sends it for larger bodies and would otherwise wait a
@@ -401,37 +237,6 @@ struct sink_server::impl {
       if (write_error) co_return std::tuple{write_error, header_bytes};
     }
     co_return co_await http::async_read(stream, buffer, parser, use_tuple);
-  }
-
-  // Reads and discards until the peer closes (or stop() closes the socket).
-  template <class Stream>
-  asio::awaitable<void> hold_open(Stream& stream) {
-    beast::get_lowest_layer(stream).expires_never();
-    std::array<char, 1024> discard;
-    for (;;) {
-      auto [ec, n] = co_await stream.async_read_some(asio::buffer(discard), use_tuple);
-      if (ec) co_return;
-    }
-  }
-
-  template <class Stream>
-  asio::awaitable<void> close_gracefully(Stream& stream, bool drain_input) {
-    auto& lowest = beast::get_lowest_layer(stream);
-    beast::error_code ignored;
-    if constexpr (is_tls<Stream>) {
-      lowest.expires_after(lingering_close);
-      co_await stream.async_shutdown(use_tuple);
-    } else {
-      lowest.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      if (drain_input) {
-        lowest.expires_after(lingering_close);
-        std::array<char, 4096> discard;
-        for (;;) {
-          auto [ec, n] = co_await lowest.async_read_some(asio::buffer(discard), use_tuple);
-          if (ec) break;
-        }
-      }
-    }
   }
 
   void run_thread() {
