@@ -1,5 +1,5 @@
 // Nothing is lost and nothing is sent twice by two drainers: the steady-state drainer running
-// beside Surge, and SIGTERM mid-drain. kill -9 and restarts are in drain_faults_test.cpp.
+// beside Surge, and SIGTERM mid-drain. kill -9 and restarts are in drain_faults_queue_test.cpp.
 #include <gtest/gtest.h>
 
 #include <csignal>
