@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import e2e  # noqa: E402  (the sink, the subscribers' rows and the body are e2e's)
 import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
 from e2e_peers import Nginx  # noqa: E402  (the same nginx as the reference scenarios)
+from e2e_scenarios import Scenario, Subscriber  # noqa: E402
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
 
@@ -110,9 +111,9 @@ def strace_counts(path, page_size):
 
 def run_wal(args, directory):
     per = max(1, args.rows // args.subscribers)
-    scenario = e2e.Scenario("wal", "WAL frames per delivery",
-                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
-                            lambda sub: per)
+    scenario = Scenario("wal", "WAL frames per delivery",
+                        [Subscriber(i) for i in range(1, args.subscribers + 1)],
+                        lambda sub: per)
     db, sink, queued = prepare(args, directory, scenario)
     try:
         command = drain_command(args, db, "--until-drained")
@@ -241,9 +242,9 @@ def run_wal_postgres(args, directory):
     statistics before and after the drain (read once the drain's connections have closed, since
     a backend reports its counts at most once a second and at exit)."""
     per = max(1, args.rows // args.subscribers)
-    scenario = e2e.Scenario("wal", "database writes per delivery",
-                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
-                            lambda sub: per)
+    scenario = Scenario("wal", "database writes per delivery",
+                        [Subscriber(i) for i in range(1, args.subscribers + 1)],
+                        lambda sub: per)
     with pg_queue.PgServer() as server:
         uri = server.create_database("wal")
         db, sink, queued = prepare(args, directory, scenario, uri)
@@ -282,9 +283,9 @@ def run_latency(args, directory):
 
 
 def measure_latency(args, directory, uri):
-    scenario = e2e.Scenario("latency", "enqueue to first attempt",
-                            [e2e.Subscriber(i) for i in range(1, args.subscribers + 1)],
-                            lambda sub: 0)
+    scenario = Scenario("latency", "enqueue to first attempt",
+                        [Subscriber(i) for i in range(1, args.subscribers + 1)],
+                        lambda sub: 0)
     db, sink, _ = prepare(args, directory, scenario, uri)
     drain_log = open(Path(directory, "drain.log"), "w")
     drain = subprocess.Popen(
