@@ -1,4 +1,5 @@
-// The sink over real loopback sockets: verdicts, behaviours, keep-alive, record and stats.
+// The sink over real loopback sockets: verdicts, behaviours, keep-alive, record and stats. Its
+// hostile answers (resets, hangs, trickles, streamed bodies) are sink_answers_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,11 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/error.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/json/parse.hpp>
-
+#include "sink_server_fixture.hpp"
 #include "sink_test_support.hpp"
 #include "tools/sink/sink_server.hpp"
 
@@ -20,68 +17,8 @@ namespace {
 
 using namespace testing;
 using namespace std::chrono_literals;
-namespace json = boost::json;
 
-constexpr std::size_t column_subscriber = 1, column_delivery = 2, column_attempt = 3,
-                      column_verdict = 4, column_status = 5, column_event = 6,
-                      column_connection = 7, column_sni = 8, column_body_sha256 = 9;
-
-class SinkServer : public ::testing::Test {
- protected:
-  void SetUp() override {
-    queue_ = dir_.file("queue.db");
-    create_queue(queue_, default_subscribers());
-  }
-
-  sink_server& start(const std::string& behaviours = "{}", int threads = 1) {
-    sink_config config;
-    config.db_path = queue_;
-    config.record_path = dir_.file("record.csv");
-    config.behaviours = behaviour_set::parse(behaviours);
-    config.threads = threads;
-    server_ = std::make_unique<sink_server>(std::move(config));
-    server_->start();
-    return *server_;
-  }
-
-  std::uint16_t port() const { return server_->port(); }
-
-  static storage::subscriber_row subscriber(std::int64_t id) {
-    for (const auto& row : default_subscribers())
-      if (row.id == id) return row;
-    return make_subscriber(id);
-  }
-
-  exchange post(const delivery& d, std::chrono::milliseconds timeout = 5s) {
-    return send_once(port(), signed_request(d, subscriber(d.subscriber_id)), timeout);
-  }
-
-  // Stops the server (flushing the record) and returns the CSV rows.
-  std::vector<std::vector<std::string>> stop_and_read_record() {
-    server_->stop();
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& line : read_lines(dir_.file("record.csv"))) rows.push_back(split_csv(line));
-    return rows;
-  }
-
-  std::string only_verdict() {
-    const auto rows = stop_and_read_record();
-    if (rows.size() != 1) return "rows: " + std::to_string(rows.size());
-    return rows[0].at(column_verdict);
-  }
-
-  json::object stats() {
-    request_type request{http::verb::get, "/_sink/stats", 11};
-    request.set(http::field::host, "127.0.0.1");
-    const auto result = send_once(port(), request);
-    if (!result.response) throw std::runtime_error("stats: " + result.error.message());
-    return json::parse(result.response->body()).as_object();
-  }
-
-  temp_dir dir_;
-  std::string queue_;
-  std::unique_ptr<sink_server> server_;
-};
+class SinkServer : public sink_server_fixture {};
 
 TEST_F(SinkServer, ValidVvvSignatureIsOk) {
   start();
@@ -212,50 +149,6 @@ TEST_F(SinkServer, DelayPerRequestGrowsWithTheRequestsBeingAnswered) {
   const auto slowest = *std::max_element(elapsed.begin(), elapsed.end());
   EXPECT_GE(slowest, 450ms);
   EXPECT_LT(slowest, std::chrono::hours(1)) << "a request went unanswered";
-}
-
-TEST_F(SinkServer, ResetClosesWithoutResponse) {
-  start(R"({"8": {"reset": true}})");
-  const auto result = post({.subscriber_id = 8});
-  EXPECT_FALSE(result.response);
-  EXPECT_EQ(result.error, boost::asio::error::connection_reset) << result.error.message();
-  const auto rows = stop_and_read_record();
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0][column_status], "0");
-  EXPECT_EQ(rows[0][column_verdict], "ok");
-}
-
-TEST_F(SinkServer, HangNeverAnswersAndDoesNotBlockOthers) {
-  start(R"({"7": {"hang": true}})");  // one io thread: a blocking hang would stall everything
-  test_client hanging(port());
-  ASSERT_FALSE(hanging.connect());
-  const auto begin = std::chrono::steady_clock::now();
-  const auto hung = hanging.send(signed_request({.subscriber_id = 7}, subscriber(7)), 300ms);
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 300ms);
-  EXPECT_FALSE(hung.response);
-  EXPECT_EQ(hung.error, boost::beast::error::timeout) << hung.error.message();
-
-  test_client other(port());
-  ASSERT_FALSE(other.connect());
-  const auto answered = other.send(signed_request({.subscriber_id = 1}, subscriber(1)));
-  ASSERT_TRUE(answered.response) << answered.error.message();
-  EXPECT_EQ(answered.response->result_int(), 200u);
-}
-
-TEST_F(SinkServer, StopClosesHangingConnections) {
-  start(R"({"7": {"hang": true}})");
-  test_client hanging(port());
-  ASSERT_FALSE(hanging.connect());
-  std::thread stopper([this] {
-    std::this_thread::sleep_for(200ms);
-    server_->stop();
-  });
-  const auto result = hanging.send(signed_request({.subscriber_id = 7}, subscriber(7)), 30s);
-  stopper.join();
-  EXPECT_FALSE(result.response);
-  // Closed by the sink, not abandoned by the client.
-  EXPECT_NE(result.error, boost::beast::error::timeout);
-  EXPECT_EQ(read_lines(dir_.file("record.csv")).size(), 1u);
 }
 
 TEST_F(SinkServer, FailFirstFailsThenSucceedsPerDelivery) {
@@ -419,88 +312,6 @@ TEST_F(SinkServer, SeveralThreadsServeConcurrentClients) {
   const auto rows = stop_and_read_record();
   EXPECT_EQ(rows.size(), 20u);
   for (const auto& row : rows) EXPECT_EQ(row[column_verdict], "ok");
-}
-
-TEST_F(SinkServer, ResetFirstResetsThenAnswersPerDelivery) {
-  start(R"({"8": {"reset_first": 2}})");
-  for (int attempt = 1; attempt <= 2; ++attempt) {
-    const auto reset = post({.subscriber_id = 8, .delivery_id = "80", .attempt = attempt});
-    EXPECT_FALSE(reset.response);
-    EXPECT_EQ(reset.error, boost::asio::error::connection_reset) << reset.error.message();
-  }
-  const auto third = post({.subscriber_id = 8, .delivery_id = "80", .attempt = 3});
-  ASSERT_TRUE(third.response) << third.error.message();
-  EXPECT_EQ(third.response->result_int(), 200u);
-  EXPECT_FALSE(post({.subscriber_id = 8, .delivery_id = "81"}).response)
-      << "each delivery id has its own count";
-
-  const auto rows = stop_and_read_record();
-  ASSERT_EQ(rows.size(), 4u);
-  EXPECT_EQ(rows[0][column_status], "0");
-  EXPECT_EQ(rows[1][column_status], "0");
-  EXPECT_EQ(rows[2][column_status], "200");
-  EXPECT_EQ(rows[3][column_status], "0");
-}
-
-TEST_F(SinkServer, TrickleSendsTheWholeResponseOneByteAtATime) {
-  start(R"({"4": {"trickle_ms": 2}})");
-  const auto begin = std::chrono::steady_clock::now();
-  const auto result = post({.subscriber_id = 4}, 30s);
-  const auto elapsed = std::chrono::steady_clock::now() - begin;
-  ASSERT_TRUE(result.response) << result.error.message();
-  EXPECT_EQ(result.response->result_int(), 200u);
-  EXPECT_EQ(result.response->body(), R"({"ok":true})");
-  // A pause after every byte of a response of well over 100 bytes.
-  EXPECT_GE(elapsed, 100 * 2ms);
-}
-
-TEST_F(SinkServer, TrickleOutlastsAClientDeadline) {
-  start(R"({"4": {"trickle_ms": 100}})");
-  const auto result = post({.subscriber_id = 4}, 300ms);
-  EXPECT_FALSE(result.response);
-  EXPECT_EQ(result.error, boost::beast::error::timeout) << result.error.message();
-}
-
-TEST_F(SinkServer, BodyBytesStreamsThatManyBytesOnAKeptConnection) {
-  start(R"({"4": {"body_bytes": 1000000}})");
-  test_client client(port());
-  ASSERT_FALSE(client.connect());
-  for (int i = 0; i < 2; ++i) {
-    const auto result = client.send(signed_request({.subscriber_id = 4}, subscriber(4)));
-    ASSERT_TRUE(result.response) << result.error.message();
-    EXPECT_EQ(result.response->result_int(), 200u);
-    EXPECT_EQ(result.response->body().size(), 1000000u);
-    EXPECT_TRUE(result.response->keep_alive());
-  }
-  EXPECT_EQ(stats().at("streamed_body_bytes").to_number<std::uint64_t>(), 2000000u);
-  const auto rows = stop_and_read_record();
-  ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0][column_connection], rows[1][column_connection]);
-}
-
-TEST_F(SinkServer, AnnounceLengthSendsFarLessThanItClaims) {
-  start(R"({"4": {"announce_length": 1000}})");
-  const auto result = post({.subscriber_id = 4}, 300ms);
-  EXPECT_FALSE(result.response);
-  EXPECT_EQ(result.error, boost::beast::error::timeout) << result.error.message();
-  EXPECT_EQ(stats().at("streamed_body_bytes").to_number<std::uint64_t>(), 2u);
-}
-
-TEST_F(SinkServer, EndlessChunkedNeverEnds) {
-  start(R"({"4": {"endless_chunked": true}})");
-  const auto result = post({.subscriber_id = 4}, 500ms);
-  EXPECT_FALSE(result.response);
-  // The client gives up at its body limit (Beast: 8 MB) or at its deadline, whichever is first.
-  EXPECT_TRUE(result.error == http::error::body_limit ||
-              result.error == boost::beast::error::timeout)
-      << result.error.message();
-  // The sink counts what it streamed once its next write fails on the closed connection.
-  std::uint64_t streamed = 0;
-  for (int i = 0; i < 100 && streamed == 0; ++i) {
-    streamed = stats().at("streamed_body_bytes").to_number<std::uint64_t>();
-    if (streamed == 0) std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_GT(streamed, 4096u);
 }
 
 TEST_F(SinkServer, LocationIsSentWithTheStatus) {
