@@ -75,11 +75,18 @@ class claimer {
 
  private:
   void record_lease(double lease, double now);
+  // Whether the lease write reached the row (it was still due and free).
+  bool lease_one(std::int64_t id, double lease, double now);
+  // The same for rows[first .. first + 16), marking each one reached in `leased`.
+  void lease_sixteen(const std::vector<claimed_row>& rows, std::size_t first, double lease,
+                     double now, std::vector<bool>& leased);
 
   SQLite::Database& db_;
   std::string owner_;
   std::unique_ptr<SQLite::Statement> due_rows_statement_;
   std::unique_ptr<SQLite::Statement> lease_row_statement_;
+  std::unique_ptr<SQLite::Statement> lease_rows_statement_;    // sixteen rows
+  std::unique_ptr<SQLite::Statement> leased_rows_statement_;   // which of sixteen it reached
   std::unique_ptr<SQLite::Statement> release_statement_;
   std::unique_ptr<SQLite::Statement> record_lease_statement_;
   std::unique_ptr<SQLite::Statement> prune_leases_statement_;
@@ -87,7 +94,9 @@ class claimer {
   lease_values leases_;
 };
 
-// The text of the claim's read of due rows, for checking its query plan.
+// The text of the claim's read of due rows, and of its lease write for sixteen rows, for
+// checking their query plans.
 std::string_view claim_statement_text();
+std::string lease_statement_text();
 
 }  // namespace surge::storage
