@@ -49,7 +49,9 @@ struct http_client::connection {
   connection(boost::beast::tcp_stream stream, boost::asio::ssl::context& context)
       : secure(std::in_place, std::move(stream), context) {}
 
-  boost::beast::tcp_stream& lowest() { return plain ? *plain : boost::beast::get_lowest_layer(*secure); }
+  boost::beast::tcp_stream& lowest() {
+    return plain ? *plain : boost::beast::get_lowest_layer(*secure);
+  }
   detail::connection_view view() {
     return {lowest().socket().native_handle(), secure ? secure->native_handle() : nullptr};
   }

@@ -3,6 +3,7 @@
 #include "storage/postgres/ownership.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "storage/ownership_support.hpp"

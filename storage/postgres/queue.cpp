@@ -207,7 +207,7 @@ bool set_subscriber_active(session& db, std::int64_t id, bool active) {
 }
 
 std::vector<drainer_ownership> read_ownership(session& db, double now) {
-  // The renewal's rule for a live heartbeat (storage/postgres/drain_store.cpp).
+  // The renewal's rule for a live heartbeat (storage/postgres/ownership.cpp).
   const auto rows = db.exec(
       "SELECT d.name, d.subscribers, d.started_at, d.seen_at, o.subscriber_id FROM "
       "(SELECT * FROM surge_drainer WHERE expires_at > $1 AND expires_at <= $2) d "

@@ -1,7 +1,7 @@
-// The fault cases of the hardening issue, end to end through the real CLI, part two: a database
-// locked by another process; the other drainer dying mid-send; kill -9 in a loop; bad payloads.
-// Part one, the endpoints, is drain_faults_test.cpp. docs/reliability.md maps each case to what
-// Surge guarantees.
+// The fault cases of the hardening issue, end to end through the real CLI: a database locked by
+// another process; the other drainer dying mid-send; kill -9 in a loop; bad payloads. The
+// endpoints' faults are drain_faults_test.cpp; non-public targets, redirects and TLS failures,
+// drain_faults_targets_test.cpp. docs/reliability.md maps each case to what Surge guarantees.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,6 +1,7 @@
 #pragma once
-// What the fault tests share (drain_faults_test.cpp: the endpoints; drain_faults_queue_test.cpp:
-// the queue file and the processes around it).
+// What the fault tests share: drain_faults_test.cpp (the endpoints),
+// drain_faults_targets_test.cpp (non-public targets, redirects, TLS) and
+// drain_faults_queue_test.cpp (the queue file and the processes around it).
 #include <chrono>
 #include <cstdint>
 #include <set>

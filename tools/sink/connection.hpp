@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -27,10 +28,12 @@
 #include "tools/sink/recorder.hpp"
 #include "tools/sink/request_handler.hpp"
 
-namespace surge::sink {
+// Private to tools/sink/: sink_server.cpp is the one user.
+namespace surge::sink::detail {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
+namespace http = beast::http;
 namespace ssl = asio::ssl;
 
 inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
@@ -189,4 +192,4 @@ asio::awaitable<void> close_gracefully(Stream& stream, bool drain_input) {
   }
 }
 
-}  // namespace surge::sink
+}  // namespace surge::sink::detail
