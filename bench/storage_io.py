@@ -48,9 +48,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import e2e  # noqa: E402  (the sink, the subscribers' rows and the body are e2e's)
 import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
-from e2e_peers import Nginx  # noqa: E402  (the same nginx as the reference scenarios)
+from e2e_analysis import ms, quantile  # noqa: E402
+from e2e_peers import Nginx, Sink  # noqa: E402  (the same nginx and sink as bench/e2e.py)
+from e2e_queue import BODY, is_postgres, populate, set_urls  # noqa: E402
 from e2e_scenarios import Scenario, Subscriber  # noqa: E402
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
@@ -66,12 +67,12 @@ def prepare(args, directory, scenario, db=None):
     db = db or str(Path(directory, "q.db"))
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
-    queued = e2e.populate(db, scenario, placeholder, time.time())
+    queued = populate(db, scenario, placeholder, time.time())
     if args.receiver == "nginx":
         sink = Nginx(directory, tls=False)
     else:
-        sink = e2e.Sink(args.surge, directory, db, scenario, 1)
-    e2e.set_urls(db, placeholder, f"http://127.0.0.1:{sink.port}")
+        sink = Sink(args.surge, directory, db, scenario, 1)
+    set_urls(db, placeholder, f"http://127.0.0.1:{sink.port}")
     return db, sink, queued
 
 
@@ -155,7 +156,7 @@ def run_wal(args, directory):
 
 def produce(db, rate, seconds, subscribers, seed):
     """One row per transaction at a steady rate, as a web application enqueues them."""
-    if e2e.is_postgres(db):
+    if is_postgres(db):
         return produce_postgres(db, rate, seconds, subscribers, seed)
     rng = random.Random(seed)
     connection = sqlite3.connect(db, timeout=10, isolation_level=None)
@@ -176,7 +177,7 @@ def produce(db, rate, seconds, subscribers, seed):
         connection.execute(
             "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at,"
             " created_at) VALUES (?, 'video.trending', ?, ?, ?)",
-            (rng.randint(1, subscribers), e2e.BODY, now, now))
+            (rng.randint(1, subscribers), BODY, now, now))
         connection.execute("COMMIT")
     connection.close()
     return count
@@ -189,7 +190,7 @@ def produce_postgres(uri, rate, seconds, subscribers, seed):
     rng = random.Random(seed)
     psql = subprocess.Popen([*pg_queue.PSQL, "-d", uri], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, text=True)
-    body = pg_queue.literal(e2e.BODY)
+    body = pg_queue.literal(BODY)
     started = time.time()
     count = int(rate * seconds)
     try:
@@ -212,7 +213,7 @@ def produce_postgres(uri, rate, seconds, subscribers, seed):
 
 
 def pending(db):
-    if e2e.is_postgres(db):
+    if is_postgres(db):
         return int(pg_queue.query(
             db, "SELECT count(*) FROM webhook_delivery WHERE status != 'done'")[0][0])
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
@@ -325,8 +326,8 @@ def measure_latency(args, directory, uri):
            "rate": args.rate,
            "seconds": args.seconds, "subscribers": args.subscribers,
            "drain_args": args.drain_args,
-           "p50_ms": e2e.ms(e2e.quantile(lags, 0.50)), "p95_ms": e2e.ms(e2e.quantile(lags, 0.95)),
-           "p99_ms": e2e.ms(e2e.quantile(lags, 0.99)), "max_ms": e2e.ms(lags[-1] if lags else None)}
+           "p50_ms": ms(quantile(lags, 0.50)), "p95_ms": ms(quantile(lags, 0.95)),
+           "p99_ms": ms(quantile(lags, 0.99)), "max_ms": ms(lags[-1] if lags else None)}
     # No WAL figures here: the meter counts the WAL's growth, and the producer's commits are in it.
     return out
 
