@@ -68,6 +68,35 @@ constexpr const char* prune_leases_sql = "DELETE FROM surge_lease WHERE lease < 
 constexpr double lease_record_keep_seconds = 3600;
 constexpr int claims_between_prunes = 100;
 
+// Every read comes before any lease is written, so a subscriber named twice would have the same
+// rows read twice and handed out twice; its entries become one asking for their sum, which is
+// what reading after each lease gave.
+std::vector<subscriber_demand> one_entry_each(std::span<const subscriber_demand> demand) {
+  std::vector<subscriber_demand> merged;
+  for (const auto& entry : demand) {
+    if (entry.rows <= 0) continue;
+    const auto same = std::find_if(merged.begin(), merged.end(), [&](const auto& m) {
+      return m.subscriber_id == entry.subscriber_id;
+    });
+    if (same == merged.end()) {
+      merged.push_back(entry);
+    } else {
+      same->rows += entry.rows;
+    }
+  }
+  return merged;
+}
+
+bool names_a_subscriber_twice(std::span<const subscriber_demand> demand) {
+  std::vector<std::int64_t> ids;
+  ids.reserve(demand.size());
+  for (const auto& entry : demand) {
+    if (entry.rows > 0) ids.push_back(entry.subscriber_id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
+}
+
 }  // namespace
 
 std::string_view claim_statement_text() { return due_rows_sql; }
@@ -112,6 +141,11 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   std::vector<claimed_row> rows;
   if (std::none_of(demand.begin(), demand.end(), [](const auto& d) { return d.rows > 0; })) {
     return rows;
+  }
+  std::vector<subscriber_demand> merged;
+  if (names_a_subscriber_twice(demand)) {
+    merged = one_entry_each(demand);
+    demand = merged;
   }
   const double lease = make_lease(now, lease_seconds);
   auto& read = *due_rows_statement_;

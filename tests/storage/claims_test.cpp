@@ -111,6 +111,17 @@ TEST_F(Claims, ARowMissedAmongSixteenLeasedTogetherIsNotHandedOut) {
   EXPECT_EQ(query_int(db_, "SELECT count(*) FROM webhook_delivery WHERE locked_until = 0"), 2);
 }
 
+TEST_F(Claims, ASubscriberNamedTwiceGetsEachRowOnce) {
+  // Every read comes before the leases are written: the second entry must not read the first
+  // entry's rows again. Twenty rows, so some are leased sixteen to a statement.
+  const auto ids = testing::insert_deliveries_old(db_, sub_a_, 30, 10);
+  claimer claims(db_);
+  const std::vector<subscriber_demand> demand = {{sub_a_, 10}, {sub_b_, 2}, {sub_a_, 10}};
+  const auto rows = claims.claim(demand, 100, 30);
+  EXPECT_EQ(ids_of(rows), std::vector<std::int64_t>(ids.begin(), ids.begin() + 20));
+  EXPECT_EQ(query_int(db_, "SELECT count(*) FROM webhook_delivery WHERE locked_until > 0"), 20);
+}
+
 TEST_F(Claims, OneBacklogDoesNotStarveAnotherSubscriber) {
   testing::insert_deliveries_old(db_, sub_a_, 500, 1);
   testing::insert_deliveries_old(db_, sub_b_, 3, 2);
