@@ -39,8 +39,9 @@ constexpr const char* lease_row_sql =
 // again as its row. `+status` keeps the planner on the rowid: offered the partial due index
 // for `status IN (...)`, it scans that index instead of seeking sixteen ids. OR FAIL spares the
 // statement journal an ABORT needs to undo a statement: a copy of every page it changes, sixteen
-// pages here (BM_storage_claim/1000 was slower than one row at a time with it). Nothing can make
-// this statement fail halfway but an I/O error, and that rolls back the whole claim anyway.
+// pages here (BM_storage_claim/1000 was slower than one row at a time with it). What can still
+// stop it halfway (an I/O error, another program's trigger raising) throws, and the whole claim
+// rolls back with its transaction.
 constexpr int rows_per_lease = 16;
 std::string lease_rows_sql() {
   std::string text = "UPDATE OR FAIL webhook_delivery SET locked_until = ?1 WHERE id IN (";
