@@ -175,23 +175,9 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 
 }  // namespace
 
-asio::awaitable<http_client::exchange_outcome> http_client::exchange(connection& conn,
-                                                                     std::string_view request,
-                                                                     steady_time deadline) {
-  exchange_outcome out;
-  if (conn.plain) {
-    co_await run_exchange(*conn.plain, conn.lowest(), conn.view(), conn.buffer, conn.lifecycle,
-                          request, deadline, config_, out);
-  } else {
-    co_await run_exchange(*conn.secure, conn.lowest(), conn.view(), conn.buffer, conn.lifecycle,
-                          request, deadline, config_, out);
-  }
-  co_return out;
-}
-
 asio::awaitable<http_result> http_client::send(const proto::target& target,
                                                std::string_view request,
-                                               const before_write& gate) {
+                                               write_gate* gate) {
   // The clock is read at the start, after the gate and after the exchange: each reading serves
   // every decision until the next (about 30 ns a reading, several per request otherwise).
   auto now = std::chrono::steady_clock::now();
@@ -224,12 +210,15 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
 
     if (gate) {
-      const auto asked = now;
-      const bool go = co_await gate(!result.reused_connection);
-      now = std::chrono::steady_clock::now();
-      // Waiting to be let through is not the endpoint's time: the deadline moves by as much.
-      deadline += now - asked;
+      auto go = gate->decide_now(!result.reused_connection, now);
       if (!go) {
+        const auto asked = now;
+        go = co_await gate->wait(!result.reused_connection);
+        now = std::chrono::steady_clock::now();
+        // Waiting to be let through is not the endpoint's time: the deadline moves by as much.
+        deadline += now - asked;
+      }
+      if (!*go) {
         // Nothing was written, so the connection is as good as it was.
         pool.idle.put(std::move(conn), now);
         // On the fresh retry, the first try's failure stands.
@@ -239,7 +228,16 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
 
     const auto exchange_began = now;
-    auto out = co_await exchange(*conn, request, deadline);
+    // The exchange runs in this frame's callee directly: a coroutine in between to pick the
+    // stream type would be one more frame allocated and freed per request.
+    exchange_outcome out;
+    if (conn->plain) {
+      co_await run_exchange(*conn->plain, conn->lowest(), conn->view(), conn->buffer,
+                            conn->lifecycle, request, deadline, config_, out);
+    } else {
+      co_await run_exchange(*conn->secure, conn->lowest(), conn->view(), conn->buffer,
+                            conn->lifecycle, request, deadline, config_, out);
+    }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;
     if (out.error != transport_error::none && conn->lifecycle.failure_warrants_fresh_retry() &&

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,7 +31,7 @@ struct http_result {
   std::string body_prefix;  // at most max_response_body bytes
   bool reused_connection = false;
   bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
-  bool not_sent = false;     // the before_write hook gave up: nothing of this attempt went out
+  bool not_sent = false;     // the write gate gave up: nothing of this attempt went out
   // From the request's first byte to the end of the response (or the failure): the endpoint's
   // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
   std::chrono::steady_clock::duration exchange_time{};
@@ -53,11 +53,22 @@ class http_client {
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
 
-  // Awaited right before each write of the request (after connect and TLS, and again before
-  // the one fresh retry), so that a caller's rate limit is charged when the request goes on the
+  // Asked right before each write of the request (after connect and TLS, and again before the
+  // one fresh retry), so that a caller's rate limit is charged when the request goes on the
   // wire; told whether the request is the first on a new connection. False gives up: the
-  // request is not written. The time spent in it is not taken from the attempt's deadline.
-  using before_write = std::function<boost::asio::awaitable<bool>(bool fresh_connection)>;
+  // request is not written. The time spent waiting in it is not taken from the attempt's
+  // deadline.
+  class write_gate {
+   public:
+    // The answer when it can be given at once: true lets the write go (its charge is taken),
+    // false gives up. Nullopt: only waiting can tell, and `wait` is awaited instead. Most
+    // writes are let through here, without a coroutine frame or a timer of their own.
+    virtual std::optional<bool> decide_now(bool fresh_connection, steady_time now) = 0;
+    virtual boost::asio::awaitable<bool> wait(bool fresh_connection) = 0;
+
+   protected:
+    ~write_gate() = default;
+  };
 
   // Sends `request`, the whole message's bytes (write_delivery_request), to `target` within the
   // attempt deadline, reusing an idle connection of the origin when one is there. The bytes must
@@ -65,7 +76,7 @@ class http_client {
   // errors.
   boost::asio::awaitable<http_result> send(const proto::target& target,
                                            std::string_view request,
-                                           const before_write& gate = {});
+                                           write_gate* gate = nullptr);
 
   // Closes connections idle for longer than the idle timeout.
   void evict_idle();
@@ -80,8 +91,6 @@ class http_client {
 
   boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
                                               steady_time deadline, http_result& result);
-  boost::asio::awaitable<exchange_outcome> exchange(connection& conn, std::string_view request,
-                                                    steady_time deadline);
   origin& origin_for(const proto::target& target);
   void close(connection_ptr conn);
 

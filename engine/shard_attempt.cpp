@@ -13,6 +13,30 @@ namespace surge::engine {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// The subscriber's wire line as the client's write gate, for one attempt. `stopping` is the
+// shard's flag, which outlives the attempt.
+class subscriber_wire final : public http_client::write_gate {
+ public:
+  subscriber_wire(subscriber_state& sub, steady_time give_up_at, const bool& stopping)
+      : sub_(sub), give_up_at_(give_up_at), stopping_(stopping) {}
+
+  std::optional<bool> decide_now(bool fresh_connection, steady_time now) override {
+    return sub_.wire_now(give_up_at_, stopping_, fresh_connection, now);
+  }
+  asio::awaitable<bool> wait(bool fresh_connection) override {
+    return sub_.wait_for_wire(give_up_at_, stopping_, fresh_connection);
+  }
+
+ private:
+  subscriber_state& sub_;
+  steady_time give_up_at_;
+  const bool& stopping_;
+};
+
+}  // namespace
+
 // The coroutine keeps only what lives across the send: a frame over Asio's recycling limit
 // (1,020 bytes) is a malloc and free of its own in every attempt, and everything before and
 // after the send is plain code in the two functions below.
@@ -27,15 +51,8 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
   try {
     const auto give_up_at =
         prepare_request(request, sub, target, *signer, rows, batched, started_unix);
-    // The gate holds one reference, small enough for std::function's inline storage, so it
-    // costs no allocation per request; `wait` outlives the send that calls it.
-    const auto wait = [&](bool fresh_connection) {
-      return sub.wait_for_wire(give_up_at, stopping_, fresh_connection);
-    };
-    const http_client::before_write gate = [&wait](bool fresh_connection) {
-      return wait(fresh_connection);
-    };
-    result = co_await client_.send(*target, request, gate);
+    subscriber_wire gate(sub, give_up_at, stopping_);
+    result = co_await client_.send(*target, request, &gate);
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();

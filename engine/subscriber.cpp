@@ -137,6 +137,30 @@ subscriber_state::subscriber_state(const storage::subscriber_row& row,
       breaker(config.circuit),
       wake(std::move(executor)) {}
 
+subscriber_state::wire_step subscriber_state::wire_head_step(
+    std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
+    std::chrono::steady_clock::time_point now) {
+  using verdict = wire_step::verdict;
+  if (paused_until > now) {
+    if (paused_until >= give_up_at) return {verdict::give_up};
+    return {verdict::wait, paused_until};
+  }
+  const auto wait = wire.try_pass(now, fresh_connection);
+  if (wait == std::chrono::steady_clock::duration::zero()) return {verdict::pass};
+  if (wait >= give_up_at - now) return {verdict::give_up};  // a rate of 0, or a token too late
+  return {verdict::wait, now + wait};
+}
+
+std::optional<bool> subscriber_state::wire_now(std::chrono::steady_clock::time_point give_up_at,
+                                               const bool& stopping, bool fresh_connection,
+                                               std::chrono::steady_clock::time_point now) {
+  if (stopping || disowned || now >= give_up_at) return false;
+  if (!wire_line.empty()) return std::nullopt;  // first come first served
+  const auto step = wire_head_step(give_up_at, fresh_connection, now);
+  if (step.what == wire_step::verdict::wait) return std::nullopt;
+  return step.what == wire_step::verdict::pass;
+}
+
 boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
     std::chrono::steady_clock::time_point give_up_at, const bool& stopping,
     bool fresh_connection) {
@@ -149,18 +173,13 @@ boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
     if (stopping || disowned || now >= give_up_at) break;
     auto wake_at = give_up_at;  // behind others: until the one ahead leaves, or giving up
     if (wire_line.front() == &timer) {
-      if (paused_until > now) {
-        if (paused_until >= give_up_at) break;
-        wake_at = paused_until;
-      } else if (const auto wait = wire.try_pass(now, fresh_connection);
-                 wait == steady::duration::zero()) {
+      const auto step = wire_head_step(give_up_at, fresh_connection, now);
+      if (step.what == wire_step::verdict::pass) {
         passed = true;
         break;
-      } else if (wait >= give_up_at - now) {
-        break;  // a rate of 0, or a token due too late for the lease
-      } else {
-        wake_at = now + wait;
       }
+      if (step.what == wire_step::verdict::give_up) break;
+      wake_at = step.until;
     }
     timer.expires_at(wake_at);
     co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));

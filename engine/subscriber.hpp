@@ -119,10 +119,23 @@ struct subscriber_state {
   // `stopping` (the shard's flag, which outlives the wait) or `disowned` is set.
   boost::asio::awaitable<bool> wait_for_wire(std::chrono::steady_clock::time_point give_up_at,
                                              const bool& stopping, bool fresh_connection);
+  // What wait_for_wire would answer without waiting, when it can: true (the token is taken) or
+  // false; nullopt when only waiting can tell (someone is ahead in the line, a pause or the next
+  // token is near). The same rules as the wait's, read at `now`.
+  std::optional<bool> wire_now(std::chrono::steady_clock::time_point give_up_at,
+                               const bool& stopping, bool fresh_connection,
+                               std::chrono::steady_clock::time_point now);
   // Limits, a pause or the stop flag changed: the waiters at the gate look again.
   void notify_wire() {
     for (auto* waiter : wire_line) waiter->cancel();
   }
+  // The head of the wire line at `now`: pass (the token is taken), give up, or wake at `until`.
+  struct wire_step {
+    enum class verdict { pass, give_up, wait } what = verdict::wait;
+    std::chrono::steady_clock::time_point until{};
+  };
+  wire_step wire_head_step(std::chrono::steady_clock::time_point give_up_at,
+                           bool fresh_connection, std::chrono::steady_clock::time_point now);
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();

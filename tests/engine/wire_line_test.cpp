@@ -1,16 +1,20 @@
 // The line at a subscriber's wire gate (subscriber_state::wait_for_wire): first come first served,
 // and it gives up rather than write after a stop, during a pause that outlasts the lease, or when
-// the next token is due too late. Real io_context and clock, no sockets.
+// the next token is due too late. Real io_context and clock, no sockets. Also the answer given
+// without waiting (subscriber_state::wire_now), which most writes take, at a clock reading the
+// test passes in.
 #include "engine/subscriber.hpp"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace surge::engine {
 namespace {
@@ -119,6 +123,55 @@ TEST_F(WireLine, ATokenDueAfterTheGiveUpTimeIsNotWaitedFor) {
   EXPECT_FALSE(results[1].passed);
   EXPECT_LT(steady::now() - start, 1s) << "the line behind it does not wait either";
   EXPECT_TRUE(sub->wire_line.empty());
+}
+
+TEST_F(WireLine, WithNobodyAheadAndATokenTheWriteGoesWithoutWaiting) {
+  auto sub = make(20.0, 1, 1);
+  const auto now = steady::now();
+  EXPECT_EQ(sub->wire_now(now + 10s, stopping, false, now), std::optional<bool>(true));
+  // The token is taken: the next write has to wait for the next one, 50 ms on.
+  EXPECT_EQ(sub->wire_now(now + 10s, stopping, false, now), std::nullopt);
+  EXPECT_EQ(sub->wire_now(now + 10s, stopping, false, now + 50ms), std::optional<bool>(true));
+}
+
+TEST_F(WireLine, NoWriteGoesPastTheOnesWaitingInLine) {
+  auto sub = make(20.0, 5, 5);
+  asio::steady_timer ahead(io);
+  sub->wire_line.push_back(&ahead);
+  const auto now = steady::now();
+  EXPECT_EQ(sub->wire_now(now + 10s, stopping, false, now), std::nullopt);
+  EXPECT_DOUBLE_EQ(sub->wire.tokens_at(now), 5.0) << "nothing taken for the one sent to wait";
+  sub->wire_line.clear();
+  EXPECT_EQ(sub->wire_now(now + 10s, stopping, false, now), std::optional<bool>(true));
+}
+
+TEST_F(WireLine, WithoutWaitingItGivesUpWhenWaitingCouldNotHelp) {
+  auto sub = make(10.0, 5, 5);
+  const auto now = steady::now();
+  EXPECT_EQ(sub->wire_now(now, stopping, false, now), std::optional<bool>(false))
+      << "the lease's give-up time has come";
+  sub->paused_until = now + 30s;
+  EXPECT_EQ(sub->wire_now(now + 5s, stopping, false, now), std::optional<bool>(false))
+      << "a pause outlasting the lease";
+  sub->paused_until = {};
+  stopping = true;
+  EXPECT_EQ(sub->wire_now(now + 5s, stopping, false, now), std::optional<bool>(false));
+  stopping = false;
+  sub->disowned = true;
+  EXPECT_EQ(sub->wire_now(now + 5s, stopping, false, now), std::optional<bool>(false));
+  EXPECT_DOUBLE_EQ(sub->wire.tokens_at(now), 5.0) << "a give-up takes no token";
+
+  auto slow = make(0.1, 1, 0);  // the next token in 10 s
+  EXPECT_EQ(slow->wire_now(now + 2s, stopping, false, now), std::optional<bool>(false));
+  EXPECT_EQ(slow->wire_now(now + 20s, stopping, false, now), std::nullopt) << "worth waiting";
+}
+
+TEST_F(WireLine, AShortPauseIsLeftToTheWait) {
+  auto sub = make(10.0, 5, 5);
+  const auto now = steady::now();
+  sub->paused_until = now + 100ms;
+  EXPECT_EQ(sub->wire_now(now + 5s, stopping, false, now), std::nullopt);
+  EXPECT_EQ(sub->wire_now(now + 5s, stopping, false, now + 100ms), std::optional<bool>(true));
 }
 
 }  // namespace
