@@ -45,9 +45,55 @@ http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::co
       tls_(std::move(tls)),
       config_(std::move(config)),
       counters_(counters),
-      sessions_(config_.tls_sessions) {}
+      sessions_(config_.tls_sessions),
+      deadline_timer_(executor_) {}
 
-http_client::~http_client() = default;
+http_client::~http_client() {
+  // Exchanges still under way belong to coroutine frames the io_context destroys after us.
+  deadlines_.for_each([](connection& conn) { conn.watched_by = nullptr; });
+}
+
+class http_client::exchange_watch {
+ public:
+  exchange_watch(http_client& client, connection& conn, steady_time deadline) : conn_(conn) {
+    client.watch(conn, deadline);
+  }
+  ~exchange_watch() {
+    if (conn_.watched_by != nullptr) conn_.watched_by->unwatch(conn_);
+  }
+  exchange_watch(const exchange_watch&) = delete;
+  exchange_watch& operator=(const exchange_watch&) = delete;
+
+ private:
+  connection& conn_;
+};
+
+void http_client::watch(connection& conn, steady_time deadline) {
+  conn.deadline_passed = false;
+  conn.watched_by = this;
+  if (deadlines_.add(conn, deadline)) arm_deadline_timer(deadline);
+}
+
+void http_client::unwatch(connection& conn) {
+  conn.watched_by = nullptr;
+  // The last one out stops the timer, so an idle shard holds no pending wait.
+  if (deadlines_.remove(conn)) deadline_timer_.cancel();
+}
+
+void http_client::arm_deadline_timer(steady_time at) {
+  deadline_timer_.expires_at(at);
+  deadline_timer_.async_wait([this](const error_code& ec) {
+    if (ec) return;  // set again or cancelled since: that wait is the one that counts
+    const auto next = deadlines_.on_wake(std::chrono::steady_clock::now(), [](connection& conn) {
+      // The exchange's pending read or write ends with operation_aborted; run_exchange reads
+      // it as the deadline through deadline_passed, and the connection is not reused.
+      conn.deadline_passed = true;
+      error_code ignored;
+      conn.lowest().socket().cancel(ignored);
+    });
+    if (next) arm_deadline_timer(*next);
+  });
+}
 
 http_client::origin& http_client::origin_for(const proto::target& target) {
   auto& slot = origins_[target.origin_key];
@@ -114,10 +160,12 @@ template <class Stream, class Outcome>
 asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
                                    connection_view view, beast::flat_buffer& buffer,
                                    connection_lifecycle& lifecycle, std::string_view request,
-                                   steady_time deadline, const http_client_config& config,
-                                   Outcome& out) {
+                                   steady_time deadline, const bool& deadline_passed,
+                                   const http_client_config& config, Outcome& out) {
   lifecycle.on_exchange_start();
-  lowest.expires_at(deadline);
+  // The client's deadline timer cancels the operations at `deadline` (http_client::watch);
+  // Beast's own would be armed and cancelled around each one.
+  lowest.expires_never();
   // Usually one write takes it all. When it does not, response bytes arriving before the request
   // is fully written are looked for between writes: the server answered without reading all of
   // it, and the rest of our request could read to it as another one. The answer still stands;
@@ -128,7 +176,8 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
     auto [write_ec, n] = co_await stream.async_write_some(
         asio::buffer(request.data() + written, request.size() - written), use_tuple);
     if (write_ec) {
-      out.error = is_timeout(write_ec) ? transport_error::timeout : transport_error::send;
+      out.error = is_timeout(write_ec) || deadline_passed ? transport_error::timeout
+                                                          : transport_error::send;
       out.detail = "sending request: " + write_ec.message();
       lifecycle.on_failure();
       co_return;
@@ -155,7 +204,11 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
     }
     if (progress == response_reader::progress::done) break;
     if (read_ec) {
-      reader.on_end(read_ec);
+      if (deadline_passed) {
+        reader.on_deadline();
+      } else {
+        reader.on_end(read_ec);
+      }
       break;
     }
   }
@@ -231,12 +284,17 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     // The exchange runs in this frame's callee directly: a coroutine in between to pick the
     // stream type would be one more frame allocated and freed per request.
     exchange_outcome out;
-    if (conn->plain) {
-      co_await run_exchange(*conn->plain, conn->lowest(), conn->view(), conn->buffer,
-                            conn->lifecycle, request, deadline, config_, out);
-    } else {
-      co_await run_exchange(*conn->secure, conn->lowest(), conn->view(), conn->buffer,
-                            conn->lifecycle, request, deadline, config_, out);
+    {
+      exchange_watch watch(*this, *conn, deadline);
+      if (conn->plain) {
+        co_await run_exchange(*conn->plain, conn->lowest(), conn->view(), conn->buffer,
+                              conn->lifecycle, request, deadline, conn->deadline_passed, config_,
+                              out);
+      } else {
+        co_await run_exchange(*conn->secure, conn->lowest(), conn->view(), conn->buffer,
+                              conn->lifecycle, request, deadline, conn->deadline_passed, config_,
+                              out);
+      }
     }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;

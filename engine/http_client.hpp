@@ -13,10 +13,12 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/context.hpp>
 
 #include "engine/config.hpp"
 #include "engine/connection_state.hpp"
+#include "engine/deadline_slots.hpp"
 #include "engine/tls_sessions.hpp"
 #include "proto/outcome.hpp"
 #include "proto/target_policy.hpp"
@@ -93,6 +95,11 @@ class http_client {
                                               steady_time deadline, http_result& result);
   origin& origin_for(const proto::target& target);
   void close(connection_ptr conn);
+  // The exchange's deadline, kept by the client's one timer (engine/deadline_slots.hpp).
+  class exchange_watch;
+  void watch(connection& conn, steady_time deadline);
+  void unwatch(connection& conn);
+  void arm_deadline_timer(steady_time at);
 
   boost::asio::any_io_executor executor_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
@@ -101,6 +108,8 @@ class http_client {
   tls_session_cache sessions_;  // this shard's, so no lock between shards
   // Never erased: each origin's tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
+  deadline_slots<connection> deadlines_;
+  boost::asio::steady_timer deadline_timer_;
 };
 
 }  // namespace surge::engine

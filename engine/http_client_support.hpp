@@ -3,6 +3,7 @@
 // engine/http_connect.cpp (resolve, check, connect, TLS handshake). Private to engine/.
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -60,6 +61,12 @@ struct http_client::connection {
   std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> secure;
   boost::beast::flat_buffer buffer;  // kept across responses; a fresh parser reads each one
   connection_lifecycle lifecycle;
+  // While an exchange is under way: its place among the client's deadlines, whether the
+  // deadline has come (the client then cancels the socket's operations), and the client that
+  // watches it (reset if the client goes first, at shutdown).
+  std::size_t deadline_slot = 0;
+  bool deadline_passed = false;
+  http_client* watched_by = nullptr;
 };
 
 struct http_client::origin {
