@@ -22,7 +22,8 @@ class deadline_slots {
   using time_point = std::chrono::steady_clock::time_point;
 
   // Watches `item` until `deadline`. True when the timer must wake earlier than it is set to:
-  // at `deadline` (it is then taken as set there).
+  // at `deadline` (it is then taken as set there; a caller may arm it before adding, having
+  // compared with wake_at()).
   bool add(Item& item, time_point deadline) {
     item.deadline_slot = entries_.size();
     entries_.push_back({&item, deadline, false});

@@ -70,8 +70,11 @@ class http_client::exchange_watch {
 
 void http_client::watch(connection& conn, steady_time deadline) {
   conn.deadline_passed = false;
+  // Armed before the slot is taken: if arming throws, nothing is left pointing at `conn`; if
+  // taking the slot throws, the timer only wakes once for nothing.
+  if (deadline < deadlines_.wake_at()) arm_deadline_timer(deadline);
+  deadlines_.add(conn, deadline);
   conn.watched_by = this;
-  if (deadlines_.add(conn, deadline)) arm_deadline_timer(deadline);
 }
 
 void http_client::unwatch(connection& conn) {
@@ -85,10 +88,14 @@ void http_client::arm_deadline_timer(steady_time at) {
   deadline_timer_.async_wait([this](const error_code& ec) {
     if (ec) return;  // set again or cancelled since: that wait is the one that counts
     const auto next = deadlines_.on_wake(std::chrono::steady_clock::now(), [](connection& conn) {
-      // The exchange's pending read or write ends with operation_aborted; run_exchange reads
-      // it as the deadline through deadline_passed, and the connection is not reused.
+      // Once and for good: the operation under way ends (cancel), and so does any started
+      // after this, whose completion may already be queued behind this handler (shutdown: a
+      // read sees EOF, a write fails at once). run_exchange reads either as the deadline
+      // through deadline_passed, and the connection is not reused. Not close(): the exchange
+      // still holds the descriptor's number, which a new connection could be given.
       conn.deadline_passed = true;
       error_code ignored;
+      conn.lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
       conn.lowest().socket().cancel(ignored);
     });
     if (next) arm_deadline_timer(*next);
@@ -173,6 +180,12 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
   bool early = false;
   const bool raw_tls_counts = lifecycle.exchanges() > 1;
   for (std::size_t written = 0; written < request.size();) {
+    if (deadline_passed) {
+      out.error = transport_error::timeout;
+      out.detail = "sending request: the attempt deadline passed";
+      lifecycle.on_failure();
+      co_return;
+    }
     auto [write_ec, n] = co_await stream.async_write_some(
         asio::buffer(request.data() + written, request.size() - written), use_tuple);
     if (write_ec) {
