@@ -170,7 +170,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
                                    steady_time deadline, const bool& deadline_passed,
                                    const http_client_config& config, Outcome& out) {
   lifecycle.on_exchange_start();
-  // The client's deadline timer cancels the operations at `deadline` (http_client::watch);
+  // The client's deadline timer ends the operations at `deadline` (http_client::watch);
   // Beast's own would be armed and cancelled around each one.
   lowest.expires_never();
   // Usually one write takes it all. When it does not, response bytes arriving before the request
@@ -244,8 +244,9 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 asio::awaitable<http_result> http_client::send(const proto::target& target,
                                                std::string_view request,
                                                write_gate* gate) {
-  // The clock is read at the start, after the gate and after the exchange: each reading serves
-  // every decision until the next (about 30 ns a reading, several per request otherwise).
+  // The clock is read at the start, after a wait at the gate and after the exchange: each
+  // reading serves every decision until the next (about 30 ns a reading, several per request
+  // otherwise).
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + config_.attempt_timeout;
   http_result result;
