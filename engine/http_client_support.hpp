@@ -62,8 +62,8 @@ struct http_client::connection {
   boost::beast::flat_buffer buffer;  // kept across responses; a fresh parser reads each one
   connection_lifecycle lifecycle;
   // While an exchange is under way: its place among the client's deadlines, whether the
-  // deadline has come (the client then cancels the socket's operations), and the client that
-  // watches it (reset if the client goes first, at shutdown).
+  // deadline has come (the client then shuts the socket down and cancels its operations), and
+  // the client that watches it (reset if the client goes first, at shutdown).
   std::size_t deadline_slot = 0;
   bool deadline_passed = false;
   http_client* watched_by = nullptr;
