@@ -26,9 +26,7 @@ void storage_worker::reload_subscribers(bool initial) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       shards_[i]->on_subscribers(std::move(per_shard[i]));
     }
-    if (!initial && steady::now() - last_stuck_sweep_ >= stuck_row_sweep_interval) {
-      sweep_stuck_rows();
-    }
+    if (!initial && end_watch_.periodic_sweep_due(steady::now())) sweep_stuck_rows();
   } catch (const storage::error& error) {
     if (initial) throw;
     counters_.add(counters_.storage_errors);
@@ -37,8 +35,7 @@ void storage_worker::reload_subscribers(bool initial) {
 }
 
 void storage_worker::sweep_stuck_rows() {
-  last_stuck_sweep_ = steady::now();
-  swept_stuck_rows_ = true;
+  end_watch_.swept(steady::now());
   const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
   if (orphans > 0) {
     counters_.add(counters_.dead, orphans);
@@ -157,7 +154,7 @@ void storage_worker::wake_for_new_rows() {
 void storage_worker::check_drained() {
   last_drained_check_ = steady::now();
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
-    quiet_checks_ = 0;
+    end_watch_.interrupted();
     return;
   }
   try {
@@ -169,27 +166,21 @@ void storage_worker::check_drained() {
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
                                   std::memory_order_relaxed);
     metrics_.beat_storage();
-    bool idle = counters_.in_flight.load() == 0 && counters_.buffered.load() == 0;
-    idle_checks_ = idle ? idle_checks_ + 1 : 0;
-    // Stuck rows are looked for once the shards have run out of work (two idle checks in a
-    // row), always before the drain calls itself drained, and then at most every sweep
-    // interval while rows stay outstanding; before the first claim they would cost a read of
-    // the whole backlog.
-    if (idle_checks_ >= 2 &&
-        (!swept_stuck_rows_ ||
-         (outstanding > 0 && steady::now() - last_stuck_sweep_ >= stuck_row_sweep_interval))) {
+    end_watch_.observe(counters_.in_flight.load() == 0 && counters_.buffered.load() == 0,
+                       rows_handed_out_);
+    if (end_watch_.sweep_due(outstanding, steady::now())) {
       sweep_stuck_rows();
       outstanding = db_->count_outstanding(now, drainable_);
       counters_.backlog.store(outstanding, std::memory_order_relaxed);
     }
-    if (idle && outstanding == 0 && config_.until_drained_retry_wait.count() > 0) {
+    bool due_soon = false;
+    if (end_watch_.shards_empty() && outstanding == 0 &&
+        config_.until_drained_retry_wait.count() > 0) {
       const auto next = db_->earliest_scheduled(now, drainable_);
       const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
-      if (next && *next - now <= wait) idle = false;
+      due_soon = next && *next - now <= wait;
     }
-    // Two quiet checks in a row: a claim answer may still be on its way to a shard.
-    quiet_checks_ = (outstanding == 0 && idle) ? quiet_checks_ + 1 : 0;
-    if (config_.until_drained && quiet_checks_ >= 2 && drained_callback_) {
+    if (end_watch_.drained(outstanding, due_soon) && config_.until_drained && drained_callback_) {
       drained_callback_();
       drained_callback_ = nullptr;
     }

@@ -38,9 +38,6 @@ void storage_worker::start() {
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);
-  // The first sweep for stuck rows waits for the shards to run out of work, or for one sweep
-  // interval: at start-up it would read the whole backlog before the first send.
-  last_stuck_sweep_ = steady::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -349,6 +346,7 @@ void storage_worker::answer_claims() {
       last_commit_ = now;
     }
     rows = std::move(result.claimed);
+    rows_handed_out_ += static_cast<std::int64_t>(rows.size());
     granted = std::move(result.granted);
     metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
     metrics_.claim_rows.observe(static_cast<double>(rows.size()));

@@ -13,6 +13,7 @@
 
 #include "engine/config.hpp"
 #include "engine/counters.hpp"
+#include "engine/drain_end_watch.hpp"
 #include "engine/metrics.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
@@ -145,13 +146,11 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
-  int quiet_checks_ = 0;
-  int idle_checks_ = 0;
   // Rows of unknown subscribers and rows no claim can match: finding them reads every
-  // outstanding row, so it is done seldom (see check_drained).
+  // outstanding row, so it is done seldom (see drain_end_watch).
   static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
-  std::chrono::steady_clock::time_point last_stuck_sweep_{};
-  bool swept_stuck_rows_ = false;
+  drain_end_watch end_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
+  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for end_watch_
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;

@@ -1,0 +1,55 @@
+#pragma once
+// When the storage thread may take the shards to be out of work, and when an --until-drained
+// drain is done, from its periodic checks (DESIGN section 6). Sans-I/O: the storage thread counts
+// rows and sweeps; this decides, with the clock passed in.
+#include <chrono>
+#include <cstdint>
+
+namespace surge::engine {
+
+class drain_end_watch {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // No stuck-row sweep runs in the first `sweep_interval` after `start` unless the shards run
+  // out of work: at start-up a sweep would read the whole backlog before the first send.
+  drain_end_watch(clock::duration sweep_interval, clock::time_point start)
+      : sweep_interval_(sweep_interval), last_sweep_(start) {}
+
+  // A check was skipped because outcomes or claims were waiting: quiet checks start over.
+  void interrupted() { quiet_checks_ = 0; }
+
+  // The start of one check: whether nothing was in flight or buffered on any shard, and how many
+  // claimed rows the storage thread has handed to the shards so far.
+  void observe(bool shards_empty, std::int64_t claimed_total);
+  bool shards_empty() const { return shards_empty_; }
+
+  // Whether to look for stuck rows now, with `outstanding` the due rows just counted: once the
+  // shards have run out of work, always before the drain is called drained, then at most once
+  // per interval while rows stay outstanding.
+  bool sweep_due(std::int64_t outstanding, clock::time_point now) const;
+  // The same interval, for the sweep the subscriber reload runs in a drain that never idles.
+  bool periodic_sweep_due(clock::time_point now) const {
+    return now - last_sweep_ >= sweep_interval_;
+  }
+  void swept(clock::time_point now) {
+    last_sweep_ = now;
+    swept_ = true;
+  }
+
+  // The end of the check, with the count after any sweep; `due_soon`: rows fall due within the
+  // retry wait of --until-drained. True once two checks in a row found nothing to do: one quiet
+  // check could miss a claim's answer still on its way to a shard.
+  bool drained(std::int64_t outstanding, bool due_soon);
+
+ private:
+  clock::duration sweep_interval_;
+  clock::time_point last_sweep_;
+  bool swept_ = false;
+  bool shards_empty_ = false;
+  std::int64_t claimed_at_last_check_ = 0;
+  int settled_checks_ = 0;
+  int quiet_checks_ = 0;
+};
+
+}  // namespace surge::engine
