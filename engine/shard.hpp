@@ -108,7 +108,7 @@ class shard final : public shard_endpoint {
   // Applies the subscriber's coalescing rule to its ready queue: replaced rows end done.
   void coalesce_ready(subscriber_state& sub);
   // The facts scheduling::next_pump_step decides on, and the send it may decide.
-  scheduling::pump_facts pump_facts_of(const subscriber_state& sub, steady::time_point now,
+  scheduling::pump_facts pump_facts_of(subscriber_state& sub, steady::time_point now,
                                        double now_unix);
   void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
@@ -137,7 +137,8 @@ class shard final : public shard_endpoint {
   void slot_freed(subscriber_state& sub, origin_state& origin);
   // Wakes as many subscribers at the head of the origin's queue as it now admits.
   void wake_origin_waiters(origin_state& origin);
-  origin_state& origin_of(const proto::target& target);
+  // The origin of the subscriber's current target; settings.target must be set.
+  origin_state& origin_of(subscriber_state& sub);
   void finish();
   void finish_if_quiet();
   void publish_metrics();

@@ -34,8 +34,13 @@ void shard::accept_claims(claim_reply reply) {
   pending_total_ = std::max(0, pending_total_);
   std::unordered_map<std::int64_t, int> got;
   std::vector<subscriber_state*> to_coalesce;
+  // The shared counters move once per answer, not once per row: each move is a write to a cache
+  // line the other threads read.
+  if (!reply.rows.empty()) {
+    counters_.add(counters_.claimed, static_cast<std::int64_t>(reply.rows.size()));
+  }
+  int taken = 0;
   for (auto& row : reply.rows) {
-    counters_.add(counters_.claimed);
     auto it = subscribers_.find(row.subscriber_id);
     if (it == subscribers_.end()) {
       push_outcome(outcome_for(row, storage::outcome_kind::release));
@@ -49,8 +54,9 @@ void shard::accept_claims(claim_reply reply) {
     }
     if (sub.settings.coalesce) to_coalesce.push_back(&sub);
     sub.ready.push_back(std::move(row));
-    adjust_buffered(1);
+    ++taken;
   }
+  if (taken > 0) adjust_buffered(taken);
   // New rows may repeat a key already waiting (or each other): only the newest is kept.
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());

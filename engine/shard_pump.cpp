@@ -21,7 +21,7 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 }  // namespace
 
-scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
+scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub,
                                             steady::time_point now, double now_unix) {
   scheduling::pump_facts facts;
   facts.has_rows = !sub.ready.empty();
@@ -44,7 +44,7 @@ scheduling::pump_facts shard::pump_facts_of(const subscriber_state& sub,
   facts.in_flight_cap = sub.settings.in_flight_cap;
   facts.shard_full = in_flight_ >= in_flight_cap_;
   if (sub.settings.target) {
-    const auto& origin = origin_of(*sub.settings.target);
+    const auto& origin = origin_of(sub);
     facts.origin_admits = origin.limit.admits_at(now);
     facts.origin_recount_at = origin.limit.next_recount_at(now);
     facts.origin_has_waiters = !origin.waiting.empty();
@@ -116,7 +116,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         }
         break;
       case pump_action::queue_for_origin: {
-        auto& origin = origin_of(*sub.settings.target);
+        auto& origin = origin_of(sub);
         origin.limit.note_blocked();
         if (sub.waiting_on_origin != &origin) {
           sub.waiting_on_origin = &origin;
@@ -146,7 +146,7 @@ void shard::send_next(subscriber_state& sub, steady::time_point now) {
   if (!sub.allowance.has_token()) return;
   if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
   sub.allowance.spend(now);
-  auto& origin = origin_of(*sub.settings.target);
+  auto& origin = origin_of(sub);
   sub.origin_turn = false;
   const bool probe = sub.breaker.current() == circuit_breaker::state::open;
   sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
@@ -195,10 +195,16 @@ void shard::wake_origin_waiters(origin_state& origin) {
   }
 }
 
-origin_state& shard::origin_of(const proto::target& target) {
-  auto& slot = origins_[target.origin_key];
-  if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, steady::now());
-  return *slot;
+origin_state& shard::origin_of(subscriber_state& sub) {
+  if (sub.origin_target != sub.settings.target) {
+    // Origin states are never removed, so the pointer stays valid; holding the target it was
+    // found for means a reload's new target, even at a reused address, is looked up again.
+    auto& slot = origins_[sub.settings.target->origin_key];
+    if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, steady::now());
+    sub.origin = slot.get();
+    sub.origin_target = sub.settings.target;
+  }
+  return *sub.origin;
 }
 
 }  // namespace surge::engine

@@ -106,6 +106,10 @@ struct subscriber_state {
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
+  // The origin state of settings.target, and the target it was looked up for (shard::origin_of):
+  // found by its key once per target, not by hashing the key several times per request.
+  origin_state* origin = nullptr;
+  std::shared_ptr<const proto::target> origin_target;
   bool origin_turn = false;  // woken from the head of that queue: may send before those behind
   // Another drain owns it now (storage/ownership.hpp): nothing more goes on the wire from here.
   bool disowned = false;
