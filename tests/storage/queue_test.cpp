@@ -133,6 +133,11 @@ TEST_F(Queue, OutstandingIsDueOrLeased) {
   EXPECT_EQ(count_outstanding(db_, 200), 0);
   EXPECT_EQ(count_outstanding(db_, 600), 2);
   EXPECT_EQ(query_double(db_, "SELECT MAX(locked_until) FROM webhook_delivery"), 0);
+  // Leased before it falls due (a claim looks ahead of its subscriber's pace): outstanding too.
+  db_.exec("UPDATE webhook_delivery SET locked_until = 700 WHERE id = 4");
+  EXPECT_EQ(count_outstanding(db_, 200), 1);
+  EXPECT_EQ(count_outstanding(db_, 200, *proto::id_set::parse(std::to_string(b))), 0);
+  EXPECT_EQ(count_outstanding(db_, 600), 2);
 }
 
 }  // namespace
