@@ -12,8 +12,9 @@ The reference scenarios, nginx_http and nginx_https (issue 12), drain into nginx
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
 dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
 rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the
-ratio to wrk, the drainer's CPU per delivery and wrk's per request, and for HTTPS the TLS
-handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
+ratio to wrk, the drainer's CPU per delivery and wrk's per request, the receiver's CPU per
+request under each client (it shares the two cores, so it is part of the ratio), and for HTTPS
+the TLS handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
 behaviours (delays, failures, signature checks) and keep it.
 
 The pg_* scenarios put the queue on PostgreSQL instead of a SQLite file: one throw-away
@@ -156,8 +157,8 @@ def run_scenario(args, scenario, workdir, pg=None):
         wrk_runs = []
         if scenario.wrk:
             log(f"{scenario.name}: wrk -c{wrk_connections} before ({args.wrk_seconds} s)")
-            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                    wrk_connections, directory, BODY))
+            wrk_runs.append(run_wrk_measuring(receiver, f"{scheme_host}/hook/1", args.wrk_seconds,
+                                              wrk_connections, directory))
         log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
             f" into {scenario.receiver}")
         receiver_cpu = receiver.cpu_seconds()
@@ -169,17 +170,27 @@ def run_scenario(args, scenario, workdir, pg=None):
         result["queue"] = scenario.queue
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
+        if result["delivered"]:
+            result[f"{scenario.receiver}_cpu_us_per_delivery"] = round(
+                1e6 * receiver_cpu / result["delivered"], 2)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
-            wrk_runs.append(run_wrk(f"{scheme_host}/hook/1", args.wrk_seconds,
-                                    wrk_connections, directory, BODY))
-            wrk_rates = [rate for rate, _ in wrk_runs]
+            wrk_runs.append(run_wrk_measuring(receiver, f"{scheme_host}/hook/1", args.wrk_seconds,
+                                              wrk_connections, directory))
+            wrk_rates = [rate for rate, _, _ in wrk_runs]
             result["wrk_connections"] = wrk_connections
             result["wrk_rates"] = wrk_rates
             result["wrk_rate"] = round(sum(wrk_rates) / len(wrk_rates), 1)
-            wrk_cpu = [cpu for _, cpu in wrk_runs if cpu is not None]
+            wrk_cpu = [cpu for _, cpu, _ in wrk_runs if cpu is not None]
             result["wrk_cpu_us_per_request"] = (round(1e6 * sum(wrk_cpu) / len(wrk_cpu), 2)
                                                 if wrk_cpu else None)
+            # The receiver shares the two cores, so what it spends per request under each client
+            # is part of the ratio: with both CPU-bound, the ratio is about (wrk + receiver under
+            # wrk) / (drain + receiver under the drain), per request.
+            receiver_under_wrk = [cpu for _, _, cpu in wrk_runs if cpu is not None]
+            result[f"{scenario.receiver}_cpu_us_per_wrk_request"] = (
+                round(1e6 * sum(receiver_under_wrk) / len(receiver_under_wrk), 2)
+                if receiver_under_wrk else None)
             result["ratio_to_wrk"] = (round(result["deliveries_per_second"] / result["wrk_rate"], 3)
                                       if result["wrk_rate"] else None)
     finally:
@@ -190,6 +201,14 @@ def run_scenario(args, scenario, workdir, pg=None):
         raise RuntimeError(f"{scenario.name}: {result['done_rows']} of {expected} rows done; the "
                            "drain's log ends:\n" + Path(directory, "drain.log").read_text()[-2000:])
     return result
+
+
+def run_wrk_measuring(receiver, url, seconds, connections, directory):
+    """run_wrk, and the receiver's CPU seconds per request it answered wrk (rate x seconds)."""
+    before = receiver.cpu_seconds()
+    rate, wrk_cpu = run_wrk(url, seconds, connections, directory, BODY)
+    spent = receiver.cpu_seconds() - before
+    return rate, wrk_cpu, (spent / (rate * seconds) if rate else None)
 
 
 def write_chart(results, out):
