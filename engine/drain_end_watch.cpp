@@ -1,6 +1,18 @@
 #include "engine/drain_end_watch.hpp"
 
+#include <algorithm>
+
 namespace surge::engine {
+
+std::chrono::steady_clock::duration backlog_check_interval(
+    const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
+    std::chrono::steady_clock::duration last_count_took) {
+  // An unknown backlog (-1, before the first count) is taken as large.
+  const bool large = backlog < 0 || backlog > timing.large_from;
+  const std::chrono::steady_clock::duration base =
+      large && !shards_idle ? timing.large_backlog : timing.small_backlog;
+  return std::max(base, last_count_took * timing.count_cost_multiple);
+}
 
 void drain_end_watch::observe(bool shards_empty, std::int64_t claimed_total) {
   shards_empty_ = shards_empty;

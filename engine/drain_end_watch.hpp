@@ -1,11 +1,28 @@
 #pragma once
-// When the storage thread may take the shards to be out of work, and when an --until-drained
-// drain is done, from its periodic checks (DESIGN section 6). Sans-I/O: the storage thread counts
-// rows and sweeps; this decides, with the clock passed in.
+// When the storage thread may take the shards to be out of work, when an --until-drained
+// drain is done, and how often its periodic checks run (DESIGN section 6). Sans-I/O: the
+// storage thread counts rows and sweeps; this decides, with the clock passed in.
 #include <chrono>
 #include <cstdint>
 
 namespace surge::engine {
+
+// How long after the last backlog check the next one is due. While the backlog is large and
+// the shards have work the count only feeds the progress line and the backlog gauge, so it is
+// refreshed rarely; once the shards are idle or the backlog small, the end may be near and
+// --until-drained should stop promptly. Either way the next check waits at least
+// `count_cost_multiple` times as long as the last count took: the count scans the due index
+// on the storage thread (about 100 ms at a million due rows), which claims and writes nothing
+// meanwhile, so its share of that thread stays under 1 / count_cost_multiple.
+struct backlog_check_timing {
+  std::chrono::milliseconds small_backlog;  // the drained-check interval
+  std::chrono::milliseconds large_backlog;  // the backlog-refresh interval
+  std::int64_t large_from = 1000;           // due rows above which the backlog counts as large
+  int count_cost_multiple = 20;
+};
+std::chrono::steady_clock::duration backlog_check_interval(
+    const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
+    std::chrono::steady_clock::duration last_count_took);
 
 class drain_end_watch {
  public:

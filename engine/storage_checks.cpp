@@ -160,7 +160,9 @@ void storage_worker::check_drained() {
   try {
     update_drainable();
     const double now = storage::unix_now();
+    const auto count_began = steady::now();
     auto outstanding = db_->count_outstanding(now, drainable_);
+    last_count_took_ = steady::now() - count_began;
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
     const auto earliest = db_->earliest_scheduled(now, drainable_);
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,

@@ -145,15 +145,12 @@ void storage_worker::run() {
                                                              : config_.storage.ownership_renew)) {
         renew_ownership();
       }
-      // Counting a large backlog scans the due index, so it is done rarely while it is large.
-      // Once nothing is in flight or buffered the end may be near whatever the last count
-      // said, so --until-drained exits promptly after the last delivery.
-      const auto backlog = counters_.backlog.load(std::memory_order_relaxed);
       const bool shards_idle = counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
                                counters_.buffered.load(std::memory_order_relaxed) == 0;
-      const auto check_every = (backlog < 0 || backlog > 1000) && !shards_idle
-                                   ? config_.storage.backlog_refresh_interval
-                                   : config_.storage.drained_check_interval;
+      const auto check_every = backlog_check_interval(
+          {.small_backlog = config_.storage.drained_check_interval,
+           .large_backlog = config_.storage.backlog_refresh_interval},
+          counters_.backlog.load(std::memory_order_relaxed), shards_idle, last_count_took_);
       if (now - last_drained_check_ >= check_every) {
         check_drained();
       }

@@ -143,6 +143,7 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_reload_{};
   std::chrono::steady_clock::time_point last_ownership_renew_{};
   std::chrono::steady_clock::time_point last_drained_check_{};
+  std::chrono::steady_clock::duration last_count_took_{};  // for backlog_check_interval
   std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};

@@ -1,5 +1,6 @@
 // The storage thread's end-of-work decisions (engine/drain_end_watch.hpp), with a clock passed
-// in: when the stuck-row sweep runs and when --until-drained stops.
+// in: when the stuck-row sweep runs, when --until-drained stops, and how often the backlog is
+// counted.
 #include "engine/drain_end_watch.hpp"
 
 #include <chrono>
@@ -111,6 +112,31 @@ TEST(DrainEndWatch, PeriodicSweepWaitsOneIntervalFromTheStart) {
   EXPECT_TRUE(watch.periodic_sweep_due(start + interval));
   watch.swept(start + interval);
   EXPECT_FALSE(watch.periodic_sweep_due(start + interval + 1s));
+}
+
+const backlog_check_timing timing{.small_backlog = 250ms, .large_backlog = 2s};
+
+TEST(BacklogCheckInterval, ALargeBacklogIsCountedRarelyWhileTheShardsHaveWork) {
+  EXPECT_EQ(backlog_check_interval(timing, 200000, false, 18ms), clock::duration(2s));
+  // Before the first count the backlog is unknown, and taken as large.
+  EXPECT_EQ(backlog_check_interval(timing, -1, false, 0ms), clock::duration(2s));
+}
+
+TEST(BacklogCheckInterval, ASmallBacklogOrIdleShardsAreCheckedOften) {
+  EXPECT_EQ(backlog_check_interval(timing, 1000, false, 100us), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 0, true, 10us), clock::duration(250ms));
+  // Idle shards with rows still due: the end may be near, and the count is cheap.
+  EXPECT_EQ(backlog_check_interval(timing, 20000, true, 2ms), clock::duration(250ms));
+}
+
+TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {
+  // About what counting a million due rows takes: with idle-looking shards bringing each count
+  // 250 ms after the last, the storage thread would be counting about a third of the time.
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, true, 105ms), clock::duration(2100ms));
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, false, 105ms), clock::duration(2100ms));
+  backlog_check_timing tighter = timing;
+  tighter.count_cost_multiple = 50;
+  EXPECT_EQ(backlog_check_interval(tighter, 1000000, false, 105ms), clock::duration(5250ms));
 }
 
 }  // namespace
