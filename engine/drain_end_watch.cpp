@@ -11,7 +11,10 @@ std::chrono::steady_clock::duration backlog_check_interval(
   const bool large = backlog < 0 || backlog > timing.large_from;
   const std::chrono::steady_clock::duration base =
       large && !shards_idle ? timing.large_backlog : timing.small_backlog;
-  return std::max(base, last_count_took * timing.count_cost_multiple);
+  const std::chrono::steady_clock::duration spaced =
+      std::min<std::chrono::steady_clock::duration>(last_count_took * timing.count_cost_multiple,
+                                                    timing.longest_wait);
+  return std::max(base, spaced);
 }
 
 void drain_end_watch::observe(bool shards_empty, std::int64_t claimed_total) {

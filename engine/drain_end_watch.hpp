@@ -13,12 +13,15 @@ namespace surge::engine {
 // --until-drained should stop promptly. Either way the next check waits at least
 // `count_cost_multiple` times as long as the last count took: the count scans the due index
 // on the storage thread (about 100 ms at a million due rows), which claims and writes nothing
-// meanwhile, so its share of that thread stays under 1 / count_cost_multiple.
+// meanwhile, so its share of that thread stays under 1 / count_cost_multiple. The wait is
+// capped, so that one count slowed by a stalled disk or a busy server does not hold
+// --until-drained for minutes after the last row.
 struct backlog_check_timing {
   std::chrono::milliseconds small_backlog;  // the drained-check interval
   std::chrono::milliseconds large_backlog;  // the backlog-refresh interval
   std::int64_t large_from = 1000;           // due rows above which the backlog counts as large
   int count_cost_multiple = 20;
+  std::chrono::milliseconds longest_wait = std::chrono::seconds(30);
 };
 std::chrono::steady_clock::duration backlog_check_interval(
     const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,

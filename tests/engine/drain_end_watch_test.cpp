@@ -139,5 +139,10 @@ TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {
   EXPECT_EQ(backlog_check_interval(tighter, 1000000, false, 105ms), clock::duration(5250ms));
 }
 
+TEST(BacklogCheckInterval, OneStalledCountDoesNotHoldTheEndForMinutes) {
+  // A count that took 10 s (a stalled disk, a busy PostgreSQL server) would mean 200 s.
+  EXPECT_EQ(backlog_check_interval(timing, 50, true, 10s), clock::duration(30s));
+}
+
 }  // namespace
 }  // namespace surge::engine
