@@ -97,6 +97,12 @@ int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int bu
   return std::max(0, std::min(limit - facts.held, budget));
 }
 
+bool wants_tokens(const token_facts& facts) {
+  const bool about_to_send = facts.has_rows || (facts.claim_pending && !facts.idle_poll);
+  if (!about_to_send || !facts.active || facts.unusable || facts.paused) return false;
+  return !facts.circuit_blocking || facts.probe_due;
+}
+
 bool paced_below_one_slot(double rate, clock::duration origin_best_latency) {
   if (origin_best_latency == clock::duration::max()) return false;
   return rate * std::chrono::duration<double>(origin_best_latency).count() < 1.0;

@@ -99,6 +99,24 @@ struct demand_limits {
 // while more than half of what it may hold is held (claims come in fewer, larger batches).
 int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget);
 
+// What the token scan knows about one subscriber.
+struct token_facts {
+  bool has_rows = false;       // rows buffered, waiting to be sent
+  bool claim_pending = false;  // rows asked of the storage thread, not yet answered
+  bool idle_poll = false;      // that claim polls a subscriber whose last claim came back short
+  bool active = true;
+  bool unusable = false;
+  bool paused = false;  // rate 0 or Retry-After
+  bool circuit_blocking = false;
+  bool probe_due = false;
+};
+
+// Whether a subscriber should hold tokens of its persisted bucket now: it is about to send.
+// Not for an idle poll, which mostly finds nothing: the tokens would go back unspent a lease
+// later, two writes to its row per poll for every quiet subscriber. Rows a poll finds get their
+// tokens on the next demand round; rows queued by other programs end the idle poll first.
+bool wants_tokens(const token_facts& facts);
+
 // Whether a subscriber's own rate keeps it below one request in flight at the origin's best
 // latency (rate x latency < 1): the origin's limit then cannot lighten the origin's load by
 // holding it back. False while no latency is known.

@@ -125,7 +125,9 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), io_.get_executor(),
                                                       now_unix, config_.scheduler);
       auto& sub = *state;
+      sub.scan_index = order_.size();
       order_.push_back(&sub);
+      poll_after_.emplace_back();
       subscribers_.emplace(row.id, std::move(state));
       if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
     } else {

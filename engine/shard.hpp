@@ -112,8 +112,15 @@ class shard final : public shard_endpoint {
                                        double now_unix);
   void send_next(subscriber_state& sub, steady::time_point now);
   void send_demand();
-  // Whether a subscriber should hold tokens of its persisted bucket now: it is about to send.
-  bool wants_tokens(const subscriber_state& sub, steady::time_point now) const;
+  // The facts scheduling::wants_tokens decides on.
+  scheduling::token_facts token_facts_of(const subscriber_state& sub, steady::time_point now) const;
+  // Puts the subscriber on the token watch, which the demand scan visits for token asks and
+  // returns; it stays there while token_watch_needed says so.
+  void watch_tokens(subscriber_state& sub);
+  static bool token_watch_needed(const subscriber_state& sub);
+  steady::time_point& poll_after(const subscriber_state& sub) {
+    return poll_after_[sub.scan_index];
+  }
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
@@ -158,7 +165,12 @@ class shard final : public shard_endpoint {
 
   std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
   std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
+  // When each subscriber's idle poll is due, by scan_index. Kept apart from subscriber_state so
+  // that the scan reads one array, not thousands of scattered objects, to pass over the
+  // subscribers of a quiet table that are waiting for theirs.
+  std::vector<steady::time_point> poll_after_;
   std::size_t demand_cursor_ = 0;
+  std::vector<subscriber_state*> token_watch_;  // see watch_tokens
   std::deque<subscriber_state*> waiting_for_slot_;  // FIFO, each subscriber at most once
   std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
   int in_flight_ = 0;

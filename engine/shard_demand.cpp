@@ -54,6 +54,7 @@ void shard::accept_claims(claim_reply reply) {
     }
     if (sub.settings.coalesce) to_coalesce.push_back(&sub);
     sub.ready.push_back(std::move(row));
+    watch_tokens(sub);
     ++taken;
   }
   if (taken > 0) adjust_buffered(taken);
@@ -68,14 +69,17 @@ void shard::accept_claims(claim_reply reply) {
     auto it = subscribers_.find(asked.subscriber_id);
     if (it == subscribers_.end()) continue;
     auto& sub = *it->second;
-    if (got[asked.subscriber_id] < asked.rows) {
+    const int rows = got[asked.subscriber_id];
+    if (rows < asked.rows) {
       sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
                                  config_.scheduler.idle_poll_max);
-      sub.poll_after = now + sub.idle_poll;
+      poll_after(sub) = now + sub.idle_poll;
     } else {
       sub.idle_poll = std::chrono::milliseconds(0);
     }
-    sub.notify();
+    // A poll that found nothing changes nothing the pump decides on; waking it would only
+    // cancel and re-arm its timer, thousands of times a second on a large, quiet table.
+    if (rows > 0) sub.notify();
   }
   // A stopping shard may have been waiting for this answer to finish.
   finish_if_quiet();
@@ -150,9 +154,9 @@ void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
   const auto now = steady::now();
   // New rows end the idle backoff; pauses, open circuits and buckets still decide in
   // send_demand, which reads them apart from poll_after.
-  auto wake = [now](subscriber_state& sub) {
+  auto wake = [this, now](subscriber_state& sub) {
     sub.idle_poll = std::chrono::milliseconds(0);
-    sub.poll_after = std::min(sub.poll_after, now);
+    poll_after(sub) = std::min(poll_after(sub), now);
   };
   if (all) {
     for (auto* sub : order_) wake(*sub);
@@ -175,11 +179,27 @@ asio::awaitable<void> shard::demand_loop() {
   }
 }
 
-bool shard::wants_tokens(const subscriber_state& sub, steady::time_point now) const {
-  if (sub.ready.empty() && sub.pending_claim == 0) return false;  // nothing to send them on
-  if (!sub.settings.active || !sub.settings.unusable_reason.empty()) return false;
-  if (sub.bucket.paused() || sub.paused_until > now) return false;
-  return !sub.breaker.blocking() || sub.probe_due(now);
+scheduling::token_facts shard::token_facts_of(const subscriber_state& sub,
+                                              steady::time_point now) const {
+  return {.has_rows = !sub.ready.empty(),
+          .claim_pending = sub.pending_claim > 0,
+          .idle_poll = sub.idle_poll > std::chrono::milliseconds(0),
+          .active = sub.settings.active,
+          .unusable = !sub.settings.unusable_reason.empty(),
+          .paused = sub.bucket.paused() || sub.paused_until > now,
+          .circuit_blocking = sub.breaker.blocking(),
+          .probe_due = sub.probe_due(now)};
+}
+
+void shard::watch_tokens(subscriber_state& sub) {
+  if (sub.token_watched) return;
+  sub.token_watched = true;
+  token_watch_.push_back(&sub);
+}
+
+bool shard::token_watch_needed(const subscriber_state& sub) {
+  return !sub.ready.empty() || sub.pending_claim > 0 || sub.allowance.tokens() > 0 ||
+         sub.allowance.asking();
 }
 
 void shard::send_demand() {
@@ -201,9 +221,14 @@ void shard::send_demand() {
   const std::size_t count = order_.size();
   std::size_t visited = 0;
   for (; visited < count && budget > 0; ++visited) {
-    auto& sub = *order_[(demand_cursor_ + visited) % count];
+    const std::size_t at = (demand_cursor_ + visited) % count;
+    // rows_to_claim's first rule, read from the compact array: most of a quiet table is waiting
+    // for its idle poll, and nothing else of theirs need be read.
+    const bool poll_later = now < poll_after_[at];
+    if (poll_later) continue;
+    auto& sub = *order_[at];
     const scheduling::demand_facts facts{
-        .poll_later = now < sub.poll_after,
+        .poll_later = poll_later,
         .active = sub.settings.active,
         .unusable = !sub.settings.unusable_reason.empty(),
         .paused = sub.bucket.paused() || sub.paused_until > now,
@@ -221,20 +246,31 @@ void shard::send_demand() {
     pending_total_ += want;
     budget -= want;
     demand.push_back({.subscriber_id = sub.settings.id, .rows = want});
+    watch_tokens(sub);
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
   // Tokens ride in the same message, for every subscriber about to send (the row budget does
   // not limit them): entries of their own, with no rows.
   // Tokens left unspent for a whole lease go back the same way, as a negative ask.
-  for (auto* sub : order_) {
+  // Only watched subscribers are visited: one without rows, a claim under way or tokens held or
+  // asked for can neither want tokens nor give any back, and a quiet table of thousands would
+  // otherwise be walked every demand round.
+  std::size_t watched = 0;
+  for (auto* sub : token_watch_) {
     if (const double stale = sub->allowance.take_stale(now); stale > 0) {
       demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
-      continue;
+    } else if (sub->allowance.would_ask(sub->settings.rate, now) &&
+               scheduling::wants_tokens(token_facts_of(*sub, now))) {
+      const double tokens = sub->allowance.ask(sub->settings.rate, now);
+      if (tokens > 0) demand.push_back({.subscriber_id = sub->settings.id, .tokens = tokens});
     }
-    if (!wants_tokens(*sub, now)) continue;
-    const double tokens = sub->allowance.ask(sub->settings.rate, now);
-    if (tokens > 0) demand.push_back({.subscriber_id = sub->settings.id, .tokens = tokens});
+    if (token_watch_needed(*sub)) {
+      token_watch_[watched++] = sub;
+    } else {
+      sub->token_watched = false;
+    }
   }
+  token_watch_.resize(watched);
   if (demand.empty()) return;
   claim_outstanding_ = true;
   storage_.request_claims(index_, std::move(demand));

@@ -89,9 +89,10 @@ struct subscriber_state {
   std::deque<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
-  // Polling backoff for a subscriber whose last claim came back short.
-  std::chrono::steady_clock::time_point poll_after{};
+  // Polling backoff for a subscriber whose last claim came back short; when the next poll is
+  // due is kept by the shard (shard::poll_after), where the demand scan reads it.
   std::chrono::milliseconds idle_poll{0};
+  std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};
   // Set while a partial batch waits for more rows (at most the subscriber's batch_linger).
   std::optional<std::chrono::steady_clock::time_point> batch_wait_since;
@@ -103,6 +104,7 @@ struct subscriber_state {
   int consecutive_failures = 0;
   int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
+  bool token_watched = false;     // on the shard's token watch (shard::watch_tokens)
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;

@@ -6,10 +6,14 @@
 
 namespace surge::engine {
 
-double token_allowance::ask(double rate, clock::time_point now) {
-  if (rate <= 0 || asked_ || now < next_ask_at_) return 0;
+bool token_allowance::would_ask(double rate, clock::time_point now) const {
+  if (rate <= 0 || asked_ || now < next_ask_at_) return false;
   const double low_water = std::max(1.0, rate * config_.ask_ahead_seconds);
-  if (tokens_ >= low_water) return 0;
+  return tokens_ < low_water;
+}
+
+double token_allowance::ask(double rate, clock::time_point now) {
+  if (!would_ask(rate, now)) return 0;
   const double lease = std::max(1.0, rate * config_.lease_seconds);
   const double want = std::ceil(std::max(1.0, lease - tokens_));
   asked_ = true;

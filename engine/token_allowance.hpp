@@ -35,6 +35,9 @@ class token_allowance {
   // at a time, not before the bucket's next token is due after an empty answer, and once what
   // is left covers less than ask_ahead_seconds. Asking marks the ask as outstanding.
   double ask(double rate, clock::time_point now);
+  // Whether ask() would ask now, without asking: the demand scan reads this before the
+  // subscriber's other facts, which most subscribers holding tokens need not have read.
+  bool would_ask(double rate, clock::time_point now) const;
   // The answer to the outstanding ask. With nothing granted, `next_token_in` says when the
   // bucket's next whole token is due, and no new ask goes before then, nor later than a recheck
   // interval (the rate in the table may change meanwhile; max(): a rate of 0).

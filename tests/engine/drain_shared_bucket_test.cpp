@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <SQLiteCpp/Statement.h>
 
 #include "tests/support/e2e.hpp"
 
@@ -103,6 +106,77 @@ TEST_F(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether)
   together.insert(together.end(), other_sends.begin(), other_sends.end());
   std::sort(together.begin(), together.end());
   expect_within_limit(together);
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Every subscriber's persisted bucket as stored: "tokens@tokens_updated_at" in id order.
+std::vector<std::string> persisted_buckets(test_queue& queue) {
+  std::vector<std::string> out;
+  SQLite::Statement query(queue.db(),
+                          "SELECT tokens, tokens_updated_at FROM webhook_subscriber ORDER BY id");
+  while (query.executeStep()) {
+    out.push_back(query.getColumn(0).getString() + "@" + query.getColumn(1).getString());
+  }
+  return out;
+}
+
+// A quiet subscriber is polled every --idle-poll-max; tokens leased with each poll would go
+// back unspent a second later, two writes to its row per poll for every quiet subscriber. The
+// claim at start may lease (whether rows wait is not known yet) and gives back a second later;
+// after that the buckets stay as they are while the polls go on.
+TEST(DrainTokenLeases, QuietSubscribersLeaseNoTokensBetweenPolls) {
+  temp_dir dir;
+  test_queue queue{dir};
+  for (int i = 0; i < 20; ++i) queue.add_subscriber("http://127.0.0.1:9/quiet", rate, burst);
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--allow-private-targets",
+                              "--idle-poll-min", "0.05", "--idle-poll-max", "0.1", "--duration",
+                              "7", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(3s);
+  const auto settled = persisted_buckets(queue);
+  std::this_thread::sleep_for(2500ms);  // 25 polls of each subscriber
+  EXPECT_EQ(persisted_buckets(queue), settled)
+      << "tokens were leased (or given back) for subscribers with nothing to send";
+  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
+}
+
+// Tokens leased for a row and left unspent go back to the persisted bucket a lease after their
+// last use, while the drain runs, not only when it stops. An hour between idle polls: once its
+// one row is claimed, the demand scan has no other reason to visit the subscriber, so only the
+// token watch, which keeps whoever holds tokens, can give them back.
+TEST(DrainTokenLeases, TokensLeftUnspentGoBackWhileTheDrainRuns) {
+  temp_dir dir;
+  test_queue queue{dir};
+  sink_process sink{dir, queue.path()};
+  constexpr double slow_rate = 5;  // a lease is 5 tokens (a second of refill); one is spent
+  const auto id = queue.add_subscriber_at(sink, slow_rate, 1000);
+  const auto row = queue.add_rows(id, 1).front();
+  const double start_tokens = 100;
+  const double set_at = unix_now();
+  queue.db().exec("UPDATE webhook_subscriber SET tokens = " + std::to_string(start_tokens) +
+                  ", tokens_updated_at = " + std::to_string(set_at));
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--allow-private-targets",
+                              "--idle-poll-min", "3600", "--idle-poll-max", "3600", "--duration",
+                              "6", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(3500ms);
+  ASSERT_EQ(queue.row(row).status, "done");
+  SQLite::Statement bucket(queue.db(),
+                           "SELECT tokens, tokens_updated_at FROM webhook_subscriber WHERE id = " +
+                               std::to_string(id));
+  ASSERT_TRUE(bucket.executeStep());
+  const double now = unix_now();
+  const double tokens = bucket.getColumn(0).getDouble() +
+                        slow_rate * (now - bucket.getColumn(1).getDouble());
+  // Refilled since it was set, less the one token spent; 4 fewer if the rest were still held.
+  EXPECT_NEAR(tokens, start_tokens + slow_rate * (now - set_at) - 1, 0.5);
+  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
 }
 
 }  // namespace

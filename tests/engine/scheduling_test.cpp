@@ -220,6 +220,41 @@ TEST(RowsToClaim, BatchesMultiplyTheRowsPerRequestAndCoalescingLooksFurtherAhead
   EXPECT_EQ(rows_to_claim(warmer, limits, 100000), limits.coalesce_lookahead_rows);
 }
 
+token_facts about_to_send() {
+  token_facts facts;
+  facts.has_rows = true;
+  return facts;
+}
+
+TEST(WantsTokens, ForBufferedRowsAndForAClaimThatIsNotAnIdlePoll) {
+  EXPECT_TRUE(wants_tokens(about_to_send()));
+  token_facts claiming;
+  claiming.claim_pending = true;
+  EXPECT_TRUE(wants_tokens(claiming));  // a backlogged subscriber: tokens by the time rows come
+  claiming.idle_poll = true;
+  EXPECT_FALSE(wants_tokens(claiming));  // a quiet one: leased and given back, for nothing
+  claiming.has_rows = true;
+  EXPECT_TRUE(wants_tokens(claiming));  // the poll found rows before: they need tokens
+  EXPECT_FALSE(wants_tokens(token_facts{}));
+}
+
+TEST(WantsTokens, NotForWhatCannotSendButForADueProbe) {
+  auto facts = about_to_send();
+  facts.active = false;
+  EXPECT_FALSE(wants_tokens(facts));
+  facts = about_to_send();
+  facts.unusable = true;
+  EXPECT_FALSE(wants_tokens(facts));
+  facts = about_to_send();
+  facts.paused = true;
+  EXPECT_FALSE(wants_tokens(facts));
+  facts = about_to_send();
+  facts.circuit_blocking = true;
+  EXPECT_FALSE(wants_tokens(facts));
+  facts.probe_due = true;
+  EXPECT_TRUE(wants_tokens(facts));
+}
+
 TEST(OriginWakeups, AsManyAsTheLimitNowAdmitsOrOneWhenItIsOff) {
   EXPECT_EQ(origin_wakeups(true, 16, 10), 6);
   EXPECT_EQ(origin_wakeups(true, 16, 20), 0);

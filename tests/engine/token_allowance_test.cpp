@@ -38,6 +38,19 @@ TEST(TokenAllowance, AsksAheadOnlyOnceLessThanTheRoundTripsRefillIsLeft) {
   EXPECT_EQ(allowance.ask(200, t0), 191);  // 9 left: tops up to a second's worth
 }
 
+TEST(TokenAllowance, WouldAskSaysWhatAskWouldDoWithoutAsking) {
+  token_allowance allowance({.lease_seconds = 1.0, .ask_ahead_seconds = 0.05});
+  EXPECT_TRUE(allowance.would_ask(200, t0));
+  EXPECT_FALSE(allowance.asking());  // nothing was asked
+  EXPECT_FALSE(allowance.would_ask(0, t0));  // a paused rate
+  ASSERT_EQ(allowance.ask(200, t0), 200);
+  EXPECT_FALSE(allowance.would_ask(200, t0));  // one ask at a time
+  allowance.granted(200, t0, {});
+  EXPECT_FALSE(allowance.would_ask(200, t0));  // 200 left, above the low water
+  for (int i = 0; i < 191; ++i) allowance.spend(t0);
+  EXPECT_TRUE(allowance.would_ask(200, t0));
+}
+
 TEST(TokenAllowance, AnEmptyBucketIsNotAskedAgainBeforeItsNextToken) {
   token_allowance allowance;
   ASSERT_GT(allowance.ask(2, t0), 0);
