@@ -113,8 +113,9 @@ struct token_facts {
 
 // Whether a subscriber should hold tokens of its persisted bucket now: it is about to send.
 // Not for an idle poll, which mostly finds nothing: the tokens would go back unspent a lease
-// later, two writes to its row per poll for every quiet subscriber. Rows a poll finds get their
-// tokens on the next demand round; rows queued by other programs end the idle poll first.
+// later, two writes to its row per poll for every quiet subscriber. Rows a poll finds ask for
+// theirs in the next demand round, one storage round trip later; rows other programs queue,
+// due now, end the idle poll first when the new-rows check is on, so their claim asks at once.
 bool wants_tokens(const token_facts& facts);
 
 // Whether a subscriber's own rate keeps it below one request in flight at the origin's best

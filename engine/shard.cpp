@@ -126,8 +126,8 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
                                                       now_unix, config_.scheduler);
       auto& sub = *state;
       sub.scan_index = order_.size();
-      order_.push_back(&sub);
       poll_after_.emplace_back();
+      order_.push_back(&sub);
       subscribers_.emplace(row.id, std::move(state));
       if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
     } else {

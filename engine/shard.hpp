@@ -118,7 +118,8 @@ class shard final : public shard_endpoint {
   // returns; it stays there while token_watch_needed says so.
   void watch_tokens(subscriber_state& sub);
   static bool token_watch_needed(const subscriber_state& sub);
-  steady::time_point& poll_after(const subscriber_state& sub) {
+  // The subscriber's entry in poll_after_, to read or set.
+  steady::time_point& poll_after_of(const subscriber_state& sub) {
     return poll_after_[sub.scan_index];
   }
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);

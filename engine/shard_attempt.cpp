@@ -116,7 +116,7 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
   if (judged.pause_subscriber) {
     const auto pause = *judged.pause_subscriber;
     sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
-    poll_after(sub) = std::max(poll_after(sub), sub.paused_until);
+    poll_after_of(sub) = std::max(poll_after_of(sub), sub.paused_until);
     if (pause >= config_.scheduler.pause_release_threshold) {
       reschedule_ready(sub, times.finished_unix + std::chrono::duration<double>(pause).count(),
                        "subscriber paused by Retry-After");

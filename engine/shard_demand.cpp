@@ -73,7 +73,7 @@ void shard::accept_claims(claim_reply reply) {
     if (rows < asked.rows) {
       sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
                                  config_.scheduler.idle_poll_max);
-      poll_after(sub) = now + sub.idle_poll;
+      poll_after_of(sub) = now + sub.idle_poll;
     } else {
       sub.idle_poll = std::chrono::milliseconds(0);
     }
@@ -156,7 +156,7 @@ void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
   // send_demand, which reads them apart from poll_after.
   auto wake = [this, now](subscriber_state& sub) {
     sub.idle_poll = std::chrono::milliseconds(0);
-    poll_after(sub) = std::min(poll_after(sub), now);
+    poll_after_of(sub) = std::min(poll_after_of(sub), now);
   };
   if (all) {
     for (auto* sub : order_) wake(*sub);
@@ -224,11 +224,10 @@ void shard::send_demand() {
     const std::size_t at = (demand_cursor_ + visited) % count;
     // rows_to_claim's first rule, read from the compact array: most of a quiet table is waiting
     // for its idle poll, and nothing else of theirs need be read.
-    const bool poll_later = now < poll_after_[at];
-    if (poll_later) continue;
+    if (now < poll_after_[at]) continue;
     auto& sub = *order_[at];
     const scheduling::demand_facts facts{
-        .poll_later = poll_later,
+        .poll_later = false,  // read above
         .active = sub.settings.active,
         .unusable = !sub.settings.unusable_reason.empty(),
         .paused = sub.bucket.paused() || sub.paused_until > now,

@@ -90,7 +90,7 @@ struct subscriber_state {
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
-  // due is kept by the shard (shard::poll_after), where the demand scan reads it.
+  // due is kept by the shard (shard::poll_after_of), where the demand scan reads it.
   std::chrono::milliseconds idle_poll{0};
   std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};

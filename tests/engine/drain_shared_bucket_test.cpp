@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -153,8 +154,12 @@ TEST(DrainTokenLeases, QuietSubscribersLeaseNoTokensBetweenPolls) {
   temp_dir dir;
   test_queue queue{dir};
   for (int i = 0; i < 20; ++i) queue.add_subscriber("http://127.0.0.1:9/quiet", rate, burst);
+  const auto initial = persisted_buckets(queue);
   tools::child_process drain(surge_binary(), polling_drain_args(queue, "120", "0.1"),
                              dir.file("drain.out"), dir.file("drain.err"));
+  // The start-up lease first: until it is seen, "unchanged" would say nothing.
+  ASSERT_TRUE(eventually([&] { return persisted_buckets(queue) != initial; }, 40s))
+      << "the first claims leased nothing";
   auto last = persisted_buckets(queue);
   auto unchanged_since = std::chrono::steady_clock::now();
   const bool settled = eventually(
@@ -192,9 +197,9 @@ TEST(DrainTokenLeases, TokensLeftUnspentGoBackWhileTheDrainRuns) {
   // What the bucket is short of, refilled since it was set: 1 (the token spent) once the rest is
   // back, 5 while the drain holds it.
   const auto spent_from_bucket = [&] {
-    SQLite::Statement bucket(
-        queue.db(),
-        "SELECT tokens, tokens_updated_at FROM webhook_subscriber WHERE id = " + std::to_string(id));
+    SQLite::Statement bucket(queue.db(),
+                             "SELECT tokens, tokens_updated_at FROM webhook_subscriber "
+                             "WHERE id = " + std::to_string(id));
     if (!bucket.executeStep()) return -1.0;
     const double now = unix_now();
     const double tokens = bucket.getColumn(0).getDouble() +

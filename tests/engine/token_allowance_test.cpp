@@ -49,6 +49,11 @@ TEST(TokenAllowance, WouldAskSaysWhatAskWouldDoWithoutAsking) {
   EXPECT_FALSE(allowance.would_ask(200, t0));  // 200 left, above the low water
   for (int i = 0; i < 191; ++i) allowance.spend(t0);
   EXPECT_TRUE(allowance.would_ask(200, t0));
+  EXPECT_GT(allowance.ask(200, t0), 0);  // and ask() agrees
+  allowance.granted(0, t0, 400ms);       // an empty bucket: not before its next token
+  EXPECT_FALSE(allowance.would_ask(200, t0 + 399ms));
+  EXPECT_EQ(allowance.ask(200, t0 + 399ms), 0);
+  EXPECT_TRUE(allowance.would_ask(200, t0 + 400ms));
 }
 
 TEST(TokenAllowance, AnEmptyBucketIsNotAskedAgainBeforeItsNextToken) {
