@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -213,12 +212,8 @@ TEST(DrainBatch, ASettingChangedWhileDrainingAppliesWithoutARestart) {
                              {"drain", "--db", env.queue.path(), "--allow-private-targets",
                               "--until-drained", "--progress-interval", "0"},
                              env.dir.file("drain.out"), env.dir.file("drain.err"));
-  // Some rows go out one by one first; waited for rather than slept on, as a loaded machine
-  // (a sanitizer suite at -j2) may take most of a second to start the drain.
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (env.queue.count_by_status()["done"] < 6 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
+  // Some rows go out one by one first (waited for: the drain may start late).
+  eventually([&] { return env.queue.count_by_status()["done"] >= 6; }, 60s);
   const double changed_at = storage::unix_now();
   const auto set = run_surge(env.dir, {"subscriber", "set", "--db", env.queue.path(),
                                        std::to_string(id), "--batch", "20"});

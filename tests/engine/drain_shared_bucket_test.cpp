@@ -134,18 +134,6 @@ std::vector<std::string> persisted_buckets(test_queue& queue) {
   return out;
 }
 
-// Polls `done` every 100 ms until it holds or `limit` passes (the drain's own clock is not ours;
-// a loaded machine may start it late, so nothing here waits a fixed time).
-template <class Condition>
-bool eventually(Condition done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return done();
-}
-
 // A quiet subscriber is polled every --idle-poll-max; tokens leased with each poll would go
 // back unspent a second later, two writes to its row per poll for every quiet subscriber. The
 // claim at start may lease (whether rows wait is not known yet) and gives back a second later;

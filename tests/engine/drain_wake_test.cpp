@@ -27,12 +27,7 @@ double sample(const std::string& exposition, const std::string& name) {
 // Polls the queue (not the clock of the drain): generous, since only a stalled machine makes
 // the wake take more than milliseconds, and without the wake the row waits an hour.
 bool wait_until_done(test_queue& queue, std::int64_t id, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (queue.row(id).status == "done") return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
+  return eventually([&] { return queue.row(id).status == "done"; }, limit);
 }
 
 TEST(DrainWake, ARowQueuedWhileTheDrainIdlesIsSentWithoutWaitingForAPoll) {

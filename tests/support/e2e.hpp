@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -158,5 +159,19 @@ transit transit_spread(const std::vector<sink_request>& requests, std::int64_t i
 
 // Largest count of requests to one subscriber within any window of `window` seconds.
 int max_in_window(std::vector<double> arrivals, double window);
+
+// Checks `done` every `step` until it holds or `limit` passes; its last answer. For what a drain
+// does in its own time: a loaded machine (a sanitizer suite at -j2) may start it late, so tests
+// wait for the state they check rather than sleep a fixed time.
+template <class Condition>
+bool eventually(Condition done, std::chrono::milliseconds limit,
+                std::chrono::milliseconds step = std::chrono::milliseconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(step);
+  }
+  return done();
+}
 
 }  // namespace surge::testing
