@@ -7,6 +7,7 @@
 
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
+#include "engine/commit_timing.hpp"
 #include "engine/origin_limit.hpp"
 #include "engine/token_allowance.hpp"
 #include "proto/id_set.hpp"
@@ -70,8 +71,11 @@ struct storage_worker_config {
   // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
   // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
   std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
-  std::chrono::milliseconds commit_interval = 5ms;  // outcomes are committed at least this often
-  std::size_t commit_rows = 500;                    // or as soon as this many are waiting
+  // Outcomes are committed every 20 ms or 1,000 rows, claims at once (engine/commit_timing.hpp).
+  commit_timing outcome_commits;
+  // The storage loop's longest sleep: it looks for rows other programs queued and for outcomes
+  // due to be committed at least this often, with nothing else waking it.
+  std::chrono::milliseconds wake_interval = 5ms;
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large

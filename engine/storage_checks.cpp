@@ -153,6 +153,9 @@ void storage_worker::wake_for_new_rows() {
 
 void storage_worker::check_drained() {
   last_drained_check_ = steady::now();
+  // Outcomes held for their commit (engine/commit_timing.hpp) would make this check skip; a
+  // check comes at most every few hundred milliseconds, so write them now.
+  write_outcomes(true);
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
     end_watch_.interrupted();
     return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <unordered_set>
 
 #include "engine/log.hpp"
@@ -64,7 +65,7 @@ void storage_worker::submit(std::vector<storage::outcome> outcomes,
       std::move(outcomes.begin(), outcomes.end(), std::back_inserter(inbox_.outcomes));
     }
     inbox_.deactivate.insert(inbox_.deactivate.end(), deactivate.begin(), deactivate.end());
-    urgent = inbox_.outcomes.size() >= config_.storage.commit_rows;
+    urgent = inbox_.outcomes.size() >= config_.storage.outcome_commits.rows;
   }
   if (urgent) wake_.notify_one();
 }
@@ -108,8 +109,9 @@ void storage_worker::run() {
     int finish_expected = -1;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, config_.storage.commit_interval, [this] {
-        return !inbox_.claims.empty() || inbox_.outcomes.size() >= config_.storage.commit_rows ||
+      wake_.wait_for(lock, config_.storage.wake_interval, [this] {
+        return !inbox_.claims.empty() ||
+               inbox_.outcomes.size() >= config_.storage.outcome_commits.rows ||
                inbox_.unspent_batches > 0 || finish_expected_ >= 0;
       });
       std::move(inbox_.outcomes.begin(), inbox_.outcomes.end(),
@@ -273,17 +275,14 @@ void storage_worker::give_up_writing() {
 }
 
 void storage_worker::write_outcomes(bool force) {
-  if (pending_outcomes_.empty() && pending_deactivate_.empty()) return;
   const auto now = steady::now();
   if (now < retry_storage_after_) return;
-  if (!force && pending_outcomes_.size() < config_.storage.commit_rows &&
-      now - last_commit_ < config_.storage.commit_interval) {
-    return;
-  }
+  if (!outcomes_due_now(now, force)) return;
   try {
     std::size_t offset = 0;
     while (offset < pending_outcomes_.size() || !pending_deactivate_.empty()) {
-      const auto count = std::min(config_.storage.commit_rows, pending_outcomes_.size() - offset);
+      const auto count =
+          std::min(config_.storage.outcome_commits.rows, pending_outcomes_.size() - offset);
       std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
       const auto started = steady::now();
       const auto report = db_->write_outcomes(batch, pending_deactivate_);
@@ -299,6 +298,11 @@ void storage_worker::write_outcomes(bool force) {
     log_error(std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
               error.what());
   }
+}
+
+bool storage_worker::outcomes_due_now(steady::time_point now, bool force) const {
+  return outcomes_due(config_.storage.outcome_commits, pending_outcomes_.size(),
+                      !pending_deactivate_.empty(), now - last_commit_, force);
 }
 
 void storage_worker::note_written(const storage::write_report& report, std::size_t rows,
@@ -318,7 +322,7 @@ void storage_worker::answer_claims() {
   // While the database refuses writes, claiming more would only grow what is held in memory.
   if (steady::now() < retry_storage_after_) return;
   // More outcomes than one batch go first in batches of their own, so the cycle stays short.
-  if (pending_outcomes_.size() > config_.storage.commit_rows) {
+  if (pending_outcomes_.size() > config_.storage.outcome_commits.rows) {
     write_outcomes(true);
     if (steady::now() < retry_storage_after_) return;
   }
@@ -327,16 +331,23 @@ void storage_worker::answer_claims() {
   std::vector<storage::claimed_row> rows;
   std::vector<storage::token_grant> granted;
   const auto now = steady::now();
+  // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
+  // and the next ones is written once (storage/cycle.hpp). The others wait for a later cycle.
+  const bool with_outcomes = outcomes_due_now(now, false);
+  const std::span<const storage::outcome> outcomes =
+      with_outcomes ? std::span<const storage::outcome>(pending_outcomes_)
+                    : std::span<const storage::outcome>();
+  const std::span<const std::int64_t> deactivate =
+      with_outcomes ? std::span<const std::int64_t>(pending_deactivate_)
+                    : std::span<const std::int64_t>();
   try {
-    // The outcomes waiting now ride with the claim: one transaction, and a page that holds
-    // finished rows and the next ones is written once (storage/cycle.hpp).
     const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
     auto result = db_->write_and_claim(
-        pending_outcomes_, pending_deactivate_, all, storage::unix_now(), lease_seconds,
+        outcomes, deactivate, all, storage::unix_now(), lease_seconds,
         static_cast<std::int64_t>(
             std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
     const auto took = steady::now() - now;
-    if (!pending_outcomes_.empty() || !pending_deactivate_.empty()) {
+    if (with_outcomes) {
       note_written(result.written, pending_outcomes_.size(), took);
       pending_outcomes_.clear();
       pending_deactivate_.clear();

@@ -88,6 +88,7 @@ class storage_worker {
   void run();
   void loop_once();
   void write_outcomes(bool force);
+  bool outcomes_due_now(std::chrono::steady_clock::time_point now, bool force) const;
   // Metrics and the lost-lease warning for `rows` outcomes written in `took`.
   void note_written(const storage::write_report& report, std::size_t rows,
                     std::chrono::steady_clock::duration took);

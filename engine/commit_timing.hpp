@@ -1,0 +1,27 @@
+#pragma once
+// When the storage thread commits the outcomes it holds (issue 12). Sans-I/O: the storage
+// thread says how many wait and how long ago it last wrote some; this decides.
+//
+// A commit of outcomes rewrites, for each subscriber with an outcome in it, that subscriber's
+// page of the due index (a finished row leaves it) and the page of its finished rows. Written
+// with every claim, a few milliseconds apart, a fast drain's outcomes came two or three per
+// subscriber per commit, and those pages were most of its WAL frames. Claims still commit at
+// once, on their own when outcomes are not due, so holding outcomes back never delays a send.
+#include <chrono>
+#include <cstddef>
+
+namespace surge::engine {
+
+struct commit_timing {
+  // Outcomes are committed at least this often...
+  std::chrono::steady_clock::duration interval = std::chrono::milliseconds(20);
+  // ... or as soon as this many wait.
+  std::size_t rows = 1000;
+};
+
+// Whether the outcomes waiting (and subscriber deactivations, which ride with them) should be
+// written now. `force`: the drain is ending or its end is being checked.
+bool outcomes_due(const commit_timing& timing, std::size_t waiting, bool deactivations_waiting,
+                  std::chrono::steady_clock::duration since_last_commit, bool force = false);
+
+}  // namespace surge::engine
