@@ -1,5 +1,7 @@
 #include "engine/coalesce_sweeper.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <exception>
 #include <vector>
@@ -29,6 +31,7 @@ coalesce_sweeper::~coalesce_sweeper() {
 }
 
 void coalesce_sweeper::run() {
+  pthread_setname_np(pthread_self(), "surge-coalesce");
   bool warned = false;
   std::unique_lock lock(mutex_);
   while (!stopping_) {

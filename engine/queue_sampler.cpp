@@ -1,5 +1,7 @@
 #include "engine/queue_sampler.hpp"
 
+#include <pthread.h>
+
 #include <exception>
 
 #include "engine/log.hpp"
@@ -21,6 +23,7 @@ queue_sampler::~queue_sampler() {
 }
 
 void queue_sampler::run() {
+  pthread_setname_np(pthread_self(), "surge-sampler");
   bool warned = false;
   std::unique_lock lock(mutex_);
   while (!stopping_) {

@@ -1,5 +1,7 @@
 #include "engine/shard.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -47,6 +49,7 @@ void shard::start() {
   asio::co_spawn(io_, demand_loop(), asio::detached);
   asio::co_spawn(io_, flush_loop(), asio::detached);
   thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "surge-shard");
     try {
       io_.run();
     } catch (const std::exception& error) {

@@ -1,5 +1,7 @@
 #include "engine/storage_worker.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -104,6 +106,7 @@ void storage_worker::abandon() {
 }
 
 void storage_worker::run() {
+  pthread_setname_np(pthread_self(), "surge-storage");
   while (true) {
     bool claiming = false;
     int finish_expected = -1;

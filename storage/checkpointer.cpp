@@ -1,5 +1,7 @@
 #include "storage/checkpointer.hpp"
 
+#include <pthread.h>
+
 #include <sqlite3.h>
 
 #include "storage/database.hpp"
@@ -29,6 +31,7 @@ void checkpointer::request() {
 }
 
 void checkpointer::run() {
+  pthread_setname_np(pthread_self(), "surge-checkpt");
   std::unique_lock lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return wanted_ || stopping_; });
