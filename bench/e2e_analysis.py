@@ -93,6 +93,11 @@ def analyse(db, scenario, drain, queued):
         "cpu_us_per_delivery": round(1e6 * cpu / len(ok), 1) if ok else None,
         "peak_rss_mb": round(drain["rss_kb"] / 1024, 1),
     }
+    if ok and drain.get("thread_cpu"):
+        # Sampled from /proc every 50 ms (bench/e2e_peers.ThreadCpu): a little below the total.
+        result["cpu_us_per_delivery_by_thread"] = {
+            name: round(1e6 * seconds / len(ok), 1)
+            for name, seconds in sorted(drain["thread_cpu"].items()) if seconds > 0}
     if scenario.tls and "tls_handshakes" in drain:
         result["tls_handshakes"] = drain["tls_handshakes"]
     by_group = {}

@@ -37,6 +37,35 @@ def cpu_seconds_of(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class ThreadCpu:
+    """CPU per thread name of running processes (surge names its threads: surge-shard,
+    surge-storage, surge-checkpt, ...), from /proc. Call sample() often; a thread's CPU after
+    its last sample (at most one interval) is missed, so the sum is a little below the
+    process's."""
+
+    def __init__(self):
+        self.ticks = {}  # (pid, tid) -> (name, ticks)
+
+    def sample(self, pid):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return
+        for tid in tids:
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            self.ticks[(pid, tid)] = (name, int(fields[11]) + int(fields[12]))
+
+    def seconds_by_name(self):
+        total = {}
+        for name, ticks in self.ticks.values():
+            total[name] = total.get(name, 0) + ticks / os.sysconf("SC_CLK_TCK")
+        return total
+
+
 class Sink:
     def __init__(self, surge, directory, db, scenario, threads):
         self.directory = Path(directory)
