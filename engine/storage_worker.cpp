@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <unordered_set>
@@ -114,7 +115,8 @@ void storage_worker::run() {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, config_.storage.wake_interval, [this] {
         return !inbox_.claims.empty() ||
-               inbox_.outcomes.size() >= config_.storage.outcome_commits.rows ||
+               inbox_.outcomes.size() + pending_outcomes_.size() >=
+                   config_.storage.outcome_commits.rows ||
                inbox_.unspent_batches > 0 || finish_expected_ >= 0;
       });
       std::move(inbox_.outcomes.begin(), inbox_.outcomes.end(),
@@ -134,7 +136,7 @@ void storage_worker::run() {
     }
 
     if (claiming) {
-      // Claims first: the outcomes waiting ride in the claim's transaction.
+      // Claims first: the outcomes due ride in the claim's transaction.
       wake_for_new_rows();
       answer_claims();
     }
@@ -281,8 +283,8 @@ void storage_worker::write_outcomes(bool force) {
   const auto now = steady::now();
   if (now < retry_storage_after_) return;
   if (!outcomes_due_now(now, force)) return;
+  std::size_t offset = 0;  // outcomes committed so far
   try {
-    std::size_t offset = 0;
     while (offset < pending_outcomes_.size() || !pending_deactivate_.empty()) {
       const auto count =
           std::min(config_.storage.outcome_commits.rows, pending_outcomes_.size() - offset);
@@ -296,6 +298,11 @@ void storage_worker::write_outcomes(bool force) {
     pending_outcomes_.clear();
     last_commit_ = now;
   } catch (const storage::error& error) {
+    // Batches committed before the failure are not written again: their fences would fail as
+    // lost leases and their attempts would be recorded twice.
+    pending_outcomes_.erase(pending_outcomes_.begin(),
+                            pending_outcomes_.begin() + static_cast<std::ptrdiff_t>(offset));
+    if (offset > 0) last_commit_ = now;
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
     log_error(std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
@@ -366,7 +373,7 @@ void storage_worker::answer_claims() {
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
     // The outcomes stay pending: the whole transaction rolled back.
-    log_error(pending_outcomes_.empty()
+    log_error(!with_outcomes
                   ? std::string("claiming failed, will retry: ") + error.what()
                   : std::string("writing outcomes failed (with a claim), will retry and claim "
                                 "nothing meanwhile: ") +

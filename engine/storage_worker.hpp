@@ -86,8 +86,8 @@ class storage_worker {
 
  private:
   void run();
-  void loop_once();
   void write_outcomes(bool force);
+  // engine/commit_timing's outcomes_due for what this thread holds.
   bool outcomes_due_now(std::chrono::steady_clock::time_point now, bool force) const;
   // Metrics and the lost-lease warning for `rows` outcomes written in `took`.
   void note_written(const storage::write_report& report, std::size_t rows,

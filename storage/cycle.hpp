@@ -1,8 +1,8 @@
 #pragma once
-// One storage cycle in one transaction (issue 12): the outcomes of finished attempts and the
-// next claim commit together. A subscriber's finished rows and the rows claimed next usually
-// share table pages, so a page is written to the WAL once per cycle instead of once by the
-// claim and again by the outcomes a few milliseconds later.
+// One storage cycle in one transaction (issue 12): the outcomes due (engine/commit_timing) and
+// the next claim commit together. A subscriber's finished rows and the rows claimed next often
+// share table pages, so such a page is written to the WAL once instead of once by the claim
+// and again by the outcomes a few milliseconds later. A cycle with no outcomes due claims alone.
 #include <cstdint>
 #include <span>
 #include <vector>
