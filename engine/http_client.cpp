@@ -2,9 +2,9 @@
 #include "engine/http_client_support.hpp"
 #include "engine/response_reader.hpp"
 
+#include <type_traits>
 #include <vector>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -27,7 +27,6 @@ using boost::system::error_code;
 using proto::transport_error;
 using detail::count;
 using detail::is_timeout;
-using detail::use_tuple;
 using detail::connection_view;
 
 struct http_client::exchange_outcome {
@@ -163,6 +162,19 @@ bool input_pending(connection_view conn, bool raw_tls_counts) {
 
 constexpr std::size_t read_chunk = 16 * 1024;
 
+// A plain exchange runs on Asio's socket, which `co_await` starts directly (use_tuple). Beast's
+// TLS stream declares its operations through `async_result<Token>::return_type` in Boost 1.81,
+// which `deferred` lacks, so it keeps `use_awaitable` and the frame that initiates each
+// operation.
+template <class Stream>
+constexpr auto token_for = [] {
+  if constexpr (std::is_same_v<Stream, tcp::socket>) {
+    return use_tuple;
+  } else {
+    return awaitable_tuple;
+  }
+}();
+
 template <class Stream, class Outcome>
 asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
                                    connection_view view, beast::flat_buffer& buffer,
@@ -187,7 +199,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
       co_return;
     }
     auto [write_ec, n] = co_await stream.async_write_some(
-        asio::buffer(request.data() + written, request.size() - written), use_tuple);
+        asio::buffer(request.data() + written, request.size() - written), token_for<Stream>);
     if (write_ec) {
       out.error = is_timeout(write_ec) || deadline_passed ? transport_error::timeout
                                                           : transport_error::send;
@@ -209,7 +221,8 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
       reader.on_deadline();
       break;
     }
-    auto [read_ec, bytes] = co_await stream.async_read_some(buffer.prepare(read_chunk), use_tuple);
+    auto [read_ec, bytes] =
+        co_await stream.async_read_some(buffer.prepare(read_chunk), token_for<Stream>);
     buffer.commit(bytes);
     if (bytes > 0) {
       lifecycle.on_response_byte();
@@ -301,7 +314,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     {
       exchange_watch watch(*this, *conn, deadline);
       if (conn->plain) {
-        co_await run_exchange(*conn->plain, conn->lowest(), conn->view(), conn->buffer,
+        co_await run_exchange(conn->plain->socket(), conn->lowest(), conn->view(), conn->buffer,
                               conn->lifecycle, request, deadline, conn->deadline_passed, config_,
                               out);
       } else {

@@ -8,9 +8,7 @@
 #include <optional>
 #include <utility>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -19,11 +17,10 @@
 #include <boost/system/error_code.hpp>
 #include <openssl/ssl.h>
 
+#include "engine/awaiting.hpp"
 #include "engine/http_client.hpp"
 
 namespace surge::engine::detail {
-
-inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 // A counter the caller may not have wired (nullptr in tests).
 inline void count(std::atomic<std::int64_t>* counter, std::int64_t n) {

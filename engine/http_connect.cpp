@@ -27,7 +27,6 @@ using boost::system::error_code;
 using proto::transport_error;
 using detail::count;
 using detail::is_timeout;
-using detail::use_tuple;
 
 namespace {
 
@@ -61,8 +60,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     tcp::resolver resolver(executor_);
     asio::steady_timer timer(executor_, connect_deadline);
     auto winner = co_await (resolver.async_resolve(target.host, std::to_string(target.port),
-                                                   use_tuple) ||
-                            timer.async_wait(use_tuple));
+                                                   awaitable_tuple) ||
+                            timer.async_wait(awaitable_tuple));
     if (winner.index() == 1) {
       result.error = transport_error::resolve;
       result.detail = "resolving " + target.host + " timed out";
@@ -99,7 +98,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
 
   beast::tcp_stream stream(executor_);
   stream.expires_at(connect_deadline);
-  auto [connect_ec, endpoint] = co_await stream.async_connect(allowed, use_tuple);
+  auto [connect_ec, endpoint] = co_await stream.async_connect(allowed, awaitable_tuple);
   if (connect_ec) {
     result.error = is_timeout(connect_ec) ? transport_error::connect_timeout
                                           : transport_error::connect;
@@ -128,7 +127,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
   prepare_resumption(tls_stream.native_handle(), pool.sessions);
   conn->lowest().expires_at(deadline);
-  auto [handshake_ec] = co_await tls_stream.async_handshake(ssl::stream_base::client, use_tuple);
+  auto [handshake_ec] = co_await tls_stream.async_handshake(ssl::stream_base::client, awaitable_tuple);
   if (handshake_ec) {
     result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
     result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <stdexcept>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,18 +13,14 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "engine/awaiting.hpp"
+
 namespace surge::engine {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-
-namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-}  // namespace
 
 tcp::endpoint parse_listen_address(const std::string& text) {
   const auto colon = text.rfind(':');
@@ -73,7 +68,7 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
     while (true) {
       stream.expires_after(std::chrono::seconds(10));
       http::request<http::string_body> request;
-      auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, request, use_tuple);
+      auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, request, awaitable_tuple);
       if (read_ec) break;
       http::response<http::string_body> response{http::status::ok, request.version()};
       response.set(http::field::server, "surge");
@@ -94,7 +89,7 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
       }
       response.keep_alive(request.keep_alive());
       response.prepare_payload();
-      auto [write_ec, written] = co_await http::async_write(stream, response, use_tuple);
+      auto [write_ec, written] = co_await http::async_write(stream, response, awaitable_tuple);
       if (write_ec || !response.keep_alive()) break;
     }
     boost::system::error_code ignored;

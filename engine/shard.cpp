@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "engine/awaiting.hpp"
 #include "engine/delivery.hpp"
 #include "engine/log.hpp"
 #include "storage/database.hpp"
@@ -19,12 +19,6 @@ namespace surge::engine {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-
-namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-}  // namespace
 
 shard::shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
              std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)

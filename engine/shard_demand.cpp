@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "engine/awaiting.hpp"
 #include "engine/delivery.hpp"
 
 namespace surge::engine {
@@ -16,7 +16,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 // Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
 constexpr int unusable_claim_batch = 64;
 

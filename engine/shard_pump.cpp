@@ -3,23 +3,17 @@
 // shard's and its origin's, handed on in turn when an attempt ends.
 #include "engine/shard.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "engine/awaiting.hpp"
 #include "engine/delivery.hpp"
 #include "storage/database.hpp"
 
 namespace surge::engine {
 
 namespace asio = boost::asio;
-
-namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-}  // namespace
 
 scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub,
                                             steady::time_point now, double now_unix) {

@@ -4,9 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
+#include "engine/awaiting.hpp"
 #include "proto/event_match.hpp"
 
 namespace surge::engine {
@@ -182,7 +180,7 @@ boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
       wake_at = step.until;
     }
     timer.expires_at(wake_at);
-    co_await timer.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    co_await timer.async_wait(use_tuple);
   }
   const bool was_first = wire_line.front() == &timer;
   wire_line.erase(std::find(wire_line.begin(), wire_line.end(), &timer));
