@@ -12,7 +12,9 @@ namespace surge::engine {
 // outruns Asio's two-block frame cache, so each of those frames is a malloc and a free.
 inline constexpr auto use_tuple = boost::asio::as_tuple(boost::asio::deferred);
 
-// For Asio's `||` and `&&` operators, which combine awaitables, not operations.
+// For what `deferred` cannot start: Asio's `||` and `&&` operators, which combine awaitables,
+// and Beast's TLS stream and its `async_connect` over a range of endpoints, which Boost 1.81
+// declares through `async_result<Token>::return_type`, a name `deferred` lacks.
 inline constexpr auto awaitable_tuple = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 }  // namespace surge::engine

@@ -127,7 +127,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
   prepare_resumption(tls_stream.native_handle(), pool.sessions);
   conn->lowest().expires_at(deadline);
-  auto [handshake_ec] = co_await tls_stream.async_handshake(ssl::stream_base::client, awaitable_tuple);
+  auto [handshake_ec] =
+      co_await tls_stream.async_handshake(ssl::stream_base::client, awaitable_tuple);
   if (handshake_ec) {
     result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
     result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();

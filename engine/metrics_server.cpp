@@ -6,7 +6,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
@@ -68,7 +67,7 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
     while (true) {
       stream.expires_after(std::chrono::seconds(10));
       http::request<http::string_body> request;
-      auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, request, awaitable_tuple);
+      auto [read_ec, read_bytes] = co_await http::async_read(stream, buffer, request, use_tuple);
       if (read_ec) break;
       http::response<http::string_body> response{http::status::ok, request.version()};
       response.set(http::field::server, "surge");
@@ -89,7 +88,7 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
       }
       response.keep_alive(request.keep_alive());
       response.prepare_payload();
-      auto [write_ec, written] = co_await http::async_write(stream, response, awaitable_tuple);
+      auto [write_ec, written] = co_await http::async_write(stream, response, use_tuple);
       if (write_ec || !response.keep_alive()) break;
     }
     boost::system::error_code ignored;

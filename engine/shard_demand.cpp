@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <boost/asio/use_awaitable.hpp>
 
 #include "engine/awaiting.hpp"
 #include "engine/delivery.hpp"
