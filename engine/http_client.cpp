@@ -161,8 +161,9 @@ bool input_pending(connection_view conn, bool raw_tls_counts) {
 
 constexpr std::size_t read_chunk = 16 * 1024;
 
-// A plain exchange runs on Asio's socket, which `co_await` starts directly (use_tuple). Beast's
-// TLS stream declares its operations through `async_result<Token>::return_type` in Boost 1.81,
+// A plain exchange runs on the socket under Beast's stream, without Beast's `transfer_op`
+// around each operation, and `co_await` starts the operation directly (use_tuple). Beast's TLS
+// stream declares its operations through `async_result<Token>::return_type` in Boost 1.81,
 // which `deferred` lacks, so it keeps `use_awaitable` and the frame that initiates each
 // operation.
 template <class Stream>

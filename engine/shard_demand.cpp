@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 #include "engine/awaiting.hpp"
 #include "engine/delivery.hpp"
 
