@@ -1,8 +1,12 @@
+// Before any OpenSSL header: SHA256_Init and friends are deprecated in OpenSSL 3.0 (see
+// hmac_sha256_key below for why they are used).
+#define OPENSSL_SUPPRESS_DEPRECATED
+
 #include "proto/signing.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include <algorithm>
 #include <array>
@@ -11,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <tuple>
+#include <vector>
 
 namespace surge::proto {
 namespace {
@@ -21,71 +26,68 @@ constexpr std::string_view v1_prefix = "v1,";
 constexpr std::string_view b64_alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-struct digest_ctx_deleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+// HMAC (RFC 2104) over SHA-256 states keyed once per secret. Per message it copies two states
+// and hashes the message and one digest: no allocation, no key padding. OpenSSL 3.0 offers no
+// way to hash without allocating through EVP (EVP_DigestInit_ex2 and EVP_MD_CTX_copy_ex
+// allocate the provider's context every time, EVP_MAC five times per message), so this uses the
+// SHA256_* functions, deprecated in 3.0 but built into Debian's library and running the same
+// assembly. The states are as secret as the key and are wiped with it.
+struct hmac_sha256_key {
+  SHA256_CTX inner{};  // after the key XOR ipad
+  SHA256_CTX outer{};  // after the key XOR opad
+
+  explicit hmac_sha256_key(std::string_view key) {
+    constexpr std::size_t block = SHA256_CBLOCK;
+    bool ok = true;
+    // A key longer than a block is replaced by its digest; a shorter one is padded with zeros.
+    sha256_digest hashed_key{};
+    if (key.size() > block) {
+      SHA256_CTX ctx;
+      ok = SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, key.data(), key.size()) == 1 &&
+           SHA256_Final(hashed_key.data(), &ctx) == 1;
+      OPENSSL_cleanse(&ctx, sizeof ctx);
+      key = {reinterpret_cast<const char*>(hashed_key.data()), hashed_key.size()};
+    }
+    std::array<unsigned char, block> inner_pad{};
+    std::array<unsigned char, block> outer_pad{};
+    for (std::size_t i = 0; i < block; ++i) {
+      const auto k = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
+      inner_pad[i] = static_cast<unsigned char>(k ^ 0x36);
+      outer_pad[i] = static_cast<unsigned char>(k ^ 0x5c);
+    }
+    ok = ok && SHA256_Init(&inner) == 1 && SHA256_Update(&inner, inner_pad.data(), block) == 1 &&
+         SHA256_Init(&outer) == 1 && SHA256_Update(&outer, outer_pad.data(), block) == 1;
+    OPENSSL_cleanse(inner_pad.data(), inner_pad.size());
+    OPENSSL_cleanse(outer_pad.data(), outer_pad.size());
+    OPENSSL_cleanse(hashed_key.data(), hashed_key.size());
+    if (!ok) throw std::runtime_error("SHA-256 failed");
+  }
+  hmac_sha256_key(const hmac_sha256_key&) = default;
+  hmac_sha256_key& operator=(const hmac_sha256_key&) = default;
+  ~hmac_sha256_key() {
+    OPENSSL_cleanse(&inner, sizeof inner);
+    OPENSSL_cleanse(&outer, sizeof outer);
+  }
+
+  sha256_digest mac(std::initializer_list<std::string_view> parts) const {
+    SHA256_CTX ctx = inner;
+    bool ok = true;
+    for (std::string_view part : parts) {
+      ok = ok && SHA256_Update(&ctx, part.data(), part.size()) == 1;
+    }
+    sha256_digest inner_digest{};
+    ok = ok && SHA256_Final(inner_digest.data(), &ctx) == 1;
+    ctx = outer;
+    sha256_digest out{};
+    ok = ok && SHA256_Update(&ctx, inner_digest.data(), inner_digest.size()) == 1 &&
+         SHA256_Final(out.data(), &ctx) == 1;
+    if (!ok) throw std::runtime_error("HMAC-SHA256 failed");
+    return out;
+  }
 };
-using digest_ctx_ptr = std::unique_ptr<EVP_MD_CTX, digest_ctx_deleter>;
-
-struct digest_deleter {
-  void operator()(EVP_MD* md) const { EVP_MD_free(md); }
-};
-
-// HMAC written out over one reused digest context (RFC 2104), rather than EVP_MAC: keying an
-// EVP_MAC context allocates and copies digest contexts, five allocations per message, and a
-// fetch by name goes through provider lookups and locks. Both are done once per thread here.
-struct sha256_hasher {
-  std::unique_ptr<EVP_MD, digest_deleter> md{EVP_MD_fetch(nullptr, "SHA256", nullptr)};
-  digest_ctx_ptr ctx{EVP_MD_CTX_new()};
-
-  sha256_hasher() {
-    if (!md || !ctx) throw std::runtime_error("OpenSSL has no SHA-256");
-  }
-  bool begin() { return EVP_DigestInit_ex2(ctx.get(), md.get(), nullptr) == 1; }
-  bool add(std::string_view bytes) {
-    return EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) == 1;
-  }
-  bool add(std::span<const unsigned char> bytes) {
-    return EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) == 1;
-  }
-  bool finish(sha256_digest& out) {
-    unsigned int length = 0;
-    return EVP_DigestFinal_ex(ctx.get(), out.data(), &length) == 1 && length == out.size();
-  }
-};
-
-sha256_hasher& thread_hasher() {
-  thread_local sha256_hasher hasher;
-  return hasher;
-}
 
 sha256_digest hmac_parts(std::string_view key, std::initializer_list<std::string_view> parts) {
-  constexpr std::size_t block = 64;  // SHA-256's
-  auto& hash = thread_hasher();
-  bool ok = true;
-  // A key longer than a block is replaced by its digest; a shorter one is padded with zeros.
-  sha256_digest hashed_key{};
-  if (key.size() > block) {
-    ok = hash.begin() && hash.add(key) && hash.finish(hashed_key);
-    key = {reinterpret_cast<const char*>(hashed_key.data()), hashed_key.size()};
-  }
-  std::array<unsigned char, block> inner_pad{};
-  std::array<unsigned char, block> outer_pad{};
-  for (std::size_t i = 0; i < block; ++i) {
-    const auto k = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
-    inner_pad[i] = static_cast<unsigned char>(k ^ 0x36);
-    outer_pad[i] = static_cast<unsigned char>(k ^ 0x5c);
-  }
-  sha256_digest inner{};
-  ok = ok && hash.begin() && hash.add(inner_pad);
-  for (std::string_view part : parts) ok = ok && hash.add(part);
-  ok = ok && hash.finish(inner);
-  sha256_digest out{};
-  ok = ok && hash.begin() && hash.add(outer_pad) && hash.add(inner) && hash.finish(out);
-  OPENSSL_cleanse(inner_pad.data(), inner_pad.size());
-  OPENSSL_cleanse(outer_pad.data(), outer_pad.size());
-  OPENSSL_cleanse(hashed_key.data(), hashed_key.size());
-  if (!ok) throw std::runtime_error("HMAC-SHA256 failed");
-  return out;
+  return hmac_sha256_key(key).mac(parts);
 }
 
 bool equal_digest(const sha256_digest& expected, std::string_view received) {
@@ -179,6 +181,10 @@ void write_base64(std::span<const unsigned char> bytes, char* out) {
 
 }  // namespace
 
+struct signer::keyed_secret {
+  std::vector<hmac_sha256_key> keys;
+};
+
 std::optional<signing_scheme> parse_signing_scheme(std::string_view text) {
   auto same = [](std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
@@ -247,18 +253,21 @@ std::optional<signer> signer::create(signing_scheme scheme, std::string_view sec
                                      std::string* error) {
   signer made;
   made.scheme_ = scheme;
+  auto keyed = std::make_shared<keyed_secret>();
   if (scheme == signing_scheme::vvv) {
     // An empty HMAC key is accepted by OpenSSL but authenticates nothing.
     if (secret.empty()) {
       if (error) *error = "empty secret";
       return std::nullopt;
     }
-    made.keys_.emplace_back(secret);
-    return made;
+    keyed->keys.emplace_back(secret);
+  } else {
+    auto keys = standard_keys(secret, error);
+    if (!keys) return std::nullopt;
+    for (const std::string& key : *keys) keyed->keys.emplace_back(key);
+    for (std::string& key : *keys) OPENSSL_cleanse(key.data(), key.size());
   }
-  auto keys = standard_keys(secret, error);
-  if (!keys) return std::nullopt;
-  made.keys_ = std::move(*keys);
+  made.keys_ = std::move(keyed);
   return made;
 }
 
@@ -299,7 +308,7 @@ signed_fields signer::sign(std::string_view message_id, std::int64_t unix_second
   const std::string_view timestamp(timestamp_digits.data(),
                                    static_cast<std::size_t>(written.ptr - timestamp_digits.data()));
   if (scheme_ == signing_scheme::vvv) {
-    const auto mac = hmac_parts(keys_.front(), {timestamp, ".", payload});
+    const auto mac = keys_->keys.front().mac({timestamp, ".", payload});
     out.open("X-VVV-Timestamp");
     out.append(timestamp);
     out.close();
@@ -319,12 +328,12 @@ signed_fields signer::sign(std::string_view message_id, std::int64_t unix_second
   out.close();
   out.open("webhook-signature");
   bool first = true;
-  for (const std::string& key : keys_) {
+  for (const hmac_sha256_key& key : keys_->keys) {
     if (!first) out.append(" ");
     first = false;
     out.append(v1_prefix);
     std::array<char, base64_length(std::tuple_size_v<sha256_digest>)> encoded{};
-    write_base64(hmac_parts(key, {message_id, ".", timestamp, ".", payload}), encoded.data());
+    write_base64(key.mac({message_id, ".", timestamp, ".", payload}), encoded.data());
     out.append({encoded.data(), encoded.size()});
   }
   out.close();

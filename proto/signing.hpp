@@ -2,12 +2,12 @@
 // Webhook signing (DESIGN section 4): the `vvv` scheme and Standard Webhooks 1.0.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace surge::proto {
 
@@ -83,8 +83,11 @@ class signer {
                      std::string_view payload) const;
 
  private:
+  // The secret's keys, each keyed into SHA-256 states once (signing.cpp), shared by copies.
+  struct keyed_secret;
+
   signing_scheme scheme_ = signing_scheme::vvv;
-  std::vector<std::string> keys_;
+  std::shared_ptr<const keyed_secret> keys_;
 };
 
 // Constant-time verification, as a receiver does it. `signature_header` is the received header

@@ -58,6 +58,12 @@ TEST(signing, hmac_rfc4231_case_2) {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
+TEST(signing, hmac_rfc4231_case_6_key_longer_than_a_block) {
+  EXPECT_EQ(hex(hmac_sha256(std::string(131, '\xaa'),
+                            "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 TEST(signing, empty_key_does_not_reuse_previous_key) {
   hmac_sha256("Jefe", "x");
   // printf '' | openssl dgst -sha256 -hmac ''
