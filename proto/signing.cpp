@@ -1,12 +1,7 @@
-// Before any OpenSSL header: SHA256_Init and friends are deprecated in OpenSSL 3.0 (see
-// hmac_sha256_key below for why they are used).
-#define OPENSSL_SUPPRESS_DEPRECATED
-
 #include "proto/signing.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 #include <algorithm>
 #include <array>
@@ -25,66 +20,6 @@ constexpr std::string_view vvv_prefix = "sha256=";
 constexpr std::string_view v1_prefix = "v1,";
 constexpr std::string_view b64_alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// HMAC (RFC 2104) over SHA-256 states keyed once per secret. Per message it copies two states
-// and hashes the message and one digest: no allocation, no key padding. OpenSSL 3.0 offers no
-// way to hash without allocating through EVP (EVP_DigestInit_ex2 and EVP_MD_CTX_copy_ex
-// allocate the provider's context every time, EVP_MAC five times per message), so this uses the
-// SHA256_* functions, deprecated in 3.0 but built into Debian's library and running the same
-// assembly. The states are as secret as the key and are wiped with it.
-struct hmac_sha256_key {
-  SHA256_CTX inner{};  // after the key XOR ipad
-  SHA256_CTX outer{};  // after the key XOR opad
-
-  explicit hmac_sha256_key(std::string_view key) {
-    constexpr std::size_t block = SHA256_CBLOCK;
-    bool ok = true;
-    // A key longer than a block is replaced by its digest; a shorter one is padded with zeros.
-    sha256_digest hashed_key{};
-    if (key.size() > block) {
-      SHA256_CTX ctx;
-      ok = SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, key.data(), key.size()) == 1 &&
-           SHA256_Final(hashed_key.data(), &ctx) == 1;
-      OPENSSL_cleanse(&ctx, sizeof ctx);
-      key = {reinterpret_cast<const char*>(hashed_key.data()), hashed_key.size()};
-    }
-    std::array<unsigned char, block> inner_pad{};
-    std::array<unsigned char, block> outer_pad{};
-    for (std::size_t i = 0; i < block; ++i) {
-      const auto k = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
-      inner_pad[i] = static_cast<unsigned char>(k ^ 0x36);
-      outer_pad[i] = static_cast<unsigned char>(k ^ 0x5c);
-    }
-    ok = ok && SHA256_Init(&inner) == 1 && SHA256_Update(&inner, inner_pad.data(), block) == 1 &&
-         SHA256_Init(&outer) == 1 && SHA256_Update(&outer, outer_pad.data(), block) == 1;
-    OPENSSL_cleanse(inner_pad.data(), inner_pad.size());
-    OPENSSL_cleanse(outer_pad.data(), outer_pad.size());
-    OPENSSL_cleanse(hashed_key.data(), hashed_key.size());
-    if (!ok) throw std::runtime_error("SHA-256 failed");
-  }
-  hmac_sha256_key(const hmac_sha256_key&) = default;
-  hmac_sha256_key& operator=(const hmac_sha256_key&) = default;
-  ~hmac_sha256_key() {
-    OPENSSL_cleanse(&inner, sizeof inner);
-    OPENSSL_cleanse(&outer, sizeof outer);
-  }
-
-  sha256_digest mac(std::initializer_list<std::string_view> parts) const {
-    SHA256_CTX ctx = inner;
-    bool ok = true;
-    for (std::string_view part : parts) {
-      ok = ok && SHA256_Update(&ctx, part.data(), part.size()) == 1;
-    }
-    sha256_digest inner_digest{};
-    ok = ok && SHA256_Final(inner_digest.data(), &ctx) == 1;
-    ctx = outer;
-    sha256_digest out{};
-    ok = ok && SHA256_Update(&ctx, inner_digest.data(), inner_digest.size()) == 1 &&
-         SHA256_Final(out.data(), &ctx) == 1;
-    if (!ok) throw std::runtime_error("HMAC-SHA256 failed");
-    return out;
-  }
-};
 
 sha256_digest hmac_parts(std::string_view key, std::initializer_list<std::string_view> parts) {
   return hmac_sha256_key(key).mac(parts);
@@ -264,6 +199,7 @@ std::optional<signer> signer::create(signing_scheme scheme, std::string_view sec
   } else {
     auto keys = standard_keys(secret, error);
     if (!keys) return std::nullopt;
+    keyed->keys.reserve(keys->size());
     for (const std::string& key : *keys) keyed->keys.emplace_back(key);
     for (std::string& key : *keys) OPENSSL_cleanse(key.data(), key.size());
   }

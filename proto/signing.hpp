@@ -9,14 +9,14 @@
 #include <string_view>
 #include <utility>
 
+#include "proto/hmac_sha256.hpp"
+
 namespace surge::proto {
 
 enum class signing_scheme { vvv, standard };
 
 std::optional<signing_scheme> parse_signing_scheme(std::string_view text);
 std::string_view to_string(signing_scheme scheme);
-
-using sha256_digest = std::array<unsigned char, 32>;
 
 sha256_digest hmac_sha256(std::string_view key, std::string_view message);
 std::string to_lower_hex(std::span<const unsigned char> bytes);
@@ -65,7 +65,8 @@ class signed_fields {
   bool spilled_ = false;
 };
 
-// Holds the decoded key material of one subscriber so that signing a request does no parsing.
+// Holds one subscriber's keys, decoded and keyed into SHA-256 states, so that signing a request
+// does no parsing and allocates nothing.
 class signer {
  public:
   // vvv: the secret is the raw HMAC key. standard: one or more space-separated `whsec_<base64>`
@@ -83,6 +84,8 @@ class signer {
                      std::string_view payload) const;
 
  private:
+  signer() = default;  // only create() makes one: a signer without keys cannot sign
+
   // The secret's keys, each keyed into SHA-256 states once (signing.cpp), shared by copies.
   struct keyed_secret;
 
