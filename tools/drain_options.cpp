@@ -69,8 +69,13 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->capture_default_str()->check(finite_in(1.0, 3600.0));
   cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
-                  "exceeds this many times the best seen (plus 5 ms); 0 turns it off")
+                  "exceeds this many times the best seen (plus --origin-latency-slack); 0 "
+                  "turns it off")
       ->capture_default_str()->check(finite_in(0.0, 100.0));
+  cmd->add_option("--origin-latency-slack", o.origin_latency_slack,
+                  "Seconds of latency over tolerance x the best seen that an origin may show "
+                  "before its requests in flight shrink; sets the queue at a fast origin")
+      ->capture_default_str()->check(finite_in(0.0, 10.0));
   cmd->add_option("--token-lease", o.token_lease,
                   "Seconds of refill taken from a subscriber's persisted bucket per lease; every "
                   "drainer of the subscriber spends from that one bucket")
@@ -148,6 +153,8 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
     throw usage_error("--origin-latency-tolerance must be 0 (off) or at least 1");
   }
   config.scheduler.origin.latency_tolerance = o.origin_latency_tolerance;
+  config.scheduler.origin.latency_slack =
+      std::chrono::microseconds(static_cast<std::int64_t>(o.origin_latency_slack * 1e6));
   if (o.idle_poll_max < o.idle_poll_min) {
     throw usage_error("--idle-poll-max must not be below --idle-poll-min");
   }

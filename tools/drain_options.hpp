@@ -35,6 +35,7 @@ struct drain_cli_options {
   // hanging at one subscriber's path do not stall the others, and every subscriber may keep one
   // request in flight whatever the limit (engine/scheduling), so a paced one keeps its rate.
   double origin_latency_tolerance = 2;
+  double origin_latency_slack = 0.002;  // seconds
   // Seconds between polls of a subscriber whose last claim came back short (doubling).
   double idle_poll_min = 0.1;
   double token_lease = 1.0;

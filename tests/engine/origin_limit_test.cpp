@@ -64,6 +64,23 @@ TEST(OriginLimit, StartsSmallByDefault) {
   EXPECT_EQ(limit.limit(), 8);
 }
 
+// At a fast origin the slack is what decides how much may queue: with the best latency at
+// 0.1 ms, 3 ms per exchange is queueing under the default 2 ms of slack, and acceptable under 5.
+TEST(OriginLimit, AtAFastOriginTheSlackSetsTheQueueAllowed) {
+  const auto limit_after = [](std::chrono::microseconds slack) {
+    auto settings = config();
+    settings.latency_slack = slack;
+    auto now = clock::now();
+    origin_limit limit(settings, now);
+    now = feed_window(limit, now, 100us, true);
+    now = feed_window(limit, now, 3ms, true);
+    return limit.limit();
+  };
+  EXPECT_EQ(origin_limit_config{}.latency_slack, 2ms);
+  EXPECT_EQ(limit_after(2ms), 128 * 22 / 30);  // acceptable 2 * 0.1 + 2 = 2.2 ms of 3
+  EXPECT_EQ(limit_after(5ms), 256);            // still within 5.2 ms: keeps doubling
+}
+
 TEST(OriginLimit, DoesNotGrowWithoutDemand) {
   auto now = clock::now();
   origin_limit limit(config(), now);

@@ -45,7 +45,8 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   for (const char* flag : {"--threads", "--subscribers", "--until-drained", "--duration",
                            "--max-in-flight", "--per-subscriber-in-flight", "--lease",
                            "--max-attempts", "--max-age", "--allow-private-targets",
-                           "--ca-file", "--origin-latency-tolerance"}) {
+                           "--ca-file", "--origin-latency-tolerance",
+                           "--origin-latency-slack"}) {
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag << " missing from --help";
   }
 }
@@ -62,7 +63,8 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
       {"--duration", "inf"},        {"--lease", "nan"},         {"--retry-base", "nan"},
       {"--retry-cap", "-nan"},      {"--retry-after-cap", "nan"}, {"--max-age", "0.5"},
       {"--until-drained-wait", "nan"}, {"--progress-interval", "inf"},
-      {"--origin-latency-tolerance", "nan"}, {"--circuit-max-cooldown", "nan"},
+      {"--origin-latency-tolerance", "nan"}, {"--origin-latency-slack", "nan"},
+      {"--origin-latency-slack", "-0.001"}, {"--circuit-max-cooldown", "nan"},
       {"--subscribers", ""}, {"--metrics-listen", ":0"}, {"--token-lease", "0"},
       {"--token-lease", "nan"}};
   for (const auto& [flag, value] : bad_drain_flags) {
