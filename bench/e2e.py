@@ -262,7 +262,7 @@ def main():
     parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
                                                 "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_no_origin_limit,a_https_no_origin_limit,half_rate,b,"
-                                                "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_b,"
+                                                "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_nginx,seed_b,"
                                                 "nginx_http_x2,nginx_http_x3,"
                                                 "pg_nginx_http,pg_c_fit_x3")
     parser.add_argument("--seed-loop", default="build/release/bench/surge_seed_loop",

@@ -124,6 +124,11 @@ def build_scenarios(scale, half_rate):
     # The naive loop on (a)'s and (b)'s endpoints, at sizes it finishes in seconds.
     scenarios["seed_a"] = Scenario("seed_a", "seed loop: 100 subscribers, sink answers at once",
                                    unthrottled, lambda s: n(50_000, 100) // 100, seed_loop=True)
+    # The same loop against the reference receiver, which costs little per request: the
+    # figure that nginx_http's rate is compared with for issue 12's "10 x the seed loop".
+    scenarios["seed_nginx"] = Scenario("seed_nginx", "seed loop: 100 subscribers, nginx",
+                                       unthrottled, lambda s: n(50_000, 100) // 100,
+                                       receiver="nginx", seed_loop=True)
     scenarios["seed_b"] = Scenario("seed_b", "seed loop: 100 subscribers answering in 200 ms",
                                    unthrottled, lambda s: 1 if s.id <= n(50, 10) else 0,
                                    delay_ms=200, seed_loop=True)

@@ -1,6 +1,12 @@
 // The drain's storage on a SQLite file: the embedded default (DESIGN section 1). One connection
 // claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
+#include <sys/statvfs.h>
+
+#include <cstdint>
+#include <filesystem>
+
 #include <SQLiteCpp/Exception.h>
+#include <sqlite3.h>
 
 #include "storage/backend.hpp"
 #include "storage/checkpointer.hpp"
@@ -14,16 +20,32 @@ std::unique_ptr<drain_store> open_postgres_drain_store(const drain_store_config&
 
 namespace {
 
-template <class Work>
-decltype(auto) translated(Work&& work) {
-  try {
-    return work();
-  } catch (const SQLite::Exception& failure) {
-    throw from_sqlite(failure);
-  }
+// Free bytes on the file system holding `path`; the most it could be when that is unknown.
+std::uint64_t free_bytes_beside(const std::string& path) {
+  const auto directory = std::filesystem::absolute(path).parent_path();
+  struct statvfs info {};
+  if (::statvfs(directory.c_str(), &info) != 0) return UINT64_MAX;
+  return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+int page_bytes_of(SQLite::Database& db) {
+  return db.execAndGet("PRAGMA page_size").getInt();
 }
 
 class sqlite_drain_store final : public drain_store {
+  // Defined first: its return type is deduced, so it must be seen before its callers.
+  template <class Work>
+  decltype(auto) translated(Work&& work) {
+    try {
+      return work();
+    } catch (const SQLite::Exception& failure) {
+      // A full disk may be full of WAL: a checkpoint copies it into the file, the WAL then
+      // starts over in the space it already has, and the caller's retry can succeed.
+      if (failure.getErrorCode() == SQLITE_FULL) checkpoints_.request();
+      throw from_sqlite(failure);
+    }
+  }
+
  public:
   explicit sqlite_drain_store(const drain_store_config& config)
       : db_(open_database({.path = config.location,
@@ -38,7 +60,9 @@ class sqlite_drain_store final : public drain_store {
         writer_(db_),
         tokens_(db_, config.token_reserve_seconds),
         owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds),
-        wal_(db_, {.checkpoint_frames = static_cast<int>(config.checkpoint_frames),
+        wal_(db_, {.checkpoint_frames = checkpoint_frames_for(
+                       static_cast<int>(config.checkpoint_frames),
+                       free_bytes_beside(config.location), page_bytes_of(db_)),
                    .checkpoint_on_commit = false}),
         changes_(db_) {
     wal_.on_checkpoint_wanted([this] { checkpoints_.request(); });

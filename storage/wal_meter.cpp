@@ -1,8 +1,19 @@
 #include "storage/wal_meter.hpp"
 
+#include <algorithm>
+
 #include <sqlite3.h>
 
 namespace surge::storage {
+
+int checkpoint_frames_for(int configured, std::uint64_t free_bytes, int page_bytes) {
+  if (page_bytes <= 0) return configured;
+  // A frame is a page plus its 24-byte header.
+  const std::uint64_t frame_bytes = static_cast<std::uint64_t>(page_bytes) + 24;
+  const std::uint64_t room = free_bytes / 4 / frame_bytes;
+  if (room >= static_cast<std::uint64_t>(configured)) return configured;
+  return std::min(configured, std::max(min_checkpoint_frames, static_cast<int>(room)));
+}
 
 wal_meter::wal_meter(SQLite::Database& db, wal_meter_config config)
     : db_(db), config_(config) {

@@ -18,6 +18,13 @@ struct wal_meter_config {
   bool checkpoint_on_commit = true;
 };
 
+// The WAL length at which a checkpoint is wanted, given the room left on the queue's disk: the
+// configured length, or a quarter of the free space if that is less (but at least
+// `min_checkpoint_frames`), so a long threshold on a nearly full disk cannot fill it with WAL
+// frames the next checkpoint would have made reusable.
+inline constexpr int min_checkpoint_frames = 100;
+int checkpoint_frames_for(int configured, std::uint64_t free_bytes, int page_bytes);
+
 class wal_meter {
  public:
   // `db` must outlive the meter; the hook runs on whatever thread commits on `db`.

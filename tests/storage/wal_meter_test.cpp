@@ -22,6 +22,20 @@ class WalMeter : public ::testing::Test {
   SQLite::Database db_ = testing::open_migrated(path_);
 };
 
+// A long checkpoint interval must not fill a nearly full disk with WAL: past a quarter of the
+// free space the threshold shrinks with it, down to a floor.
+TEST(CheckpointFrames, ShrinkToAQuarterOfTheFreeSpace) {
+  constexpr int page = 4096;
+  constexpr std::uint64_t frame = page + 24;
+  EXPECT_EQ(checkpoint_frames_for(16000, 10ull << 30, page), 16000);  // 10 GiB free
+  EXPECT_EQ(checkpoint_frames_for(16000, 4 * 16000 * frame, page), 16000);
+  EXPECT_EQ(checkpoint_frames_for(16000, 4 * 16000 * frame - 1, page), 15999);
+  EXPECT_EQ(checkpoint_frames_for(16000, 8ull << 20, page), static_cast<int>((8ull << 20) / 4 / frame));
+  EXPECT_EQ(checkpoint_frames_for(16000, 0, page), min_checkpoint_frames);
+  EXPECT_EQ(checkpoint_frames_for(50, 0, page), 50) << "never above what was configured";
+  EXPECT_EQ(checkpoint_frames_for(16000, 1 << 20, 0), 16000) << "an unknown page size";
+}
+
 TEST_F(WalMeter, CountsThePagesEachCommitWrites) {
   const auto sub = testing::insert_subscriber_old(db_);
   testing::insert_deliveries_old(db_, sub, 50, 10);
