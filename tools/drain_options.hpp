@@ -1,6 +1,7 @@
 #pragma once
 // The flags of `surge drain` (also used by `surge demo`) and their translation to the engine
 // configuration.
+#include <chrono>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -35,7 +36,8 @@ struct drain_cli_options {
   // hanging at one subscriber's path do not stall the others, and every subscriber may keep one
   // request in flight whatever the limit (engine/scheduling), so a paced one keeps its rate.
   double origin_latency_tolerance = 2;
-  double origin_latency_slack = 0.002;  // seconds
+  double origin_latency_slack =  // seconds; the engine's default
+      std::chrono::duration<double>(engine::origin_limit_config{}.latency_slack).count();
   // Seconds between polls of a subscriber whose last claim came back short (doubling).
   double idle_poll_min = 0.1;
   double token_lease = 1.0;
