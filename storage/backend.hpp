@@ -18,7 +18,8 @@ struct connection::backend {
   std::unique_ptr<pg::session> postgres;
 };
 
-// SQLITE_BUSY and SQLITE_LOCKED: another writer held the lock past the wait.
+// SQLITE_BUSY and SQLITE_LOCKED: another writer held the lock past the wait; SQLITE_FULL: the
+// disk (or max_page_count) refused to grow the file or its WAL.
 error from_sqlite(const SQLite::Exception& failure);
 
 // Runs `on_sqlite(SQLite::Database&)` or `on_postgres(pg::session&)`, whichever the connection

@@ -46,8 +46,9 @@ bool connection::is_postgres() const { return backend_->postgres != nullptr; }
 
 error from_sqlite(const SQLite::Exception& failure) {
   const int code = failure.getErrorCode() & 0xff;
-  return error(failure.what(), code == SQLITE_BUSY || code == SQLITE_LOCKED ? error::kind::busy
-                                                                           : error::kind::other);
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return error(failure.what(), error::kind::busy);
+  if (code == SQLITE_FULL) return error(failure.what(), error::kind::disk_full);
+  return error(failure.what(), error::kind::other);
 }
 
 void not_on_postgres(std::string_view what) {

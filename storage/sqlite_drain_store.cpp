@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include <SQLiteCpp/Exception.h>
-#include <sqlite3.h>
 
 #include "storage/backend.hpp"
 #include "storage/checkpointer.hpp"
@@ -39,10 +38,11 @@ class sqlite_drain_store final : public drain_store {
     try {
       return work();
     } catch (const SQLite::Exception& failure) {
+      auto translated_error = from_sqlite(failure);
       // A full disk may be full of WAL: a checkpoint copies it into the file, the WAL then
       // starts over in the space it already has, and the caller's retry can succeed.
-      if (failure.getErrorCode() == SQLITE_FULL) checkpoints_.request();
-      throw from_sqlite(failure);
+      if (translated_error.what_kind() == error::kind::disk_full) checkpoints_.request();
+      throw translated_error;
     }
   }
 

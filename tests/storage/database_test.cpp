@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <gtest/gtest.h>
 
+#include "storage/backend.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {
@@ -22,6 +23,24 @@ TEST(Database, OpensInWalWithNormalSyncAndTheBusyTimeout) {
   EXPECT_EQ(query_text(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(query_int(db, "PRAGMA synchronous"), 1);  // NORMAL
   EXPECT_EQ(query_int(db, "PRAGMA busy_timeout"), 1234);
+}
+
+// SQLite's "database or disk is full" keeps a kind of its own, so that the drain's store can
+// checkpoint at once (the WAL may be what filled the disk). max_page_count makes SQLite refuse
+// to grow the file exactly as a full disk does, without one.
+TEST(Database, AFullDatabaseIsReportedAsDiskFull) {
+  testing::temp_dir dir;
+  database_config config;
+  config.path = dir.file("queue.db");
+  SQLite::Database db = open_database(config);
+  db.exec("CREATE TABLE t (b BLOB)");
+  db.exec("PRAGMA max_page_count = " + std::to_string(query_int(db, "PRAGMA page_count")));
+  try {
+    db.exec("INSERT INTO t VALUES (zeroblob(100000))");
+    FAIL() << "the insert grew a file limited to its size";
+  } catch (const SQLite::Exception& failure) {
+    EXPECT_EQ(from_sqlite(failure).what_kind(), error::kind::disk_full) << failure.what();
+  }
 }
 
 TEST(Database, MissingFileIsAnErrorWithoutCreate) {
