@@ -78,6 +78,9 @@ struct storage_worker_config {
   std::chrono::milliseconds wake_interval = 5ms;
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
+  // The first backlog count waits for the shards' first claims to be answered, or this long
+  // when none is asked (engine/drain_end_watch.hpp, first_count_due).
+  std::chrono::milliseconds first_count_wait = 100ms;
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
   // How often the storage loop asks whether another connection committed (PRAGMA

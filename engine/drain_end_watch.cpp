@@ -17,6 +17,11 @@ std::chrono::steady_clock::duration backlog_check_interval(
   return std::max(base, spaced);
 }
 
+bool first_count_due(bool claim_answered, std::chrono::steady_clock::duration since_start,
+                     std::chrono::steady_clock::duration wait) {
+  return claim_answered || since_start >= wait;
+}
+
 void drain_end_watch::observe(bool shards_empty, std::int64_t claimed_total) {
   shards_empty_ = shards_empty;
   // Rows handed out since the last check mean the shards had work in between, however empty

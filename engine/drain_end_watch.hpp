@@ -27,6 +27,14 @@ std::chrono::steady_clock::duration backlog_check_interval(
     const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
     std::chrono::steady_clock::duration last_count_took);
 
+// Whether the drain's first backlog count may run. The count reads every due row (about 20 ms
+// at 200,000 rows) on the storage thread, so the shards' first claims, asked a moment after
+// start, would wait behind it and the first sends with them. It runs once a claim has been
+// answered, or after `wait` when no shard asks (nothing it may send: its end is then decided by
+// counts alone).
+bool first_count_due(bool claim_answered, std::chrono::steady_clock::duration since_start,
+                     std::chrono::steady_clock::duration wait);
+
 class drain_end_watch {
  public:
   using clock = std::chrono::steady_clock;

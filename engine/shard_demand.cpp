@@ -169,10 +169,12 @@ void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
 
 asio::awaitable<void> shard::demand_loop() {
   asio::steady_timer timer(io_);
+  // The first demand goes at once: the subscribers were handed over before the shard started,
+  // and the first claims are what the first sends wait for.
   while (!stopping_) {
+    if (!claim_outstanding_) send_demand();
     timer.expires_after(config_.scheduler.demand_interval);
     co_await timer.async_wait(use_tuple);
-    if (!stopping_ && !claim_outstanding_) send_demand();
   }
 }
 

@@ -42,6 +42,7 @@ void storage_worker::start() {
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);
+  started_at_ = steady::now();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -158,7 +159,8 @@ void storage_worker::run() {
           {.small_backlog = config_.storage.drained_check_interval,
            .large_backlog = config_.storage.backlog_refresh_interval},
           counters_.backlog.load(std::memory_order_relaxed), shards_idle, last_count_took_);
-      if (now - last_drained_check_ >= check_every) {
+      if (now - last_drained_check_ >= check_every &&
+          first_count_due(claim_answered_, now - started_at_, config_.storage.first_count_wait)) {
         check_drained();
       }
     } else {
@@ -363,6 +365,7 @@ void storage_worker::answer_claims() {
       pending_deactivate_.clear();
       last_commit_ = now;
     }
+    claim_answered_ = true;
     rows = std::move(result.claimed);
     rows_handed_out_ += static_cast<std::int64_t>(rows.size());
     granted = std::move(result.granted);

@@ -144,6 +144,8 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_reload_{};
   std::chrono::steady_clock::time_point last_ownership_renew_{};
   std::chrono::steady_clock::time_point last_drained_check_{};
+  std::chrono::steady_clock::time_point started_at_{};
+  bool claim_answered_ = false;  // a claim transaction has committed (first_count_due)
   std::chrono::steady_clock::duration last_count_took_{};  // for backlog_check_interval
   std::chrono::steady_clock::time_point last_ping_{};
   std::chrono::steady_clock::time_point last_new_rows_check_{};

@@ -144,5 +144,18 @@ TEST(BacklogCheckInterval, OneStalledCountDoesNotHoldTheEndForMinutes) {
   EXPECT_EQ(backlog_check_interval(timing, 50, true, 10s), clock::duration(30s));
 }
 
+TEST(FirstCountDue, WaitsForTheFirstClaimsAnswer) {
+  // The shards ask a moment after start; a count before their answer would hold their claims.
+  EXPECT_FALSE(first_count_due(false, 0ms, 100ms));
+  EXPECT_FALSE(first_count_due(false, 99ms, 100ms));
+  EXPECT_TRUE(first_count_due(true, 1ms, 100ms));
+}
+
+TEST(FirstCountDue, CountsAnywayWhenNoShardAsks) {
+  // Every subscriber paused or inactive: no claim comes, and the counts alone end the drain.
+  EXPECT_TRUE(first_count_due(false, 100ms, 100ms));
+  EXPECT_TRUE(first_count_due(false, 5s, 100ms));
+}
+
 }  // namespace
 }  // namespace surge::engine
