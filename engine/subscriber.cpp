@@ -174,6 +174,7 @@ boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
       const auto step = wire_head_step(give_up_at, fresh_connection, now);
       if (step.what == wire_step::verdict::pass) {
         passed = true;
+        after_wire_wait(bucket, wire, now);
         break;
       }
       if (step.what == wire_step::verdict::give_up) break;

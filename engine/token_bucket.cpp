@@ -59,6 +59,11 @@ void token_bucket::empty(time_point now) {
   tokens_ = 0;
 }
 
+void token_bucket::at_most(double tokens, time_point now) {
+  refill(now);
+  tokens_ = std::clamp(tokens_, 0.0, std::max(0.0, tokens));
+}
+
 double seeded_tokens(double persisted_tokens, double persisted_at_unix, double rate_per_sec,
                      double burst, double now_unix) {
   const proto::persisted_bucket persisted{.tokens = persisted_tokens,

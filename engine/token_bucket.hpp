@@ -25,6 +25,8 @@ class token_bucket {
   void reconfigure(double rate_per_sec, double burst, time_point now);
   // Used by 429 handling: nothing more goes out until refill.
   void empty(time_point now);
+  // No more than `tokens` at `now` (refill continues from there); never adds any.
+  void at_most(double tokens, time_point now);
 
   double rate() const { return rate_; }
   double capacity() const { return capacity_; }

@@ -66,4 +66,8 @@ void wire_gate::reconfigure(double rate_per_sec, double burst, time_point now) {
   headroom_ = bucket_.capacity() >= 2;
 }
 
+void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now) {
+  admission.at_most(wire.tokens_at(now), now);
+}
+
 }  // namespace surge::engine

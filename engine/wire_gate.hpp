@@ -46,4 +46,11 @@ class wire_gate {
   bool headroom_;  // burst >= 2
 };
 
+// After a write that had to wait at the gate: the bucket that admits attempts keeps no more
+// tokens than the wire's. Admitting on its own schedule while the writes lag it would only queue
+// attempts at the gate, and with a burst of 1 the lag never shrinks (no write may follow the one
+// before sooner than the limit allows), so every later attempt would wait as long as the
+// longest lag so far: recorded as time added to it (bench scenario half_rate).
+void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now);
+
 }  // namespace surge::engine

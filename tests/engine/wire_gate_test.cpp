@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -205,6 +206,65 @@ TEST(WireGate, PausedAtRateZeroAndReconfiguredWithoutReset) {
   gate.reconfigure(10.0, 1, t0);
   EXPECT_DOUBLE_EQ(gate.tokens_at(t0), 1.0);
   EXPECT_EQ(gate.margin(), 4ms);  // 4 % of 100 ms without headroom
+}
+
+// A burst-1 subscriber with a backlog, as the shard runs it: the admission bucket admits an
+// attempt as soon as it has a token, and the attempt reaches the gate `to_write` later; one
+// attempt, the fifth, reaches it 10 ms late (a connection opened, the last of a burst). Returns
+// each attempt's wait at the gate.
+std::vector<wire_gate::duration> gate_waits(bool align_after_wait) {
+  constexpr double rate = 50;
+  token_bucket admission(rate, 1, 1, t0);
+  wire_gate gate(rate, 1, 1, t0);
+  std::vector<wire_gate::duration> waits;
+  auto now = t0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    now += admission.time_until_available(now);
+    EXPECT_TRUE(admission.try_take(now));
+    const auto admitted = now;
+    const auto at_gate = admitted + (attempt == 4 ? 10ms : 100us);
+    const auto written = pass_at(gate, at_gate);
+    if (written > at_gate && align_after_wait) after_wire_wait(admission, gate, written);
+    waits.push_back(written - at_gate);
+    now = std::max(now, written);  // the next admission is looked for from here on
+  }
+  return waits;
+}
+
+TEST(WireGate, ALateWriteCostsOneWaitNotOneForEveryLaterAttempt) {
+  // Admitting on its own schedule, every attempt after the late one waits for the lag it left.
+  const auto unaligned = gate_waits(false);
+  EXPECT_GT(unaligned.back(), 9ms);
+  // Aligned after a wait, the admissions follow the writes, and the waits stop.
+  const auto aligned = gate_waits(true);
+  for (std::size_t i = 6; i < aligned.size(); ++i) EXPECT_EQ(aligned[i], wire_gate::duration::zero()) << i;
+}
+
+TEST(WireGate, AligningAfterAWaitKeepsTheRateAndTheLimit) {
+  // What the aligned subscriber writes still conforms, and keeps nearly all of the rate: the
+  // admission-to-write time is lost once per wait, not per interval.
+  constexpr double rate = 50;
+  token_bucket admission(rate, 1, 1, t0);
+  wire_gate gate(rate, 1, 1, t0);
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> to_write_us(50, 2000);
+  std::vector<time_point> writes;
+  auto now = t0;
+  while (now < t0 + 60s) {
+    now += admission.time_until_available(now);
+    EXPECT_TRUE(admission.try_take(now));
+    const auto at_gate = now + std::chrono::microseconds(to_write_us(random));
+    const auto written = pass_at(gate, at_gate);
+    if (written > at_gate) after_wire_wait(admission, gate, written);
+    writes.push_back(written);
+    now = std::max(now, written);
+  }
+  for (std::size_t i = 1; i < writes.size(); ++i) {
+    EXPECT_GE(writes[i] - writes[i - 1], 20ms - 1us) << i;
+  }
+  const double achieved =
+      static_cast<double>(writes.size() - 1) / seconds(writes.back() - writes.front());
+  EXPECT_GE(achieved, 0.95 * rate);
 }
 
 }  // namespace
