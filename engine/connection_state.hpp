@@ -4,10 +4,11 @@
 // decisions are tested without sockets.
 #include <chrono>
 #include <cstddef>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "engine/ring.hpp"
 
 namespace surge::engine {
 
@@ -99,7 +100,7 @@ class idle_list {
 
  private:
   std::chrono::steady_clock::duration idle_timeout_;
-  std::deque<std::pair<Connection, steady_time>> entries_;  // newest at the front
+  ring<std::pair<Connection, steady_time>> entries_;  // newest at the front
 };
 
 }  // namespace surge::engine

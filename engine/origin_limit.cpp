@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace surge::engine {
 
@@ -51,18 +52,32 @@ void origin_limit::end_window(time_point now) {
 
 namespace {
 constexpr auto bucket_width = std::chrono::milliseconds(50);
+
+// The first of the (sorted) buckets at or after `bucket`.
+template <typename Buckets>
+auto first_from(Buckets& buckets, origin_limit::ticket bucket) {
+  return std::lower_bound(buckets.begin(), buckets.end(), bucket,
+                          [](const auto& entry, origin_limit::ticket t) { return entry.first < t; });
+}
 }  // namespace
 
 origin_limit::ticket origin_limit::on_start(time_point now) {
   const ticket bucket = now.time_since_epoch() / bucket_width;
-  ++started_[bucket];
+  // Buckets almost always arrive in order, so the search ends at the back.
+  auto found = started_.end();
+  while (found != started_.begin() && std::prev(found)->first >= bucket) --found;
+  if (found != started_.end() && found->first == bucket) {
+    ++found->second;
+  } else {
+    started_.insert(found, {bucket, 1});
+  }
   ++in_flight_;
   return bucket;
 }
 
 void origin_limit::on_end(ticket started) {
-  const auto found = started_.find(started);
-  if (found == started_.end()) return;
+  const auto found = first_from(started_, started);
+  if (found == started_.end() || found->first != started) return;
   if (--found->second == 0) started_.erase(found);
   --in_flight_;
 }
@@ -87,7 +102,7 @@ int origin_limit::counted_in_flight(time_point now) const {
 
 origin_limit::time_point origin_limit::next_recount_at(time_point now) const {
   const ticket threshold = (now - overdue_after()).time_since_epoch() / bucket_width;
-  const auto next = started_.lower_bound(threshold);
+  const auto next = first_from(started_, threshold);
   if (next == started_.end()) return time_point::max();
   // The bucket after it starts is when all of its attempts are overdue.
   return time_point(bucket_width * (next->first + 1)) + overdue_after();

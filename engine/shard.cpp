@@ -185,7 +185,11 @@ void shard::push_outcome(storage::outcome outcome) {
 
 void shard::flush_outcomes() {
   if (outcomes_.empty() && deactivate_.empty()) return;
+  const auto rows = outcomes_.size();
   storage_.submit(std::exchange(outcomes_, {}), std::exchange(deactivate_, {}));
+  // The vector went to the storage thread; the next batch is likely as large, and growing it
+  // one doubling at a time would cost a malloc per doubling.
+  outcomes_.reserve(rows);
 }
 
 asio::awaitable<void> shard::flush_loop() {

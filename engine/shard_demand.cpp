@@ -26,10 +26,10 @@ void shard::accept_claims(claim_reply reply) {
     auto it = subscribers_.find(asked.subscriber_id);
     if (it == subscribers_.end()) continue;
     it->second->pending_claim = std::max(0, it->second->pending_claim - asked.rows);
+    it->second->rows_in_answer = 0;
   }
   for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
   pending_total_ = std::max(0, pending_total_);
-  std::unordered_map<std::int64_t, int> got;
   std::vector<subscriber_state*> to_coalesce;
   // The shared counters move once per answer, not once per row: each move is a write to a cache
   // line the other threads read.
@@ -43,8 +43,8 @@ void shard::accept_claims(claim_reply reply) {
       push_outcome(outcome_for(row, storage::outcome_kind::release));
       continue;
     }
-    ++got[row.subscriber_id];
     auto& sub = *it->second;
+    ++sub.rows_in_answer;
     if (stopping_) {
       push_outcome(outcome_for(row, storage::outcome_kind::release));
       continue;
@@ -66,7 +66,7 @@ void shard::accept_claims(claim_reply reply) {
     auto it = subscribers_.find(asked.subscriber_id);
     if (it == subscribers_.end()) continue;
     auto& sub = *it->second;
-    const int rows = got[asked.subscriber_id];
+    const int rows = sub.rows_in_answer;
     if (rows < asked.rows) {
       sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
                                  config_.scheduler.idle_poll_max);

@@ -13,6 +13,7 @@
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
+#include "engine/ring.hpp"
 #include "engine/token_allowance.hpp"
 #include "engine/token_bucket.hpp"
 #include "engine/wire_gate.hpp"
@@ -86,9 +87,10 @@ struct subscriber_state {
   std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
   adaptive_rate pace;
   circuit_breaker breaker;
-  std::deque<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
+  ring<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
+  int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
   // due is kept by the shard (shard::poll_after_of), where the demand scan reads it.
   std::chrono::milliseconds idle_poll{0};

@@ -185,5 +185,26 @@ TEST(OriginLimitOverdue, AttemptsWithinTheThresholdKeepCounting) {
   EXPECT_EQ(limit.counted_in_flight(now + 500ms), 0);
 }
 
+
+TEST(OriginLimitOverdue, StartsOutOfOrderAndEndsInAnyOrderAreCounted) {
+  auto now = clock::time_point{} + 1000s;
+  origin_limit limit(config(), now);
+  limit.on_latency(2ms, now);  // overdue after 250 ms
+  // Shards pass the time they read; a start may carry an earlier time than the one before it.
+  const auto late = limit.on_start(now + 400ms);
+  const auto early = limit.on_start(now);
+  const auto middle = limit.on_start(now + 200ms);
+  const auto early_again = limit.on_start(now + 10ms);
+  EXPECT_EQ(limit.counted_in_flight(now + 400ms), 2);  // the two from 200 and 400 ms
+  EXPECT_EQ(limit.next_recount_at(now + 400ms), clock::time_point{} + 1000s + 250ms + 250ms);
+  limit.on_end(middle);
+  limit.on_end(early);
+  EXPECT_EQ(limit.counted_in_flight(now + 400ms), 1);
+  limit.on_end(late);
+  limit.on_end(early_again);
+  EXPECT_EQ(limit.counted_in_flight(now + 400ms), 0);
+  EXPECT_EQ(limit.next_recount_at(now + 400ms), clock::time_point::max());
+}
+
 }  // namespace
 }  // namespace surge::engine
