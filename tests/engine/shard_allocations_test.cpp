@@ -1,0 +1,116 @@
+// The shards allocate nothing per delivery once warm (issue 12): a real drain, in this process,
+// into nginx on loopback, with the sanitizer runtime's malloc hook counting what the threads
+// named surge-shard allocate. Two drains of different sizes; the difference between their
+// counts, divided by the difference in rows, is what each further delivery costs, free of what
+// start-up, connections and the periodic work cost. Its own binary: the hook sees the whole
+// process. Runs under the sanitizer presets (dev, tsan), where the hook exists.
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "engine/drain.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/nginx.hpp"
+
+extern "C" int __sanitizer_install_malloc_and_free_hooks(
+    void (*malloc_hook)(const volatile void*, std::size_t),
+    void (*free_hook)(const volatile void*)) __attribute__((weak));
+
+namespace surge::testing {
+namespace {
+
+std::atomic<long> shard_allocations{0};
+
+// Called on the allocating thread. The name is read with the raw system call: the hook runs
+// inside the sanitizer's allocator, where intercepted functions are best left alone. A thread
+// is named when it starts, so a positive answer is kept.
+void count_shard_allocation(const volatile void*, std::size_t) {
+  thread_local bool on_a_shard = false;
+  if (!on_a_shard) {
+    char name[17] = {};
+    if (::syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0) != 0) return;
+    on_a_shard = std::strcmp(name, "surge-shard") == 0;
+    if (!on_a_shard) return;
+  }
+  shard_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ignore_free(const volatile void*) {}
+
+constexpr int subscribers = 4;
+
+// Drains `rows_each` rows for each of four unthrottled subscribers into nginx and returns what
+// the shards allocated meanwhile.
+long shard_allocations_for(std::uint16_t port, int rows_each) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
+  for (int i = 0; i < subscribers; ++i) {
+    const auto id = queue.add_subscriber(url, 1e6, 1000000);
+    queue.add_rows(id, rows_each, std::string(300, 'x'));
+  }
+  engine::drain_config config;
+  config.storage.db_path = queue.path();
+  config.threads = 2;
+  config.until_drained = true;
+  config.progress = false;
+  config.status = engine::drain_config::status_line::off;
+  config.http.allow_private_targets = true;
+  // A fixed number in flight (four subscribers at sixteen each): the adaptive limit would let
+  // the concurrency, and with it the number of connections and coroutines alive at once, differ
+  // between the two drains.
+  config.scheduler.origin.latency_tolerance = 0;
+  const long before = shard_allocations.load();
+  const auto summary = engine::run_drain(config);
+  const long allocations = shard_allocations.load() - before;
+  EXPECT_TRUE(summary.drained);
+  EXPECT_EQ(summary.delivered, static_cast<std::int64_t>(subscribers) * rows_each);
+  EXPECT_EQ(queue.count_by_status()["done"], static_cast<std::int64_t>(subscribers) * rows_each);
+  return allocations;
+}
+
+TEST(ShardAllocations, AFurtherDeliveryAllocatesNothingOnTheShards) {
+  if (__sanitizer_install_malloc_and_free_hooks == nullptr) {
+    GTEST_SKIP() << "needs a sanitizer runtime's malloc hook (the dev and tsan presets)";
+  }
+  const auto nginx = nginx_binary();
+  if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
+  ASSERT_EQ(__sanitizer_install_malloc_and_free_hooks(count_shard_allocation, ignore_free), 1);
+
+  temp_dir server_dir;
+  const auto root = server_dir.file("nginx");
+  std::filesystem::create_directories(root);
+  const auto port = unused_port();
+  {
+    std::ofstream conf(root + "/nginx.conf");
+    conf << nginx_conf_prelude(root) << "  access_log off;\n  server {\n    listen 127.0.0.1:"
+         << port << ";\n    keepalive_requests 1000000;\n"
+         << "    location = /ready { return 204; }\n    location / { return 204; }\n  }\n}\n";
+  }
+  auto server = start_nginx(*nginx, root, port);
+
+  constexpr int small = 250;
+  constexpr int large = 2250;
+  const long in_small = shard_allocations_for(port, small);
+  const long in_large = shard_allocations_for(port, large);
+  ASSERT_GT(in_small, 0) << "the hook saw nothing on the shards";
+  const double per_delivery =
+      static_cast<double>(in_large - in_small) / (subscribers * (large - small));
+  std::cout << "shard allocations: " << in_small << " for " << subscribers * small
+            << " deliveries, " << in_large << " for " << subscribers * large << "; "
+            << per_delivery << " per further delivery\n";
+  // Before issue 12's last round this was about 7 (coroutine frames, the send operation,
+  // deque nodes, the outcome vector growing).
+  EXPECT_LT(per_delivery, 0.25);
+}
+
+}  // namespace
+}  // namespace surge::testing
