@@ -4,11 +4,12 @@
 // decisions are tested without sockets.
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#include "engine/ring.hpp"
+#include "engine/node_cache.hpp"
 
 namespace surge::engine {
 
@@ -100,7 +101,8 @@ class idle_list {
 
  private:
   std::chrono::steady_clock::duration idle_timeout_;
-  ring<std::pair<Connection, steady_time>> entries_;  // newest at the front
+  using entry = std::pair<Connection, steady_time>;
+  std::deque<entry, node_cache_allocator<entry>> entries_;  // newest at the front
 };
 
 }  // namespace surge::engine

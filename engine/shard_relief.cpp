@@ -76,7 +76,7 @@ void shard::coalesce_ready(subscriber_state& sub) {
     return;
   }
   const double now = storage::unix_now();
-  ring<storage::claimed_row> kept;
+  ready_rows kept;
   for (std::size_t i = 0; i < replaced_by.size(); ++i) {
     auto& row = sub.ready[i];
     if (replaced_by[i] == 0) {

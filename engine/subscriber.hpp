@@ -13,7 +13,7 @@
 #include "engine/adaptive_rate.hpp"
 #include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
-#include "engine/ring.hpp"
+#include "engine/node_cache.hpp"
 #include "engine/token_allowance.hpp"
 #include "engine/token_bucket.hpp"
 #include "engine/wire_gate.hpp"
@@ -27,6 +27,9 @@
 namespace surge::engine {
 
 struct origin_state;
+
+// A subscriber's claimed rows, oldest first; its nodes come back from the shard's own cache.
+using ready_rows = std::deque<storage::claimed_row, node_cache_allocator<storage::claimed_row>>;
 
 struct subscriber_settings {
   std::int64_t id = 0;
@@ -87,7 +90,7 @@ struct subscriber_state {
   std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
   adaptive_rate pace;
   circuit_breaker breaker;
-  ring<storage::claimed_row> ready;  // claimed, waiting for a token or a slot
+  ready_rows ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
