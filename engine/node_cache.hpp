@@ -23,6 +23,9 @@ std::size_t cached_blocks();
 
 template <typename T>
 class node_cache_allocator {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "blocks come from plain operator new");
+
  public:
   using value_type = T;
 

@@ -60,6 +60,7 @@ TEST(NodeCache, EachThreadKeepsItsOwnBlocks) {
   });
   other.join();
   EXPECT_NE(elsewhere, nullptr);
+  EXPECT_NE(elsewhere, block);  // this thread's cached block was not handed to the other
   EXPECT_EQ(node_cache::take(200), block);  // still this thread's
   node_cache::give(block, 200);
 }

@@ -83,7 +83,7 @@ TEST(ShardAllocations, AFurtherDeliveryAllocatesNothingOnTheShards) {
   }
   const auto nginx = nginx_binary();
   if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
-  ASSERT_EQ(__sanitizer_install_malloc_and_free_hooks(count_shard_allocation, ignore_free), 1);
+  ASSERT_GT(__sanitizer_install_malloc_and_free_hooks(count_shard_allocation, ignore_free), 0);
 
   temp_dir server_dir;
   const auto root = server_dir.file("nginx");
@@ -108,8 +108,10 @@ TEST(ShardAllocations, AFurtherDeliveryAllocatesNothingOnTheShards) {
             << " deliveries, " << in_large << " for " << subscribers * large << "; "
             << per_delivery << " per further delivery\n";
   // Before issue 12's last round this was about 7 (coroutine frames, the send operation,
-  // deque nodes, the outcome vector growing).
-  EXPECT_LT(per_delivery, 0.25);
+  // deque nodes, the outcome vector growing); one allocation made per delivery adds 1. What
+  // grows with time rather than with rows (an outcome batch handed over every 5 ms, a demand
+  // round) is counted too, about 0.1 at the sanitizers' speed, and more on a loaded machine.
+  EXPECT_LT(per_delivery, 0.5);
 }
 
 }  // namespace
