@@ -29,7 +29,9 @@ void connection_lifecycle::on_idle_check(bool input_pending) {
   if (phase_ == connection_phase::idle && input_pending) phase_ = connection_phase::closed;
 }
 
-bool connection_lifecycle::failure_warrants_fresh_retry() const {
-  return exchanges_ > 1 && !response_started_;
+bool connection_lifecycle::retry_on_fresh_connection(steady_time now,
+                                                     steady_time deadline) const {
+  return failed_ && exchanges_ > 1 && !response_started_ && now < deadline;
 }
+
 }  // namespace surge::engine

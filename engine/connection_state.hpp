@@ -49,9 +49,11 @@ class connection_lifecycle {
   // (bytes, EOF, an error) is not an answer to a request we sent, so the connection is closed.
   void on_idle_check(bool input_pending);
 
-  // A failure on a reused connection before any response byte: the server most likely closed
-  // the idle connection as we wrote, so the request is sent once more on a fresh connection.
-  bool failure_warrants_fresh_retry() const;
+  // After an exchange, whether its request goes out once more on a new connection: only after
+  // a failure on a reused connection before any response byte (the server most likely closed
+  // the idle connection as we wrote), and only while the attempt's deadline leaves time. The
+  // retry's connection is new, so a request is retried at most once.
+  bool retry_on_fresh_connection(steady_time now, steady_time deadline) const;
   // Whether the connection ended without a failure (a response read whole, or closed idle),
   // so that its TLS session may be offered again: OpenSSL keeps that only for connections it
   // saw shut down cleanly.

@@ -265,10 +265,12 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
   http_result result;
   auto& pool = origin_for(target);
 
-  for (int tries = 0; tries < 2; ++tries) {
+  // Two tries at most: the lifecycle retries only a reused connection's failure, and the retry
+  // opens a new one (a server that closed one idle connection has often closed the others too).
+  for (;;) {
     connection_ptr conn;
     std::vector<connection_ptr> expired;
-    while (auto reused = pool.idle.take(now, expired)) {
+    while (auto reused = result.fresh_retry ? std::nullopt : pool.idle.take(now, expired)) {
       // Bytes or an EOF that arrived while the connection sat idle answer no request of ours:
       // the next request would read them as its response.
       (*reused)->lifecycle.on_idle_check(input_pending((*reused)->view(), true));
@@ -302,7 +304,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
         // Nothing was written, so the connection is as good as it was.
         pool.idle.put(std::move(conn), now);
         // On the fresh retry, the first try's failure stands.
-        result.not_sent = tries == 0;
+        result.not_sent = !result.fresh_retry;
         co_return result;
       }
     }
@@ -325,8 +327,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;
-    if (out.error != transport_error::none && conn->lifecycle.failure_warrants_fresh_retry() &&
-        now < deadline && tries == 0) {
+    if (conn->lifecycle.retry_on_fresh_connection(now, deadline)) {
       close(std::move(conn));
       result.fresh_retry = true;
       result.error = out.error;
@@ -345,7 +346,6 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
     co_return result;
   }
-  co_return result;
 }
 
 }  // namespace surge::engine

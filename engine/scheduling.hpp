@@ -1,9 +1,11 @@
 #pragma once
 // The scheduler's decisions (DESIGN section 2), kept pure in the shape of Boost.MySQL's pool:
 // what a subscriber's pump does next, how many rows a subscriber is asked for, and how many
-// waiters a freed origin slot wakes. The shard gathers the facts, passes the clock in and carries
+// waiters a freed origin slot wakes and which. The shard gathers the facts, passes the clock in and carries
 // the decision out; the tests feed facts, no sockets.
 #include <chrono>
+#include <cstddef>
+#include <deque>
 #include <optional>
 
 namespace surge::engine::scheduling {
@@ -126,5 +128,35 @@ bool paced_below_one_slot(double rate, clock::duration origin_best_latency);
 // How many of an origin's waiters a freed slot wakes: as many as its limit now admits (it may
 // have grown by more than one), or one when the limit is off.
 int origin_wakeups(bool limit_enabled, int limit, int in_flight);
+
+// The subscribers waiting for a slot (at an origin, or in the shard's in-flight cap), and which
+// of them a freed slot goes to: the one that has waited longest, so each gets its turn in the
+// order it asked. An entry whose subscriber stopped waiting here since (a URL change moved it
+// to another origin) is dropped without taking a slot.
+template <class Waiter>
+class slot_queue {
+ public:
+  void push(Waiter* waiter) { waiters_.push_back(waiter); }
+  bool empty() const { return waiters_.empty(); }
+  std::size_t size() const { return waiters_.size(); }
+
+  // Hands up to `slots` waiters for which `still_waiting(waiter)` holds to `wake(waiter)`,
+  // oldest first; returns how many were woken.
+  template <class StillWaiting, class Wake>
+  int hand_out(int slots, StillWaiting&& still_waiting, Wake&& wake) {
+    int woken = 0;
+    while (woken < slots && !waiters_.empty()) {
+      Waiter* next = waiters_.front();
+      waiters_.pop_front();
+      if (!still_waiting(*next)) continue;
+      wake(*next);
+      ++woken;
+    }
+    return woken;
+  }
+
+ private:
+  std::deque<Waiter*> waiters_;
+};
 
 }  // namespace surge::engine::scheduling

@@ -38,7 +38,7 @@ struct origin_state {
       : limit(config, now) {}
   origin_limit limit;
   int in_flight = 0;
-  std::deque<subscriber_state*> waiting;
+  scheduling::slot_queue<subscriber_state> waiting;  // subscribers held back by `limit`
 };
 
 class shard final : public shard_endpoint {
@@ -172,7 +172,7 @@ class shard final : public shard_endpoint {
   std::vector<steady::time_point> poll_after_;
   std::size_t demand_cursor_ = 0;
   std::vector<subscriber_state*> token_watch_;  // see watch_tokens
-  std::deque<subscriber_state*> waiting_for_slot_;  // FIFO, each subscriber at most once
+  scheduling::slot_queue<subscriber_state> waiting_for_slot_;  // each subscriber at most once
   std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
   int in_flight_ = 0;
   int in_flight_cap_;

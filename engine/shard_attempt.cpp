@@ -1,6 +1,7 @@
 // One attempt of a shard, from the wire gate to its outcome: the request, its result's effect on
 // the subscriber (circuit breaker, adaptive pace, pauses, 410) and the row handed back when it
-// could not be sent. The reactor, claims and outcome batching stay in shard.cpp.
+// could not be sent. The reactor and outcome batching are in shard.cpp, claims in
+// shard_demand.cpp, the pump in shard_pump.cpp.
 #include "engine/shard.hpp"
 
 #include <algorithm>

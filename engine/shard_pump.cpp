@@ -105,7 +105,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       case pump_action::queue_for_shard_slot:
         if (!sub.waiting_for_slot) {
           sub.waiting_for_slot = true;
-          waiting_for_slot_.push_back(&sub);
+          waiting_for_slot_.push(&sub);
         }
         break;
       case pump_action::queue_for_origin: {
@@ -113,7 +113,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         origin.limit.note_blocked();
         if (sub.waiting_on_origin != &origin) {
           sub.waiting_on_origin = &origin;
-          origin.waiting.push_back(&sub);
+          origin.waiting.push(&sub);
         }
         break;
       }
@@ -165,27 +165,26 @@ void shard::send_next(subscriber_state& sub, steady::time_point now) {
 
 void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
   sub.notify();
-  if (!waiting_for_slot_.empty()) {
-    auto* next = waiting_for_slot_.front();
-    waiting_for_slot_.pop_front();
-    next->waiting_for_slot = false;
-    next->notify();
-  }
+  waiting_for_slot_.hand_out(
+      1, [](const subscriber_state& next) { return next.waiting_for_slot; },
+      [](subscriber_state& next) {
+        next.waiting_for_slot = false;
+        next.notify();
+      });
   wake_origin_waiters(origin);
 }
 
 void shard::wake_origin_waiters(origin_state& origin) {
-  int admissible = scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(),
-                                              origin.limit.counted_in_flight(steady::now()));
-  while (admissible > 0 && !origin.waiting.empty()) {
-    auto* next = origin.waiting.front();
-    origin.waiting.pop_front();
-    if (next->waiting_on_origin != &origin) continue;  // left behind by a URL change
-    next->waiting_on_origin = nullptr;
-    next->origin_turn = true;
-    next->notify();
-    --admissible;
-  }
+  const int admissible = scheduling::origin_wakeups(
+      origin.limit.enabled(), origin.limit.limit(), origin.limit.counted_in_flight(steady::now()));
+  origin.waiting.hand_out(
+      admissible,
+      [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },
+      [](subscriber_state& next) {
+        next.waiting_on_origin = nullptr;
+        next.origin_turn = true;
+        next.notify();
+      });
 }
 
 origin_state& shard::origin_of(subscriber_state& sub) {

@@ -101,19 +101,23 @@ TEST(ConnectionLifecycle, InputWhileIdleClosesTheConnection) {
 }
 
 TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes) {
+  const steady_time now{};
+  const auto deadline = now + 1s;
   connection_lifecycle first_use;
   first_use.on_connected();
   first_use.on_exchange_start();
   first_use.on_failure();
-  EXPECT_FALSE(first_use.failure_warrants_fresh_retry());  // a new connection failing is real
+  // A new connection failing is the endpoint's answer, not a stale keep-alive.
+  EXPECT_FALSE(first_use.retry_on_fresh_connection(now, deadline));
 
   connection_lifecycle reused;
   reused.on_connected();
   reused.on_exchange_start();
   reused.on_response_complete(clean_end());
   reused.on_exchange_start();
+  EXPECT_FALSE(reused.retry_on_fresh_connection(now, deadline));  // nothing failed yet
   reused.on_failure();
-  EXPECT_TRUE(reused.failure_warrants_fresh_retry());
+  EXPECT_TRUE(reused.retry_on_fresh_connection(now, deadline));
 
   connection_lifecycle partial;
   partial.on_connected();
@@ -122,7 +126,21 @@ TEST(ConnectionLifecycle, FreshRetryOnlyForReusedConnectionWithoutResponseBytes)
   partial.on_exchange_start();
   partial.on_response_byte();
   partial.on_failure();
-  EXPECT_FALSE(partial.failure_warrants_fresh_retry());  // the server answered something
+  // The server answered something: the request may have been acted on.
+  EXPECT_FALSE(partial.retry_on_fresh_connection(now, deadline));
+}
+
+TEST(ConnectionLifecycle, FreshRetryOnlyBeforeTheDeadline) {
+  const steady_time now{};
+  connection_lifecycle reused;
+  reused.on_connected();
+  reused.on_exchange_start();
+  reused.on_response_complete(clean_end());
+  reused.on_exchange_start();
+  reused.on_failure();
+  EXPECT_TRUE(reused.retry_on_fresh_connection(now, now + 1ms));
+  EXPECT_FALSE(reused.retry_on_fresh_connection(now, now));  // no time left
+  EXPECT_FALSE(reused.retry_on_fresh_connection(now + 2ms, now + 1ms));
 }
 
 TEST(IdleList, HandsOutTheFreshestAndEvictsExpired) {

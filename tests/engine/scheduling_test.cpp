@@ -1,6 +1,8 @@
 // The scheduler's pure decisions (engine/scheduling): facts and a clock in, a decision out.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "engine/scheduling.hpp"
 
 namespace surge::engine::scheduling {
@@ -259,6 +261,56 @@ TEST(OriginWakeups, AsManyAsTheLimitNowAdmitsOrOneWhenItIsOff) {
   EXPECT_EQ(origin_wakeups(true, 16, 10), 6);
   EXPECT_EQ(origin_wakeups(true, 16, 20), 0);
   EXPECT_EQ(origin_wakeups(false, 0, 500), 1);
+}
+
+// A waiter as the queue sees it: whether it still waits here, and whether it was woken.
+struct waiter {
+  int id = 0;
+  bool still_waiting = true;
+  bool woken = false;
+};
+
+std::vector<int> hand_out_ids(slot_queue<waiter>& queue, int slots) {
+  std::vector<int> ids;
+  const int woken = queue.hand_out(
+      slots, [](const waiter& w) { return w.still_waiting; },
+      [&ids](waiter& w) {
+        w.woken = true;
+        ids.push_back(w.id);
+      });
+  EXPECT_EQ(woken, static_cast<int>(ids.size()));
+  return ids;
+}
+
+TEST(SlotQueue, FreedSlotsGoToTheLongestWaitingFirst) {
+  waiter a{.id = 1}, b{.id = 2}, c{.id = 3};
+  slot_queue<waiter> queue;
+  queue.push(&a);
+  queue.push(&b);
+  queue.push(&c);
+  EXPECT_EQ(hand_out_ids(queue, 2), (std::vector<int>{1, 2}));
+  EXPECT_FALSE(c.woken);
+  EXPECT_EQ(queue.size(), 1u);
+  EXPECT_EQ(hand_out_ids(queue, 0), std::vector<int>{});  // the limit admits none now
+  EXPECT_EQ(hand_out_ids(queue, 5), std::vector<int>{3});
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(SlotQueue, AWaiterThatMovedAwayIsDroppedWithoutTakingASlot) {
+  waiter moved{.id = 1, .still_waiting = false}, b{.id = 2}, c{.id = 3};
+  slot_queue<waiter> queue;
+  queue.push(&moved);
+  queue.push(&b);
+  queue.push(&c);
+  EXPECT_EQ(hand_out_ids(queue, 1), std::vector<int>{2});
+  EXPECT_FALSE(moved.woken);
+  EXPECT_EQ(queue.size(), 1u) << "the moved entry is gone, the third still waits";
+  // A queue of moved entries only wakes nobody and ends empty.
+  waiter gone{.id = 4, .still_waiting = false};
+  slot_queue<waiter> stale;
+  stale.push(&gone);
+  EXPECT_EQ(hand_out_ids(stale, 3), std::vector<int>{});
+  EXPECT_TRUE(stale.empty());
 }
 
 }  // namespace
