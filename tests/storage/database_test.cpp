@@ -25,6 +25,17 @@ TEST(Database, OpensInWalWithNormalSyncAndTheBusyTimeout) {
   EXPECT_EQ(query_int(db, "PRAGMA busy_timeout"), 1234);
 }
 
+TEST(Database, ThePageCacheIsSizedAsConfigured) {
+  testing::temp_dir dir;
+  database_config config;
+  config.path = dir.file("queue.db");
+  SQLite::Database plain = open_database(config);
+  EXPECT_EQ(query_int(plain, "PRAGMA cache_size"), -2000) << "SQLite's own";
+  config.cache_kib = 16 * 1024;  // the drain's (engine/config.hpp)
+  SQLite::Database sized = open_database(config);
+  EXPECT_EQ(query_int(sized, "PRAGMA cache_size"), -16 * 1024);
+}
+
 // SQLite's "database or disk is full" keeps a kind of its own, so that the drain's store can
 // checkpoint at once (the WAL may be what filled the disk). max_page_count makes SQLite refuse
 // to grow the file exactly as a full disk does, without one.

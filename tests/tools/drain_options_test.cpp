@@ -1,0 +1,48 @@
+// What `surge drain`'s flags become in the engine's configuration (tools/drain_options): the
+// defaults an operator gets without a flag, and the flags that turn them off.
+#include "tools/drain_options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tools/commands.hpp"
+
+namespace surge::tools {
+namespace {
+
+// A PostgreSQL URI passes the --db check without a file; nothing connects to it here.
+engine::drain_config parsed(const std::string& args) {
+  CLI::App app;
+  drain_cli_options options;
+  add_drain_options(&app, options);
+  app.parse(args, false);
+  return to_drain_config(options);
+}
+
+TEST(DrainOptions, TheOriginLimitIsOnByDefault) {
+  const auto config = parsed("--db postgresql://localhost/queue");
+  EXPECT_EQ(config.scheduler.origin.latency_tolerance, 2.0);
+  EXPECT_EQ(config.scheduler.origin.latency_slack, engine::origin_limit_config{}.latency_slack);
+  EXPECT_GT(config.scheduler.origin.latency_tolerance, 0.0) << "0 would turn it off";
+}
+
+TEST(DrainOptions, ZeroTurnsTheOriginLimitOffAndBelowOneIsRefused) {
+  const auto off = parsed("--db postgresql://localhost/queue --origin-latency-tolerance 0");
+  EXPECT_EQ(off.scheduler.origin.latency_tolerance, 0.0);
+  EXPECT_THROW(parsed("--db postgresql://localhost/queue --origin-latency-tolerance 0.5"),
+               usage_error);
+}
+
+TEST(DrainOptions, TheDefaultsKeepTheDocumentedConcurrencyAndPolling) {
+  const auto config = parsed("--db postgresql://localhost/queue");
+  EXPECT_EQ(config.scheduler.max_in_flight, 4096);
+  EXPECT_EQ(config.scheduler.per_subscriber_in_flight, 16);
+  EXPECT_EQ(config.scheduler.idle_poll_min, std::chrono::milliseconds(100));
+  EXPECT_EQ(config.scheduler.idle_poll_max, std::chrono::milliseconds(500));
+  EXPECT_EQ(config.storage.new_rows_check_interval, std::chrono::milliseconds(2));
+  EXPECT_EQ(config.storage.cache_kib, 16 * 1024) << "the page cache the drain asks SQLite for";
+}
+
+}  // namespace
+}  // namespace surge::tools
