@@ -88,7 +88,6 @@ TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
   EXPECT_GT(bucket.getColumn(1).getDouble(), storage::unix_now() - 10);
 }
 
-
 // Requests hanging at one subscriber's path do not hold its origin from the others (scenario
 // e). With the origin limit on, as by default, the hanging subscriber's requests fill the
 // origin's first slots and never answer; they stop counting against its limit once overdue
@@ -108,8 +107,8 @@ TEST(DrainLimits, RequestsHangingAtOneSubscriberDoNotHoldTheOriginFromTheOthers)
     healthy.push_back(queue.add_subscriber_at(sink, 1e6, 1'000'000));
     queue.add_rows(healthy.back(), 100);
   }
-  // The healthy rows fall due half a second in, when the hanging requests hold the slots.
-  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 0.5 "
+  // The healthy rows fall due a second in, when the hanging requests hold the slots.
+  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
                   "WHERE subscriber_id != " + std::to_string(hanging));
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
                                       "--until-drained", "--threads", "1", "--max-attempts", "1",
@@ -118,16 +117,25 @@ TEST(DrainLimits, RequestsHangingAtOneSubscriberDoNotHoldTheOriginFromTheOthers)
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = sink.stop_and_read();
   double first_hang = std::numeric_limits<double>::max();
+  double healthy_first = std::numeric_limits<double>::max();
   double healthy_last = 0;
   std::size_t healthy_requests = 0;
   for (const auto& r : requests) {
     if (r.subscriber_id == hanging) {
       first_hang = std::min(first_hang, r.arrival);
     } else {
+      healthy_first = std::min(healthy_first, r.arrival);
       healthy_last = std::max(healthy_last, r.arrival);
       ++healthy_requests;
     }
   }
+  ASSERT_LT(first_hang, std::numeric_limits<double>::max()) << "no hanging request arrived";
+  // The case under test: the hanging requests held at least the limit's first 8 slots before
+  // any healthy row was due.
+  const auto hung_first = std::count_if(requests.begin(), requests.end(), [&](const auto& r) {
+    return r.subscriber_id == hanging && r.arrival < healthy_first;
+  });
+  EXPECT_GE(hung_first, 8);
   EXPECT_EQ(healthy_requests, 400u);
   EXPECT_EQ(queue.count_by_status()["done"], 400);
   EXPECT_EQ(queue.count_by_status()["dead"], 16) << "each hanging row timed out once";

@@ -46,16 +46,17 @@ class closing_peer {
   explicit closing_peer(scripts by_connection)
       : scripts_(std::move(by_connection)),
         acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        port_(acceptor_.local_endpoint().port()),
         thread_([this] { run(); }) {}
   ~closing_peer() {
     done_ = true;
     boost::system::error_code ignored;
     tcp::socket poke(io_);  // wakes the blocking accept
-    poke.connect(acceptor_.local_endpoint(), ignored);
+    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ignored);
     thread_.join();
     for (auto& server : servers_) server.join();
   }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::uint16_t port() const { return port_; }
   int connections() const { return connections_; }
   int requests_read() const { return requests_read_; }
 
@@ -99,6 +100,7 @@ class closing_peer {
   scripts scripts_;
   asio::io_context io_;
   tcp::acceptor acceptor_;
+  std::uint16_t port_;  // read once: the acceptor is busy in another thread's accept
   std::atomic<bool> done_{false};
   std::atomic<int> connections_{0};
   std::atomic<int> requests_read_{0};
