@@ -25,6 +25,27 @@ std::vector<double> sorted_arrivals(const std::vector<sink_request>& requests) {
   return out;
 }
 
+// Unthrottled subscribers of one sink: the first with `first_rows` rows due now, `others` more
+// with `rows_each` rows due a second into the drain, when the first one holds the origin's slots.
+struct first_and_others {
+  std::int64_t first = 0;
+  std::vector<std::int64_t> others;
+};
+
+first_and_others queue_first_then_others(test_queue& queue, const sink_process& sink,
+                                         int first_rows, int others, int rows_each) {
+  first_and_others out;
+  out.first = queue.add_subscriber_at(sink, 1e6, 1'000'000);
+  queue.add_rows(out.first, first_rows);
+  for (int i = 0; i < others; ++i) {
+    out.others.push_back(queue.add_subscriber_at(sink, 1e6, 1'000'000));
+    queue.add_rows(out.others.back(), rows_each);
+  }
+  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
+                  "WHERE subscriber_id != " + std::to_string(out.first));
+  return out;
+}
+
 TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
   temp_dir dir;
   test_queue queue(dir);
@@ -99,17 +120,9 @@ TEST(DrainLimits, RequestsHangingAtOneSubscriberDoNotHoldTheOriginFromTheOthers)
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"hang": true}})"});
-  const auto hanging = queue.add_subscriber_at(sink, 1e6, 1'000'000);
-  ASSERT_EQ(hanging, 1);
-  queue.add_rows(hanging, 16);
-  std::vector<std::int64_t> healthy;
-  for (int i = 0; i < 4; ++i) {
-    healthy.push_back(queue.add_subscriber_at(sink, 1e6, 1'000'000));
-    queue.add_rows(healthy.back(), 100);
-  }
   // The healthy rows fall due a second in, when the hanging requests hold the slots.
-  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
-                  "WHERE subscriber_id != " + std::to_string(hanging));
+  const auto hanging = queue_first_then_others(queue, sink, 16, 4, 100).first;
+  ASSERT_EQ(hanging, 1);
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
                                       "--until-drained", "--threads", "1", "--max-attempts", "1",
                                       "--attempt-timeout", "6", "--lease", "30",
@@ -226,16 +239,8 @@ TEST(DrainLimits, AnOriginsSlotsGoRoundInTurnBetweenItsSubscribers) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_per_request_ms": 2}})"});
-  const auto heavy = queue.add_subscriber_at(sink, 1e6, 1'000'000);
-  queue.add_rows(heavy, 3000);
-  std::vector<std::int64_t> light;
-  for (int i = 0; i < 10; ++i) {
-    light.push_back(queue.add_subscriber_at(sink, 1e6, 1'000'000));
-    queue.add_rows(light.back(), 20);
-  }
   // The small ones' rows fall due a second into the drain, when the big one holds the slots.
-  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
-                  "WHERE subscriber_id != " + std::to_string(heavy));
+  const auto heavy = queue_first_then_others(queue, sink, 3000, 10, 20).first;
   // Its own cap is above anything the origin limit reaches here, so only the origin's queue
   // decides who sends.
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",

@@ -117,101 +117,101 @@ http_client_config client_config() {
   return config;
 }
 
-proto::target target_of(const closing_peer& peer) {
-  return proto::parse_target_url("http://127.0.0.1:" + std::to_string(peer.port()) + "/hook")
-      .value.value();
+// One client sending to one peer. The peer is declared first, so it outlives the client: the
+// client's closing its connections is what ends the peer's reads.
+class client_and_peer {
+ public:
+  explicit client_and_peer(scripts by_connection)
+      : peer(std::move(by_connection)),
+        client_(io_.get_executor(), nullptr, client_config()),
+        target_(proto::parse_target_url("http://127.0.0.1:" + std::to_string(peer.port()) + "/hook")
+                    .value.value()) {}
+
+  // Sends `count` requests at once and runs them to the end.
+  std::vector<http_result> send(int count) {
+    std::vector<http_result> results(static_cast<std::size_t>(count));
+    for (auto& result : results) {
+      asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
+        result = co_await client_.send(target_, request);
+      }, asio::detached);
+    }
+    io_.restart();
+    io_.run();
+    return results;
+  }
+  http_result send_one() { return send(1).at(0); }
+
+  closing_peer peer;
+
+ private:
+  asio::io_context io_;
+  http_client client_;
+  proto::target target_;
+};
+
+void expect_failed_without_answer(const http_result& result) {
+  EXPECT_EQ(result.status, 0);
+  EXPECT_NE(result.error, proto::transport_error::none);
 }
 
-// Sends `count` requests at once through `client` and runs them to the end.
-std::vector<http_result> send_at_once(asio::io_context& io, http_client& client,
-                                      const proto::target& target, int count) {
-  std::vector<http_result> results(static_cast<std::size_t>(count));
-  for (auto& result : results) {
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-      result = co_await client.send(target, request);
-    }, asio::detached);
-  }
-  io.restart();
-  io.run();
-  return results;
+// What the peer saw: connections accepted and requests read.
+void expect_seen(const closing_peer& peer, int connections, int requests) {
+  EXPECT_EQ(peer.connections(), connections);
+  EXPECT_EQ(peer.requests_read(), requests);
 }
 
 TEST(HttpFreshRetry, ARequestLostOnAReusedConnectionGoesOutOnceMoreOnANewOne) {
-  closing_peer peer(scripts{{.answered = 1}});
-  asio::io_context io;
-  http_client client(io.get_executor(), nullptr, client_config());
-  const auto target = target_of(peer);
-  const auto first = send_at_once(io, client, target, 1).at(0);
+  client_and_peer pair(scripts{{.answered = 1}});
+  const auto first = pair.send_one();
   EXPECT_EQ(first.status, 204) << first.detail;
   EXPECT_FALSE(first.fresh_retry);
   // The second request finds the first's connection idle; the peer reads it and closes.
-  const auto second = send_at_once(io, client, target, 1).at(0);
+  const auto second = pair.send_one();
   EXPECT_EQ(second.status, 204) << second.detail;
   EXPECT_TRUE(second.fresh_retry);
   EXPECT_FALSE(second.reused_connection) << "answered on the new connection";
-  EXPECT_EQ(peer.connections(), 2);
-  EXPECT_EQ(peer.requests_read(), 3);
+  expect_seen(pair.peer, 2, 3);
 }
 
 TEST(HttpFreshRetry, TheRetryOpensANewConnectionEvenWithAnotherIdle) {
   // A server that closed one idle connection has often closed the others too (a restart, its
   // keep-alive timeout).
-  closing_peer peer(scripts{{.answered = 1}});
-  asio::io_context io;
-  http_client client(io.get_executor(), nullptr, client_config());
-  const auto target = target_of(peer);
+  client_and_peer pair(scripts{{.answered = 1}});
   // Two requests at once open two connections; both go idle with their one answer spent.
-  for (const auto& result : send_at_once(io, client, target, 2)) {
-    ASSERT_EQ(result.status, 204) << result.detail;
-  }
-  ASSERT_EQ(peer.connections(), 2);
-  const auto third = send_at_once(io, client, target, 1).at(0);
+  for (const auto& result : pair.send(2)) ASSERT_EQ(result.status, 204) << result.detail;
+  ASSERT_EQ(pair.peer.connections(), 2);
+  const auto third = pair.send_one();
   EXPECT_EQ(third.status, 204) << third.detail;
   EXPECT_TRUE(third.fresh_retry);
-  EXPECT_EQ(peer.connections(), 3);
-  EXPECT_EQ(peer.requests_read(), 4);
+  expect_seen(pair.peer, 3, 4);
 }
 
 TEST(HttpFreshRetry, ARequestIsRetriedOnlyOnce) {
   // The retry's new connection fails too: that is the endpoint's answer.
-  closing_peer peer(scripts{{.answered = 1}, {.answered = 0}});
-  asio::io_context io;
-  http_client client(io.get_executor(), nullptr, client_config());
-  const auto target = target_of(peer);
-  ASSERT_EQ(send_at_once(io, client, target, 1).at(0).status, 204);
-  const auto second = send_at_once(io, client, target, 1).at(0);
-  EXPECT_EQ(second.status, 0);
-  EXPECT_NE(second.error, proto::transport_error::none);
+  client_and_peer pair(scripts{{.answered = 1}, {.answered = 0}});
+  ASSERT_EQ(pair.send_one().status, 204);
+  const auto second = pair.send_one();
+  expect_failed_without_answer(second);
   EXPECT_TRUE(second.fresh_retry);
-  EXPECT_EQ(peer.connections(), 2);
-  EXPECT_EQ(peer.requests_read(), 3);
+  expect_seen(pair.peer, 2, 3);
 }
 
 TEST(HttpFreshRetry, AFailureOnANewConnectionIsNotRetried) {
-  closing_peer peer(scripts{{.answered = 0}});
-  asio::io_context io;
-  http_client client(io.get_executor(), nullptr, client_config());
-  const auto result = send_at_once(io, client, target_of(peer), 1).at(0);
-  EXPECT_EQ(result.status, 0);
-  EXPECT_NE(result.error, proto::transport_error::none);
+  client_and_peer pair(scripts{{.answered = 0}});
+  const auto result = pair.send_one();
+  expect_failed_without_answer(result);
   EXPECT_FALSE(result.fresh_retry);
-  EXPECT_EQ(peer.connections(), 1);
-  EXPECT_EQ(peer.requests_read(), 1);
+  expect_seen(pair.peer, 1, 1);
 }
 
 TEST(HttpFreshRetry, AnAnswerCutOffOnAReusedConnectionIsNotRetried) {
   // The server sent part of an answer: it may have acted on the request, so it is not sent again.
-  closing_peer peer(scripts{{.answered = 1, .partial_then_close = true}});
-  asio::io_context io;
-  http_client client(io.get_executor(), nullptr, client_config());
-  const auto target = target_of(peer);
-  ASSERT_EQ(send_at_once(io, client, target, 1).at(0).status, 204);
-  const auto second = send_at_once(io, client, target, 1).at(0);
-  EXPECT_EQ(second.status, 0);
-  EXPECT_NE(second.error, proto::transport_error::none);
+  client_and_peer pair(scripts{{.answered = 1, .partial_then_close = true}});
+  ASSERT_EQ(pair.send_one().status, 204);
+  const auto second = pair.send_one();
+  expect_failed_without_answer(second);
   EXPECT_FALSE(second.fresh_retry);
-  EXPECT_EQ(peer.connections(), 1);
-  EXPECT_EQ(peer.requests_read(), 2);
+  expect_seen(pair.peer, 1, 2);
 }
 
 }  // namespace
