@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end drain scenarios (issue 5, DESIGN section 7): one command, every scenario.
+"""End-to-end drain scenarios (DESIGN section 7): one command, every scenario.
 
 For each scenario: create a queue file (or PostgreSQL database), start the receiver on 127.0.0.1
 (HTTP or HTTPS with a throw-away CA), run `surge drain --until-drained`, then read what happened
@@ -8,7 +8,7 @@ from the queue itself (`surge_attempt` holds every attempt's start and finish) a
 receiver with the same body, before and after the drain, and report Surge's rate as a ratio to
 the mean. Prints one JSON document and writes it, with a gnuplot chart, to --out.
 
-The reference scenarios, nginx_http and nginx_https (issue 12), drain into nginx (Debian
+The reference scenarios, nginx_http and nginx_https, drain into nginx (Debian
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
 dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
 rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the

@@ -1,5 +1,5 @@
 """The receivers bench/e2e.py drains into, and wrk against them: `surge sink` (the scenarios
-that need its behaviours) and nginx (the reference, issue 12), with a throw-away PKI for HTTPS."""
+that need its behaviours) and nginx (the reference), with a throw-away PKI for HTTPS."""
 import json
 import os
 import re

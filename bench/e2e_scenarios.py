@@ -40,14 +40,14 @@ def build_scenarios(scale, half_rate):
     per_sub = n(200_000, 200) // 100
     scenarios["a_http"] = Scenario("a_http", "(a) 100 unthrottled subscribers, HTTP", unthrottled,
                                    lambda s: per_sub, wrk=True)
-    # The reference (issue 12): nginx costs little per request, so the drainer's cost shows.
+    # The reference: nginx costs little per request, so the drainer's cost shows.
     scenarios["nginx_http"] = Scenario(
         "nginx_http", "nginx: 100 unthrottled subscribers, HTTP, defaults", unthrottled,
         lambda s: per_sub, wrk=True, receiver="nginx", wrk_connections=200)
     scenarios["nginx_https"] = Scenario(
         "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
         lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
-    # Several drains on one queue (issue 13): ownership leases spread the subscribers.
+    # Several drains on one queue: ownership leases spread the subscribers.
     for drains in (2, 3):
         scenarios[f"nginx_http_x{drains}"] = Scenario(
             f"nginx_http_x{drains}", f"nginx: as nginx_http, {drains} drain processes", unthrottled,
@@ -125,7 +125,7 @@ def build_scenarios(scale, half_rate):
     scenarios["seed_a"] = Scenario("seed_a", "seed loop: 100 subscribers, sink answers at once",
                                    unthrottled, lambda s: n(50_000, 100) // 100, seed_loop=True)
     # The same loop against the reference receiver, which costs little per request: the
-    # figure that nginx_http's rate is compared with for issue 12's "10 x the seed loop".
+    # figure that nginx_http's rate is compared with for the target "10 x the seed loop".
     scenarios["seed_nginx"] = Scenario("seed_nginx", "seed loop: 100 subscribers, nginx",
                                        unthrottled, lambda s: n(50_000, 100) // 100,
                                        receiver="nginx", seed_loop=True)

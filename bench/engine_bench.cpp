@@ -65,7 +65,7 @@ BENCHMARK_CAPTURE(bm_build_request, vvv, proto::signing_scheme::vvv,
 BENCHMARK_CAPTURE(bm_build_request, standard, proto::signing_scheme::standard,
                   "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
 
-// What the same request cost before (issue 12): a Beast message built field by field, then its
+// The same request built the plain Beast way: a message built field by field, then its
 // serialiser's buffers copied out the way a gathered write reads them. Kept for the comparison.
 void bm_build_request_beast(benchmark::State& state) {
   const auto target = *proto::parse_target_url("https://partner.example/hooks/surge").value;

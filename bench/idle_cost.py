@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What an idle `surge drain` costs: a subscriber table and no rows (tenth round of issue 12).
+"""What an idle `surge drain` costs: a subscriber table and no rows.
 
     bench/idle_cost.py                         # 10,000 subscribers, 10 s measured
     bench/idle_cost.py --subscribers 1000 --seconds 20

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Spike relief for slow partners (issue 14): what batches and coalescing buy, measured end to
+"""Spike relief for slow partners: what batches and coalescing buy, measured end to
 end with the real `surge drain` against `surge sink` on 127.0.0.1.
 
     bench/relief.py --surge build/release/tools/surge            # both measurements

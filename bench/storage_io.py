@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the drain costs the queue file, and how soon it sees new rows (issue 12).
+"""What the drain costs the queue file, and how soon it sees new rows.
 
     bench/storage_io.py wal                  # WAL frames per delivery over a 50,000-row drain
     bench/storage_io.py wal --strace         # ... and the pwrite64/pread64 calls, per file
@@ -10,7 +10,7 @@
                                                    # per delivery on the PostgreSQL server
 
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
-in issue 12, or `surge sink` with --receiver sink.
+in bench/e2e.py's nginx_* scenarios, or `surge sink` with --receiver sink.
 
 `wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front, each
 subscriber's rows together), drained with --until-drained. The frames come from the drain's last log

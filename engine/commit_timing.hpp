@@ -1,12 +1,13 @@
 #pragma once
-// When the storage thread commits the outcomes it holds (issue 12). Sans-I/O: the storage
-// thread says how many wait and how long ago it last wrote some; this decides.
+// When the storage thread commits the outcomes it holds. Sans-I/O: the storage thread says how
+// many wait and how long ago it last wrote some; this decides.
 //
 // A commit of outcomes rewrites, for each subscriber with an outcome in it, that subscriber's
 // page of the due index (a finished row leaves it) and the page of its finished rows. Written
-// with every claim, a few milliseconds apart, a fast drain's outcomes came two or three per
-// subscriber per commit, and those pages were most of its WAL frames. Claims still commit at
-// once, on their own when outcomes are not due, so holding outcomes back never delays a send.
+// with every claim, a few milliseconds apart, a fast drain's outcomes would come two or three
+// per subscriber per commit, and those pages would be most of its WAL frames. Claims still
+// commit at once, on their own when outcomes are not due, so holding outcomes back never
+// delays a send.
 #include <chrono>
 #include <cstddef>
 

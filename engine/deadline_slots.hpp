@@ -1,6 +1,6 @@
 #pragma once
-// The deadlines of the exchanges under way on one HTTP client, so that one timer keeps them all
-// (issue 12). Beast's stream timer is armed and cancelled around every read and every write: a
+// The deadlines of the exchanges under way on one HTTP client, so that one timer keeps them all.
+// Beast's stream timer is armed and cancelled around every read and every write: a
 // timer operation, a lock of the reactor's timer queue and often a timerfd_settime, two or three
 // times a request. Here an exchange's deadline goes into a slot, and the timer wakes at the
 // earliest deadline still pending: while exchanges keep finishing in time, about once per attempt

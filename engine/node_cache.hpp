@@ -3,7 +3,7 @@
 // An allocator for the hot path's node-based containers that hands freed blocks back to the
 // same thread's next allocation of the same size. A subscriber's ready rows and an origin's idle
 // connections are std::deque, which frees a node and allocates another every few elements as a
-// queue moves along: a malloc and a free on the shard per few deliveries (issue 12). With this
+// queue moves along: a malloc and a free on the shard per few deliveries. With this
 // allocator a shard's queues reuse their own nodes, and what a thread keeps is the most nodes it
 // had in use at once, not a buffer per queue sized for that queue's busiest moment (a ring per
 // subscriber kept 30 MB more at 10,000 subscribers).

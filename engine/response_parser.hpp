@@ -5,8 +5,8 @@
 // Beast's basic_parser does the parsing (status line, field syntax, Content-Length and chunked
 // framing, keep-alive, the header and body limits); this parser keeps only what an attempt uses:
 // the status, the first Retry-After and at most a prefix of the body. No header field is
-// stored, so a response without Retry-After or body allocates nothing (issue 12: a Beast
-// response_parser allocated a node for every field of every response).
+// stored, so a response without Retry-After or body allocates nothing (a Beast
+// response_parser allocates a node for every field of every response).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -11,7 +11,7 @@
 
 namespace surge::proto {
 
-// The limits the issue and DESIGN set: small enough that retrying a whole batch is acceptable.
+// The batch limits: small enough that retrying a whole batch is acceptable.
 inline constexpr std::int64_t max_batch_rows = 500;
 inline constexpr std::int64_t max_batch_bytes = 1'048'576;
 inline constexpr double max_batch_linger_seconds = 60;

@@ -1,6 +1,6 @@
 #pragma once
 // Noticing rows that other connections queued, so a drain sends them at once instead of at the
-// next idle poll (issue 12). `PRAGMA data_version` on the claiming connection changes whenever
+// next idle poll. `PRAGMA data_version` on the claiming connection changes whenever
 // another connection commits, and not for this connection's own commits, so one cheap pragma per
 // storage loop says whether to look; the look reads only the rows above the highest id seen.
 #include <cstddef>

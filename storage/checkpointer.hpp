@@ -1,5 +1,5 @@
 #pragma once
-// WAL checkpoints on a connection and a thread of their own (issue 12): the storage thread's
+// WAL checkpoints on a connection and a thread of their own: the storage thread's
 // commits never copy WAL pages into the main file nor wait for its fsync. A passive checkpoint
 // takes no write lock, so neither the drain nor the steady-state drainer waits for it.
 #include <atomic>

@@ -17,9 +17,9 @@ namespace {
 
 // The claim reads the due rows, then leases each by its id, both inside the caller's write
 // transaction, so nothing can change between the two. One UPDATE ... WHERE id IN (SELECT ...)
-// RETURNING did the same in one statement, but it builds two temporary B-trees (the id list and
-// the returned rows, payloads included) per subscriber and claim: 4.0 to 4.6 us of CPU a row
-// against 3.2 (BM_storage_claim/100, issue 12).
+// RETURNING does the same in one statement, but it builds two temporary B-trees (the id list
+// and the returned rows, payloads included) per subscriber and claim: 4.0 to 4.6 us of CPU a
+// row against 3.2 (BM_storage_claim/100).
 //
 // ORDER BY ... id makes the choice deterministic among rows due at the same instant, and it is
 // the order of idx_delivery_subscriber_due entries, so no sort is needed inside SQLite.
@@ -267,7 +267,7 @@ double claimer::make_lease(double now, double seconds) { return leases_.next(now
 
 double lease_values::next(double now, double seconds) {
   // Whole milliseconds plus the nonce in the microsecond digits. The milliseconds are counted
-  // as an integer: adding 0.001 to the last double, as bumped leases once did, drifts by up to
+  // as an integer: adding 0.001 to the last double would drift by up to
   // 0.12 us per addition at today's magnitudes, and a small nonce could drift to a whole
   // millisecond after a few dozen bumps.
   auto millis = static_cast<std::int64_t>(std::floor((now + seconds) * 1000.0));

@@ -111,8 +111,8 @@ CREATE TABLE IF NOT EXISTS surge_owner (
   taken_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
 )sql"},
-      // Attempt records indexed in the order they are written (issue 12): an index led by
-      // subscriber_id took one page write per subscriber per commit, about a seventh of the
+      // Attempt records indexed in the order they are written: an index led by
+      // subscriber_id takes one page write per subscriber per commit, about a seventh of the
       // drain's WAL frames; started_at only grows, so its index appends. `surge audit`, the one
       // reader by subscriber, sorts instead.
       {5,

@@ -1,7 +1,7 @@
 #pragma once
 // What one connection writes to the WAL, counted per commit, and when the WAL wants a checkpoint.
 // Installing the meter replaces SQLite's own autocheckpoint (both use sqlite3_wal_hook), so the
-// owner decides where checkpoints run: issue 12 keeps them off the commit path.
+// owner decides where checkpoints run: Surge keeps them off the commit path.
 #include <atomic>
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-// Batches end to end (issue 14): the real `surge drain` and `surge sink` on loopback, settings
+// Batches end to end: the real `surge drain` and `surge sink` on loopback, settings
 // made with the real `surge subscriber` command, on a real queue file.
 #include <gtest/gtest.h>
 

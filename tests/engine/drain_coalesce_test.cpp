@@ -1,4 +1,4 @@
-// Coalescing end to end (issue 14): the real `surge drain` and `surge sink` on loopback, the rule
+// Coalescing end to end: the real `surge drain` and `surge sink` on loopback, the rule
 // set with the real `surge subscriber` command, on a real queue file.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The fault cases of the hardening issue, end to end through the real CLI: a database locked by
+// Fault cases end to end through the real CLI: a database locked by
 // another process; the other drainer dying mid-send; kill -9 in a loop; bad payloads. The
 // endpoints' faults are drain_faults_test.cpp; non-public targets, redirects and TLS failures,
 // drain_faults_targets_test.cpp. docs/reliability.md maps each case to what Surge guarantees.

@@ -1,4 +1,4 @@
-// The fault cases of the hardening issue, end to end through the real CLI: targets that are not
+// Fault cases end to end through the real CLI: targets that are not
 // public (SSRF forms), redirects, and TLS failures. The endpoints' other faults are
 // drain_faults_test.cpp; the queue file and the processes around it, drain_faults_queue_test.cpp.
 // Deadlines are a second or two so that each case stays fast, and all traffic stays on loopback.

@@ -1,4 +1,4 @@
-// The fault cases of the hardening issue, end to end through the real CLI, part one: endpoints
+// Fault cases end to end through the real CLI, part one: endpoints
 // that hang, never accept, trickle, reset or answer with hostile bodies. SSRF forms and TLS
 // failures are drain_faults_targets_test.cpp; the queue file and the processes around it,
 // drain_faults_queue_test.cpp.

@@ -103,8 +103,8 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
 
 TEST(DrainObservability, OutcomesAreCommittedEveryTwentyMillisecondsNotWithEachClaim) {
   // A busy drain: unthrottled subscribers and a sink that answers at once, so the shards ask
-  // for rows in most demand rounds (every 5 ms each). Their outcomes used to ride with each of
-  // those claims; they are committed every 20 ms now (engine/commit_timing.hpp).
+  // for rows in most demand rounds (every 5 ms each). Their outcomes do not ride with each of
+  // those claims; they are committed every 20 ms (engine/commit_timing.hpp).
   temp_dir dir;
   test_queue queue{dir};
   sink_process sink{dir, queue.path()};

@@ -1,4 +1,4 @@
-// `surge` on a PostgreSQL queue through the real CLI (issue 13 item 5): a wrong URI or an
+// `surge` on a PostgreSQL queue through the real CLI: a wrong URI or an
 // unreachable server is a clear error at the start, a server restarted mid-drain costs a few
 // failed cycles and loses nothing, and `prune`, SQLite-only so far, says so.
 #include <gtest/gtest.h>

@@ -1,6 +1,5 @@
-// Rows and settings that used to keep a drain waiting for ever, sit silently, or cost memory out
-// of proportion to the flags: each gets a bounded, logged, counted outcome (issue 11 items 7, 8,
-// 10 and 11).
+// Rows and settings that could keep a drain waiting for ever, sit silently, or cost memory out
+// of proportion to the flags: each gets a bounded, logged, counted outcome.
 #include <gtest/gtest.h>
 
 #include <csignal>

@@ -1,6 +1,6 @@
-// Every drainer of a subscriber spends from its one persisted bucket (DESIGN section 3, issue
-// 13): two `surge drain` processes on one file, or Surge beside the steady-state drainer, keep
-// the partner's limit together, as the receiver counts it.
+// Every drainer of a subscriber spends from its one persisted bucket (DESIGN section 3): two
+// `surge drain` processes on one file, or Surge beside the steady-state drainer, keep the
+// partner's limit together, as the receiver counts it.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -167,8 +167,8 @@ TEST(DrainStop, APersonsSecondCtrlCEndsTheStopAtOnce) {
 }
 
 // coreutils `timeout` signals its child and then its whole process group: one request, two
-// signals within microseconds. Before the fix the drain took that as a second signal (exit 3,
-// leases left to expire).
+// signals within microseconds. Taken as a second signal, it would exit 3 and leave leases to
+// expire.
 TEST(DrainStop, TimeoutSignallingChildAndGroupIsOneStop) {
   const auto timeout_program = tools::find_program("timeout");
   if (!timeout_program) GTEST_SKIP() << "coreutils timeout is not installed";
@@ -215,8 +215,9 @@ TEST(DrainStop, TwoSignalsSentBackToBackAreOneStop) {
 
 class DrainQueueFile : public ::testing::TestWithParam<bool> {};
 
-// The path no longer names the opened file: deleted (false) or replaced by a copy (true). The
-// drain used to go on writing into the unlinked file and exit 0 with "drained".
+// The path no longer names the opened file: deleted (false) or replaced by a copy (true). A
+// drain that went on writing into the unlinked file would record its outcomes nowhere and still
+// exit 0 with "drained".
 TEST_P(DrainQueueFile, GoneOrReplacedStopsTheDrainWithAnError) {
   const bool replace = GetParam();
   temp_dir dir;

@@ -1,5 +1,5 @@
 // Rows queued by another program while a drain idles are sent at once, not at the subscriber's
-// next idle poll (issue 12: the storage thread watches PRAGMA data_version and wakes shards).
+// next idle poll (the storage thread watches PRAGMA data_version and wakes shards).
 #include <gtest/gtest.h>
 
 #include <csignal>

@@ -1,4 +1,4 @@
-// The shards allocate nothing per delivery once warm (issue 12): a real drain, in this process,
+// The shards allocate nothing per delivery once warm: a real drain, in this process,
 // into nginx on loopback, with the sanitizer runtime's malloc hook counting what the threads
 // named surge-shard allocate. Two drains of different sizes; the difference between their
 // counts, divided by the difference in rows, is what each further delivery costs, free of what
@@ -119,9 +119,9 @@ class ShardAllocations : public ::testing::Test {
   }
 };
 
-// Before issue 12's last round this was about 7 (coroutine frames, the send operation, deque
-// nodes, the outcome vector growing); one allocation made per delivery adds 1. What grows with
-// time rather than with rows (an outcome batch handed over every 5 ms, a demand round) is
+// Without the shards' allocation caches this is about 7 (coroutine frames, the send operation,
+// deque nodes, the outcome vector growing); one allocation made per delivery adds 1. What grows
+// with time rather than with rows (an outcome batch handed over every 5 ms, a demand round) is
 // counted too, about 0.1 at the sanitizers' speed, and more on a loaded machine.
 constexpr double bound = 0.5;
 

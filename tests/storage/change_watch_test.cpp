@@ -1,5 +1,6 @@
-// The "look now" signal of issue 12 on a real file: another connection's commit is noticed, this
-// connection's own commits are not, and only subscribers with new due rows are named.
+// The "look now" signal (storage/change_watch) on a real file: another connection's commit is
+// noticed, this connection's own commits are not, and only subscribers with new due rows are
+// named.
 #include <gtest/gtest.h>
 
 #include "storage/change_watch.hpp"

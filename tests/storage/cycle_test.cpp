@@ -1,4 +1,4 @@
-// One storage cycle in one transaction (issue 12): outcomes and the next claim commit together,
+// One storage cycle in one transaction: outcomes and the next claim commit together,
 // fenced as ever, and a page they share is written to the WAL once.
 #include <gtest/gtest.h>
 

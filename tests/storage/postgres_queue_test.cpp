@@ -1,4 +1,4 @@
-// The PostgreSQL queue (DESIGN section 1, issue 13) against a real throwaway server: the shared
+// The PostgreSQL queue (DESIGN section 1) against a real throwaway server: the shared
 // tables under their names, the steady-state drainer's own statements unchanged, claims that skip
 // what another transaction holds, fenced outcomes in one statement per batch, the persisted
 // bucket shared with the other drainer, ownership across drains, LISTEN/NOTIFY, and faults.

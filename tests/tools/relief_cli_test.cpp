@@ -1,4 +1,4 @@
-// `surge subscriber add|set` with the batch and coalescing flags (issue 14), and what `stats`
+// `surge subscriber add|set` with the batch and coalescing flags, and what `stats`
 // shows of them, through the real binary on a real queue file. Values are read back with
 // `subscriber list --json`, as a script would; refusals must leave the stored row unchanged.
 #include <optional>

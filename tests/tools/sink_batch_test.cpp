@@ -1,4 +1,4 @@
-// The sink's side of batches (issue 14): a batch POST whose headers and array body agree is
+// The sink's side of batches: a batch POST whose headers and array body agree is
 // recorded with its size and ids and counted as that many events; one where they disagree is
 // counted under problems.bad_batch, so a drain test that uses the sink notices a bad batch.
 // Requests are built by hand here, not by the engine, so the sink is checked against the
