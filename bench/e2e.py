@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end drain scenarios (DESIGN section 7): one command, every scenario.
+"""End-to-end drain scenarios (docs/benchmarks.md): one command, every scenario.
 
 For each scenario: create a queue file (or PostgreSQL database), start the receiver on 127.0.0.1
 (HTTP or HTTPS with a throw-away CA), run `surge drain --until-drained`, then read what happened

@@ -1,5 +1,5 @@
-// surge_seed_loop: the naive drain loop DESIGN section 7 compares Surge against ("the seed Go
-// drain loop: sequential, 200 rows per poll"), as a C++ stand-in so both are measured on the same
+// surge_seed_loop: the naive drain loop the benchmarks compare Surge against (the seed Go
+// drain loop: sequential, 200 rows per poll), as a C++ stand-in so both are measured on the same
 // machine in the same run. It claims with the steady-state drainer's own SQL, POSTs each row in
 // turn (the same request bytes as Surge: engine::write_delivery_request) over one keep-alive
 // connection per origin, then writes the batch's outcomes in one transaction. It records every

@@ -1,5 +1,5 @@
 // Storage micro benchmarks on a real WAL file: one claim transaction and one outcome-writer
-// transaction at the batch sizes the engine uses. The DESIGN budget is a few microseconds per row
+// transaction at the batch sizes the engine uses. The budget is a few microseconds per row
 // for claim + complete; divide the reported time by the batch size (items_per_second says it).
 #include <cstdint>
 #include <filesystem>

@@ -160,7 +160,7 @@ def produce(db, rate, seconds, subscribers, seed):
         return produce_postgres(db, rate, seconds, subscribers, seed)
     rng = random.Random(seed)
     connection = sqlite3.connect(db, timeout=10, isolation_level=None)
-    # As DESIGN section 1 has every writer of the queue: with Python's default (FULL) each
+    # As docs/design.md has every writer of the queue: with Python's default (FULL) each
     # commit waits for an fsync of the WAL, tens to hundreds of ms on this VM, before the row is
     # visible to anyone, and the figure would measure the disk.
     connection.execute("PRAGMA synchronous=NORMAL")

@@ -1,5 +1,5 @@
 #pragma once
-// Sans-I/O rules for one keep-alive connection and for an origin's idle list (DESIGN section 5).
+// Sans-I/O rules for one keep-alive connection and for an origin's idle list.
 // The Asio layer reports what happened; these classes decide reuse, retry and eviction, so the
 // decisions are tested without sockets.
 #include <chrono>

@@ -1,5 +1,5 @@
 #pragma once
-// One attempt's pure parts: the request it sends (DESIGN section 4) and what its result means
+// One attempt's pure parts: the request it sends and what its result means
 // for the row and the subscriber. No I/O, so both are tested without sockets.
 #include <chrono>
 #include <cstdint>
@@ -52,7 +52,7 @@ void write_delivery_request(std::string& out, std::string_view head, const proto
 // A built request's bytes as they go on the wire, into `out` (cleared, capacity kept).
 void write_request(std::string& out, const http_request& request);
 
-// A batch POST (DESIGN section 3): the body is the JSON array of the rows' payloads in order,
+// A batch POST: the body is the JSON array of the rows' payloads in order,
 // signed over as a whole; X-VVV-Batch-Size and X-VVV-Delivery-Ids replace X-VVV-Delivery-Id;
 // X-VVV-Event lists the distinct event types; X-VVV-Attempt is the highest attempt number among
 // the rows. The Standard Webhooks id is proto::batch_message_id, stable when the same rows are

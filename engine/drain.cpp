@@ -194,10 +194,10 @@ drain_summary run_drain(const drain_config& input) {
         if (ec) return;
         if (stopping && std::chrono::steady_clock::now() - stop_began < repeated_signal_window) {
           // One stop request delivered twice: `timeout` and other supervisors signal the child
-          // and then its process group within microseconds (DESIGN section 6).
+          // and then its process group within microseconds.
           log_info("ignoring a repeated stop signal");
         } else if (stopping) {
-          // A second signal: leave now; leases expire on their own (DESIGN section 6).
+          // A second signal: leave now; leases expire on their own.
           const char message[] = "surge: second signal, exiting without finishing\n";
           [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
           std::_Exit(3);

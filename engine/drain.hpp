@@ -1,6 +1,6 @@
 #pragma once
 // `surge drain`: wires the shards and the storage thread together and runs until stopped,
-// drained, or out of time; SIGINT/SIGTERM stop it gracefully (DESIGN section 6).
+// drained, or out of time; SIGINT/SIGTERM stop it gracefully.
 #include <chrono>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // When the storage thread may take the shards to be out of work, when an --until-drained
-// drain is done, and how often its periodic checks run (DESIGN section 6). Sans-I/O: the
+// drain is done, and how often its periodic checks run. Sans-I/O: the
 // storage thread counts rows and sweeps; this decides, with the clock passed in.
 #include <chrono>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Keep-alive HTTP/1.1 and HTTPS client for one shard (DESIGN section 5). Not thread-safe: it
+// Keep-alive HTTP/1.1 and HTTPS client for one shard. Not thread-safe: it
 // lives on its shard's io_context thread, like the subscribers that use it.
 #include <atomic>
 #include <chrono>

@@ -1,4 +1,4 @@
-// Opening a connection for the client (DESIGN section 5): the target resolved once, every
+// Opening a connection for the client: the target resolved once, every
 // address checked before any is connected to, TCP_NODELAY, and over TLS SNI, hostname
 // verification and a resumed session where the origin gave one.
 #include "engine/http_client.hpp"

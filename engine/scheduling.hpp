@@ -1,5 +1,5 @@
 #pragma once
-// The scheduler's decisions (DESIGN section 2), kept pure in the shape of Boost.MySQL's pool:
+// The scheduler's decisions, kept pure in the shape of Boost.MySQL's pool:
 // what a subscriber's pump does next, how many rows a subscriber is asked for, and how many
 // waiters a freed origin slot wakes and which. The shard gathers the facts, passes the clock in
 // and carries the decision out; the tests feed facts, no sockets.

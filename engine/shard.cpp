@@ -128,7 +128,7 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       if (!stopping_) asio::co_spawn(io_, pump(sub), asio::detached);
     } else {
       auto& sub = *it->second;
-      // New limits take effect without resetting tokens (DESIGN section 3); a rate lowered by
+      // New limits take effect without resetting tokens; a rate lowered by
       // pushback stays lowered, within the new limit.
       sub.pace.reconfigure(row.rate_per_sec);
       sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);

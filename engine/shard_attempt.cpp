@@ -107,7 +107,7 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
   record_attempt(sub, sent, result, times);
 
-  // A batch gets one decision, made for its lead, and every row takes it (DESIGN section 3).
+  // A batch gets one decision, made for its lead, and every row takes it.
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   const auto lead = batched ? batch_lead(sent) : storage::claimed_row{};
   const auto& judged_row = batched ? lead : rows.front();

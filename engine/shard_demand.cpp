@@ -1,5 +1,6 @@
 // How a shard asks the storage thread for rows (how many each subscriber can use soon) and takes
-// the answer into its ready queues (DESIGN section 2, "claim by demand").
+// the answer into its ready queues (claim by demand: docs/design.md,
+// "Claims and outcome writes").
 #include "engine/shard.hpp"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // A subscriber's pump: it gathers the facts, lets scheduling::next_pump_step decide, and
-// carries the decision out (DESIGN section 2, "send"); and the slots it waits for, its own, the
+// carries the decision out; and the slots it waits for, its own, the
 // shard's and its origin's, handed on in turn when an attempt ends.
 #include "engine/shard.hpp"
 

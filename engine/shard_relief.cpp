@@ -1,4 +1,4 @@
-// Spike relief for slow partners (DESIGN section 3), both opt-in per subscriber: batches (several
+// Spike relief for slow partners, both opt-in per subscriber: batches (several
 // rows in one request, one token and one slot) and coalescing (of the due rows sharing a key,
 // only the newest is sent). The pump and the claim answer call these; the rules themselves are
 // pure (proto/batch, proto/coalesce).

@@ -1,5 +1,5 @@
 // The storage thread's periodic reads: subscriber settings, rows no claim could match, the
-// backlog behind --until-drained, and whether the queue file is still there (DESIGN section 6).
+// backlog behind --until-drained, and whether the queue file is still there.
 #include <algorithm>
 #include <cstdint>
 

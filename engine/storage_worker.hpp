@@ -2,7 +2,7 @@
 // The storage thread: the one connection of a drain that claims and writes (storage/drain_store.hpp,
 // a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
 // batches; it answers claims, pushes subscriber settings back and wakes shards when other
-// programs queue rows (DESIGN section 2).
+// programs queue rows.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>

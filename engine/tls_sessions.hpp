@@ -1,5 +1,5 @@
 #pragma once
-// The client's TLS context and session resumption (DESIGN section 5). A new connection to an
+// The client's TLS context and session resumption. A new connection to an
 // origin seen before offers the newest session its shard got from that origin (a TLS 1.3
 // ticket, or a TLS 1.2 session id or ticket), so a burst of new connections costs one full
 // handshake per origin and shard instead of one each (without it, a drain can start with

@@ -1,5 +1,5 @@
 #pragma once
-// A subscriber's tokens leased from its persisted bucket (DESIGN section 3): what this process
+// A subscriber's tokens leased from its persisted bucket: what this process
 // may spend, whatever its own buckets allow. Several drainers of one subscriber, Surge processes
 // or the steady-state drainer, each spend only what they took from the one bucket, so together
 // they keep the partner's limit. Sans-I/O: the caller passes monotonic time.

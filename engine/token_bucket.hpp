@@ -1,5 +1,5 @@
 #pragma once
-// Per-subscriber token bucket (DESIGN section 3). Sans-I/O: the caller passes monotonic time.
+// Per-subscriber token bucket. Sans-I/O: the caller passes monotonic time.
 #include <chrono>
 
 namespace surge::engine {

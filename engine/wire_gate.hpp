@@ -1,6 +1,6 @@
 #pragma once
-// The limit charged where the partner measures it: when a request goes on the wire (DESIGN
-// section 3). Sans-I/O: the caller passes monotonic time.
+// The limit charged where the partner measures it: when a request goes on the wire
+// (docs/design.md, "Conformance"). Sans-I/O: the caller passes monotonic time.
 //
 // The pump's bucket admits attempts; this one is charged right before each request is written,
 // after connect and TLS. A partner's limiter (nginx limit_req) counts arrivals, so a burst that

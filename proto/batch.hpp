@@ -1,5 +1,5 @@
 #pragma once
-// Batch POSTs (DESIGN section 3): several queue rows in one request whose body is a JSON array
+// Batch POSTs: several queue rows in one request whose body is a JSON array
 // of their payloads, bytes unchanged. Pure: the engine builds requests with it, the sink and the
 // docs' receivers take them apart with the same rules.
 #include <cstdint>

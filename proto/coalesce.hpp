@@ -1,5 +1,5 @@
 #pragma once
-// Coalescing (DESIGN section 3): among due rows of one subscriber that share a key taken from the
+// Coalescing: among due rows of one subscriber that share a key taken from the
 // payload, only the newest within a window is sent; the others end done, naming it. Pure, so the
 // rule is tested without a queue.
 #include <cstdint>

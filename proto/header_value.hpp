@@ -1,5 +1,5 @@
 #pragma once
-// What may reach an HTTP/1.1 request line or header field (DESIGN section 4). Values from the
+// What may reach an HTTP/1.1 request line or header field. Values from the
 // queue (event types, anything a producer wrote) and from subscriber URLs pass through here
 // before a request is built, so a CR/LF can never end a field early and start another field, or
 // a whole second request, on a partner's connection.

@@ -1,6 +1,6 @@
 #pragma once
 // HMAC-SHA256 (RFC 2104) over SHA-256 states keyed once per key, for signing every request
-// without allocating (DESIGN section 4 names the schemes; proto/signing builds them on this).
+// without allocating (proto/signing builds the two schemes on this).
 #include <openssl/sha.h>
 
 #ifdef OPENSSL_NO_DEPRECATED_3_0

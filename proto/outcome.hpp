@@ -1,5 +1,5 @@
 #pragma once
-// What one attempt's result means for the row and for its subscriber (DESIGN section 4).
+// What one attempt's result means for the row and for its subscriber.
 #include <chrono>
 #include <optional>
 #include <string_view>

@@ -1,5 +1,5 @@
 #pragma once
-// Which live Surge drainer owns which subscriber (DESIGN section 3, several drainers). Every
+// Which live Surge drainer owns which subscriber (several drainers on one queue). Every
 // drainer computes the same assignment from the same view of the queue, so they agree without
 // talking: subscribers are spread evenly, a drainer's --subscribers selection is honoured, and
 // when one joins or leaves only a few subscribers move. The decision of what this drainer does

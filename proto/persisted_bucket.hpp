@@ -1,5 +1,5 @@
 #pragma once
-// The persisted token bucket (DESIGN sections 1 and 3): the columns `tokens` and
+// The persisted token bucket: the columns `tokens` and
 // `tokens_updated_at` of webhook_subscriber, read the way the steady-state drainer reads them.
 // Every drainer of a subscriber spends from it, Surge in small leases, so together they stay
 // within the partner's limit. Pure arithmetic on Unix seconds; storage/ reads and writes it.

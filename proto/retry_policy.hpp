@@ -1,5 +1,5 @@
 #pragma once
-// Backoff and give-up rules for failed deliveries (DESIGN section 4).
+// Backoff and give-up rules for failed deliveries.
 #include <chrono>
 
 namespace surge::proto {

@@ -1,5 +1,5 @@
 #pragma once
-// Webhook signing (DESIGN section 4): the `vvv` scheme and Standard Webhooks 1.0.
+// Webhook signing: the `vvv` scheme and Standard Webhooks 1.0.
 #include <array>
 #include <cstdint>
 #include <memory>

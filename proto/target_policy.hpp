@@ -1,5 +1,5 @@
 #pragma once
-// Where Surge may send: URL rules and the address classifier (DESIGN section 5). No I/O here: the
+// Where Surge may send: URL rules and the address classifier. No I/O here: the
 // engine resolves and asks classify_address about every resolved address before connecting.
 #include <array>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Rate-limit conformance from the surge_attempt table (`surge audit`, DESIGN section 3): the
+// Rate-limit conformance from the surge_attempt table (`surge audit`): the
 // pure computations, and reading the table per subscriber.
 #include <cstdint>
 #include <map>
@@ -63,7 +63,7 @@ std::int64_t max_in_window(std::span<const double> sorted, double window);
 // least p % of the values at or below it. 0 for no values.
 double nearest_rank(std::span<const double> sorted, double p);
 
-// What a subscriber may receive in any window of `window` seconds (DESIGN section 3).
+// What a subscriber may receive in any window of `window` seconds.
 double allowed_in_window(const audit_limit& limit, double window);
 
 struct window_excess {

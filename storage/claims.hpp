@@ -1,5 +1,5 @@
 #pragma once
-// Leasing due rows per subscriber, and giving leases back (DESIGN sections 1 and 2).
+// Leasing due rows per subscriber, and giving leases back.
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -1,5 +1,5 @@
 #pragma once
-// Coalescing over a subscriber's whole due backlog (DESIGN section 3): the rows nobody holds are
+// Coalescing over a subscriber's whole due backlog: the rows nobody holds are
 // read, the rule is applied in the caller (proto/coalesce), and the rows it replaces are marked
 // done, each still fenced on being due and unleased when the write happens.
 #include <cstdint>

@@ -2,7 +2,7 @@
 // A connection to the queue, wherever it lives: a SQLite file (the embedded default) or a
 // PostgreSQL database named by a `postgresql://` URI. The storage functions that take a
 // `connection&` run on either and throw storage::error, so the engine and the tools never see
-// which database is behind it (DESIGN section 1).
+// which database is behind it.
 #include <chrono>
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Opening the queue file with the settings every Surge connection uses (DESIGN section 1).
+// Opening the queue file with the settings every Surge connection uses.
 #include <atomic>
 #include <chrono>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// What a drain's storage thread does with the queue (DESIGN section 2), behind one interface so
+// What a drain's storage thread does with the queue, behind one interface so
 // the engine runs the same on a SQLite file and on PostgreSQL. Every call throws storage::error.
 #include <chrono>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The locked_until values one claimer writes (DESIGN section 2): each doubles as the fence of
+// The locked_until values one claimer writes: each doubles as the fence of
 // the outcome writes for its rows, whichever database holds them.
 #include <cstdint>
 #include <random>

@@ -1,5 +1,5 @@
 #pragma once
-// The single writer of delivery outcomes: batched, fenced on our lease (DESIGN section 2).
+// The single writer of delivery outcomes: batched, fenced on our lease.
 #include <cstdint>
 #include <memory>
 #include <span>

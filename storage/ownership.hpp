@@ -1,5 +1,5 @@
 #pragma once
-// Ownership leases (DESIGN section 3, several drainers): each subscriber is owned by at most one
+// Ownership leases (several drainers on one queue): each subscriber is owned by at most one
 // live Surge drainer, which alone claims its rows. A drainer's heartbeat in surge_drainer keeps
 // all of its ownerships alive in one write; an ownership whose drainer's heartbeat expired is
 // free, so the subscribers of a drainer that died are taken over once its heartbeat expires, or

@@ -11,7 +11,7 @@
 namespace surge::storage {
 namespace {
 
-// The shared DDL from DESIGN section 1, verbatim apart from IF NOT EXISTS, so an empty file ends
+// The shared DDL (docs/design.md), verbatim apart from IF NOT EXISTS, so an empty file ends
 // up exactly like a production file before Surge's migrations run.
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -51,7 +51,7 @@ struct migration {
   const char* statements;
 };
 
-// Additive only (DESIGN section 1): never rename, drop or retype, so the other drainer's
+// Additive only: never rename, drop or retype, so the other drainer's
 // statements keep working on a migrated file.
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all = {

@@ -1,5 +1,5 @@
 #pragma once
-// Additive, versioned migrations on top of the shared DDL (DESIGN section 1).
+// Additive, versioned migrations on top of the shared DDL.
 #include <SQLiteCpp/Database.h>
 #include "storage/connection.hpp"
 

@@ -1,4 +1,4 @@
-// The drain's storage on a SQLite file: the embedded default (DESIGN section 1). One connection
+// The drain's storage on a SQLite file: the embedded default. One connection
 // claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
 #include <sys/statvfs.h>
 

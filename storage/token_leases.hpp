@@ -1,5 +1,5 @@
 #pragma once
-// Surge's share of the persisted token bucket (DESIGN section 3, "handoff with the steady-state
+// Surge's share of the persisted token bucket (docs/design.md, "Handoff with the steady-state
 // drainer"). Every drainer of a subscriber spends from webhook_subscriber.tokens: the
 // steady-state drainer a token per row, Surge in small leases taken in its storage cycle and
 // spent from memory. Together they stay within the partner's limit, and so do several Surge

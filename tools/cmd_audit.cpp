@@ -1,4 +1,4 @@
-// surge audit: did every subscriber get at most what its rate limit allows (DESIGN section 3)?
+// surge audit: did every subscriber get at most what its rate limit allows?
 // Read from surge_attempt, i.e. when Surge started each request.
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The drain's storage on PostgreSQL (DESIGN section 1): claims with FOR UPDATE SKIP LOCKED under
+// The drain's storage on PostgreSQL: claims with FOR UPDATE SKIP LOCKED under
 // the same fenced leases as on SQLite, tokens from the persisted bucket, and LISTEN/NOTIFY for
 // new rows with the idle poll as the backstop. The batch's outcomes are written by
 // postgres/outcomes.cpp, and the ownership leases kept by postgres/ownership.cpp.

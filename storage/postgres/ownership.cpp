@@ -1,4 +1,4 @@
-// Ownership leases on PostgreSQL (DESIGN section 3): the same plan as on SQLite
+// Ownership leases on PostgreSQL: the same plan as on SQLite
 // (proto/ownership.hpp), with renewals of all drainers taking turns on an advisory lock.
 #include "storage/postgres/ownership.hpp"
 

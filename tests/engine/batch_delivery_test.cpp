@@ -1,4 +1,4 @@
-// The pure engine parts of batches (DESIGN section 3): the request a batch goes out as, and how
+// The pure engine parts of batches: the request a batch goes out as, and how
 // the one decision made for the batch becomes each row's outcome. Signatures are checked with
 // proto's receiver-side verify functions, as a partner would check them.
 #include "engine/delivery.hpp"

@@ -1,5 +1,5 @@
 // Limits are live: changed in the table while a drain runs, and handed over to and from the
-// steady-state drainer through the persisted bucket columns (DESIGN section 3).
+// steady-state drainer through the persisted bucket columns.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Several `surge drain` processes on one queue (DESIGN section 3): each subscriber is
+// Several `surge drain` processes on one queue: each subscriber is
 // owned by one drain at a time, the subscribers are spread over the drains, and a drain killed
 // with SIGKILL is taken over by the others: nothing lost, duplicates bounded by what it held, no
 // subscriber above its limit in any window.

@@ -1,4 +1,4 @@
-// The partner's own limiter is the judge (DESIGN section 3): nginx `limit_req` set to exactly
+// The partner's own limiter is the judge: nginx `limit_req` set to exactly
 // each subscriber's published rate and burst must refuse nothing, while every backlogged
 // subscriber still gets at least 95 % of its rate. nginx's `burst=b-1 nodelay` admits b requests
 // at once and then one per interval, measured from the arrival of the first: a bucket of

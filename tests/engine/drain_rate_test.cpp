@@ -1,4 +1,4 @@
-// Rate conformance (DESIGN section 3): in every window of length T Surge starts at most
+// Rate conformance: in every window of length T Surge starts at most
 // burst + rate * T + 1 attempts per subscriber, the receiver sees the same with T stretched by
 // the measured transit spread, and while backlogged at least 95 % of the rate arrives. Also: a
 // huge backlog of one subscriber does not hold back another.

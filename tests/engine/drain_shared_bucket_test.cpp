@@ -1,4 +1,4 @@
-// Every drainer of a subscriber spends from its one persisted bucket (DESIGN section 3): two
+// Every drainer of a subscriber spends from its one persisted bucket: two
 // `surge drain` processes on one file, or Surge beside the steady-state drainer, keep the
 // partner's limit together, as the receiver counts it.
 #include <gtest/gtest.h>

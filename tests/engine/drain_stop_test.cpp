@@ -1,6 +1,6 @@
 // How a drain stops when the world is against it, through the real CLI: the database refusing
 // writes during the stop, one stop request delivered twice by a supervisor, a person's second
-// Ctrl-C, and the queue file deleted or replaced under a running drain (DESIGN section 6).
+// Ctrl-C, and the queue file deleted or replaced under a running drain.
 #include <gtest/gtest.h>
 
 #include <csignal>

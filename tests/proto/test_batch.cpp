@@ -1,4 +1,4 @@
-// proto/batch: the rules a batch POST is built and checked with (DESIGN section 3). The engine
+// proto/batch: the rules a batch POST is built and checked with. The engine
 // builds bodies and headers with them and the sink takes them apart, so a mistake here would be
 // made identically on both sides; these tests pin the rules against independent references
 // (Boost.JSON parsing the body, the openssl command line for the message id's digest).

@@ -1,4 +1,4 @@
-// proto/coalesce: which rows merge (DESIGN section 3). Merging wrongly loses an event a receiver
+// proto/coalesce: which rows merge. Merging wrongly loses an event a receiver
 // needed, so the tests aim at the edges: what makes two keys equal, and where a window ends.
 #include "proto/coalesce.hpp"
 

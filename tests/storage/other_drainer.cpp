@@ -1,5 +1,5 @@
 // surge_other_drainer: a stand-in for the steady-state PHP drainer, for tests and experiments.
-// It runs only the DESIGN section 1 statements (other_drainer_sql.hpp) on the base columns, so a
+// It runs only the old program's statements (other_drainer_sql.hpp) on the base columns, so a
 // passing run proves the old program still works on a file Surge has migrated and is draining.
 //
 //   surge_other_drainer --db PATH [--batch 200] [--lease 30] [--subscribers 1,2] [--out FILE]

@@ -1,6 +1,6 @@
 #pragma once
-// The steady-state PHP drainer's statements, written as it writes them: base columns only
-// (DESIGN section 1). Shared by the compatibility test and surge_other_drainer so both exercise
+// The steady-state PHP drainer's statements, written as it writes them: base columns only.
+// Shared by the compatibility test and surge_other_drainer so both exercise
 // exactly what the old program runs against a file Surge has migrated.
 #include <string>
 #include <string_view>

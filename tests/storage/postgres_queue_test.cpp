@@ -1,4 +1,4 @@
-// The PostgreSQL queue (DESIGN section 1) against a real throwaway server: the shared
+// The PostgreSQL queue against a real throwaway server: the shared
 // tables under their names, the steady-state drainer's own statements unchanged, claims that skip
 // what another transaction holds, fenced outcomes in one statement per batch, the persisted
 // bucket shared with the other drainer, ownership across drains, LISTEN/NOTIFY, and faults.
@@ -65,7 +65,7 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   pg_queue queue(*server);
   EXPECT_EQ(migrate(queue.db), latest_schema_version());
   EXPECT_EQ(schema_version(queue.db), 5);
-  // Every column of DESIGN section 1 under its name; `active` stays an integer.
+  // Every shared column under its name; `active` stays an integer.
   std::set<std::string> columns;
   for (const auto& row : queue.sql.query(
            "SELECT table_name || '.' || column_name || ':' || data_type FROM "

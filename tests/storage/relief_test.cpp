@@ -1,4 +1,4 @@
-// Storage for batches and coalescing (schema 3, DESIGN section 3): the columns, the outcome a
+// Storage for batches and coalescing (schema 3): the columns, the outcome a
 // coalesced row gets, and the counts that keep POSTs (what a partner's limit is about) apart
 // from rows. Real files, written through the same writer the drain uses.
 #include <string>

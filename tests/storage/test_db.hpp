@@ -18,7 +18,7 @@ using surge::testing::temp_dir;
 SQLite::Database open_migrated(const std::string& path,
                                std::chrono::milliseconds busy_timeout = std::chrono::seconds(5));
 
-// What another program does: the DESIGN section 1 DDL, verbatim, on a plain connection.
+// What another program does: the shared DDL, verbatim, on a plain connection.
 void create_shared_tables(SQLite::Database& db);
 
 // Turns a fully migrated file back into what a Surge build without migration 3 (batches and

@@ -33,7 +33,7 @@ struct batch {
   bool single_id_too = false;  // X-VVV-Delivery-Id as well, which a batch must not carry
 };
 
-// A batch as DESIGN section 3 describes it, signed over the whole body in the subscriber's
+// A batch as docs/design.md describes it, signed over the whole body in the subscriber's
 // scheme (webhook-id: the batch message id of its ids).
 request_type batch_request(const batch& b) {
   auto request = unsigned_request({.subscriber_id = b.subscriber_id, .body = b.body});

@@ -22,7 +22,7 @@ using surge::testing::make_test_pki;
 using surge::testing::temp_dir;
 using surge::testing::test_pki;
 
-// Subscribers the tests use: 1 vvv, 2 standard (the DESIGN known-answer secret), 3..9 vvv.
+// Subscribers the tests use: 1 vvv, 2 standard (the known-answer secret), 3..9 vvv.
 inline constexpr std::int64_t vvv_id = 1;
 inline constexpr std::int64_t standard_id = 2;
 inline const std::string vvv_secret = "sink-test-secret";

@@ -6,7 +6,7 @@
 namespace surge::sink {
 namespace {
 
-// DESIGN section 4 known answer.
+// The Standard Webhooks known answer (docs/design.md, "Signing").
 const subscriber_key standard_key{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "standard"};
 constexpr std::string_view known_body = R"({"test": 2432232314})";
 

@@ -1,5 +1,5 @@
 #pragma once
-// What the sink concludes about one request's signature (DESIGN section 4), kept free of I/O so
+// What the sink concludes about one request's signature, kept free of I/O so
 // it can be tested without sockets.
 #include <optional>
 #include <string>
