@@ -1,10 +1,14 @@
 #include "proto/rate_limit_headers.hpp"
 
+#include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include <gtest/gtest.h>
+
+#include "proto/announced_pace.hpp"
 
 namespace surge::proto {
 namespace {
@@ -450,6 +454,176 @@ TEST(RateLimitHeaders, NothingAnnouncedIsNothing) {
   EXPECT_FALSE(parse({}).has_value());
   EXPECT_FALSE(parse({{"RateLimit", ""}}).has_value());
   EXPECT_FALSE(parse({{"Content-Type", "application/json"}}).has_value());
+}
+
+// ---- The pace -------------------------------------------------------------------------------------
+
+announced_quota quota_of(std::uint64_t remaining, seconds reset_after) {
+  announced_quota quota;
+  quota.remaining = remaining;
+  quota.reset_after = reset_after;
+  quota.reset_at = now + reset_after;
+  return quota;
+}
+
+void expect_pace(const announced_pace& pace, pace_kind kind, double rate, double burst,
+                 system_clock::time_point until) {
+  EXPECT_EQ(pace.kind, kind);
+  EXPECT_DOUBLE_EQ(pace.rate, rate);
+  EXPECT_DOUBLE_EQ(pace.burst, burst);
+  EXPECT_EQ(pace.until, until);
+}
+
+constexpr configured_limit ten_per_second{.rate = 10, .burst = 20};
+
+TEST(AnnouncedPace, NoQuotaChangesNothing) {
+  expect_pace(pace_for_quota(ten_per_second, std::nullopt, std::nullopt, now),
+              pace_kind::configured, 10, 20, now);
+}
+
+TEST(AnnouncedPace, AQuotaThatFitsTheConfiguredLimitChangesNothing) {
+  // 20 at once and 10/s for 60 s is 620.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(1000, 60s), std::nullopt, now),
+              pace_kind::configured, 10, 20, now);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(620, 60s), std::nullopt, now),
+              pace_kind::configured, 10, 20, now);
+}
+
+TEST(AnnouncedPace, AnnouncedAboveTheConfiguredRate) {
+  // 610 in 60 s is 10.17/s, above the configured 10/s: with a burst of 1 nothing changes...
+  expect_pace(pace_for_quota({.rate = 10, .burst = 1}, quota_of(610, 60s), std::nullopt, now),
+              pace_kind::configured, 10, 1, now);
+  // ...but 20 at once and 600 more would be 620: the rate stays and the burst shrinks to 10.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(610, 60s), std::nullopt, now),
+              pace_kind::reduced, 10, 10, now + 60s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(619, 60s), std::nullopt, now),
+              pace_kind::reduced, 10, 19, now + 60s);
+}
+
+TEST(AnnouncedPace, AnnouncedEqualToTheConfiguredRate) {
+  // 600 in 60 s is exactly 10/s, but a bucket holding one token lets out 601: one at once, then
+  // the other 599 evenly.
+  expect_pace(pace_for_quota({.rate = 10, .burst = 1}, quota_of(600, 60s), std::nullopt, now),
+              pace_kind::reduced, 599.0 / 60, 1, now + 60s);
+}
+
+TEST(AnnouncedPace, AnnouncedBelowTheConfiguredRate) {
+  expect_pace(pace_for_quota(ten_per_second, quota_of(30, 60s), std::nullopt, now),
+              pace_kind::reduced, 29.0 / 60, 1, now + 60s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(2, 100s), std::nullopt, now),
+              pace_kind::reduced, 0.01, 1, now + 100s);
+}
+
+TEST(AnnouncedPace, NoneLeftPausesUntilTheReset) {
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 50s), std::nullopt, now),
+              pace_kind::paused, 0, 20, now + 50s);
+  // The last unit is the margin for the one request a bucket may hold.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(1, 50s), std::nullopt, now),
+              pace_kind::paused, 0, 20, now + 50s);
+}
+
+TEST(AnnouncedPace, AResetInThePastChangesNothing) {
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 50s), std::nullopt, now + 50s),
+              pace_kind::configured, 10, 20, now + 50s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 50s), std::nullopt, now + 51s),
+              pace_kind::configured, 10, 20, now + 51s);
+  // Later in the window, the same units are spread over less time.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(31, 60s), std::nullopt, now + 30s),
+              pace_kind::reduced, 1, 1, now + 60s);
+}
+
+TEST(AnnouncedPace, TheConfiguredLimitIsTakenAsItIs) {
+  // Paused stays paused, whatever is announced.
+  expect_pace(pace_for_quota({.rate = 0, .burst = 5}, quota_of(1000, 60s), std::nullopt, now),
+              pace_kind::configured, 0, 5, now);
+  expect_pace(pace_for_quota({.rate = -1, .burst = 5}, quota_of(0, 60s), std::nullopt, now),
+              pace_kind::configured, -1, 5, now);
+  const auto nan = std::numeric_limits<double>::quiet_NaN();
+  const auto pace = pace_for_quota({.rate = nan, .burst = 5}, quota_of(0, 60s), std::nullopt, now);
+  EXPECT_EQ(pace.kind, pace_kind::configured);
+  EXPECT_TRUE(std::isnan(pace.rate));
+  // A burst below 1 is a burst of 1, as in the bucket.
+  expect_pace(pace_for_quota({.rate = 1, .burst = 0.2}, quota_of(1000, 60s), std::nullopt, now),
+              pace_kind::configured, 1, 1, now);
+  expect_pace(pace_for_quota({.rate = 1, .burst = nan}, quota_of(1000, 60s), std::nullopt, now),
+              pace_kind::configured, 1, 1, now);
+  // An unlimited rate is paced by the quota like any other.
+  const auto inf = std::numeric_limits<double>::infinity();
+  expect_pace(pace_for_quota({.rate = inf, .burst = 1}, quota_of(11, 10s), std::nullopt, now),
+              pace_kind::reduced, 1, 1, now + 10s);
+}
+
+TEST(AnnouncedPace, RetryAfterTakesPrecedence) {
+  // The draft's example: Retry-After 20 with 15 units left for 40 s. Retry-After alone says when
+  // sending resumes; the 15 units are then spread over the 20 s left: one at once, 14 in 20 s.
+  quota_fields fields;
+  fields.add("Retry-After", "20");
+  fields.add("RateLimit-Policy", "\"dynamic\";q=100;w=60");
+  fields.add("RateLimit", "\"dynamic\";r=15;t=40");
+  const auto quota = parse_announced_quota(fields, now);
+  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 20s, now), pace_kind::reduced, 0.7,
+              1, now + 40s);
+  // A window that ends before Retry-After does, or as it does, changes nothing.
+  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 40s, now), pace_kind::configured, 5,
+              10, now);
+  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 41s, now), pace_kind::configured, 5,
+              10, now);
+  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, seconds::max(), now),
+              pace_kind::configured, 5, 10, now);
+  // The draft's other example, "r=0;t=5" with Retry-After five seconds away: only Retry-After.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), 5s, now), pace_kind::configured,
+              10, 20, now);
+  // Without Retry-After the same quota pauses; with it, the pause is Retry-After's.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), std::nullopt, now),
+              pace_kind::paused, 0, 20, now + 5s);
+  // A Retry-After of zero or less is no wait.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(30, 60s), 0s, now), pace_kind::reduced,
+              29.0 / 60, 1, now + 60s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(30, 60s), -5s, now), pace_kind::reduced,
+              29.0 / 60, 1, now + 60s);
+  // Never shorter than Retry-After: none left past it is a pause to the reset, which is later.
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 60s), 20s, now), pace_kind::paused, 0,
+              20, now + 60s);
+}
+
+TEST(AnnouncedPace, ThePartnerNeverRunsOutBeforeTheReset) {
+  // Whatever the bucket holds (at most its burst) plus its refill until the reset fits in what
+  // is left, and the pace is never above the configured limit.
+  for (const double rate : {0.01, 0.5, 1.0, 3.0, 10.0, 250.0}) {
+    for (const double burst : {1.0, 2.0, 7.5, 50.0}) {
+      for (const std::uint64_t remaining : {0u, 1u, 2u, 3u, 10u, 99u, 1000u, 100000u}) {
+        for (const seconds reset : {1s, 7s, 60s, 3600s, 86400s}) {
+          const auto pace = pace_for_quota({rate, burst}, quota_of(remaining, reset),
+                                           std::nullopt, now);
+          SCOPED_TRACE(testing::Message() << rate << " " << burst << " " << remaining << " "
+                                          << reset.count());
+          EXPECT_LE(pace.rate, rate);
+          EXPECT_GE(pace.rate, 0);
+          EXPECT_LE(pace.burst, burst);
+          EXPECT_GE(pace.burst, 1);
+          if (pace.kind == pace_kind::paused) {
+            EXPECT_EQ(pace.rate, 0);
+          } else {
+            const double sent = pace.burst + pace.rate * static_cast<double>(reset.count());
+            EXPECT_LE(sent, static_cast<double>(remaining) * (1 + 1e-12));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AnnouncedPace, FromTheHeadersOfAResponse) {
+  // GitHub's form: 4999 of 5000 left for an hour, against 10/s with a burst of 20: one at once,
+  // then 4998 over the hour, until the reset.
+  quota_fields fields;
+  fields.add("x-ratelimit-limit", "5000");
+  fields.add("x-ratelimit-remaining", "4999");
+  fields.add("x-ratelimit-reset", "1700003600");
+  fields.add("x-ratelimit-used", "1");
+  const auto quota = parse_announced_quota(fields, now);
+  expect_pace(pace_for_quota(ten_per_second, quota, std::nullopt, now), pace_kind::reduced,
+              4998.0 / 3600, 1, system_clock::time_point(seconds(1700003600)));
 }
 
 }  // namespace
