@@ -19,8 +19,7 @@ announced_pace pace_for_quota(configured_limit configured,
   // In double seconds: a Retry-After of seconds::max() must not overflow a time point.
   const double waited =
       retry_after ? std::max(0.0, static_cast<double>(retry_after->count())) : 0.0;
-  const double window =
-      std::chrono::duration<double>(quota->reset_at - now).count() - waited;
+  const double window = std::chrono::duration<double>(quota->reset_at - now).count() - waited;
   if (!(window > 0)) {
     return pace;
   }

@@ -271,8 +271,8 @@ std::optional<candidate> from_draft(const quota_fields& fields, uint64_t max_res
     if (named != reported.end()) {
       continue;
     }
-    choice.offer({quota_form::ratelimit_policy, policy.quota, *policy.window, policy.quota,
-                  policy.window});
+    choice.offer(
+        {quota_form::ratelimit_policy, policy.quota, *policy.window, policy.quota, policy.window});
   }
   return choice.best();
 }

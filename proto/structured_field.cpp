@@ -361,8 +361,7 @@ class unescaped {
 
 }  // namespace
 
-list_reader::list_reader(std::string_view field_line,
-                         std::span<const std::string_view> wanted_keys)
+list_reader::list_reader(std::string_view field_line, std::span<const std::string_view> wanted_keys)
     : rest_(trim(field_line)), wanted_(wanted_keys) {}
 
 list_step list_reader::next(list_member& out) {

@@ -23,9 +23,10 @@ using namespace std::chrono_literals;
 
 // '0' to '5' choose the first six, '6' to ';' the others.
 constexpr std::array<std::string_view, 12> names = {
-    "RateLimit-Policy", "RateLimit",         "X-RateLimit-Limit", "X-RateLimit-Remaining",
-    "X-RateLimit-Reset", "Retry-After",      "ratelimit-policy",  "RATELIMIT",
-    "x-ratelimit-limit", "x-ratelimit-remaining", "X-RATELIMIT-RESET", "X-RateLimit-Used"};
+    "RateLimit-Policy",      "RateLimit",         "X-RateLimit-Limit",
+    "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After",
+    "ratelimit-policy",      "RATELIMIT",         "x-ratelimit-limit",
+    "x-ratelimit-remaining", "X-RATELIMIT-RESET", "X-RateLimit-Used"};
 constexpr std::array<double, 8> rates = {0, 0.01, 0.5, 1, 3, 10, 250, 1e6};
 constexpr std::array<double, 8> bursts = {0, 0.5, 1, 2, 7.5, 20, 1000, 1e9};
 
@@ -82,8 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case pace_kind::reduced: {
       check(quota && pace.rate > 0 && pace.until == quota->reset_at);
       const double waited = retry_after ? std::max<double>(0, retry_after->count()) : 0;
-      const double window =
-          std::chrono::duration<double>(quota->reset_at - now).count() - waited;
+      const double window = std::chrono::duration<double>(quota->reset_at - now).count() - waited;
       const double sent = pace.burst + pace.rate * window;
       check(sent <= static_cast<double>(quota->remaining) * (1 + 1e-9));
       break;

@@ -99,10 +99,9 @@ TEST(RateLimitHeaders, DraftPolicyExamplesAlone) {
   expect_quota(parse({{"RateLimit-Policy", "\"peruser\";q=100;w=60;pk=:cHsdsRa894==:"}}),
                quota_form::ratelimit_policy, 100, 60s, 100, 60s);
   // Content bytes are not requests.
-  EXPECT_FALSE(
-      parse({{"RateLimit-Policy",
-              "\"peruser\";q=65535;qu=\"content-bytes\";w=10;pk=:sdfjLJUOUH==:"}})
-          .has_value());
+  EXPECT_FALSE(parse({{"RateLimit-Policy",
+                       "\"peruser\";q=65535;qu=\"content-bytes\";w=10;pk=:sdfjLJUOUH==:"}})
+                   .has_value());
 }
 
 TEST(RateLimitHeaders, DraftServiceLimitExamples) {
@@ -111,17 +110,16 @@ TEST(RateLimitHeaders, DraftServiceLimitExamples) {
   expect_quota(parse({{"RateLimit", "\"default\";r=300000000;t=60;pk=:QXBwLTk5OQ==:"}}),
                quota_form::ratelimit, 300000000, 60s);
   expect_quota(parse({{"RateLimit", "\"default\";r=0;t=50"}}), quota_form::ratelimit, 0, 50s);
-  expect_quota(parse({{"RateLimit", "\"problemPolicy\";r=0;t=10"}}), quota_form::ratelimit, 0,
-               10s);
+  expect_quota(parse({{"RateLimit", "\"problemPolicy\";r=0;t=10"}}), quota_form::ratelimit, 0, 10s);
 }
 
 TEST(RateLimitHeaders, DraftExampleWithItsPolicy) {
   expect_quota(parse({{"RateLimit", "\"fixedwindow\";r=99;t=50"},
                       {"RateLimit-Policy", "\"fixedwindow\";q=100;w=60"}}),
                quota_form::ratelimit, 99, 50s, 100, 60s);
-  expect_quota(parse({{"RateLimit-Policy", "\"basic\";q=100;w=60"},
-                      {"RateLimit", "\"basic\";r=20;t=56"}}),
-               quota_form::ratelimit, 20, 56s, 100, 60s);
+  expect_quota(
+      parse({{"RateLimit-Policy", "\"basic\";q=100;w=60"}, {"RateLimit", "\"basic\";r=20;t=56"}}),
+      quota_form::ratelimit, 20, 56s, 100, 60s);
 }
 
 TEST(RateLimitHeaders, DraftExampleWithMultipleWindows) {
@@ -141,22 +139,22 @@ TEST(RateLimitHeaders, DraftExampleWithPoliciesOnSeveralLines) {
                quota_form::ratelimit, 50, 44s, 100, 60s);
 }
 
-// ---- Several policies and items ------------------------------------------------------------------
+// ---- Several policies and items -----------------------------------------------------------------
 
 TEST(RateLimitHeaders, TheItemThatConstrainsMostWins) {
   // 10 in 10 s (1/s) against 5 in 100 s (0.05/s).
-  expect_quota(parse({{"RateLimit", "\"a\";r=10;t=10, \"b\";r=5;t=100"}}),
-               quota_form::ratelimit, 5, 100s);
-  expect_quota(parse({{"RateLimit", "\"b\";r=5;t=100, \"a\";r=10;t=10"}}),
-               quota_form::ratelimit, 5, 100s);
+  expect_quota(parse({{"RateLimit", "\"a\";r=10;t=10, \"b\";r=5;t=100"}}), quota_form::ratelimit, 5,
+               100s);
+  expect_quota(parse({{"RateLimit", "\"b\";r=5;t=100, \"a\";r=10;t=10"}}), quota_form::ratelimit, 5,
+               100s);
   // None left for 2 s beats a slow pace for an hour.
-  expect_quota(parse({{"RateLimit", "\"a\";r=1;t=3600, \"b\";r=0;t=2"}}), quota_form::ratelimit,
-               0, 2s);
+  expect_quota(parse({{"RateLimit", "\"a\";r=1;t=3600, \"b\";r=0;t=2"}}), quota_form::ratelimit, 0,
+               2s);
 }
 
 TEST(RateLimitHeaders, TiesGoToTheLongerWindowThenTheFirstListed) {
-  expect_quota(parse({{"RateLimit", "\"a\";r=10;t=10, \"b\";r=20;t=20"}}),
-               quota_form::ratelimit, 20, 20s);
+  expect_quota(parse({{"RateLimit", "\"a\";r=10;t=10, \"b\";r=20;t=20"}}), quota_form::ratelimit,
+               20, 20s);
   expect_quota(parse({{"RateLimit-Policy", "\"a\";q=1;w=99, \"b\";q=2;w=99"},
                       {"RateLimit", "\"b\";r=10;t=10, \"a\";r=10;t=10"}}),
                quota_form::ratelimit, 10, 10s, 2, 99s);
@@ -176,26 +174,28 @@ TEST(RateLimitHeaders, RepeatedFieldsAreOneList) {
   expect_quota(parse({{"RateLimit", ""}, {"RateLimit", "\"a\";r=3;t=30"}, {"RateLimit", "  "}}),
                quota_form::ratelimit, 3, 30s);
   // One line that does not parse takes the whole field with it.
-  EXPECT_FALSE(parse({{"RateLimit", "\"a\";r=3;t=30"}, {"RateLimit", "\"b\";r=1;t=10,"}})
-                   .has_value());
+  EXPECT_FALSE(
+      parse({{"RateLimit", "\"a\";r=3;t=30"}, {"RateLimit", "\"b\";r=1;t=10,"}}).has_value());
 }
 
 TEST(RateLimitHeaders, QuotedAndTokenNames) {
   // The draft wants Strings; Tokens are read too, and a Token names the String of the same text.
   expect_quota(parse({{"RateLimit", "default;r=50;t=30"}}), quota_form::ratelimit, 50, 30s);
-  expect_quota(parse({{"RateLimit-Policy", "burst;q=100;w=60"}, {"RateLimit", "\"burst\";r=10;t=30"}}),
-               quota_form::ratelimit, 10, 30s, 100, 60s);
-  expect_quota(parse({{"RateLimit-Policy", "\"burst\";q=100;w=60"}, {"RateLimit", "burst;r=10;t=30"}}),
-               quota_form::ratelimit, 10, 30s, 100, 60s);
+  expect_quota(
+      parse({{"RateLimit-Policy", "burst;q=100;w=60"}, {"RateLimit", "\"burst\";r=10;t=30"}}),
+      quota_form::ratelimit, 10, 30s, 100, 60s);
+  expect_quota(
+      parse({{"RateLimit-Policy", "\"burst\";q=100;w=60"}, {"RateLimit", "burst;r=10;t=30"}}),
+      quota_form::ratelimit, 10, 30s, 100, 60s);
   // Escapes are compared unescaped.
-  expect_quota(parse({{"RateLimit-Policy", R"("a\"b\\";q=5;w=10)"},
-                      {"RateLimit", R"("a\"b\\";r=1;t=10)"}}),
-               quota_form::ratelimit, 1, 10s, 5, 10s);
+  expect_quota(
+      parse({{"RateLimit-Policy", R"("a\"b\\";q=5;w=10)"}, {"RateLimit", R"("a\"b\\";r=1;t=10)"}}),
+      quota_form::ratelimit, 1, 10s, 5, 10s);
   // Names are case-sensitive: "Burst" is not "burst", so the item has no policy, and the policy
   // alone (1.67/s) paces faster than the item (0.33/s).
-  expect_quota(parse({{"RateLimit-Policy", "\"burst\";q=100;w=60"},
-                      {"RateLimit", "\"Burst\";r=10;t=30"}}),
-               quota_form::ratelimit, 10, 30s);
+  expect_quota(
+      parse({{"RateLimit-Policy", "\"burst\";q=100;w=60"}, {"RateLimit", "\"Burst\";r=10;t=30"}}),
+      quota_form::ratelimit, 10, 30s);
 }
 
 TEST(RateLimitHeaders, AnItemWithoutTTakesItsPolicysWindow) {
@@ -224,38 +224,38 @@ TEST(RateLimitHeaders, QuotaUnits) {
   EXPECT_FALSE(parse({{"RateLimit-Policy", "\"a\";q=10;w=10;qu=requests"}}).has_value());
 }
 
-// ---- Malformed items and fields --------------------------------------------------------------------
+// ---- Malformed items and fields -----------------------------------------------------------------
 
 TEST(RateLimitHeaders, MalformedItemsAreDroppedAndTheOthersKept) {
   for (std::string_view bad : {
-           "\"a\";r=-1;t=10",        // negative
-           "\"a\";r=1.5;t=10",       // a Decimal
-           "\"a\";r=1;t=-3",         // negative t
-           "\"a\";r=1;t=2.0",        // a Decimal t
-           "\"a\";t=10",             // no r
-           "\"a\";r=\"1\";t=10",     // a String r
-           "\"a\";r;t=10",           // a Boolean r
-           "\"a\";r=?0;t=10",        // a Boolean r
+           "\"a\";r=-1;t=10",           // negative
+           "\"a\";r=1.5;t=10",          // a Decimal
+           "\"a\";r=1;t=-3",            // negative t
+           "\"a\";r=1;t=2.0",           // a Decimal t
+           "\"a\";t=10",                // no r
+           "\"a\";r=\"1\";t=10",        // a String r
+           "\"a\";r;t=10",              // a Boolean r
+           "\"a\";r=?0;t=10",           // a Boolean r
            "\"a\";r=@1700000000;t=10",  // a Date r
-           "\"a\";r=1;t=ten",        // a Token t
-           "1;r=1;t=10",             // an Integer name
-           "?1;r=1;t=10",            // a Boolean name
-           ":YWJj:;r=1;t=10",        // a Byte Sequence name
-           "(\"a\" \"b\");r=1;t=10",   // an inner list
+           "\"a\";r=1;t=ten",           // a Token t
+           "1;r=1;t=10",                // an Integer name
+           "?1;r=1;t=10",               // a Boolean name
+           ":YWJj:;r=1;t=10",           // a Byte Sequence name
+           "(\"a\" \"b\");r=1;t=10",    // an inner list
        }) {
     const std::string field = std::string(bad) + ", \"ok\";r=5;t=10";
     expect_quota(parse({{"RateLimit", field}}), quota_form::ratelimit, 5, 10s);
     EXPECT_FALSE(parse({{"RateLimit", bad}}).has_value()) << bad;
   }
   for (std::string_view bad : {
-           "\"a\";q=1;w=0",     // a zero window
-           "\"a\";q=1;w=-5",    // negative
-           "\"a\";q=1;w=1.5",   // a Decimal
-           "\"a\";w=10",        // no q
-           "\"a\";q=-1;w=10",   // negative q
-           "\"a\";q=1.0;w=10",  // a Decimal q
+           "\"a\";q=1;w=0",       // a zero window
+           "\"a\";q=1;w=-5",      // negative
+           "\"a\";q=1;w=1.5",     // a Decimal
+           "\"a\";w=10",          // no q
+           "\"a\";q=-1;w=10",     // negative q
+           "\"a\";q=1.0;w=10",    // a Decimal q
            "\"a\";q=\"1\";w=10",  // a String q
-           "1;q=1;w=10",        // an Integer name
+           "1;q=1;w=10",          // an Integer name
        }) {
     const std::string field = std::string(bad) + ", \"ok\";q=5;w=10";
     expect_quota(parse({{"RateLimit-Policy", field}}), quota_form::ratelimit_policy, 5, 10s, 5,
@@ -299,7 +299,7 @@ TEST(RateLimitHeaders, OtherParametersAndWhitespace) {
                quota_form::ratelimit, 4, 10s);
 }
 
-// ---- Large numbers --------------------------------------------------------------------------------
+// ---- Large numbers ------------------------------------------------------------------------------
 
 TEST(RateLimitHeaders, HugeNumbersNeitherOverflowNorStopDeliveriesForDays) {
   expect_quota(parse({{"RateLimit", "\"a\";r=999999999999999;t=10"}}), quota_form::ratelimit,
@@ -307,8 +307,9 @@ TEST(RateLimitHeaders, HugeNumbersNeitherOverflowNorStopDeliveriesForDays) {
   expect_quota(parse({{"RateLimit-Policy", "\"a\";q=999999999999999;w=86400"}}),
                quota_form::ratelimit_policy, 999999999999999u, 86400s, 999999999999999u, 86400s);
   // The ratio comparison neither rounds nor overflows at the largest values.
-  expect_quota(parse({{"RateLimit", "\"a\";r=999999999999999;t=86400, \"b\";r=999999999999998;t=86400"}}),
-               quota_form::ratelimit, 999999999999998u, 86400s);
+  expect_quota(
+      parse({{"RateLimit", "\"a\";r=999999999999999;t=86400, \"b\";r=999999999999998;t=86400"}}),
+      quota_form::ratelimit, 999999999999998u, 86400s);
   // A day is the default bound on a reset.
   expect_quota(parse({{"RateLimit", "\"a\";r=1;t=86400"}}), quota_form::ratelimit, 1, 86400s);
   EXPECT_FALSE(parse({{"RateLimit", "\"a\";r=1;t=86401"}}).has_value());
@@ -326,8 +327,8 @@ TEST(RateLimitHeaders, TheResetBoundIsAnOption) {
   EXPECT_FALSE(parse({{"RateLimit", "\"a\";r=1;t=11"}}, now, ten_seconds).has_value());
   // At most ten years (of 366 days) are taken from it.
   const quota_parse_options forever{.max_reset = seconds::max()};
-  expect_quota(parse({{"RateLimit", "\"a\";r=1;t=316224000"}}, now, forever),
-               quota_form::ratelimit, 1, 316224000s);
+  expect_quota(parse({{"RateLimit", "\"a\";r=1;t=316224000"}}, now, forever), quota_form::ratelimit,
+               1, 316224000s);
   EXPECT_FALSE(parse({{"RateLimit", "\"a\";r=1;t=316224001"}}, now, forever).has_value());
   EXPECT_FALSE(parse({{"RateLimit", "\"a\";r=1;t=1"}}, now, {.max_reset = -5s}).has_value());
 }
@@ -338,7 +339,7 @@ TEST(RateLimitHeaders, AWindowThatEndsNowConstrainsNothing) {
                100, 100s);
 }
 
-// ---- X-RateLimit-* --------------------------------------------------------------------------------
+// ---- X-RateLimit-* ------------------------------------------------------------------------------
 
 TEST(RateLimitHeaders, XRateLimitWithDelaySeconds) {
   expect_quota(parse({{"X-RateLimit-Limit", "100"},
@@ -361,19 +362,19 @@ TEST(RateLimitHeaders, XRateLimitWithAnEpochReset) {
                quota_form::x_ratelimit, 4999, 3600s, 5000);
   // Within a second: the reset instant is the announced one, and reset_after rounds up.
   const auto later = now + 500ms;
-  const auto quota = parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1700000060"}},
-                           later);
+  const auto quota =
+      parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1700000060"}}, later);
   ASSERT_TRUE(quota.has_value());
   EXPECT_EQ(quota->reset_at, system_clock::time_point(seconds(1700000060)));
   EXPECT_EQ(quota->reset_after, 60s);
   // The threshold: 10^9 and up is a Unix time (here long past), below it a delay (here absurd).
-  EXPECT_FALSE(parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1000000000"}})
-                   .has_value());
-  EXPECT_FALSE(parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "999999999"}})
-                   .has_value());
+  EXPECT_FALSE(
+      parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1000000000"}}).has_value());
+  EXPECT_FALSE(
+      parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "999999999"}}).has_value());
   const auto in_2001 = system_clock::time_point(seconds(999'999'990));
-  const auto early = parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1000000000"}},
-                           in_2001);
+  const auto early =
+      parse({{"X-RateLimit-Remaining", "1"}, {"X-RateLimit-Reset", "1000000000"}}, in_2001);
   ASSERT_TRUE(early.has_value());
   EXPECT_EQ(early->reset_after, 10s);
 }
@@ -431,7 +432,7 @@ TEST(RateLimitHeaders, XRateLimitRepeatedCountsAtItsMostConstraining) {
   EXPECT_FALSE(parse({{"X-RateLimit-Remaining", "4"}, {"X-RateLimit-Reset", "30,"}}).has_value());
 }
 
-// ---- Both forms -----------------------------------------------------------------------------------
+// ---- Both forms ---------------------------------------------------------------------------------
 
 TEST(RateLimitHeaders, TheDraftFormWinsOverXRateLimit) {
   // Even when X-RateLimit says less is left.
@@ -456,7 +457,7 @@ TEST(RateLimitHeaders, NothingAnnouncedIsNothing) {
   EXPECT_FALSE(parse({{"Content-Type", "application/json"}}).has_value());
 }
 
-// ---- The pace -------------------------------------------------------------------------------------
+// ---- The pace -----------------------------------------------------------------------------------
 
 announced_quota quota_of(std::uint64_t remaining, seconds reset_after) {
   announced_quota quota;
@@ -561,8 +562,8 @@ TEST(AnnouncedPace, RetryAfterTakesPrecedence) {
   fields.add("RateLimit-Policy", "\"dynamic\";q=100;w=60");
   fields.add("RateLimit", "\"dynamic\";r=15;t=40");
   const auto quota = parse_announced_quota(fields, now);
-  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 20s, now), pace_kind::reduced, 0.7,
-              1, now + 40s);
+  expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 20s, now), pace_kind::reduced, 0.7, 1,
+              now + 40s);
   // A window that ends before Retry-After does, or as it does, changes nothing.
   expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, 40s, now), pace_kind::configured, 5,
               10, now);
@@ -571,19 +572,19 @@ TEST(AnnouncedPace, RetryAfterTakesPrecedence) {
   expect_pace(pace_for_quota({.rate = 5, .burst = 10}, quota, seconds::max(), now),
               pace_kind::configured, 5, 10, now);
   // The draft's other example, "r=0;t=5" with Retry-After five seconds away: only Retry-After.
-  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), 5s, now), pace_kind::configured,
-              10, 20, now);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), 5s, now), pace_kind::configured, 10,
+              20, now);
   // Without Retry-After the same quota pauses; with it, the pause is Retry-After's.
-  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), std::nullopt, now),
-              pace_kind::paused, 0, 20, now + 5s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 5s), std::nullopt, now), pace_kind::paused,
+              0, 20, now + 5s);
   // A Retry-After of zero or less is no wait.
   expect_pace(pace_for_quota(ten_per_second, quota_of(30, 60s), 0s, now), pace_kind::reduced,
               29.0 / 60, 1, now + 60s);
   expect_pace(pace_for_quota(ten_per_second, quota_of(30, 60s), -5s, now), pace_kind::reduced,
               29.0 / 60, 1, now + 60s);
   // Never shorter than Retry-After: none left past it is a pause to the reset, which is later.
-  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 60s), 20s, now), pace_kind::paused, 0,
-              20, now + 60s);
+  expect_pace(pace_for_quota(ten_per_second, quota_of(0, 60s), 20s, now), pace_kind::paused, 0, 20,
+              now + 60s);
 }
 
 TEST(AnnouncedPace, ThePartnerNeverRunsOutBeforeTheReset) {
@@ -593,10 +594,10 @@ TEST(AnnouncedPace, ThePartnerNeverRunsOutBeforeTheReset) {
     for (const double burst : {1.0, 2.0, 7.5, 50.0}) {
       for (const std::uint64_t remaining : {0u, 1u, 2u, 3u, 10u, 99u, 1000u, 100000u}) {
         for (const seconds reset : {1s, 7s, 60s, 3600s, 86400s}) {
-          const auto pace = pace_for_quota({rate, burst}, quota_of(remaining, reset),
-                                           std::nullopt, now);
-          SCOPED_TRACE(testing::Message() << rate << " " << burst << " " << remaining << " "
-                                          << reset.count());
+          const auto pace =
+              pace_for_quota({rate, burst}, quota_of(remaining, reset), std::nullopt, now);
+          SCOPED_TRACE(testing::Message()
+                       << rate << " " << burst << " " << remaining << " " << reset.count());
           EXPECT_LE(pace.rate, rate);
           EXPECT_GE(pace.rate, 0);
           EXPECT_LE(pace.burst, burst);

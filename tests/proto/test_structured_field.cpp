@@ -30,7 +30,8 @@ std::optional<std::vector<list_member>> read(std::string_view line) {
 }
 
 TEST(StructuredField, ListsOfBareItems) {
-  const auto members = read("1, -42, 4.5, \"text\", tok/en:1, :aGk=:, ?1, @1659578233, %\"f%c3%bc\"");
+  const auto members =
+      read("1, -42, 4.5, \"text\", tok/en:1, :aGk=:, ?1, @1659578233, %\"f%c3%bc\"");
   ASSERT_TRUE(members.has_value());
   ASSERT_EQ(members->size(), 9u);
   const bare_kind kinds[] = {bare_kind::integer, bare_kind::integer, bare_kind::decimal,
