@@ -8,6 +8,13 @@ from the queue itself (`surge_attempt` holds every attempt's start and finish) a
 receiver with the same body, before and after the drain, and report Surge's rate as a ratio to
 the mean. Prints one JSON document and writes it, with a gnuplot chart, to --out.
 
+The rows are queued as a producer writes them (docs/design.md: rows arrive interleaved): event by
+event, one row per subscriber, so one subscriber's rows are spread over the whole table (ids
+1..100 are event 1's rows for subscribers 1..100, and so on; a subscriber with fewer rows drops
+out of the later events; (d)'s small subscribers keep their due times). `--layout contiguous`
+queues each subscriber's rows together instead, the layout of the figures taken before, which
+costs the drain fewer pages per claim; the report and every scenario's result say "layout".
+
 The reference scenarios, nginx_http and nginx_https, drain into nginx (Debian
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
 dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
@@ -32,6 +39,7 @@ are without nginx. Each result says "queue": "sqlite" or "postgres".
     bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
     bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
     bench/e2e.py --smoke                      # the default list, tiny (the CI smoke test)
+    bench/e2e.py --scenarios nginx_http --layout contiguous   # each subscriber's rows together
     bench/e2e.py --surge build/release/tools/surge --out bench-out
 
 Nothing here asserts a speed: the numbers go to docs/benchmarks.md. The script fails only when a
@@ -51,7 +59,7 @@ from pathlib import Path
 import pg_queue
 from e2e_peers import Nginx, Sink, ThreadCpu, log, nginx_binary, run_wrk, write_pki
 from e2e_analysis import analyse
-from e2e_queue import BODY, outstanding, populate, set_urls
+from e2e_queue import BODY, LAYOUTS, outstanding, populate, set_urls
 from e2e_scenarios import build_scenarios
 
 def child_of(pid):
@@ -154,7 +162,7 @@ def run_scenario(args, scenario, workdir, pg=None):
     # The sink reads the subscribers' secrets at start, so they go in first; its port is needed
     # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time() + args.start_margin)
+    queued = populate(db, scenario, placeholder, time.time() + args.start_margin, args.layout)
     if scenario.receiver == "nginx":
         receiver = Nginx(directory, scenario.tls)
     else:
@@ -180,6 +188,7 @@ def run_scenario(args, scenario, workdir, pg=None):
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
         result["queue"] = scenario.queue
+        result["layout"] = args.layout
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if result["delivered"]:
@@ -280,6 +289,10 @@ def main():
     parser.add_argument("--start-margin", type=float, default=2.0,
                         help="(d): the small subscribers' rows fall due from now + this")
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags, every scenario")
+    parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
+                        help="the rows in id order: interleaved as a producer's fan-out writes"
+                             " them (one row per subscriber per event), or each subscriber's"
+                             " rows together (contiguous, the older figures' layout)")
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--replot", metavar="JSON", help="only draw the chart of an earlier run")
     args = parser.parse_args()
@@ -304,7 +317,7 @@ def main():
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
-              "scale": args.scale, "extra_drain_args": args.drain_args, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
     pg = None  # one PostgreSQL server for every postgres scenario, started by the first
     try:
