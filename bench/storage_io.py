@@ -2,6 +2,7 @@
 """What the drain costs the queue file, and how soon it sees new rows.
 
     bench/storage_io.py wal                  # WAL frames per delivery over a 50,000-row drain
+    bench/storage_io.py wal --layout contiguous   # ... each subscriber's rows together
     bench/storage_io.py wal --strace         # ... and the pwrite64/pread64 calls, per file
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
@@ -12,7 +13,8 @@
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
 in bench/e2e.py's nginx_* scenarios, or `surge sink` with --receiver sink.
 
-`wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front, each
+`wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front,
+interleaved by event as a producer's fan-out writes them, or with --layout contiguous each
 subscriber's rows together), drained with --until-drained. The frames come from the drain's last log
 line ("storage: N commits wrote M WAL frames ..."), which counts what sqlite3_wal_hook reports
 after each commit of the storage connection. --strace also runs the drain under
@@ -51,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
 from e2e_analysis import ms, quantile  # noqa: E402
 from e2e_peers import Nginx, Sink  # noqa: E402  (the same nginx and sink as bench/e2e.py)
-from e2e_queue import BODY, is_postgres, populate, set_urls  # noqa: E402
+from e2e_queue import BODY, LAYOUTS, is_postgres, populate, set_urls  # noqa: E402
 from e2e_scenarios import Scenario, Subscriber  # noqa: E402
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
@@ -67,7 +69,7 @@ def prepare(args, directory, scenario, db=None):
     db = db or str(Path(directory, "q.db"))
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time())
+    queued = populate(db, scenario, placeholder, time.time(), args.layout)
     if args.receiver == "nginx":
         sink = Nginx(directory, tls=False)
     else:
@@ -137,7 +139,8 @@ def run_wal(args, directory):
         "SELECT count(*) FROM webhook_delivery WHERE status = 'done'").fetchone()[0]
     page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     connection.close()
-    out = {"mode": "wal", "rows": queued, "done": done, "attempts": attempts,
+    out = {"mode": "wal", "layout": args.layout, "rows": queued, "done": done,
+           "attempts": attempts,
            "subscribers": args.subscribers, "seconds": round(elapsed, 2),
            "strace": args.strace}
     meter = storage_line(result.stdout + result.stderr)
@@ -267,7 +270,8 @@ def run_wal_postgres(args, directory):
         done = int(pg_queue.query(
             db, "SELECT count(*) FROM webhook_delivery WHERE status = 'done'")[0][0])
     delta = {name: after[i] - before[i] for i, name in enumerate(PG_COUNTER_NAMES)}
-    out = {"mode": "wal", "queue": "postgres", "rows": queued, "done": done,
+    out = {"mode": "wal", "queue": "postgres", "layout": args.layout, "rows": queued,
+           "done": done,
            "attempts": attempts, "subscribers": args.subscribers, "seconds": round(elapsed, 2),
            "server": delta,
            "per_delivery": {k: round(v / max(1, attempts), 3) for k, v in delta.items()}}
@@ -343,6 +347,9 @@ def main():
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
                         help="what answers the deliveries (nginx: 204 at once, issue 12's)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
+    parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
+                        help="wal: those rows interleaved by event as a producer writes them,"
+                             " or each subscriber's rows together (contiguous)")
     parser.add_argument("--subscribers", type=int, default=None,
                         help="unthrottled subscribers (wal: 100, latency: 200)")
     parser.add_argument("--strace", action="store_true", help="wal: count calls with strace")
