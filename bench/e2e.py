@@ -9,11 +9,11 @@ receiver with the same body, before and after the drain, and report Surge's rate
 the mean. Prints one JSON document and writes it, with a gnuplot chart, to --out.
 
 The rows are queued as a producer writes them (docs/design.md: rows arrive interleaved): event by
-event, one row per subscriber, so one subscriber's rows are spread over the whole table (ids
-1..100 are event 1's rows for subscribers 1..100, and so on; a subscriber with fewer rows drops
-out of the later events; (d)'s small subscribers keep their due times). `--layout contiguous`
-queues each subscriber's rows together instead, the layout of the figures taken before, which
-costs the drain fewer pages per claim; the report and every scenario's result say "layout".
+event, one row per subscriber, the rows of one event consecutive in id order, so one
+subscriber's rows are spread over the whole table (a subscriber with fewer rows drops out of the
+later events; (d)'s small subscribers keep their due times). `--layout contiguous` queues each
+subscriber's rows together instead, the layout of the figures taken before, on which a claim
+or an outcome touches fewer pages; the report and every scenario's result say "layout".
 
 The reference scenarios, nginx_http and nginx_https, drain into nginx (Debian
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
@@ -21,8 +21,14 @@ dir), which costs far less per request than `surge sink`, so the drainer's own c
 rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the
 ratio to wrk, the drainer's CPU per delivery and wrk's per request, the receiver's CPU per
 request under each client (it shares the two cores, so it is part of the ratio), and for HTTPS
-the TLS handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
-behaviours (delays, failures, signature checks) and keep it.
+the TLS handshakes (full and resumed, from the drain's summary). nginx_throttled_third is
+nginx_http with every third subscriber (33) limited to 50/s, burst 10, and given 10 s of rows at
+that rate (500 each; the other 67 keep 2,000), so throttled rows sit among the due ones all
+through the table: its ratio to wrk is the unthrottled group's rate, and besides the drainer's
+CPU per delivery over the whole drain it reports it up to the moment the unthrottled rows were
+all done ("until_rate_group_done"), then the throttled subscribers' achieved fraction of their
+rate and window violations. The other scenarios need the sink's behaviours (delays, failures,
+signature checks) and keep it.
 
 The pg_* scenarios put the queue on PostgreSQL instead of a SQLite file: one throw-away
 PostgreSQL 15 server per run (bench/pg_queue.py: initdb into a temp dir, a Unix socket only,
@@ -37,6 +43,7 @@ are without nginx. Each result says "queue": "sqlite" or "postgres".
     bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
     bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
+    bench/e2e.py --scenarios nginx_http,nginx_throttled_third   # a third throttled among them
     bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
     bench/e2e.py --smoke                      # the default list, tiny (the CI smoke test)
     bench/e2e.py --scenarios nginx_http --layout contiguous   # each subscriber's rows together
@@ -57,9 +64,9 @@ import time
 from pathlib import Path
 
 import pg_queue
-from e2e_peers import Nginx, Sink, ThreadCpu, log, nginx_binary, run_wrk, write_pki
+from e2e_peers import Nginx, Sink, ThreadCpu, cpu_seconds_of, log, nginx_binary, run_wrk, write_pki
 from e2e_analysis import analyse
-from e2e_queue import BODY, LAYOUTS, outstanding, populate, set_urls
+from e2e_queue import BODY, LAYOUTS, any_due, outstanding, populate, set_urls
 from e2e_scenarios import build_scenarios
 
 def child_of(pid):
@@ -73,7 +80,9 @@ def child_of(pid):
 
 def run_drain(options, directory, db, scenario):
     """Runs the drainer (scenario.drains `surge drain` processes sharing the queue file, each
-    under /usr/bin/time) until every one has exited; CPU is summed over them."""
+    under /usr/bin/time) until every one has exited; CPU is summed over them. With a
+    scenario.rate_group, the drainers' CPU so far is also read once that group's rows are all
+    done (checked every 0.2 s)."""
     # Under /usr/bin/time: the kernel's peak RSS of a process started from this (large) Python
     # process would include this process's own RSS at fork time.
     def timed(index):
@@ -96,6 +105,8 @@ def run_drain(options, directory, db, scenario):
                                   start_new_session=True) for c, log_file in zip(commands, logs)]
     watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
     stopped_at = None
+    rate_ids = [s.id for s in scenario.subscribers if s.group == scenario.rate_group]
+    rate_group_done = None
     threads = ThreadCpu()
     checked_at = 0.0
     try:
@@ -118,6 +129,15 @@ def run_drain(options, directory, db, scenario):
                     if drainer:
                         stopped_at = time.time()
                         os.kill(drainer, signal.SIGTERM)
+            if rate_ids and checking and rate_group_done is None and not any_due(db, rate_ids):
+                rate_group_done = {"at": time.time(), "cpu": 0.0}
+                for process in processes:
+                    drainer = child_of(process.pid)
+                    if drainer:
+                        try:
+                            rate_group_done["cpu"] += cpu_seconds_of(drainer)
+                        except OSError:
+                            pass  # gone since: its CPU is in /usr/bin/time's figure only
             time.sleep(0.05)
     except BaseException:
         for process in processes:
@@ -146,6 +166,8 @@ def run_drain(options, directory, db, scenario):
             handshakes["resumed"] += int(summary.group(2))
     if scenario.tls:
         drained["tls_handshakes"] = handshakes
+    if rate_group_done:
+        drained["rate_group_done"] = rate_group_done
     return drained
 
 
@@ -212,8 +234,11 @@ def run_scenario(args, scenario, workdir, pg=None):
             result[f"{scenario.receiver}_cpu_us_per_wrk_request"] = (
                 round(1e6 * sum(receiver_under_wrk) / len(receiver_under_wrk), 2)
                 if receiver_under_wrk else None)
-            result["ratio_to_wrk"] = (round(result["deliveries_per_second"] / result["wrk_rate"], 3)
-                                      if result["wrk_rate"] else None)
+            # With a rate group, its rate: the others' rows trickle in at their limits after it.
+            rate = (result[scenario.rate_group]["deliveries_per_second"] if scenario.rate_group
+                    else result["deliveries_per_second"])
+            result["ratio_to_wrk"] = (round(rate / result["wrk_rate"], 3)
+                                      if rate and result["wrk_rate"] else None)
     finally:
         receiver.stop()
     expected = queued if scenario.stop_when_done is None else sum(
@@ -268,7 +293,7 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
+    parser.add_argument("--scenarios", default="nginx_http,nginx_https,nginx_throttled_third,"
                                                 "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_no_origin_limit,a_https_no_origin_limit,half_rate,b,"
                                                 "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_nginx,seed_b,"
