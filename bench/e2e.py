@@ -38,7 +38,12 @@ stopped at the end, a database per scenario, `surge migrate --db postgresql://..
 with psql's \\copy and read back through psql. pg_nginx_http is nginx_http on it,
 pg_nginx_http_x2 and _x3 the same with 2 and 3 drain processes (without wrk), pg_c_fit_x3 is
 c_fit_x3 on it. Without the server binaries (Debian postgresql-15) they are skipped, as nginx_*
-are without nginx. Each result says "queue": "sqlite" or "postgres".
+are without nginx. Each result says "queue": "sqlite" or "postgres". A pg_* result also gives
+the server's CPU over the drain, "server_cpu_seconds" and "server_cpu_us_per_delivery": user +
+system time of the postmaster and all its processes (the drains' backends, checkpointer, WAL
+writer, autovacuum), read from /proc before and after the drain (bench/pg_queue.py
+PgServer.cpu_seconds); each scenario's database is dropped once read, so its vacuum does not
+fall into the next scenario's drain.
 
     bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
@@ -204,8 +209,11 @@ def run_scenario(args, scenario, workdir, pg=None):
         log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
             f" into {scenario.receiver}")
         receiver_cpu = receiver.cpu_seconds()
+        server_cpu = pg.cpu_seconds() if scenario.queue == "postgres" else None
         drain = run_drain(args, directory, db, scenario)
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
+        if server_cpu is not None:
+            server_cpu = pg.cpu_seconds() - server_cpu
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
@@ -216,6 +224,12 @@ def run_scenario(args, scenario, workdir, pg=None):
         if result["delivered"]:
             result[f"{scenario.receiver}_cpu_us_per_delivery"] = round(
                 1e6 * receiver_cpu / result["delivered"], 2)
+        if server_cpu is not None:
+            # Every process of the PostgreSQL server over the drain: the drains' backends and
+            # its own (checkpointer, WAL writer, autovacuum); the server shares the two cores.
+            result["server_cpu_seconds"] = round(server_cpu, 3)
+            result["server_cpu_us_per_delivery"] = (
+                round(1e6 * server_cpu / result["delivered"], 1) if result["delivered"] else None)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
             wrk_runs.append(run_wrk_measuring(receiver, f"{scheme_host}/hook/1", args.wrk_seconds,
@@ -241,6 +255,9 @@ def run_scenario(args, scenario, workdir, pg=None):
                                       if rate and result["wrk_rate"] else None)
     finally:
         receiver.stop()
+    if scenario.queue == "postgres":
+        # Read: dropped, so no autovacuum of it runs during a later scenario's drain.
+        pg.drop_database(scenario.name)
     expected = queued if scenario.stop_when_done is None else sum(
         scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
     if result["done_rows"] < expected:

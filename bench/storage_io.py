@@ -7,8 +7,9 @@
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
     bench/storage_io.py latency --queue postgres   # the same on a PostgreSQL queue
-    bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits and row changes
-                                                   # per delivery on the PostgreSQL server
+    bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits, row changes
+                                                   # and CPU per delivery on the PostgreSQL
+                                                   # server
 
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
 in bench/e2e.py's nginx_* scenarios, or `surge sink` with --receiver sink.
@@ -244,7 +245,8 @@ PG_COUNTER_NAMES = ("wal_records", "wal_fpi", "wal_bytes", "commits", "rows_inse
 def run_wal_postgres(args, directory):
     """`wal --queue postgres`: what one delivery costs the PostgreSQL server, from its own
     statistics before and after the drain (read once the drain's connections have closed, since
-    a backend reports its counts at most once a second and at exit)."""
+    a backend reports its counts at most once a second and at exit), and the CPU of all the
+    server's processes over the drain, from /proc (PgServer.cpu_seconds)."""
     per = max(1, args.rows // args.subscribers)
     scenario = Scenario("wal", "database writes per delivery",
                         [Subscriber(i) for i in range(1, args.subscribers + 1)],
@@ -256,10 +258,12 @@ def run_wal_postgres(args, directory):
             time.sleep(1.5)
             before = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
             log(f"draining {queued} rows for {args.subscribers} subscribers (PostgreSQL)")
+            server_cpu = server.cpu_seconds()
             started = time.time()
             result = subprocess.run(drain_command(args, db, "--until-drained"), cwd=directory,
                                     capture_output=True, text=True, timeout=args.timeout)
             elapsed = time.time() - started
+            server_cpu = server.cpu_seconds() - server_cpu
             time.sleep(1.5)
             after = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
         finally:
@@ -273,7 +277,8 @@ def run_wal_postgres(args, directory):
     out = {"mode": "wal", "queue": "postgres", "layout": args.layout, "rows": queued,
            "done": done,
            "attempts": attempts, "subscribers": args.subscribers, "seconds": round(elapsed, 2),
-           "server": delta,
+           "server": delta, "server_cpu_seconds": round(server_cpu, 3),
+           "server_cpu_us_per_delivery": round(1e6 * server_cpu / max(1, attempts), 1),
            "per_delivery": {k: round(v / max(1, attempts), 3) for k, v in delta.items()}}
     if done < queued:
         raise RuntimeError(f"{done} of {queued} rows done: {json.dumps(out)}")
