@@ -359,7 +359,8 @@ def main():
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
-              "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args,
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
     pg = None  # one PostgreSQL server for every postgres scenario, started by the first
     try:
