@@ -8,14 +8,27 @@ from the queue itself (`surge_attempt` holds every attempt's start and finish) a
 receiver with the same body, before and after the drain, and report Surge's rate as a ratio to
 the mean. Prints one JSON document and writes it, with a gnuplot chart, to --out.
 
+The rows are queued as a producer writes them (docs/design.md: rows arrive interleaved): event by
+event, one row per subscriber, the rows of one event consecutive in id order, so one
+subscriber's rows are spread over the whole table (a subscriber with fewer rows drops out of the
+later events; (d)'s small subscribers keep their due times). `--layout contiguous` queues each
+subscriber's rows together instead, the layout of the figures taken before, on which a claim
+or an outcome touches fewer pages; the report and every scenario's result say "layout".
+
 The reference scenarios, nginx_http and nginx_https, drain into nginx (Debian
 nginx-light: one worker, `return 204;`, keep-alive, a config written to the scenario's temp
 dir), which costs far less per request than `surge sink`, so the drainer's own cost shows: 200,000
 rows over 100 unthrottled subscribers, default drain flags, wrk `-t1 -c200`. They report the
 ratio to wrk, the drainer's CPU per delivery and wrk's per request, the receiver's CPU per
 request under each client (it shares the two cores, so it is part of the ratio), and for HTTPS
-the TLS handshakes (full and resumed, from the drain's summary). The other scenarios need the sink's
-behaviours (delays, failures, signature checks) and keep it.
+the TLS handshakes (full and resumed, from the drain's summary). nginx_throttled_third is
+nginx_http with every third subscriber (33) limited to 50/s, burst 10, and given 10 s of rows at
+that rate (500 each; the other 67 keep 2,000), so throttled rows sit among the due ones all
+through the table: its ratio to wrk is the unthrottled group's rate, and besides the drainer's
+CPU per delivery over the whole drain it reports it up to the moment the unthrottled rows were
+all done ("until_rate_group_done"), then the throttled subscribers' achieved fraction of their
+rate and window violations. The other scenarios need the sink's behaviours (delays, failures,
+signature checks) and keep it.
 
 The pg_* scenarios put the queue on PostgreSQL instead of a SQLite file: one throw-away
 PostgreSQL 15 server per run (bench/pg_queue.py: initdb into a temp dir, a Unix socket only,
@@ -25,13 +38,20 @@ stopped at the end, a database per scenario, `surge migrate --db postgresql://..
 with psql's \\copy and read back through psql. pg_nginx_http is nginx_http on it,
 pg_nginx_http_x2 and _x3 the same with 2 and 3 drain processes (without wrk), pg_c_fit_x3 is
 c_fit_x3 on it. Without the server binaries (Debian postgresql-15) they are skipped, as nginx_*
-are without nginx. Each result says "queue": "sqlite" or "postgres".
+are without nginx. Each result says "queue": "sqlite" or "postgres". A pg_* result also gives
+the server's CPU over the drain, "server_cpu_seconds" and "server_cpu_us_per_delivery": user +
+system time of the postmaster and all its processes (the drains' backends, checkpointer, WAL
+writer, autovacuum), read from /proc before and after the drain (bench/pg_queue.py
+PgServer.cpu_seconds); each scenario's database is dropped once read, so its vacuum does not
+fall into the next scenario's drain.
 
     bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
     bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
+    bench/e2e.py --scenarios nginx_http,nginx_throttled_third   # a third throttled among them
     bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
     bench/e2e.py --smoke                      # the default list, tiny (the CI smoke test)
+    bench/e2e.py --scenarios nginx_http --layout contiguous   # each subscriber's rows together
     bench/e2e.py --surge build/release/tools/surge --out bench-out
 
 Nothing here asserts a speed: the numbers go to docs/benchmarks.md. The script fails only when a
@@ -49,9 +69,9 @@ import time
 from pathlib import Path
 
 import pg_queue
-from e2e_peers import Nginx, Sink, ThreadCpu, log, nginx_binary, run_wrk, write_pki
+from e2e_peers import Nginx, Sink, ThreadCpu, cpu_seconds_of, log, nginx_binary, run_wrk, write_pki
 from e2e_analysis import analyse
-from e2e_queue import BODY, outstanding, populate, set_urls
+from e2e_queue import BODY, LAYOUTS, any_due, outstanding, populate, set_urls
 from e2e_scenarios import build_scenarios
 
 def child_of(pid):
@@ -65,7 +85,9 @@ def child_of(pid):
 
 def run_drain(options, directory, db, scenario):
     """Runs the drainer (scenario.drains `surge drain` processes sharing the queue file, each
-    under /usr/bin/time) until every one has exited; CPU is summed over them."""
+    under /usr/bin/time) until every one has exited; CPU is summed over them. With a
+    scenario.rate_group, the drainers' CPU so far is also read once that group's rows are all
+    done (checked every 0.2 s)."""
     # Under /usr/bin/time: the kernel's peak RSS of a process started from this (large) Python
     # process would include this process's own RSS at fork time.
     def timed(index):
@@ -88,6 +110,8 @@ def run_drain(options, directory, db, scenario):
                                   start_new_session=True) for c, log_file in zip(commands, logs)]
     watched = [s.id for s in scenario.subscribers if s.group == scenario.stop_when_done]
     stopped_at = None
+    rate_ids = [s.id for s in scenario.subscribers if s.group == scenario.rate_group]
+    rate_group_done = None
     threads = ThreadCpu()
     checked_at = 0.0
     try:
@@ -110,6 +134,15 @@ def run_drain(options, directory, db, scenario):
                     if drainer:
                         stopped_at = time.time()
                         os.kill(drainer, signal.SIGTERM)
+            if rate_ids and checking and rate_group_done is None and not any_due(db, rate_ids):
+                rate_group_done = {"at": time.time(), "cpu": 0.0}
+                for process in processes:
+                    drainer = child_of(process.pid)
+                    if drainer:
+                        try:
+                            rate_group_done["cpu"] += cpu_seconds_of(drainer)
+                        except OSError:
+                            pass  # gone since: its CPU is in /usr/bin/time's figure only
             time.sleep(0.05)
     except BaseException:
         for process in processes:
@@ -138,6 +171,8 @@ def run_drain(options, directory, db, scenario):
             handshakes["resumed"] += int(summary.group(2))
     if scenario.tls:
         drained["tls_handshakes"] = handshakes
+    if rate_group_done:
+        drained["rate_group_done"] = rate_group_done
     return drained
 
 
@@ -154,7 +189,7 @@ def run_scenario(args, scenario, workdir, pg=None):
     # The sink reads the subscribers' secrets at start, so they go in first; its port is needed
     # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time() + args.start_margin)
+    queued = populate(db, scenario, placeholder, time.time() + args.start_margin, args.layout)
     if scenario.receiver == "nginx":
         receiver = Nginx(directory, scenario.tls)
     else:
@@ -174,17 +209,27 @@ def run_scenario(args, scenario, workdir, pg=None):
         log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
             f" into {scenario.receiver}")
         receiver_cpu = receiver.cpu_seconds()
+        server_cpu = pg.cpu_seconds() if scenario.queue == "postgres" else None
         drain = run_drain(args, directory, db, scenario)
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
+        if server_cpu is not None:
+            server_cpu = pg.cpu_seconds() - server_cpu
         result = analyse(db, scenario, drain, queued)
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
         result["queue"] = scenario.queue
+        result["layout"] = args.layout
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if result["delivered"]:
             result[f"{scenario.receiver}_cpu_us_per_delivery"] = round(
                 1e6 * receiver_cpu / result["delivered"], 2)
+        if server_cpu is not None:
+            # Every process of the PostgreSQL server over the drain: the drains' backends and
+            # its own (checkpointer, WAL writer, autovacuum); the server shares the two cores.
+            result["server_cpu_seconds"] = round(server_cpu, 3)
+            result["server_cpu_us_per_delivery"] = (
+                round(1e6 * server_cpu / result["delivered"], 1) if result["delivered"] else None)
         if scenario.wrk:
             log(f"{scenario.name}: wrk after")
             wrk_runs.append(run_wrk_measuring(receiver, f"{scheme_host}/hook/1", args.wrk_seconds,
@@ -203,10 +248,16 @@ def run_scenario(args, scenario, workdir, pg=None):
             result[f"{scenario.receiver}_cpu_us_per_wrk_request"] = (
                 round(1e6 * sum(receiver_under_wrk) / len(receiver_under_wrk), 2)
                 if receiver_under_wrk else None)
-            result["ratio_to_wrk"] = (round(result["deliveries_per_second"] / result["wrk_rate"], 3)
-                                      if result["wrk_rate"] else None)
+            # With a rate group, its rate: the others' rows trickle in at their limits after it.
+            rate = (result[scenario.rate_group]["deliveries_per_second"] if scenario.rate_group
+                    else result["deliveries_per_second"])
+            result["ratio_to_wrk"] = (round(rate / result["wrk_rate"], 3)
+                                      if rate and result["wrk_rate"] else None)
     finally:
         receiver.stop()
+    if scenario.queue == "postgres":
+        # Read: dropped, so no autovacuum of it runs during a later scenario's drain.
+        pg.drop_database(scenario.name)
     expected = queued if scenario.stop_when_done is None else sum(
         scenario.rows_for(s) for s in scenario.subscribers if s.group == scenario.stop_when_done)
     if result["done_rows"] < expected:
@@ -259,7 +310,7 @@ def write_chart(results, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--surge", default="build/release/tools/surge")
-    parser.add_argument("--scenarios", default="nginx_http,nginx_https,"
+    parser.add_argument("--scenarios", default="nginx_http,nginx_https,nginx_throttled_third,"
                                                 "a_http,a_https,a_http_256,a_https_256,"
                                                 "a_http_no_origin_limit,a_https_no_origin_limit,half_rate,b,"
                                                 "c,c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_nginx,seed_b,"
@@ -280,6 +331,10 @@ def main():
     parser.add_argument("--start-margin", type=float, default=2.0,
                         help="(d): the small subscribers' rows fall due from now + this")
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags, every scenario")
+    parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
+                        help="the rows in id order: interleaved as a producer's fan-out writes"
+                             " them (one row per subscriber per event), or each subscriber's"
+                             " rows together (contiguous, the older figures' layout)")
     parser.add_argument("--no-chart", action="store_true")
     parser.add_argument("--replot", metavar="JSON", help="only draw the chart of an earlier run")
     args = parser.parse_args()
@@ -304,7 +359,8 @@ def main():
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
-              "scale": args.scale, "extra_drain_args": args.drain_args, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args,
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
     pg = None  # one PostgreSQL server for every postgres scenario, started by the first
     try:

@@ -98,6 +98,15 @@ def analyse(db, scenario, drain, queued):
         result["cpu_us_per_delivery_by_thread"] = {
             name: round(1e6 * seconds / len(ok), 1)
             for name, seconds in sorted(drain["thread_cpu"].items()) if seconds > 0}
+    mark = drain.get("rate_group_done")
+    if scenario.rate_group:
+        # The drainer's CPU per delivery up to the moment the rate group was done (without the
+        # tail in which only the limited subscribers' rows are left).
+        result["rate_group"] = scenario.rate_group
+        before = sum(1 for a in ok if a[3] <= mark["at"]) if mark else 0
+        result["until_rate_group_done"] = {
+            "seconds": round(mark["at"] - start, 3) if mark else None, "delivered": before,
+            "cpu_us_per_delivery": round(1e6 * mark["cpu"] / before, 1) if before else None}
     if scenario.tls and "tls_handshakes" in drain:
         result["tls_handshakes"] = drain["tls_handshakes"]
     by_group = {}

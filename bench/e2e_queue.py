@@ -1,5 +1,6 @@
 """The queue bench/e2e.py and bench/storage_io.py fill and read: a SQLite file or a PostgreSQL
-database (through bench/pg_queue.py's psql), with the subscribers and rows a scenario asks for."""
+database (through bench/pg_queue.py's psql), with the subscribers and rows a scenario asks for,
+interleaved as a producer's fan-out writes them (or, as a labelled variant, contiguous)."""
 import sqlite3
 import time
 
@@ -23,23 +24,50 @@ def subscriber_rows(scenario, url_base):
             for s in scenario.subscribers]
 
 
-def delivery_rows(scenario, start_estimate, now):
-    """(subscriber_id, payload, next_attempt_at, created_at) of every row to queue."""
+LAYOUTS = ("interleaved", "contiguous")
+
+
+def delivery_rows(scenario, start_estimate, now, layout="interleaved"):
+    """(subscriber_id, payload, next_attempt_at, created_at) of every row to queue, in id order.
+
+    interleaved (as a producer writes them): event by event, one row per subscriber, the rows of
+    one event consecutive; a subscriber with fewer rows drops out of the later events, and rows
+    with due offsets keep their due times but take their place by event index. contiguous: all
+    of one subscriber's rows, then the next one's (the layout of the older figures)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}")
+    queues = []  # (subscriber id, the due time of each of its rows)
     for sub in scenario.subscribers:
         if scenario.due_offsets and sub.id in scenario.due_offsets:
             dues = [start_estimate + offset for offset in scenario.due_offsets[sub.id]]
         else:
             dues = [now] * scenario.rows_for(sub)
-        for due in dues:
-            # created_at = the time the row became due, so lag is started_at - created_at.
-            yield (sub.id, BODY, due, due)
+        if dues:
+            queues.append((sub.id, dues))
+    if layout == "contiguous":
+        order = ((sid, due) for sid, dues in queues for due in dues)
+    else:
+        order = _by_event(queues)
+    for sid, due in order:
+        # created_at = the time the row became due, so lag is started_at - created_at.
+        yield (sid, BODY, due, due)
 
 
-def populate(db, scenario, url_base, start_estimate):
+def _by_event(queues):
+    event = 0
+    while queues:
+        for sid, dues in queues:
+            yield sid, dues[event]
+        event += 1
+        queues = [(sid, dues) for sid, dues in queues if len(dues) > event]
+
+
+def populate(db, scenario, url_base, start_estimate, layout="interleaved"):
     """Subscribers and rows straight into the queue (10,000 `subscriber add` calls would take
-    minutes); the columns are the shared DDL's plus Surge's migrated ones."""
+    minutes), the rows in delivery_rows' `layout`; the columns are the shared DDL's plus Surge's
+    migrated ones."""
     if is_postgres(db):
-        return populate_postgres(db, scenario, url_base, start_estimate)
+        return populate_postgres(db, scenario, url_base, start_estimate, layout)
     connection = sqlite3.connect(db)
     with connection:
         connection.executemany(
@@ -51,7 +79,7 @@ def populate(db, scenario, url_base, start_estimate):
 
     def generate():
         nonlocal rows
-        for row in delivery_rows(scenario, start_estimate, now):
+        for row in delivery_rows(scenario, start_estimate, now, layout):
             rows += 1
             yield row
     with connection:
@@ -62,7 +90,7 @@ def populate(db, scenario, url_base, start_estimate):
     return rows
 
 
-def populate_postgres(db, scenario, url_base, start_estimate):
+def populate_postgres(db, scenario, url_base, start_estimate, layout="interleaved"):
     """populate() through psql's \\copy: the subscribers with their ids (the identity's sequence
     is moved past them, as a producer's INSERT without an id would need), then the rows."""
     pg_queue.copy_in(db, "webhook_subscriber",
@@ -78,7 +106,7 @@ def populate_postgres(db, scenario, url_base, start_estimate):
                              "created_at"],
                             ((sid, "video.trending", payload, due, created)
                              for sid, payload, due, created in
-                             delivery_rows(scenario, start_estimate, time.time())))
+                             delivery_rows(scenario, start_estimate, time.time(), layout)))
 
 
 def set_urls(db, placeholder, scheme_host):
@@ -105,5 +133,20 @@ def outstanding(db, ids):
         return connection.execute(
             f"SELECT count(*) FROM webhook_delivery WHERE status != 'done' AND subscriber_id IN"
             f" ({marks})", ids).fetchone()[0]
+    finally:
+        connection.close()
+
+
+def any_due(db, ids):
+    """Whether any row of these subscribers is still pending or retrying: through the partial
+    index on (subscriber_id, next_attempt_at) for due rows, a probe per subscriber, so it can be
+    asked every 0.2 s of a measured drain (outstanding()'s count reads the whole table)."""
+    sql = ("SELECT EXISTS (SELECT 1 FROM webhook_delivery WHERE status IN ('pending','retry')"
+           f" AND subscriber_id IN ({','.join(str(int(i)) for i in ids)}))")
+    if is_postgres(db):
+        return pg_queue.query(db, sql)[0][0] == "t"
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return bool(connection.execute(sql).fetchone()[0])
     finally:
         connection.close()

@@ -17,7 +17,8 @@ class Scenario:
 
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
                  drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
-                 receiver="sink", wrk_connections=None, drains=1, queue="sqlite"):
+                 receiver="sink", wrk_connections=None, drains=1, queue="sqlite",
+                 rate_group=None):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -29,6 +30,9 @@ class Scenario:
         self.wrk_connections = wrk_connections  # None: --wrk-connections
         self.drains = drains                # `surge drain` processes on the one queue file
         self.queue = queue                  # "sqlite" (a file) or "postgres" (a database)
+        # A group whose rate is the scenario's (ratio to wrk); the drainer's CPU is also read
+        # when that group's rows are all done.
+        self.rate_group = rate_group
 
 
 def build_scenarios(scale, half_rate):
@@ -47,6 +51,17 @@ def build_scenarios(scale, half_rate):
     scenarios["nginx_https"] = Scenario(
         "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
         lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
+    # nginx_http with every third subscriber limited to 50/s (burst 10), so throttled rows sit
+    # among the due ones all through the table. The throttled get ~10 s of rows at their rate
+    # (500 at full size, not 2,000, which would take 40 s); the unthrottled keep nginx_http's
+    # 2,000 each, and their rate is the one set against wrk's.
+    third = [Subscriber(i, rate=50.0, burst=10, group="throttled") if i % 3 == 0
+             else Subscriber(i, group="unthrottled") for i in range(1, 101)]
+    scenarios["nginx_throttled_third"] = Scenario(
+        "nginx_throttled_third",
+        "nginx: as nginx_http, a third of the subscribers at 50/s (burst 10) with 10 s of rows",
+        third, lambda s: per_sub if s.rate == UNLIMITED else int(s.rate * max(2.0, 10 * scale)),
+        wrk=True, receiver="nginx", wrk_connections=200, rate_group="unthrottled")
     # Several drains on one queue: ownership leases spread the subscribers.
     for drains in (2, 3):
         scenarios[f"nginx_http_x{drains}"] = Scenario(

@@ -4,6 +4,7 @@
 
     with PgServer() as server:
         uri = server.create_database("pg_nginx_http")   # postgresql:///pg_nginx_http?host=...
+        cpu = server.cpu_seconds()                       # the server's CPU so far, from /proc
         execute(uri, "...")
         copy_in(uri, "webhook_delivery", ["subscriber_id", ...], rows)
         query(uri, "SELECT id, last_status FROM webhook_delivery")  # [("1", None), ...]
@@ -106,6 +107,18 @@ def _csv_field(value):
     return '"' + str(value).replace('"', '""') + '"'
 
 
+def _cpu_ticks(pid):
+    """utime, stime, cutime, cstime of a process (clock ticks), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return tuple(int(field) for field in fields[11:15])
+
+
+def _children(pid):
+    """The process ids of `pid`'s children (from each of its threads' children file)."""
+    return [int(child) for task in os.listdir(f"/proc/{pid}/task")
+            for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+
+
 def _free_port():
     # The server listens on its own socket dir only; a free TCP port number just keeps its
     # socket name (and `ps` line) apart from any other server's.
@@ -189,6 +202,29 @@ class PgServer:
         """A new, empty database; returns its libpq URI (what `surge --db` takes)."""
         execute(self.uri("postgres"), f"CREATE DATABASE {identifier(name)}")
         return self.uri(name)
+
+    def drop_database(self, name):
+        """Drops a database (its sessions ended), so no autovacuum of it runs later."""
+        execute(self.uri("postgres"), f"DROP DATABASE IF EXISTS {identifier(name)} WITH (FORCE)")
+
+    def cpu_seconds(self):
+        """The server's CPU (user + system) so far: the postmaster's own, its exited children's
+        (cutime + cstime) and its live children's (backends, checkpointer, WAL writer,
+        autovacuum), from /proc. Read again if a child was reaped meanwhile, so no process is
+        counted twice or missed."""
+        pid = self.process.pid
+        for _ in range(20):
+            first = _cpu_ticks(pid)
+            live = 0
+            try:
+                for child in _children(pid):
+                    live += sum(_cpu_ticks(child))
+            except OSError:
+                continue  # a child gone before it was read: the postmaster's cutime moves
+            last = _cpu_ticks(pid)
+            if last[2:] == first[2:]:
+                return (sum(last) + live) / os.sysconf("SC_CLK_TCK")
+        raise RuntimeError("the PostgreSQL server's children kept changing while read")
 
     def stop(self):
         """Fast shutdown (SIGINT to the postmaster: open sessions are ended), then the dir goes."""

@@ -1,6 +1,8 @@
 // Storage micro benchmarks on a real WAL file: one claim transaction and one outcome-writer
 // transaction at the batch sizes the engine uses. The budget is a few microseconds per row
 // for claim + complete; divide the reported time by the batch size (items_per_second says it).
+// Each runs on rows interleaved as a producer's fan-out writes them (/interleaved/) and, for
+// the comparison, on each subscriber's rows together (/contiguous/).
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -8,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -15,7 +19,6 @@
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/ownership.hpp"
-#include "storage/queue.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 
@@ -26,11 +29,14 @@ using namespace surge::storage;
 constexpr int bench_subscribers = 10;
 constexpr double emitted_at = 1000;
 
+enum class row_layout { interleaved, contiguous };
+
 // A migrated queue file in its own temporary directory, removed afterwards, holding `rows` due
-// rows spread evenly over bench_subscribers subscribers.
+// rows spread evenly over bench_subscribers subscribers: interleaved as a producer writes a
+// spike (event by event, one row per subscriber), or each subscriber's rows together.
 class bench_queue {
  public:
-  explicit bench_queue(int rows) {
+  explicit bench_queue(int rows, row_layout layout = row_layout::interleaved) {
     std::random_device entropy;
     dir_ = std::filesystem::temp_directory_path() /
            ("surge_storage_bench_" + std::to_string(::getpid()) + "_" + std::to_string(entropy()));
@@ -46,7 +52,22 @@ class bench_queue {
       subscribers_.push_back(add_subscriber(*db_, row));
     }
     const std::string payload(400, 'x');  // a typical small JSON event body
-    emit_event(*db_, "video.trending", payload, emitted_at, rows / bench_subscribers);
+    const int per_subscriber = rows / bench_subscribers;
+    SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement insert(*db_,
+                             "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
+                             "next_attempt_at, created_at) VALUES (?, 'video.trending', ?, ?, ?)");
+    insert.bind(2, payload);
+    insert.bind(3, emitted_at);
+    insert.bind(4, emitted_at);
+    for (int i = 0; i < per_subscriber * bench_subscribers; ++i) {
+      const int subscriber = layout == row_layout::interleaved ? i % bench_subscribers
+                                                               : i / per_subscriber;
+      insert.bind(1, subscribers_[static_cast<std::size_t>(subscriber)]);
+      insert.exec();
+      insert.reset();
+    }
+    transaction.commit();
   }
   ~bench_queue() {
     db_.reset();
@@ -72,9 +93,9 @@ class bench_queue {
 // Claims `batch` rows (batch / 10 from each of 10 subscribers) per iteration. The backlog is
 // ten batches deep; each iteration's `now` lies past the previous leases, so the same oldest
 // rows are found free again without any untimed reset.
-void BM_storage_claim(benchmark::State& state) {
+void BM_storage_claim(benchmark::State& state, row_layout layout) {
   const int batch = static_cast<int>(state.range(0));
-  bench_queue queue(batch * 10);
+  bench_queue queue(batch * 10, layout);
   claimer claims(queue.db());
   const auto demand = queue.demand(batch);
   double now = emitted_at + 1;
@@ -89,13 +110,16 @@ void BM_storage_claim(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * batch);
 }
-BENCHMARK(BM_storage_claim)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_storage_claim, interleaved, row_layout::interleaved)
+    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_storage_claim, contiguous, row_layout::contiguous)
+    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 // Writes `batch` done outcomes, each with its attempt record, in one transaction. Untimed: the
 // rows are put back to pending under a known lease so every fence holds.
-void BM_storage_outcomes(benchmark::State& state) {
+void BM_storage_outcomes(benchmark::State& state, row_layout layout) {
   const int batch = static_cast<int>(state.range(0));
-  bench_queue queue(batch);
+  bench_queue queue(batch, layout);
   outcome_writer writer(queue.db());
   constexpr double lease = 5000.000123;
   std::vector<outcome> outcomes;
@@ -128,7 +152,10 @@ void BM_storage_outcomes(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * batch);
 }
-BENCHMARK(BM_storage_outcomes)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_storage_outcomes, interleaved, row_layout::interleaved)
+    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_storage_outcomes, contiguous, row_layout::contiguous)
+    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

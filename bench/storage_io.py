@@ -2,17 +2,20 @@
 """What the drain costs the queue file, and how soon it sees new rows.
 
     bench/storage_io.py wal                  # WAL frames per delivery over a 50,000-row drain
+    bench/storage_io.py wal --layout contiguous   # ... each subscriber's rows together
     bench/storage_io.py wal --strace         # ... and the pwrite64/pread64 calls, per file
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
     bench/storage_io.py latency --queue postgres   # the same on a PostgreSQL queue
-    bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits and row changes
-                                                   # per delivery on the PostgreSQL server
+    bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits, row changes
+                                                   # and CPU per delivery on the PostgreSQL
+                                                   # server
 
 The receiver is nginx (`return 204;`, one worker, on a loopback port, config in the temp dir) as
 in bench/e2e.py's nginx_* scenarios, or `surge sink` with --receiver sink.
 
-`wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front, each
+`wal`: the a_http shape of bench/e2e.py (unthrottled subscribers, rows queued up front,
+interleaved by event as a producer's fan-out writes them, or with --layout contiguous each
 subscriber's rows together), drained with --until-drained. The frames come from the drain's last log
 line ("storage: N commits wrote M WAL frames ..."), which counts what sqlite3_wal_hook reports
 after each commit of the storage connection. --strace also runs the drain under
@@ -51,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
 from e2e_analysis import ms, quantile  # noqa: E402
 from e2e_peers import Nginx, Sink  # noqa: E402  (the same nginx and sink as bench/e2e.py)
-from e2e_queue import BODY, is_postgres, populate, set_urls  # noqa: E402
+from e2e_queue import BODY, LAYOUTS, is_postgres, populate, set_urls  # noqa: E402
 from e2e_scenarios import Scenario, Subscriber  # noqa: E402
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
@@ -67,7 +70,7 @@ def prepare(args, directory, scenario, db=None):
     db = db or str(Path(directory, "q.db"))
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time())
+    queued = populate(db, scenario, placeholder, time.time(), args.layout)
     if args.receiver == "nginx":
         sink = Nginx(directory, tls=False)
     else:
@@ -137,7 +140,8 @@ def run_wal(args, directory):
         "SELECT count(*) FROM webhook_delivery WHERE status = 'done'").fetchone()[0]
     page_size = connection.execute("PRAGMA page_size").fetchone()[0]
     connection.close()
-    out = {"mode": "wal", "rows": queued, "done": done, "attempts": attempts,
+    out = {"mode": "wal", "layout": args.layout, "rows": queued, "done": done,
+           "attempts": attempts,
            "subscribers": args.subscribers, "seconds": round(elapsed, 2),
            "strace": args.strace}
     meter = storage_line(result.stdout + result.stderr)
@@ -241,7 +245,8 @@ PG_COUNTER_NAMES = ("wal_records", "wal_fpi", "wal_bytes", "commits", "rows_inse
 def run_wal_postgres(args, directory):
     """`wal --queue postgres`: what one delivery costs the PostgreSQL server, from its own
     statistics before and after the drain (read once the drain's connections have closed, since
-    a backend reports its counts at most once a second and at exit)."""
+    a backend reports its counts at most once a second and at exit), and the CPU of all the
+    server's processes over the drain, from /proc (PgServer.cpu_seconds)."""
     per = max(1, args.rows // args.subscribers)
     scenario = Scenario("wal", "database writes per delivery",
                         [Subscriber(i) for i in range(1, args.subscribers + 1)],
@@ -253,10 +258,12 @@ def run_wal_postgres(args, directory):
             time.sleep(1.5)
             before = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
             log(f"draining {queued} rows for {args.subscribers} subscribers (PostgreSQL)")
+            server_cpu = server.cpu_seconds()
             started = time.time()
             result = subprocess.run(drain_command(args, db, "--until-drained"), cwd=directory,
                                     capture_output=True, text=True, timeout=args.timeout)
             elapsed = time.time() - started
+            server_cpu = server.cpu_seconds() - server_cpu
             time.sleep(1.5)
             after = [float(x) for x in pg_queue.query(db, PG_COUNTERS)[0]]
         finally:
@@ -267,9 +274,11 @@ def run_wal_postgres(args, directory):
         done = int(pg_queue.query(
             db, "SELECT count(*) FROM webhook_delivery WHERE status = 'done'")[0][0])
     delta = {name: after[i] - before[i] for i, name in enumerate(PG_COUNTER_NAMES)}
-    out = {"mode": "wal", "queue": "postgres", "rows": queued, "done": done,
+    out = {"mode": "wal", "queue": "postgres", "layout": args.layout, "rows": queued,
+           "done": done,
            "attempts": attempts, "subscribers": args.subscribers, "seconds": round(elapsed, 2),
-           "server": delta,
+           "server": delta, "server_cpu_seconds": round(server_cpu, 3),
+           "server_cpu_us_per_delivery": round(1e6 * server_cpu / max(1, attempts), 1),
            "per_delivery": {k: round(v / max(1, attempts), 3) for k, v in delta.items()}}
     if done < queued:
         raise RuntimeError(f"{done} of {queued} rows done: {json.dumps(out)}")
@@ -343,6 +352,9 @@ def main():
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
                         help="what answers the deliveries (nginx: 204 at once, issue 12's)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
+    parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
+                        help="wal: those rows interleaved by event as a producer writes them,"
+                             " or each subscriber's rows together (contiguous)")
     parser.add_argument("--subscribers", type=int, default=None,
                         help="unthrottled subscribers (wal: 100, latency: 200)")
     parser.add_argument("--strace", action="store_true", help="wal: count calls with strace")
