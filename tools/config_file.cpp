@@ -1,7 +1,13 @@
 #include "tools/config_file.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,22 +15,184 @@ namespace surge::tools {
 
 namespace {
 
-// CLI11's reader skips lines it cannot parse; a config line that silently does nothing would
-// run the drain with a default the operator thought they had changed.
-void check_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw CLI::FileError::Missing(path);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#' || line[first] == ';') continue;
-    const auto last = line.find_last_not_of(" \t\r");
-    const bool section = line[first] == '[' && line[last] == ']';
-    if (!section && line.find('=') == std::string::npos) {
-      throw CLI::ConfigError(path + ":" + std::to_string(number) +
-                             ": expected `name = value` or `[section]`, got: " + line);
+// A drain's flags fit in a few hundred bytes; anything near this is not a config file (a device,
+// a log named by mistake) and must not be read into memory whole.
+constexpr std::uintmax_t max_config_bytes = 64 * 1024;
+// How much of a line an error message quotes.
+constexpr std::size_t quoted_chars = 60;
+
+std::string excerpt(std::string_view text) {
+  std::string out;
+  for (const char c : text.substr(0, quoted_chars)) {
+    // Control bytes would garble the terminal the message is read on.
+    out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+  }
+  if (text.size() > quoted_chars) out += "...";
+  return out;
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+// The file's text: a regular file (a FIFO would block, a device such as /dev/zero never ends)
+// of at most max_config_bytes, without a leading UTF-8 byte order mark.
+std::string read_config(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) throw CLI::FileError::Missing(path);
+    throw CLI::FileError(path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw CLI::FileError(path + ": not a regular file (" +
+                         (S_ISDIR(info.st_mode)    ? std::string("a directory")
+                          : S_ISFIFO(info.st_mode) ? std::string("a FIFO")
+                          : S_ISCHR(info.st_mode)  ? std::string("a character device")
+                                                   : std::string("not a file")) +
+                         "); --config names a TOML file");
+  }
+  if (static_cast<std::uintmax_t>(info.st_size) > max_config_bytes) {
+    throw CLI::FileError(path + ": " + std::to_string(info.st_size) +
+                         " bytes; a config file is at most " + std::to_string(max_config_bytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CLI::FileError(path + ": cannot be read");
+  std::string text(max_config_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_config_bytes) {
+    throw CLI::FileError(path + ": grew past " + std::to_string(max_config_bytes) +
+                         " bytes while being read");
+  }
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  return text;
+}
+
+struct entry {
+  std::string key;
+  std::vector<std::string> values;  // one, or an array's elements
+  int line = 0;
+};
+
+class line_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A quoted TOML string starting at text[at] (a '"' or '\''); `at` ends past its closing quote.
+std::string quoted(std::string_view text, std::size_t& at) {
+  const char quote = text[at++];
+  std::string out;
+  while (at < text.size()) {
+    const char c = text[at++];
+    if (c == quote) return out;
+    if (c != '\\' || quote == '\'') {
+      out += c;
+      continue;
+    }
+    if (at >= text.size()) break;
+    switch (const char escaped = text[at++]) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      default: throw line_error(std::string("unknown escape \\") + escaped + " in a string");
     }
   }
+  throw line_error("a string is not closed");
+}
+
+// One value (quoted, bare or an array) from text[at]; `at` ends past it.
+void parse_value(std::string_view text, std::size_t& at, std::vector<std::string>& out,
+                 bool in_array) {
+  if (text[at] == '"' || text[at] == '\'') {
+    out.push_back(quoted(text, at));
+    return;
+  }
+  if (text[at] == '[' && !in_array) {
+    ++at;
+    while (true) {
+      at = text.find_first_not_of(" \t", at);
+      if (at == std::string_view::npos) throw line_error("an array is not closed");
+      if (text[at] == ']') {
+        ++at;
+        return;
+      }
+      parse_value(text, at, out, true);
+      at = text.find_first_not_of(" \t", at);
+      if (at == std::string_view::npos) throw line_error("an array is not closed");
+      if (text[at] == ',') {
+        ++at;
+      } else if (text[at] != ']') {
+        throw line_error("expected ',' or ']' in an array");
+      }
+    }
+  }
+  const auto end = text.find_first_of(in_array ? " \t,]#" : " \t#", at);
+  const auto word = text.substr(at, end == std::string_view::npos ? text.size() - at : end - at);
+  if (word.empty()) throw line_error("a value is missing");
+  out.emplace_back(word);
+  at += word.size();
+}
+
+// The entries of the file for `command` (none or its own [section]), in file order.
+std::vector<entry> parse_config(const std::string& path, const std::string& text,
+                                const std::string& command) {
+  std::vector<entry> entries;
+  std::map<std::string, int> seen;  // key -> line it was first set on
+  std::size_t start = 0;
+  for (int number = 1; start <= text.size(); ++number) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view raw(text.data() + start, end - start);
+    start = end + 1;
+    const std::string line = trim(raw);
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (line.empty() || line[0] == '#' || line[0] == ';') {
+      if (end == text.size()) break;
+      continue;
+    }
+    try {
+      if (line[0] == '[') {
+        const auto close = line.find(']');
+        if (close == std::string::npos) throw line_error("a [section] is not closed");
+        const auto rest = trim(std::string_view(line).substr(close + 1));
+        if (!rest.empty() && rest[0] != '#') throw line_error("text after a [section]");
+        const auto section = trim(std::string_view(line).substr(1, close - 1));
+        if (section != command) {
+          throw line_error("unknown section [" + section + "] (only [" + command + "] or none)");
+        }
+      } else {
+        const auto equals = line.find('=');
+        if (equals == std::string::npos) throw line_error("expected `name = value` or `[section]`");
+        entry item;
+        item.key = trim(std::string_view(line).substr(0, equals));
+        item.line = number;
+        if (item.key.empty()) throw line_error("a name is missing before '='");
+        std::replace(item.key.begin(), item.key.end(), '_', '-');
+        std::size_t at = line.find_first_not_of(" \t", equals + 1);
+        if (at == std::string::npos) throw line_error("a value is missing after '='");
+        parse_value(line, at, item.values, false);
+        at = line.find_first_not_of(" \t", at);
+        if (at != std::string::npos && line[at] != '#') {
+          throw line_error("text after the value (quote a value that holds spaces or '#')");
+        }
+        const auto [first, fresh] = seen.emplace(item.key, number);
+        if (!fresh) {
+          throw line_error("'" + item.key + "' is set again (first on line " +
+                           std::to_string(first->second) + "); set each key once");
+        }
+        entries.push_back(std::move(item));
+      }
+    } catch (const line_error& failure) {
+      throw CLI::ConfigError(where + failure.what() + ": " + excerpt(line));
+    }
+    if (end == text.size()) break;
+  }
+  return entries;
 }
 
 bool given_on_command_line(const std::vector<std::string>& args, const std::string& flag) {
@@ -43,29 +211,28 @@ std::string config_path(const std::vector<std::string>& args) {
 
 std::vector<std::string> flags_from_file(CLI::App& cmd, const std::string& path,
                                          const std::vector<std::string>& args) {
-  check_lines(path);
   std::vector<std::string> out;
-  for (const auto& item : CLI::ConfigTOML().from_file(path)) {
-    if (item.name == "++" || item.name == "--") continue;  // section markers
-    const std::string where = path + ": ";
-    if (!item.parents.empty() && !(item.parents.size() == 1 && item.parents[0] == cmd.get_name())) {
-      throw CLI::ConfigError(where + "unknown section [" + item.parents[0] + "] (only [" +
-                             cmd.get_name() + "] or none)");
-    }
-    std::string name = item.name;
-    std::replace(name.begin(), name.end(), '_', '-');
-    const std::string flag = "--" + name;
+  for (const auto& item : parse_config(path, read_config(path), cmd.get_name())) {
+    const std::string flag = "--" + item.key;
     const CLI::Option* option = cmd.get_option_no_throw(flag);
     if (option == nullptr || flag == "--config" || flag == "--help") {
-      throw CLI::ConfigError(where + "unknown key '" + item.name + "': not a flag of surge " +
-                             cmd.get_name() + " (see --help)");
+      throw CLI::ConfigError(path + ":" + std::to_string(item.line) + ": unknown key '" +
+                             excerpt(item.key) + "': not a flag of surge " + cmd.get_name() +
+                             " (see --help)");
     }
     if (given_on_command_line(args, flag)) continue;
-    if (item.inputs.size() == 1) {
-      out.push_back(flag + "=" + item.inputs[0]);
+    if (option->get_type_size() == 0) {
+      // A switch: `name = true` sets it, `name = false` leaves it off.
+      if (item.values.size() != 1 || (item.values[0] != "true" && item.values[0] != "false")) {
+        throw CLI::ConfigError(path + ":" + std::to_string(item.line) + ": '" + item.key +
+                               "' is a switch: true or false");
+      }
+      if (item.values[0] == "true") out.push_back(flag);
+    } else if (item.values.size() == 1) {
+      out.push_back(flag + "=" + item.values[0]);
     } else {
       out.push_back(flag);
-      out.insert(out.end(), item.inputs.begin(), item.inputs.end());
+      out.insert(out.end(), item.values.begin(), item.values.end());
     }
   }
   return out;
@@ -75,10 +242,10 @@ std::vector<std::string> flags_from_file(CLI::App& cmd, const std::string& path,
 
 void add_config_option(CLI::App* cmd) {
   cmd->add_option("--config",
-                  "Read flags from this TOML/INI file: one `name = value` per line, "
-                  "named like the long flags without dashes (db = \"/var/lib/surge/"
-                  "queue.db\", until-drained = true); flags given on the command "
-                  "line win; an unknown key is an error")
+                  "Read flags from this TOML file (a regular file of at most 64 KiB): one "
+                  "`name = value` per line, named like the long flags without dashes (db = "
+                  "\"/var/lib/surge/queue.db\", until-drained = true); flags given on the command "
+                  "line win; an unknown or repeated key is an error")
       ->type_name("FILE");
 }
 

@@ -1,5 +1,8 @@
 // The operator's kit through the real `surge` binary: --version, drain --config, prune, and the
 // cron pattern (flock + timeout) as docs/operations.md gives it.
+#include <sys/stat.h>
+
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -72,6 +75,53 @@ TEST(OpsCli, DrainTakesEveryFlagFromAConfigFileAndTheCommandLineWins) {
   result = run_surge(dir, {"drain", "--help"});
   EXPECT_TRUE(contains(result.out, "--config")) << result.out;
   EXPECT_TRUE(contains(result.out, "command line win")) << result.out;
+}
+
+// --config names what an operator can get wrong: a device, a FIFO or a directory instead of a
+// file, a huge file, a key set twice, a BOM from an editor, '#' inside a quoted value. Each is a
+// clear error (exit 2) with a short quote, or read as meant; none hangs or eats memory.
+TEST(OpsCli, AConfigFileIsBoundedAndItsMistakesAreNamedPrecisely) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string zero = dir.file("zero.toml");
+  std::filesystem::create_symlink("/dev/zero", zero);
+  const std::string fifo = dir.file("fifo.toml");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, why] : std::vector<std::pair<std::string, std::string>>{
+           {zero, "a character device"}, {fifo, "a FIFO"}, {dir.path().string(), "a directory"}}) {
+    for (const std::string command : {"drain", "prune"}) {
+      const auto result = run_surge(dir, {command, "--config", path}, std::chrono::seconds(20));
+      EXPECT_EQ(result.exit_code, 2) << command << " " << path << ": " << result.err;
+      EXPECT_TRUE(contains(result.err, "not a regular file (" + why + ")")) << result.err;
+    }
+  }
+  const std::string huge = dir.file("huge.toml");
+  write_file(huge, "db = \"" + queue.path() + "\"\n# " + std::string(10 * 1024 * 1024, 'x') + "\n");
+  auto result = run_surge(dir, {"drain", "--config", huge});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(contains(result.err, "a config file is at most 65536")) << result.err;
+  EXPECT_LT(result.err.size(), 1000u) << "the message quotes no more than a line's excerpt";
+
+  const std::string config = dir.file("drain.toml");
+  write_file(config, "db = \"" + queue.path() + "\"\nlease = 60\nthreads = 1\nlease = 90\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(contains(result.err, ":4: 'lease' is set again (first on line 2)")) << result.err;
+
+  write_file(config, "\xEF\xBB\xBF" "db = \"" + queue.path() + "\"\nuntil-drained = true\n");
+  result = run_surge(dir, {"drain", "--config", config, "--progress", "off"});
+  EXPECT_EQ(result.exit_code, 0) << "a BOM from an editor is not part of the first key: "
+                                 << result.err;
+
+  write_file(config, "db = \"" + queue.path() + "\"\nsubscribers = \"1#2\"  # a comment\n");
+  result = run_surge(dir, {"drain", "--config", config, "--until-drained"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(contains(result.err, "1#2")) << "the value kept its '#': " << result.err;
+
+  write_file(config, "db = \"" + queue.path() + "\"\nthreads = 1 2\n");
+  result = run_surge(dir, {"drain", "--config", config});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_TRUE(contains(result.err, ":2: text after the value")) << result.err;
 }
 
 TEST(OpsCli, TheShippedExampleConfigIsValid) {
