@@ -75,6 +75,11 @@ std::string batch_message_id(std::span<const std::int64_t> ids) {
   return id;
 }
 
+std::optional<std::int64_t> batch_rows_after(int status, std::int64_t rows) {
+  if (status != 413 || rows <= 1) return std::nullopt;
+  return std::max<std::int64_t>(1, rows / 2);
+}
+
 std::optional<std::size_t> batch_event_count(std::string_view body) {
   boost::system::error_code ec;
   const auto parsed = boost::json::parse(body, ec);

@@ -34,6 +34,11 @@ std::optional<std::vector<std::int64_t>> parse_delivery_ids(std::string_view hea
 // ids, so a retry of the same rows carries the same id and a different set never does.
 std::string batch_message_id(std::span<const std::int64_t> ids);
 
+// A partner that answers 413 (Payload Too Large) to a batch takes smaller ones: the rows go
+// again at once, in batches of at most the size returned (half, down to single rows), without
+// using up an attempt. nullopt when the answer to a batch of `rows` is judged like any other.
+std::optional<std::int64_t> batch_rows_after(int status, std::int64_t rows);
+
 // How many events a batch body holds; nullopt when it is not a JSON array.
 std::optional<std::size_t> batch_event_count(std::string_view body);
 

@@ -54,7 +54,8 @@ std::vector<std::int64_t> plan_coalescing(std::span<const coalesce_candidate> ca
     const coalesce_candidate* keeper = nullptr;
     for (const std::size_t index : members) {
       const auto& row = candidates[index];
-      if (keeper != nullptr && keeper->created_at - row.created_at <= window_seconds) {
+      const double oldest = row.stands_since.value_or(row.created_at);
+      if (keeper != nullptr && keeper->created_at - oldest <= window_seconds) {
         replaced_by[index] = keeper->id;
       } else {
         keeper = &row;
@@ -62,6 +63,12 @@ std::vector<std::int64_t> plan_coalescing(std::span<const coalesce_candidate> ca
     }
   }
   return replaced_by;
+}
+
+double stands_since_after_merge(const coalesce_candidate& keeper,
+                                const coalesce_candidate& merged) {
+  return std::min({keeper.stands_since.value_or(keeper.created_at), merged.created_at,
+                   merged.stands_since.value_or(merged.created_at)});
 }
 
 }  // namespace surge::proto

@@ -33,14 +33,22 @@ struct coalesce_candidate {
   std::int64_t id = 0;
   double created_at = 0;
   std::optional<std::string> key;
+  // The created_at of the oldest row this one already stands for (rows merged into it before,
+  // and theirs in turn); nullopt: only itself.
+  std::optional<double> stands_since;
 };
 
 // For each candidate (in any order), the id of the candidate sent in its place, or 0 when it is
 // to be sent itself. Per key, the newest row (latest created_at, then highest id) is kept, and
-// every older row created within `window_seconds` of it is replaced by it; the first row further
-// back is kept in turn and starts the next window, so a receiver still hears at least once per
-// window of a key's history. Rows without a key are all kept.
+// every older row is replaced by it when the oldest row it stands for was created within
+// `window_seconds` of the keeper: the window counts along the whole chain of merges, so a row
+// merged into one that is merged later still reaches the partner within one window of its
+// creation. The first row that does not fit is kept in turn and starts the next window, so a
+// receiver hears at least once per window of a key's history. Rows without a key are all kept.
 std::vector<std::int64_t> plan_coalescing(std::span<const coalesce_candidate> candidates,
                                           double window_seconds);
 
+// The created_at of the oldest row `keeper` stands for once `merged` is merged into it.
+double stands_since_after_merge(const coalesce_candidate& keeper,
+                                const coalesce_candidate& merged);
 }  // namespace surge::proto

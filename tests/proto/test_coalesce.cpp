@@ -190,5 +190,47 @@ TEST(coalesce, plan_does_not_depend_on_input_order) {
   EXPECT_EQ(orders, 720);
 }
 
+// A row that already stands for older rows carries their age: merging it into a newer row is
+// allowed only while the oldest of the chain is within the window of the keeper, so no event
+// waits more than one window for the delivery that replaces it.
+TEST(coalesce, plan_counts_the_window_along_the_merge_chain) {
+  const std::vector<coalesce_candidate> rows = {
+      // 104 stands for a row of 97 merged into it earlier: 109 - 97 = 12 > 10, so it is sent.
+      {.id = 1, .created_at = 104, .key = "a", .stands_since = 97.0},
+      {.id = 2, .created_at = 109, .key = "a"},
+      // 105 stands for 100: 109 - 100 = 9 fits, so it merges into 2.
+      {.id = 3, .created_at = 105, .key = "b", .stands_since = 100.0},
+      {.id = 4, .created_at = 109, .key = "b"},
+  };
+  EXPECT_EQ(plan(rows, 10),
+            (std::map<std::int64_t, std::int64_t>{{1, 0}, {2, 0}, {3, 4}, {4, 0}}));
+  // Without the chain's age, both would merge.
+  std::vector<coalesce_candidate> unchained = rows;
+  for (auto& row : unchained) row.stands_since.reset();
+  EXPECT_EQ(plan(unchained, 10),
+            (std::map<std::int64_t, std::int64_t>{{1, 2}, {2, 0}, {3, 4}, {4, 0}}));
+}
+
+// A chain kept from merging goes out, and older rows may still merge into it by their own age.
+TEST(coalesce, plan_lets_older_rows_join_a_chain_that_was_kept) {
+  const std::vector<coalesce_candidate> rows = {
+      {.id = 1, .created_at = 100, .key = "a"},
+      {.id = 2, .created_at = 103, .key = "a", .stands_since = 95.0},
+      {.id = 3, .created_at = 108, .key = "a"},
+  };
+  // 3 keeps; 2's chain starts at 95, 13 s before 108: kept; 1 is 3 s older than 2: merges.
+  EXPECT_EQ(plan(rows, 10), (std::map<std::int64_t, std::int64_t>{{1, 2}, {2, 0}, {3, 0}}));
+}
+
+TEST(coalesce, a_merge_keeps_the_oldest_start_of_both_chains) {
+  const coalesce_candidate keeper{.id = 2, .created_at = 110, .key = "a"};
+  const coalesce_candidate merged{.id = 1, .created_at = 104, .key = "a", .stands_since = 99.0};
+  EXPECT_EQ(stands_since_after_merge(keeper, merged), 99.0);
+  const coalesce_candidate chained{.id = 3, .created_at = 112, .key = "a", .stands_since = 90.0};
+  EXPECT_EQ(stands_since_after_merge(chained, merged), 90.0);
+  const coalesce_candidate plain{.id = 0, .created_at = 101, .key = "a"};
+  EXPECT_EQ(stands_since_after_merge(keeper, plain), 101.0);
+}
+
 }  // namespace
 }  // namespace surge::proto
