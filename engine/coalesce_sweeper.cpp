@@ -1,5 +1,7 @@
 #include "engine/coalesce_sweeper.hpp"
 
+#include <unordered_map>
+
 #include <pthread.h>
 
 #include <algorithm>
@@ -68,13 +70,25 @@ void coalesce_sweeper::sweep_once() {
            .created_at = row.created_at,
            .key = row.payload.empty()
                       ? std::nullopt
-                      : proto::coalesce_key(*settings.coalesce, row.event_type, row.payload)});
+                      : proto::coalesce_key(*settings.coalesce, row.event_type, row.payload),
+           .stands_since = row.coalesced_since});
     }
     const auto replaced_by = proto::plan_coalescing(candidates, settings.coalesce->window_seconds);
     std::vector<storage::replacement> marks;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (replaced_by[i] != 0) marks.push_back({.id = rows[i].id, .replaced_by = replaced_by[i]});
     }
+    // What each kept row stands for once all its merges are in: the oldest of them.
+    std::unordered_map<std::int64_t, proto::coalesce_candidate> keepers;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (replaced_by[i] == 0) keepers.emplace(rows[i].id, candidates[i]);
+    }
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (replaced_by[i] == 0) continue;
+      auto& keeper = keepers.at(replaced_by[i]);
+      keeper.stands_since = proto::stands_since_after_merge(keeper, candidates[i]);
+    }
+    for (auto& mark : marks) mark.stands_since = *keepers.at(mark.replaced_by).stands_since;
     for (std::size_t at = 0; at < marks.size(); at += config_.rows_per_transaction) {
       if (lock_wait_.give_up) return;
       const auto count = std::min(marks.size() - at,

@@ -50,6 +50,10 @@ struct scheduler_config {
   std::chrono::milliseconds outcome_flush_interval = 5ms;
   std::size_t outcome_flush_rows = 256;
   std::size_t max_payload_bytes = 1024 * 1024;
+  // Payload bytes the drain holds at once (claimed rows buffered and in flight, split evenly
+  // across shards): claims ask for no more rows than fit. Each request in flight holds a copy
+  // of its payload too, so the drain's memory for payloads stays under about twice this.
+  std::int64_t max_payload_memory = std::int64_t{256} * 1024 * 1024;
   // A pause (Retry-After) longer than this gives buffered rows back to the queue instead of
   // holding their leases.
   std::chrono::milliseconds pause_release_threshold = 5s;

@@ -17,6 +17,9 @@ struct drain_counters {
   std::atomic<std::int64_t> batch_posts{0};   // requests that carried a batch
   std::atomic<std::int64_t> batched_rows{0};  // rows those requests carried
   std::atomic<std::int64_t> lost_leases{0};
+  // Outcomes the database refused for the row's own sake (a constraint, a trigger, a value out
+  // of range), written as dead instead, or left to the row's lease when even that was refused.
+  std::atomic<std::int64_t> refused_outcomes{0};
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> buffered{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried

@@ -217,7 +217,7 @@ drain_summary run_drain(const drain_config& input) {
   storage.on_fatal([&](std::string why) {
     asio::post(control, [&, why = std::move(why)] {
       summary.failure = why;
-      begin_stop("the queue file is gone");
+      begin_stop("the queue cannot be drained any more");
     });
   });
 
@@ -308,6 +308,7 @@ drain_summary run_drain(const drain_config& input) {
   summary.tls_full_handshakes = metrics.tls_handshakes_full.load();
   summary.tls_resumed_handshakes = metrics.tls_handshakes_resumed.load();
   summary.unwritten = storage.unwritten();
+  if (!storage.rescue_report().empty()) summary.failure += "; " + storage.rescue_report();
   summary.elapsed = std::chrono::steady_clock::now() - started;
   // What the drain cost the queue file; bench/storage_io.py reads this line. A database server
   // keeps no such count for us.

@@ -228,6 +228,10 @@ std::string drain_metrics::render(std::size_t top) const {
   counter("surge_lost_leases_total",
           "Outcome writes whose lease fence matched nothing (another drainer took the row).",
           c.lost_leases.load());
+  counter("surge_refused_outcomes_total",
+          "Outcomes the database refused for the row's own sake (a constraint, a trigger, a value "
+          "out of range): written as dead instead, or left to the row's lease.",
+          c.refused_outcomes.load());
   counter("surge_fresh_connection_retries_total",
           "Requests resent once on a new connection after a stale keep-alive one failed.",
           c.fresh_retries.load());

@@ -34,7 +34,9 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_wor
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
       in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()) {
+  bytes_per_row_ = static_cast<double>(config.scheduler.max_payload_bytes);
+}
 
 shard::~shard() { join(); }
 
@@ -138,6 +140,7 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;
       if (moved) sub.waiting_on_origin = nullptr;
+      settings.batch_rows = std::min(settings.batch_rows, sub.batch_fits);
       sub.settings = std::move(settings);
       sub.notify();
     }
@@ -146,6 +149,7 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
 
 void shard::dead_letter(storage::claimed_row row, std::string reason) {
   adjust_buffered(-1);
+  let_go(row);
   counters_.add(counters_.dead);
   auto out = outcome_for(row, storage::outcome_kind::dead);
   out.last_error = std::move(reason);
@@ -156,6 +160,7 @@ void shard::dead_letter(storage::claimed_row row, std::string reason) {
 void shard::release_ready(subscriber_state& sub) {
   for (auto& row : sub.ready) {
     adjust_buffered(-1);
+    let_go(row);
     counters_.add(counters_.released);
     push_outcome(outcome_for(row, storage::outcome_kind::release));
   }
@@ -165,6 +170,7 @@ void shard::release_ready(subscriber_state& sub) {
 void shard::reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason) {
   for (auto& row : sub.ready) {
     adjust_buffered(-1);
+    let_go(row);
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at = next_attempt_at;
     out.last_error = reason;

@@ -93,6 +93,11 @@ class shard final : public shard_endpoint {
   void settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
                       bool batched, const http_result& result, double started_unix,
                       bool probe, origin_limit::ticket origin_ticket);
+  // A batch the partner refused as too large (proto::batch_rows_after): its rows are due again
+  // at once, unattempted, and the subscriber's batches are at most `fits` rows from now on.
+  void split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
+                           const storage::outcome& judged, const storage::claimed_row& lead,
+                           int fits, const attempt_times& times);
   // The subscriber's request head for `target`, built again only when the target changed.
   std::string_view request_head_for(subscriber_state& sub,
                                     const std::shared_ptr<const proto::target>& target);
@@ -128,6 +133,12 @@ class shard final : public shard_endpoint {
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
   void push_outcome(storage::outcome outcome);
   void adjust_buffered(int delta);
+  // A row the shard held (buffered or in flight) has ended: its payload is no longer held.
+  void let_go(const storage::claimed_row& row) {
+    held_bytes_ -= static_cast<std::int64_t>(row.payload.size());
+  }
+  // How many more rows the shard may ask for within its share of max_payload_memory.
+  int rows_within_memory() const;
   // How long a lease must still run for an attempt to start (or to be written) within it.
   std::chrono::duration<double> lease_margin() const;
   bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
@@ -178,6 +189,11 @@ class shard final : public shard_endpoint {
   int in_flight_cap_;
   bool claim_outstanding_ = false;
   int buffered_ = 0;       // rows in this shard's ready queues
+  // Payload bytes of the rows in the ready queues and in flight (scheduler.max_payload_memory).
+  std::int64_t held_bytes_ = 0;
+  // Payload bytes per claimed row, for turning the free bytes into rows to ask for: the most a
+  // row may carry until an answer shows what rows carry here.
+  double bytes_per_row_ = 0;
   int pending_total_ = 0;  // rows asked of the storage thread, not yet answered
   bool stopping_ = false;
   std::vector<storage::outcome> outcomes_;

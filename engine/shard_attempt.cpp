@@ -87,6 +87,7 @@ shard::steady::time_point shard::prepare_request(std::string& request, subscribe
 void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
                            bool batched, const http_result& result, double started_unix,
                            bool probe, origin_limit::ticket origin_ticket) {
+  for (const auto& row : rows) let_go(row);
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
     for (const auto& row : rows) give_back_unsent(sub, row);
@@ -137,6 +138,11 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
   if (batched) {
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
+    if (const auto fits = proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
+      split_refused_batch(sub, rows, judged.outcome, lead, static_cast<int>(*fits), times);
+      attempt_ended(sub, origin, origin_ticket);
+      return;
+    }
     for (const auto& row : rows) {
       auto out = outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
       count_outcome(out.kind);
@@ -147,6 +153,30 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
     push_outcome(std::move(judged.outcome));
   }
   attempt_ended(sub, origin, origin_ticket);
+}
+
+void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
+                                const storage::outcome& judged, const storage::claimed_row& lead,
+                                int fits, const attempt_times& times) {
+  if (fits < sub.batch_fits) {
+    log_info("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
+             std::to_string(rows.size()) + " rows: its batches are now at most " +
+             std::to_string(fits) + " rows");
+  }
+  sub.batch_fits = std::min(sub.batch_fits, fits);
+  sub.settings.batch_rows = std::min(sub.settings.batch_rows, sub.batch_fits);
+  // Due again at once and no attempt used up; the POST is still recorded, since the partner
+  // counted it against its limit.
+  for (const auto& row : rows) {
+    auto out = outcome_in_batch(judged, lead, row, static_cast<std::int64_t>(rows.size()));
+    out.kind = storage::outcome_kind::retry;
+    out.attempts = row.attempts;
+    out.next_attempt_at = times.finished_unix;
+    out.last_error = "413 to a batch of " + std::to_string(rows.size()) +
+                     " rows: sent again in batches of at most " + std::to_string(fits);
+    count_outcome(out.kind);
+    push_outcome(std::move(out));
+  }
 }
 
 std::string_view shard::request_head_for(subscriber_state& sub,

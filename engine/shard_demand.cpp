@@ -38,6 +38,7 @@ void shard::accept_claims(claim_reply reply) {
     counters_.add(counters_.claimed, static_cast<std::int64_t>(reply.rows.size()));
   }
   int taken = 0;
+  std::int64_t answer_bytes = 0;
   for (auto& row : reply.rows) {
     auto it = subscribers_.find(row.subscriber_id);
     if (it == subscribers_.end()) {
@@ -51,11 +52,20 @@ void shard::accept_claims(claim_reply reply) {
       continue;
     }
     if (sub.settings.coalesce) to_coalesce.push_back(&sub);
+    answer_bytes += static_cast<std::int64_t>(row.payload.size());
     sub.ready.push_back(std::move(row));
     watch_tokens(sub);
     ++taken;
   }
-  if (taken > 0) adjust_buffered(taken);
+  if (taken > 0) {
+    adjust_buffered(taken);
+    held_bytes_ += answer_bytes;
+    // The first answer replaces the cautious guess; later ones move the estimate halfway.
+    const double per_row = static_cast<double>(answer_bytes) / taken;
+    bytes_per_row_ = bytes_per_row_ >= static_cast<double>(config_.scheduler.max_payload_bytes)
+                         ? per_row
+                         : (bytes_per_row_ + per_row) / 2;
+  }
   // New rows may repeat a key already waiting (or each other): only the newest is kept.
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
@@ -202,6 +212,17 @@ bool shard::token_watch_needed(const subscriber_state& sub) {
          sub.allowance.asking();
 }
 
+int shard::rows_within_memory() const {
+  const double share = static_cast<double>(config_.scheduler.max_payload_memory) / shard_count_;
+  // Rows asked for and not yet answered will carry about the estimate each.
+  const double per_row = std::max(bytes_per_row_, 64.0);
+  const double free = share - static_cast<double>(held_bytes_) - pending_total_ * per_row;
+  const double rows = std::floor(free / per_row);
+  // With nothing held, one row always fits, however small the share: the drain never stalls.
+  if (held_bytes_ == 0 && pending_total_ == 0) return static_cast<int>(std::clamp(rows, 1.0, 1e9));
+  return static_cast<int>(std::clamp(rows, 0.0, 1e9));
+}
+
 void shard::send_demand() {
   const auto now = steady::now();
   const auto& scheduler = config_.scheduler;
@@ -216,8 +237,9 @@ void shard::send_demand() {
   // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
   // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
   // no subscriber is always last in line.
-  int budget = in_flight_cap_ * config_.scheduler.buffer_per_slot -
-               buffered_ - pending_total_;
+  int budget = std::min(in_flight_cap_ * config_.scheduler.buffer_per_slot -
+                            buffered_ - pending_total_,
+                        rows_within_memory());
   const std::size_t count = order_.size();
   std::size_t visited = 0;
   for (; visited < count && budget > 0; ++visited) {

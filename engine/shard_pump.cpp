@@ -98,6 +98,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         adjust_buffered(-1);
+        let_go(row);
         counters_.add(counters_.released);
         push_outcome(outcome_for(row, storage::outcome_kind::release));
         continue;

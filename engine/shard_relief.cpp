@@ -5,6 +5,7 @@
 #include "engine/shard.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "engine/delivery.hpp"
 #include "storage/database.hpp"
@@ -69,24 +70,44 @@ void shard::coalesce_ready(subscriber_state& sub) {
     // usual.
     auto key = row.payload.empty() ? std::nullopt
                                    : proto::coalesce_key(rule, row.event_type, row.payload);
-    candidates.push_back({.id = row.id, .created_at = row.created_at, .key = std::move(key)});
+    candidates.push_back({.id = row.id,
+                          .created_at = row.created_at,
+                          .key = std::move(key),
+                          .stands_since = row.coalesced_since});
   }
   const auto replaced_by = proto::plan_coalescing(candidates, rule.window_seconds);
   if (std::all_of(replaced_by.begin(), replaced_by.end(), [](auto id) { return id == 0; })) {
     return;
+  }
+  // The rows kept take on what the rows merged into them stood for, here and in the queue (the
+  // coalesced outcome carries it), so a later merge of a kept row counts the whole chain.
+  std::unordered_map<std::int64_t, std::size_t> keeper_at;
+  for (std::size_t i = 0; i < replaced_by.size(); ++i) {
+    if (replaced_by[i] == 0) keeper_at.emplace(sub.ready[i].id, i);
+  }
+  std::vector<double> merged_since(replaced_by.size(), 0);
+  for (std::size_t i = 0; i < replaced_by.size(); ++i) {
+    if (replaced_by[i] == 0) continue;
+    auto& keeper = candidates[keeper_at.at(replaced_by[i])];
+    merged_since[i] = std::min(candidates[i].created_at,
+                               candidates[i].stands_since.value_or(candidates[i].created_at));
+    keeper.stands_since = proto::stands_since_after_merge(keeper, candidates[i]);
   }
   const double now = storage::unix_now();
   ready_rows kept;
   for (std::size_t i = 0; i < replaced_by.size(); ++i) {
     auto& row = sub.ready[i];
     if (replaced_by[i] == 0) {
+      row.coalesced_since = candidates[i].stands_since;
       kept.push_back(std::move(row));
       continue;
     }
     adjust_buffered(-1);
+    let_go(row);
     counters_.add(counters_.coalesced);
     auto out = outcome_for(row, storage::outcome_kind::coalesced);
     out.coalesced_into = replaced_by[i];
+    out.coalesced_since = merged_since[i];
     out.last_error = "coalesced into delivery " + std::to_string(replaced_by[i]);
     out.finished_at = now;
     push_outcome(std::move(out));

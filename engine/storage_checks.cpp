@@ -29,6 +29,7 @@ void storage_worker::reload_subscribers(bool initial) {
     if (!initial && end_watch_.periodic_sweep_due(steady::now())) sweep_stuck_rows();
   } catch (const storage::error& error) {
     if (initial) throw;
+    if (stop_for_fault(error)) return;
     counters_.add(counters_.storage_errors);
     log_error(std::string("re-reading subscribers failed: ") + error.what());
   }
@@ -98,6 +99,7 @@ void storage_worker::ping_if_idle() {
     db_->ping();
     metrics_.beat_storage();
   } catch (const storage::error& error) {
+    if (stop_for_fault(error)) return;
     counters_.add(counters_.storage_errors);
     log_error(std::string("database check failed: ") + error.what());
   }
@@ -106,16 +108,10 @@ void storage_worker::ping_if_idle() {
 void storage_worker::check_queue_file() {
   // SQLite keeps writing to a file that was deleted or renamed over: outcomes would land in a
   // file nobody reads and the new file's rows would never be claimed.
-  if (queue_lost_ || db_->still_in_place()) return;
-  queue_lost_ = true;
-  std::string why = "the queue file " + config_.storage.db_path +
-                    " was deleted or replaced while draining; stopped claiming from it";
-  log_error(why);
-  {
-    std::lock_guard lock(mutex_);
-    claiming_ = false;
-  }
-  if (fatal_callback_) fatal_callback_(std::move(why));
+  if (queue_lost_) return;
+  const auto lost = db_->missing_file();
+  if (lost.empty()) return;
+  stop_with_failure(lost);
 }
 
 std::vector<std::vector<std::int64_t>> storage_worker::split_by_shard(
@@ -190,6 +186,7 @@ void storage_worker::check_drained() {
       drained_callback_ = nullptr;
     }
   } catch (const storage::error& error) {
+    if (stop_for_fault(error)) return;
     counters_.add(counters_.storage_errors);
     log_error(std::string("checking the backlog failed: ") + error.what());
   }

@@ -196,6 +196,7 @@ void storage_worker::run() {
         }
         if (!ownership_released_) release_ownership();
         publish_wal_counters();
+        rescue_report_ = db_->rescue_lost_log();
         finished_.store(true);
         return;
       }
@@ -217,6 +218,7 @@ void storage_worker::renew_ownership(bool initial) {
   try {
     change = db_->renew_ownership(storage::unix_now());
   } catch (const storage::error& error) {
+    if (stop_for_fault(error)) return;
     // Claims keep their fence: once the last renewal's heartbeat runs out this drain claims
     // nothing, and the other drainers may take its subscribers.
     counters_.add(counters_.storage_errors);
@@ -278,6 +280,7 @@ void storage_worker::give_up_writing() {
               " s and they will be sent again then (at-least-once)");
   }
   publish_wal_counters();
+  rescue_report_ = db_->rescue_lost_log();
   finished_.store(true);
 }
 
@@ -285,31 +288,107 @@ void storage_worker::write_outcomes(bool force) {
   const auto now = steady::now();
   if (now < retry_storage_after_) return;
   if (!outcomes_due_now(now, force)) return;
-  std::size_t offset = 0;  // outcomes committed so far
+  const std::size_t full = config_.storage.outcome_commits.rows;
+  std::size_t limit = full;
+  std::size_t offset = 0;  // outcomes committed (or settled) so far
+  std::vector<storage::outcome> held;  // rows another session holds locked: a later batch
+  auto deactivate = std::exchange(pending_deactivate_, {});
   try {
-    while (offset < pending_outcomes_.size() || !pending_deactivate_.empty()) {
-      const auto count =
-          std::min(config_.storage.outcome_commits.rows, pending_outcomes_.size() - offset);
-      std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
+    while (offset < pending_outcomes_.size() || !deactivate.empty()) {
+      const auto count = std::min(limit, pending_outcomes_.size() - offset);
+      const std::span<const storage::outcome> batch(pending_outcomes_.data() + offset, count);
       const auto started = steady::now();
-      const auto report = db_->write_outcomes(batch, pending_deactivate_);
-      note_written(report, count, steady::now() - started);
-      pending_deactivate_.clear();
-      offset += count;
+      try {
+        const auto report = db_->write_outcomes(batch, deactivate);
+        note_written(report, count, steady::now() - started);
+        keep_held(report, batch, held);
+        deactivate.clear();
+        offset += count;
+        if (limit == 0) limit = full;
+      } catch (const storage::error& error) {
+        if (error.what_kind() != storage::error::kind::row_rejected) throw;
+        // A row's fault stays the row's: halve the batch until the refused row is alone.
+        if (!deactivate.empty() && count > 0) {
+          limit = 0;  // the deactivations alone first
+        } else if (count == 0) {
+          log_error("the database refused to deactivate subscribers after 410 Gone (" +
+                    std::string(error.what()) + "); they stay active");
+          deactivate.clear();
+          limit = full;
+        } else if (count == 1) {
+          settle_refused(pending_outcomes_[offset], error);
+          ++offset;
+          limit = full;
+        } else {
+          limit = count / 2;
+        }
+      }
     }
-    pending_outcomes_.clear();
+    pending_outcomes_ = std::move(held);
     last_commit_ = now;
   } catch (const storage::error& error) {
     // Batches committed before the failure are not written again: their fences would fail as
     // lost leases and their attempts would be recorded twice.
     pending_outcomes_.erase(pending_outcomes_.begin(),
                             pending_outcomes_.begin() + static_cast<std::ptrdiff_t>(offset));
+    pending_outcomes_.insert(pending_outcomes_.end(), held.begin(), held.end());
+    pending_deactivate_.insert(pending_deactivate_.end(), deactivate.begin(), deactivate.end());
     if (offset > 0) last_commit_ = now;
+    if (stop_for_fault(error)) return;
     counters_.add(counters_.storage_errors);
     retry_storage_after_ = now + config_.storage.error_backoff;
     log_error(std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
               error.what());
   }
+}
+
+void storage_worker::keep_held(const storage::write_report& report,
+                               std::span<const storage::outcome> batch,
+                               std::vector<storage::outcome>& held) {
+  pending_deactivate_.insert(pending_deactivate_.end(), report.held_subscribers.begin(),
+                             report.held_subscribers.end());
+  if (report.held_rows.empty()) {
+    held_rows_warning_.clear();
+    return;
+  }
+  const std::unordered_set<std::int64_t> ids(report.held_rows.begin(), report.held_rows.end());
+  for (const auto& outcome : batch) {
+    if (ids.contains(outcome.delivery_id)) held.push_back(outcome);
+  }
+  if (held_rows_warning_.due(steady::now())) {
+    log_warn(std::to_string(report.held_rows.size()) + " rows (first id " +
+             std::to_string(report.held_rows.front()) +
+             ") are locked by another database session: their outcomes wait for it to end its "
+             "transaction; the other rows go on");
+  }
+}
+
+void storage_worker::settle_refused(const storage::outcome& refused, const storage::error& why) {
+  counters_.add(counters_.refused_outcomes);
+  std::string reason = std::string("the database refused this row's outcome: ") + why.what();
+  constexpr std::size_t reason_limit = 300;
+  if (reason.size() > reason_limit) reason = reason.substr(0, reason_limit) + "...";
+  if (refused.kind != storage::outcome_kind::dead && refused.kind != storage::outcome_kind::release) {
+    auto dead = refused;
+    dead.kind = storage::outcome_kind::dead;
+    dead.last_error = reason;
+    try {
+      const storage::outcome one[] = {dead};
+      const auto report = db_->write_outcomes(one, {});
+      note_written(report, 1, {});
+      if (report.applied == 1) {
+        counters_.add(counters_.dead);
+        log_error("row " + std::to_string(refused.delivery_id) + ": " + reason +
+                  "; dead-lettered with that reason (`surge dead list`)");
+        return;
+      }
+    } catch (const storage::error& again) {
+      if (again.what_kind() != storage::error::kind::row_rejected) throw;
+    }
+  }
+  log_error("row " + std::to_string(refused.delivery_id) + ": " + reason +
+            "; even a dead-letter was refused, so the row is left to its lease and will be "
+            "claimed again when it ends");
 }
 
 bool storage_worker::outcomes_due_now(steady::time_point now, bool force) const {
@@ -324,9 +403,21 @@ void storage_worker::note_written(const storage::write_report& report, std::size
   metrics_.beat_storage();
   if (report.lost_leases.empty()) return;
   counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-  log_warn("lost the lease of " + std::to_string(report.lost_leases.size()) + " rows (first id " +
-           std::to_string(report.lost_leases.front()) +
-           "): another drainer took them after the lease expired");
+  if (!report.deleted.empty()) {
+    log_warn(std::to_string(report.deleted.size()) + " rows (first id " +
+             std::to_string(report.deleted.front()) +
+             ") were deleted from the queue while they were in flight; their outcomes had "
+             "nowhere to go");
+  }
+  const auto taken = report.lost_leases.size() - report.deleted.size();
+  if (taken == 0) return;
+  const auto first = std::find_if(report.lost_leases.begin(), report.lost_leases.end(),
+                                  [&](std::int64_t id) {
+                                    return std::find(report.deleted.begin(), report.deleted.end(),
+                                                     id) == report.deleted.end();
+                                  });
+  log_warn("lost the lease of " + std::to_string(taken) + " rows (first id " +
+           std::to_string(*first) + "): another drainer took them after the lease expired");
 }
 
 void storage_worker::answer_claims() {
@@ -336,52 +427,83 @@ void storage_worker::answer_claims() {
   // More outcomes than one batch go first in batches of their own, so the cycle stays short.
   if (pending_outcomes_.size() > config_.storage.outcome_commits.rows) {
     write_outcomes(true);
-    if (steady::now() < retry_storage_after_) return;
+    if (steady::now() < retry_storage_after_ || queue_lost_) return;
   }
   std::vector<storage::subscriber_demand> all;
   for (const auto& [shard, demand] : pending_claims_) all.insert(all.end(), demand.begin(), demand.end());
+  cap_claim(all);
   std::vector<storage::claimed_row> rows;
   std::vector<storage::token_grant> granted;
-  const auto now = steady::now();
-  // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
-  // and the next ones is written once (storage/cycle.hpp). The others wait for a later cycle.
-  const bool with_outcomes = outcomes_due_now(now, false);
-  const std::span<const storage::outcome> outcomes =
-      with_outcomes ? std::span<const storage::outcome>(pending_outcomes_)
-                    : std::span<const storage::outcome>();
-  const std::span<const std::int64_t> deactivate =
-      with_outcomes ? std::span<const std::int64_t>(pending_deactivate_)
-                    : std::span<const std::int64_t>();
-  try {
-    const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
-    auto result = db_->write_and_claim(
-        outcomes, deactivate, all, storage::unix_now(), lease_seconds,
-        static_cast<std::int64_t>(
-            std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
-    const auto took = steady::now() - now;
-    if (with_outcomes) {
-      note_written(result.written, pending_outcomes_.size(), took);
-      pending_outcomes_.clear();
-      pending_deactivate_.clear();
-      last_commit_ = now;
+  for (int tries = 0; tries < 2; ++tries) {
+    const auto now = steady::now();
+    // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
+    // and the next ones is written once (storage/cycle.hpp). The others wait for a later cycle.
+    const bool with_outcomes = outcomes_due_now(now, false);
+    const std::span<const storage::outcome> outcomes =
+        with_outcomes ? std::span<const storage::outcome>(pending_outcomes_)
+                      : std::span<const storage::outcome>();
+    const std::span<const std::int64_t> deactivate =
+        with_outcomes ? std::span<const std::int64_t>(pending_deactivate_)
+                      : std::span<const std::int64_t>();
+    try {
+      const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
+      auto result = db_->write_and_claim(
+          outcomes, deactivate, all, storage::unix_now(), lease_seconds,
+          static_cast<std::int64_t>(
+              std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
+      const auto took = steady::now() - now;
+      if (with_outcomes) {
+        note_written(result.written, pending_outcomes_.size(), took);
+        std::vector<storage::outcome> held;
+        pending_deactivate_.clear();
+        keep_held(result.written, pending_outcomes_, held);
+        pending_outcomes_ = std::move(held);
+        last_commit_ = now;
+      }
+      note_held_subscribers(result.held_subscribers);
+      claim_answered_ = true;
+      // Claims that fit within the statement timeout again may grow back.
+      if (claim_rows_cap_ != SIZE_MAX) {
+        claim_rows_cap_ = claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
+      }
+      rows = std::move(result.claimed);
+      rows_handed_out_ += static_cast<std::int64_t>(rows.size());
+      granted = std::move(result.granted);
+      metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
+      metrics_.claim_rows.observe(static_cast<double>(rows.size()));
+      metrics_.beat_storage();
+      break;
+    } catch (const storage::error& error) {
+      rows.clear();
+      if (stop_for_fault(error)) break;
+      if (error.what_kind() == storage::error::kind::row_rejected && with_outcomes) {
+        // One row's outcome was refused and the whole cycle rolled back: the outcomes go on
+        // their own, where the refused row is found and settled, then the claim again.
+        write_outcomes(true);
+        if (steady::now() < retry_storage_after_ || queue_lost_) break;
+        continue;
+      }
+      counters_.add(counters_.storage_errors);
+      if (error.what_kind() == storage::error::kind::timed_out) {
+        // Cancelled by a statement timeout (the role's, or ours on a slow server): a claim half
+        // the size goes next, at once.
+        std::size_t asked = 0;
+        for (const auto& entry : all) asked += static_cast<std::size_t>(std::max(entry.rows, 0));
+        claim_rows_cap_ = std::max<std::size_t>(1, std::min(claim_rows_cap_, asked) / 2);
+        log_warn(std::string("a claim was cancelled by the statement timeout; claiming at most ") +
+                 std::to_string(claim_rows_cap_) + " rows at a time until they fit: " +
+                 error.what());
+        break;
+      }
+      retry_storage_after_ = now + config_.storage.error_backoff;
+      // The outcomes stay pending: the whole transaction rolled back.
+      log_error(!with_outcomes
+                    ? std::string("claiming failed, will retry: ") + error.what()
+                    : std::string("writing outcomes failed (with a claim), will retry and claim "
+                                  "nothing meanwhile: ") +
+                          error.what());
+      break;
     }
-    claim_answered_ = true;
-    rows = std::move(result.claimed);
-    rows_handed_out_ += static_cast<std::int64_t>(rows.size());
-    granted = std::move(result.granted);
-    metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
-    metrics_.claim_rows.observe(static_cast<double>(rows.size()));
-    metrics_.beat_storage();
-  } catch (const storage::error& error) {
-    counters_.add(counters_.storage_errors);
-    retry_storage_after_ = now + config_.storage.error_backoff;
-    // The outcomes stay pending: the whole transaction rolled back.
-    log_error(!with_outcomes
-                  ? std::string("claiming failed, will retry: ") + error.what()
-                  : std::string("writing outcomes failed (with a claim), will retry and claim "
-                                "nothing meanwhile: ") +
-                        error.what());
-    rows.clear();
   }
   const auto shard_count = static_cast<std::int64_t>(shards_.size());
   std::vector<claim_reply> replies(shards_.size());
@@ -400,6 +522,50 @@ void storage_worker::answer_claims() {
         std::move(replies[static_cast<std::size_t>(shard)]));
   }
   pending_claims_.clear();
+}
+
+void storage_worker::cap_claim(std::vector<storage::subscriber_demand>& demand) const {
+  if (claim_rows_cap_ == SIZE_MAX) return;
+  std::size_t left = claim_rows_cap_;
+  for (auto& entry : demand) {
+    const auto rows = static_cast<std::size_t>(std::max(entry.rows, 0));
+    entry.rows = static_cast<int>(std::min(rows, left));
+    left -= static_cast<std::size_t>(entry.rows);
+  }
+}
+
+void storage_worker::note_held_subscribers(const std::vector<std::int64_t>& held) {
+  if (held.empty()) {
+    held_subscribers_warning_.clear();
+    return;
+  }
+  if (!held_subscribers_warning_.due(steady::now())) return;
+  std::string list;
+  for (std::size_t i = 0; i < held.size() && i < 10; ++i) {
+    list += (i ? "," : "") + std::to_string(held[i]);
+  }
+  log_warn("subscriber" + std::string(held.size() == 1 ? " " : "s ") + list +
+           (held.size() > 10 ? ",..." : "") +
+           ": the subscriber row is locked by another database session (an open transaction), "
+           "so its bucket cannot be spent and nothing is sent to it until that ends; the other "
+           "subscribers go on");
+}
+
+bool storage_worker::stop_for_fault(const storage::error& failure) {
+  if (!storage::is_fatal(failure)) return false;
+  stop_with_failure(storage::with_remedy(failure, config_.storage.db_path));
+  return true;
+}
+
+void storage_worker::stop_with_failure(std::string why) {
+  if (queue_lost_) return;
+  queue_lost_ = true;
+  log_error(why + "; stopped claiming");
+  {
+    std::lock_guard lock(mutex_);
+    claiming_ = false;
+  }
+  if (fatal_callback_) fatal_callback_(std::move(why));
 }
 
 }  // namespace surge::engine

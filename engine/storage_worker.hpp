@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -49,6 +51,25 @@ class shard_endpoint {
   virtual void on_disowned(std::vector<std::int64_t> subscriber_ids) = 0;
 };
 
+// A warning about a condition that may last: said when it starts, then every `every` while it
+// lasts, so a log is not flooded by one warning per storage cycle.
+class repeated_warning {
+ public:
+  explicit repeated_warning(std::chrono::steady_clock::duration every) : every_(every) {}
+  bool due(std::chrono::steady_clock::time_point now) {
+    if (active_ && now - last_ < every_) return false;
+    active_ = true;
+    last_ = now;
+    return true;
+  }
+  void clear() { active_ = false; }
+
+ private:
+  std::chrono::steady_clock::duration every_;
+  bool active_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
 class storage_worker {
  public:
   storage_worker(const drain_config& config, drain_metrics& metrics);
@@ -83,16 +104,33 @@ class storage_worker {
   std::int64_t remaining() const { return remaining_; }
   // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.
   std::int64_t unwritten() const { return unwritten_; }
+  // After join(): what was done about a queue file's write-ahead log deleted under the drain
+  // (storage::drain_store::rescue_lost_log); empty if it was not.
+  const std::string& rescue_report() const { return rescue_report_; }
 
  private:
   void run();
   void write_outcomes(bool force);
+  // Outcomes of `batch` whose rows another session holds go to `held`, for a later batch.
+  void keep_held(const storage::write_report& report, std::span<const storage::outcome> batch,
+                 std::vector<storage::outcome>& held);
+  // One outcome the database refused for the row's sake: written as dead with the database's
+  // reason, or, if that is refused too, left to the row's lease.
+  void settle_refused(const storage::outcome& refused, const storage::error& why);
+  // For a fault the drain cannot outlast (storage::is_fatal): stops claiming and ends the drain
+  // with the cause and its fix; true if `failure` was one.
+  bool stop_for_fault(const storage::error& failure);
+  // Stops claiming and ends the drain with `why` (exit 1).
+  void stop_with_failure(std::string why);
   // engine/commit_timing's outcomes_due for what this thread holds.
   bool outcomes_due_now(std::chrono::steady_clock::time_point now, bool force) const;
   // Metrics and the lost-lease warning for `rows` outcomes written in `took`.
   void note_written(const storage::write_report& report, std::size_t rows,
                     std::chrono::steady_clock::duration took);
   void answer_claims();
+  // Trims `demand` to claim_rows_cap_ rows in all.
+  void cap_claim(std::vector<storage::subscriber_demand>& demand) const;
+  void note_held_subscribers(const std::vector<std::int64_t>& held);
   void reload_subscribers(bool initial);
   void check_drained();
   // `initial`: the first renewal, before any shard sent: buckets were just seeded.
@@ -159,7 +197,12 @@ class storage_worker {
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;
   std::int64_t unwritten_ = 0;
-  bool queue_lost_ = false;
+  std::string rescue_report_;
+  bool queue_lost_ = false;  // stop_with_failure ran
+  repeated_warning held_rows_warning_{std::chrono::seconds(30)};
+  repeated_warning held_subscribers_warning_{std::chrono::seconds(30)};
+  // While claims are cancelled by a statement timeout: the most rows one claim asks for.
+  std::size_t claim_rows_cap_ = SIZE_MAX;
   bool ownership_released_ = false;
   bool ownership_awaited_ = false;  // a handoff to this drain is under way: renew sooner
   std::unique_ptr<storage::drain_store> db_;

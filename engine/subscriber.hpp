@@ -1,6 +1,7 @@
 #pragma once
 // A subscriber as its shard sees it: the parsed configuration and the live scheduling state.
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -108,6 +109,9 @@ struct subscriber_state {
   std::int64_t failed_attempts = 0;
   int consecutive_failures = 0;
   int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)
+  // The largest batch the partner took after refusing a larger one with 413 (for the drain's
+  // life): the configured batch size is capped at it.
+  int batch_fits = INT_MAX;
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
   bool token_watched = false;     // on the shard's token watch (shard::watch_tokens)
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in

@@ -13,7 +13,8 @@ std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, doub
   // (0.12 s instead of 0.03 s for 100,000 queued rows).
   SQLite::Statement query(
       db,
-      "SELECT subscriber_id, COUNT(*), SUM(next_attempt_at < ?1) FROM webhook_delivery "
+      "SELECT subscriber_id, COUNT(*), SUM(next_attempt_at < ?1 AND created_at < ?1) "
+      "FROM webhook_delivery "
       "INDEXED BY idx_delivery_subscriber_due WHERE status IN ('pending','retry') AND " +
           detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id");
   query.bind(1, overdue_before);

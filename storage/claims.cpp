@@ -26,7 +26,7 @@ namespace {
 constexpr const char* due_rows_sql =
     "SELECT id, subscriber_id, event_type, "
     "CASE WHEN length(CAST(payload AS BLOB)) > :max_payload THEN '' ELSE payload END, "
-    "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB)) "
+    "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB)), coalesced_since "
     "FROM webhook_delivery WHERE subscriber_id = :sid "
     "AND status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
     "ORDER BY next_attempt_at, id LIMIT :n";
@@ -169,10 +169,11 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
         row.subscriber_id = read.getColumn(1).getInt64();
         row.event_type = read.getColumn(2).getString();
         row.payload = read.getColumn(3).getString();
-        row.attempts = read.getColumn(4).getInt64();
+        row.attempts = detail::attempts_in_range(read.getColumn(4).getInt64());
         row.next_attempt_at = read.getColumn(5).getDouble();
         row.created_at = read.getColumn(6).getDouble();
         row.payload_bytes = read.getColumn(7).getInt64();
+        if (!read.getColumn(8).isNull()) row.coalesced_since = read.getColumn(8).getDouble();
         row.lease = lease;
       }
     }

@@ -2,6 +2,7 @@
 // Leasing due rows per subscriber, and giving leases back.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +25,8 @@ struct claimed_row {
   double next_attempt_at = 0;
   double created_at = 0;
   double lease = 0;  // the locked_until value this process wrote: the fence for outcome writes
+  // Coalescing: the created_at of the oldest row merged into this one so far, if any.
+  std::optional<double> coalesced_since;
 };
 
 struct subscriber_demand {

@@ -15,7 +15,8 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
   SQLite::Statement query(
       db,
       "SELECT id, event_type, created_at, CASE WHEN length(CAST(payload AS BLOB)) <= :cap "
-      "THEN payload ELSE '' END FROM webhook_delivery WHERE subscriber_id = :subscriber AND "
+      "THEN payload ELSE '' END, coalesced_since FROM webhook_delivery "
+      "WHERE subscriber_id = :subscriber AND "
       "status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
       "ORDER BY next_attempt_at, id LIMIT :limit");
   query.bind(":cap", max_payload_bytes);
@@ -29,6 +30,7 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
                     .event_type = query.getColumn(1).getString(),
                     .created_at = query.getColumn(2).getDouble(),
                     .payload = query.getColumn(3).getString()});
+    if (!query.getColumn(4).isNull()) rows.back().coalesced_since = query.getColumn(4).getDouble();
     total += static_cast<std::int64_t>(rows.back().payload.size());
   }
   return rows;
@@ -42,8 +44,20 @@ int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, doub
       "UPDATE webhook_delivery SET status = 'done', coalesced_into = :by, "
       "last_error = 'coalesced into delivery ' || :by WHERE id = :id AND "
       "status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now");
+  SQLite::Statement stands_for(
+      db,
+      "UPDATE webhook_delivery SET coalesced_since = MIN(COALESCE(coalesced_since, created_at), "
+      ":since) WHERE id = :by AND status IN ('pending','retry') AND next_attempt_at <= :now AND "
+      "locked_until <= :now");
   int marked = 0;
   for (const auto& row : rows) {
+    {
+      detail::statement_use use(stands_for);
+      stands_for.bind(":since", row.stands_since);
+      stands_for.bind(":by", row.replaced_by);
+      stands_for.bind(":now", now);
+      if (stands_for.exec() == 0) continue;
+    }
     detail::statement_use use(update);
     update.bind(":by", row.replaced_by);
     update.bind(":id", row.id);

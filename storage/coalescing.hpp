@@ -3,6 +3,7 @@
 // read, the rule is applied in the caller (proto/coalesce), and the rows it replaces are marked
 // done, each still fenced on being due and unleased when the write happens.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ struct backlog_row {
   std::string event_type;
   double created_at = 0;
   std::string payload;  // empty when over the size cap (such a row is never coalesced)
+  std::optional<double> coalesced_since;  // the oldest row merged into it so far, if any
 };
 
 // One subscriber's rows that are due now and held by nobody (pending or retry,
@@ -31,11 +33,16 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
 struct replacement {
   std::int64_t id = 0;           // the row that is not sent
   std::int64_t replaced_by = 0;  // the newer row sent in its place
+  // The created_at of the oldest row `replaced_by` stands for once `id` is merged into it.
+  double stands_since = 0;
 };
 
 // In one BEGIN IMMEDIATE transaction: each row still pending or retry, due and unleased at
-// `now` ends done with coalesced_into = replaced_by and last_error "coalesced into delivery N";
-// rows leased or finished since they were read are left alone. Returns how many were marked.
+// `now` ends done with coalesced_into = replaced_by and last_error "coalesced into delivery N",
+// and replaced_by's coalesced_since takes on stands_since; a row whose replacement is no longer
+// pending, due and unleased (a drain claimed it since it was read, with what it stood for then)
+// is left alone, as are rows leased or finished since they were read. Returns how many were
+// marked.
 int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now);
 
 // SQLite only so far (storage::error, kind unsupported, on PostgreSQL).

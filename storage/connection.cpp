@@ -24,7 +24,8 @@ std::string printable_location(const std::string& location) {
 connection::connection(const connection_config& config)
     : location_(config.location), backend_(std::make_unique<backend>()) {
   if (is_postgres_location(config.location)) {
-    backend_->postgres = std::make_unique<pg::session>(config.location);
+    backend_->postgres = std::make_unique<pg::session>(
+        config.location, pg::session_limits{.interrupt = config.lock_wait});
     return;
   }
   try {
@@ -46,9 +47,47 @@ bool connection::is_postgres() const { return backend_->postgres != nullptr; }
 
 error from_sqlite(const SQLite::Exception& failure) {
   const int code = failure.getErrorCode() & 0xff;
-  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return error(failure.what(), error::kind::busy);
-  if (code == SQLITE_FULL) return error(failure.what(), error::kind::disk_full);
+  const std::string_view message = failure.what();
+  switch (code) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return error(failure.what(), error::kind::busy);
+    case SQLITE_FULL: return error(failure.what(), error::kind::disk_full);
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+      return error(failure.what(), error::kind::read_only);
+    // A constraint or trigger (RAISE) refused the row, or a value does not fit.
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE:
+      return error(failure.what(), error::kind::row_rejected);
+    default: break;
+  }
+  // A prepared statement whose table was dropped fails when SQLite prepares it again.
+  if (code == SQLITE_ERROR &&
+      (message.starts_with("no such table") || message.starts_with("no such column"))) {
+    return error(failure.what(), error::kind::schema_missing);
+  }
   return error(failure.what(), error::kind::other);
+}
+
+std::string with_remedy(const error& failure, const std::string& location) {
+  const bool server = is_postgres_location(location);
+  switch (failure.what_kind()) {
+    case error::kind::read_only:
+      return std::string("the queue refuses this drain's writes (") + failure.what() + "). " +
+             (server ? "Surge needs a role that may SELECT, INSERT, UPDATE and DELETE on the "
+                       "queue's tables, on a primary server, not a standby or a read-only "
+                       "transaction default"
+                     : "Surge needs write access to " + location +
+                           ", its -wal and -shm files and its directory, as the user that runs it "
+                           "(see chown/chmod)");
+    case error::kind::schema_missing:
+      return std::string("a table or column Surge needs is missing (") + failure.what() +
+             "). Run `surge migrate --db " + printable_location(location) +
+             "`: it adds what is missing and changes nothing else";
+    default: return failure.what();
+  }
 }
 
 void not_on_postgres(std::string_view what) {

@@ -19,7 +19,9 @@ struct connection_config {
   bool create_if_missing = true;  // SQLite only: a database server's database must exist
   bool read_only = false;
   int cache_kib = 0;  // SQLite only
-  const interruptible_wait* lock_wait = nullptr;  // SQLite only; must outlive the connection
+  // Cuts lock waits short (SQLite) and waits for the server (PostgreSQL); must outlive the
+  // connection.
+  const interruptible_wait* lock_wait = nullptr;
 };
 
 // Whether `location` names a PostgreSQL database rather than a file.

@@ -20,6 +20,9 @@ struct cycle_result {
   write_report written;
   std::vector<claimed_row> claimed;
   std::vector<token_grant> granted;  // one per demand entry that asked for tokens
+  // Subscribers whose bucket could not be read because another database session holds their
+  // row locked (PostgreSQL): granted nothing this cycle, asked again soon.
+  std::vector<std::int64_t> held_subscribers;
 };
 
 // One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the

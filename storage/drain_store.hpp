@@ -67,9 +67,14 @@ class drain_store {
 
   // A trivial read that proves the database answers.
   virtual void ping() = 0;
-  // False once the queue this store opened is gone from where it was (a SQLite file deleted or
-  // replaced under the drain); a database server's queue cannot vanish that way.
-  virtual bool still_in_place() = 0;
+  // Empty while the queue this store opened is where it was; otherwise what is gone (a SQLite
+  // file or its write-ahead log deleted or replaced under the drain), for the drain's error. A
+  // database server's queue cannot vanish that way.
+  virtual std::string missing_file() = 0;
+  // After missing_file() found the write-ahead log gone: copies what this connection still
+  // holds of it into the queue file, so that the outcomes written since the last checkpoint are
+  // not lost with it. Says what it did.
+  virtual std::string rescue_lost_log() = 0;
   // Rows other programs queued since the last call (outside any transaction).
   virtual new_rows check_new_rows(double now) = 0;
 

@@ -14,6 +14,18 @@ class error : public std::runtime_error {
     unreachable,  // no connection to the database server, or it was lost
     unsupported,  // the operation does not exist for this kind of queue
     disk_full,    // the database's disk refused to grow the file or its WAL (SQLite)
+    // The database refused the values of a row in the statement (a constraint, another
+    // program's trigger, a number out of the column's range): the fault is the row's, and the
+    // same statement without that row would succeed.
+    row_rejected,
+    // This user or role may not write the queue (a read-only file, a read-only role, a
+    // standby): nothing the drain can do fixes it.
+    read_only,
+    // A table or column the statement needs is gone (Surge's own tables dropped, a schema
+    // older than this build): `surge migrate` fixes it.
+    schema_missing,
+    // The statement was cancelled by a statement timeout: a smaller one may finish in time.
+    timed_out,
   };
   explicit error(const std::string& message, kind what = kind::other)
       : std::runtime_error(message), kind_(what) {}
@@ -22,5 +34,15 @@ class error : public std::runtime_error {
  private:
   kind kind_;
 };
+
+// Faults the drain cannot outlast by waiting: it stops, naming the cause and the fix.
+inline bool is_fatal(const error& failure) {
+  return failure.what_kind() == error::kind::read_only ||
+         failure.what_kind() == error::kind::schema_missing;
+}
+
+// `failure`'s message followed by what an operator does about it, for the faults the drain
+// cannot outlast (is_fatal); the message alone for the others. `location` is what --db named.
+std::string with_remedy(const error& failure, const std::string& location);
 
 }  // namespace surge::storage

@@ -121,7 +121,7 @@ std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
                                          const proto::id_set& which) {
   SQLite::Statement query(
       db,
-      "SELECT MIN(next_attempt_at) FROM webhook_delivery "
+      "SELECT MIN(MAX(next_attempt_at, created_at)) FROM webhook_delivery "
       "WHERE status IN ('pending', 'retry') AND locked_until <= ?1 AND " +
           detail::id_filter(which, "subscriber_id"));
   query.bind(1, now);

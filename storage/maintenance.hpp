@@ -36,8 +36,9 @@ struct malformed_rows {
 malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
                                      const proto::id_set& which);
 
-// The earliest next_attempt_at among pending/retry rows of the chosen subscribers that are not
-// leased at `now`, or nullopt when there are none.
+// The earliest moment a pending/retry row of the chosen subscribers that is not leased at `now`
+// fell (or falls) due: the later of its next_attempt_at and its created_at, so a row queued with
+// next_attempt_at = 0 counts from when it was queued. nullopt when there are none.
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
                                          const proto::id_set& which);
 

@@ -24,6 +24,10 @@ constexpr const char* release_sql =
 constexpr const char* coalesced_sql =
     "UPDATE webhook_delivery SET status = 'done', last_error = ?, coalesced_into = ?, "
     "locked_until = 0 WHERE id = ? AND locked_until = ?";
+// The row sent in its place stands for its history from now on.
+constexpr const char* stands_for_sql =
+    "UPDATE webhook_delivery SET coalesced_since = MIN(COALESCE(coalesced_since, created_at), ?) "
+    "WHERE id = ?";
 // Attempt records go in several rows to a statement: each execution of a statement costs about
 // as much again as the row it inserts (BM_storage_outcomes).
 constexpr int attempts_per_insert = 16;
@@ -82,7 +86,9 @@ outcome_writer::outcome_writer(SQLite::Database& db)
       coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
       attempt_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(1))),
       attempts_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(attempts_per_insert))),
-      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)) {}
+      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)),
+      exists_(std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
+      stands_for_(std::make_unique<SQLite::Statement>(db, stands_for_sql)) {}
 
 outcome_writer::~outcome_writer() = default;
 
@@ -142,8 +148,15 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     statement.bind(next, item.lease);
     if (statement.exec() > 0) {
       ++report.applied;
+      if (item.kind == outcome_kind::coalesced) {
+        detail::statement_use chain(*stands_for_);
+        stands_for_->bind(1, item.coalesced_since);
+        stands_for_->bind(2, item.coalesced_into);
+        stands_for_->exec();
+      }
     } else {
       report.lost_leases.push_back(item.delivery_id);
+      if (!row_exists(item.delivery_id)) report.deleted.push_back(item.delivery_id);
     }
 
     // Recorded even when the fence failed: the request was still sent and the partner saw it.
@@ -156,6 +169,12 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     deactivate_->exec();
   }
   return report;
+}
+
+bool outcome_writer::row_exists(std::int64_t delivery_id) {
+  detail::statement_use use(*exists_);
+  exists_->bind(1, delivery_id);
+  return exists_->executeStep();
 }
 
 void outcome_writer::insert_attempts(std::span<const attempt_record* const> attempts) {

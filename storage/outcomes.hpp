@@ -44,6 +44,9 @@ struct outcome {
   std::string last_error;         // reason text; empty on success
   double finished_at = 0;         // delivered_at for done
   std::int64_t coalesced_into = 0;  // coalesced: the row sent instead
+  // coalesced: the created_at of the oldest row this one stood for; the row sent instead takes
+  // it on (coalesced_since), so the window counts along the chain.
+  double coalesced_since = 0;
   bool has_attempt = false;       // whether `attempt` is to be recorded
   attempt_record attempt;
 };
@@ -51,6 +54,13 @@ struct outcome {
 struct write_report {
   int applied = 0;
   std::vector<std::int64_t> lost_leases;  // delivery ids whose fence matched nothing
+  // Of those, the rows no longer in the queue at all (deleted while in flight).
+  std::vector<std::int64_t> deleted;
+  // Outcomes not written because another database session holds the row's lock (PostgreSQL):
+  // the caller keeps them for a later batch; their attempt records are not written either.
+  std::vector<std::int64_t> held_rows;
+  // Subscribers of `deactivate` not written for the same reason.
+  std::vector<std::int64_t> held_subscribers;
 };
 
 class outcome_writer {
@@ -68,6 +78,8 @@ class outcome_writer {
 
  private:
   void insert_attempts(std::span<const attempt_record* const> attempts);
+  // For a fence that matched nothing: whether the row is still in the queue at all.
+  bool row_exists(std::int64_t delivery_id);
 
   SQLite::Database& db_;
   std::unique_ptr<SQLite::Statement> done_;
@@ -78,6 +90,8 @@ class outcome_writer {
   std::unique_ptr<SQLite::Statement> attempt_;   // one row
   std::unique_ptr<SQLite::Statement> attempts_;  // attempts_per_insert rows
   std::unique_ptr<SQLite::Statement> deactivate_;
+  std::unique_ptr<SQLite::Statement> exists_;
+  std::unique_ptr<SQLite::Statement> stands_for_;
 };
 
 }  // namespace surge::storage

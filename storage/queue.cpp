@@ -88,7 +88,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   SQLite::Statement query(
       db,
       std::string("SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
-                  "SUM(locked_until > :now), MIN(next_attempt_at), ") +
+                  "SUM(locked_until > :now), MIN(MAX(next_attempt_at, created_at)), ") +
           (schema_version(db) >= 3 ? "SUM(coalesced_into IS NOT NULL)" : "0") +
           " FROM webhook_delivery WHERE " +
           detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id, status");
@@ -110,7 +110,8 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
       (status == "pending" ? counts.pending : counts.retry) += rows;
       counts.due_now += query.getColumn(3).getInt64();
       counts.leased += query.getColumn(4).getInt64();
-      // The earliest next_attempt_at is due exactly when some row is due.
+      // A row is as old as the later of when it was queued and when it fell due: producers
+      // queue rows with next_attempt_at = 0 (the schema's default), which is not 56 years late.
       counts.oldest_due_age =
           std::max(counts.oldest_due_age, now - query.getColumn(5).getDouble());
     }

@@ -121,9 +121,17 @@ CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
 DROP INDEX IF EXISTS idx_attempt_subscriber_started;
 CREATE INDEX IF NOT EXISTS idx_attempt_started ON surge_attempt(started_at);
 )sql"},
+      // Coalescing's window counts along chains of merges: a row that stands for rows merged
+      // into it keeps the created_at of the oldest of them, so merging it again later is
+      // allowed only while that one is within the window.
+      {6, {{"webhook_delivery", "coalesced_since", "REAL"}}, ""},
   };
   return all;
 }
+
+// The tables of Surge's own that the migrations create.
+constexpr const char* surge_tables[] = {"surge_attempt", "surge_lease", "surge_drainer",
+                                        "surge_owner"};
 
 bool has_column(SQLite::Database& db, const char* table, const char* column) {
   SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
@@ -150,6 +158,35 @@ void apply(SQLite::Database& db, const migration& step) {
   transaction.commit();
 }
 
+// Whether everything the migrations add is there: another program or an operator may have
+// dropped one of Surge's tables after the version was recorded.
+bool schema_complete(SQLite::Database& db) {
+  for (const char* table : surge_tables) {
+    if (!db.tableExists(table)) return false;
+  }
+  for (const auto& step : migrations()) {
+    for (const auto& column : step.columns) {
+      if (!has_column(db, column.table, column.name)) return false;
+    }
+  }
+  return true;
+}
+
+// Every step again, without recording versions: each is idempotent.
+void repair(SQLite::Database& db) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  db.exec(shared_ddl);
+  for (const auto& step : migrations()) {
+    for (const auto& column : step.columns) {
+      if (has_column(db, column.table, column.name)) continue;
+      db.exec(std::string("ALTER TABLE ") + column.table + " ADD COLUMN " + column.name + " " +
+              column.definition);
+    }
+    db.exec(step.statements);
+  }
+  transaction.commit();
+}
+
 }  // namespace
 
 int schema_version(SQLite::Database& db) {
@@ -161,7 +198,10 @@ int latest_schema_version() { return migrations().back().version; }
 
 int migrate(SQLite::Database& db) {
   // Up to date: take no write lock at all, so starting Surge never waits on the other drainer.
-  if (schema_version(db) >= latest_schema_version()) return schema_version(db);
+  if (schema_version(db) >= latest_schema_version()) {
+    if (!schema_complete(db)) repair(db);
+    return schema_version(db);
+  }
   {
     SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
     db.exec(shared_ddl);

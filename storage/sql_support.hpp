@@ -1,5 +1,8 @@
 #pragma once
 // Helpers shared by the storage sources; not part of the storage API.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -24,6 +27,13 @@ class statement_use {
  private:
   SQLite::Statement& statement_;
 };
+
+// A row's attempts as the drain counts from it: within 0 and one below the narrowest column
+// that holds it (PostgreSQL's integer), so the count written after an attempt always fits,
+// whatever another program stored. A negative count is a row never attempted.
+inline std::int64_t attempts_in_range(std::int64_t stored) {
+  return std::clamp<std::int64_t>(stored, 0, std::numeric_limits<std::int32_t>::max() - 1);
+}
 
 // A boolean SQL expression selecting `column` values in `which` ("1" when all): integer literals
 // only, so it is safe to splice into statement text; valid SQL for SQLite and PostgreSQL alike.

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 
+#include <sqlite3.h>
+
 #include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
 
 #include "storage/backend.hpp"
 #include "storage/checkpointer.hpp"
@@ -66,6 +69,14 @@ class sqlite_drain_store final : public drain_store {
                    .checkpoint_on_commit = false}),
         changes_(db_) {
     wal_.on_checkpoint_wanted([this] { checkpoints_.request(); });
+    // SQLite opens a file it may not write read-only without a word; the drain would then fail
+    // every write for as long as it ran.
+    if (sqlite3_db_readonly(db_.getHandle(), "main") == 1) {
+      throw error(with_remedy(error("it was opened read-only: this user may not write the file",
+                                    error::kind::read_only),
+                              config.location),
+                  error::kind::read_only);
+    }
   }
 
   const std::string& owner() const override { return claims_.owner(); }
@@ -106,9 +117,47 @@ class sqlite_drain_store final : public drain_store {
   void ping() override {
     translated([&] { db_.execAndGet("SELECT COUNT(*) FROM surge_schema_version"); });
   }
-  bool still_in_place() override {
+  std::string missing_file() override {
     // SQLite keeps writing to a file that was deleted or renamed over.
-    return !file_ || identify_file(path_) == file_;
+    if (file_ && identify_file(path_) != file_) {
+      return "the queue file " + path_ + " was deleted or replaced while draining";
+    }
+    // ... and to a write-ahead log that was: the other programs' connections then fail with
+    // "disk I/O error", and what this one commits after the last checkpoint would be lost.
+    const auto log = identify_file(path_ + "-wal");
+    if (!log_) {
+      log_ = log;
+    } else if (log != log_) {
+      log_lost_ = true;
+      return "the queue's write-ahead log " + path_ + "-wal was deleted or replaced while "
+             "draining (every other program's write to the queue fails meanwhile)";
+    }
+    return {};
+  }
+  std::string rescue_lost_log() override {
+    // This connection still has the deleted log open: a checkpoint through it copies every
+    // committed page into the queue file, which no longer needs the log.
+    if (!log_lost_) return {};
+    try {
+      SQLite::Statement checkpoint(db_, "PRAGMA wal_checkpoint(TRUNCATE)");
+      if (!checkpoint.executeStep()) return "the final checkpoint returned nothing";
+      const int busy = checkpoint.getColumn(0).getInt();
+      const int frames = checkpoint.getColumn(1).getInt();
+      const int copied = checkpoint.getColumn(2).getInt();
+      if (busy == 0 && frames == copied) {
+        return "a final checkpoint copied the " + std::to_string(copied) +
+               " pages this drain still held of the deleted log into the queue file; no outcome "
+               "was lost";
+      }
+      return "a final checkpoint copied " + std::to_string(std::max(copied, 0)) + " of " +
+             std::to_string(frames) + " pages of the deleted log into the queue file" +
+             (busy != 0 ? " (another connection held it)" : "") +
+             "; outcomes in the others are lost and those rows will be sent again";
+    } catch (const SQLite::Exception& failure) {
+      return std::string("the final checkpoint of the deleted log failed (") + failure.what() +
+             "); outcomes written since the last checkpoint are lost and those rows will be "
+             "sent again";
+    }
   }
   new_rows check_new_rows(double now) override {
     return translated([&] { return changes_.check(now); });
@@ -126,6 +175,8 @@ class sqlite_drain_store final : public drain_store {
   SQLite::Database db_;
   std::string path_;
   std::optional<file_identity> file_;  // what the path named when it was opened
+  std::optional<file_identity> log_;   // its write-ahead log, once seen
+  bool log_lost_ = false;              // ... and found deleted or replaced since
   checkpointer checkpoints_;           // before `wal_`, whose hook calls it
   claimer claims_;
   outcome_writer writer_;
@@ -142,7 +193,8 @@ std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) 
   try {
     return std::make_unique<sqlite_drain_store>(config);
   } catch (const SQLite::Exception& failure) {
-    throw from_sqlite(failure);
+    const auto translated = from_sqlite(failure);
+    throw error(with_remedy(translated, config.location), translated.what_kind());
   }
 }
 

@@ -61,6 +61,11 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
                   "Rows with a larger payload are dead-lettered instead of sent")
       ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+  cmd->add_option("--max-payload-memory", o.max_payload_memory_mib,
+                  "MiB of payloads the drain holds at once (claimed rows buffered and in "
+                  "flight); claims take no more rows than fit, so memory stays bounded whatever "
+                  "the rows carry")
+      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   cmd->add_option("--circuit-failures", o.circuit_failures,
                   "Consecutive failures (5xx, no answer) that open a subscriber's circuit")
       ->capture_default_str()->check(CLI::Range(1, 100000));
@@ -146,6 +151,7 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.http.allow_private_targets = o.allow_private_targets;
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
+  config.scheduler.max_payload_memory = o.max_payload_memory_mib * 1024 * 1024;
   config.scheduler.circuit.failure_threshold = o.circuit_failures;
   config.scheduler.circuit.max_cooldown = millis(o.circuit_max_cooldown);
   // Below 1 no latency is ever good enough and the limit would sit at its minimum.
@@ -199,14 +205,16 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
 
 void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
+  // A count the database could not give at the stop is unknown, not a number.
+  const std::string remaining = s.remaining < 0 ? "unknown" : std::to_string(s.remaining);
   std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld coalesced=%lld "
-              "lost_leases=%lld attempts=%lld remaining=%lld storage_errors=%lld unwritten=%lld "
+              "lost_leases=%lld attempts=%lld remaining=%s storage_errors=%lld unwritten=%lld "
               "tls_full=%lld tls_resumed=%lld duration=%.1fs rate=%.0f/s%s\n",
               static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
               static_cast<long long>(s.dead), static_cast<long long>(s.released),
               static_cast<long long>(s.coalesced),
               static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts),
-              static_cast<long long>(s.remaining), static_cast<long long>(s.storage_errors),
+              remaining.c_str(), static_cast<long long>(s.storage_errors),
               static_cast<long long>(s.unwritten), static_cast<long long>(s.tls_full_handshakes),
               static_cast<long long>(s.tls_resumed_handshakes), seconds,
               seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,

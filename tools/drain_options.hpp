@@ -30,6 +30,8 @@ struct drain_cli_options {
   bool allow_private_targets = false;
   std::string ca_file;
   std::size_t max_payload_bytes = 1024 * 1024;
+  std::int64_t max_payload_memory_mib =  // the engine's default
+      engine::scheduler_config{}.max_payload_memory / (1024 * 1024);
   int circuit_failures = 10;
   double circuit_max_cooldown = 60;
   // On by default: attempts far past the origin's latency stop counting against it, so requests

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "proto/persisted_bucket.hpp"
 #include "storage/drain_store.hpp"
@@ -23,6 +24,8 @@ using pg::params;
 
 // How soon a drainer asks again for tokens of a subscriber it does not own: about one renewal.
 constexpr double not_owned_recheck_seconds = 1.0;
+// ... and of a subscriber whose row another session holds locked.
+constexpr double held_recheck_seconds = 0.5;
 constexpr double lease_record_keep_seconds = 3600;
 constexpr int claims_between_prunes = 100;
 constexpr const char* new_rows_channel = "surge_new_rows";
@@ -41,7 +44,7 @@ WITH picked AS (
 UPDATE webhook_delivery d SET locked_until = $4 FROM picked WHERE d.id = picked.id
 RETURNING d.id, d.subscriber_id, d.event_type,
   CASE WHEN octet_length(d.payload) > $5::bigint THEN '' ELSE d.payload END,
-  d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload)
+  d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload), d.coalesced_since
 )sql";
 
 bool due_order(const claimed_row& a, const claimed_row& b) {
@@ -68,7 +71,7 @@ std::vector<std::int64_t> parse_ids(std::string_view text) {
 class postgres_drain_store final : public drain_store {
  public:
   explicit postgres_drain_store(const drain_store_config& config)
-      : db_(config.location),
+      : db_(config.location, pg::session_limits{.interrupt = config.lock_wait}),
         owner_(config.owner.empty() ? default_lease_owner() : config.owner),
         allowed_(config.allowed),
         reserve_seconds_(config.token_reserve_seconds),
@@ -83,6 +86,7 @@ class postgres_drain_store final : public drain_store {
     // its row leased until the lease ends and it is sent again (at-least-once holds). Producers'
     // and the steady-state drainer's transactions keep the server's setting.
     db_.set_on_connect("SET synchronous_commit = off");
+    check_writable();
     listen();
   }
 
@@ -115,6 +119,7 @@ class postgres_drain_store final : public drain_store {
     result.granted.insert(result.granted.end(), granted.begin(), granted.end());
     result.claimed = claim(owned, now, lease_seconds, max_payload_bytes);
     step.commit();
+    result.held_subscribers = std::exchange(held_subscribers_, {});
     return result;
   }
 
@@ -182,7 +187,8 @@ class postgres_drain_store final : public drain_store {
     return pg::earliest_scheduled(db_, now, which);
   }
   void ping() override { db_.exec("SELECT 1"); }
-  bool still_in_place() override { return true; }
+  std::string missing_file() override { return {}; }
+  std::string rescue_lost_log() override { return {}; }
 
   new_rows check_new_rows(double) override {
     new_rows found;
@@ -216,6 +222,25 @@ class postgres_drain_store final : public drain_store {
   write_counters counters() const override { return {}; }
 
  private:
+  // A read-only role, a read-only default or a standby would fail every write of the drain;
+  // each statement below fails at its start in those cases, whether or not it matches a row.
+  void check_writable() {
+    try {
+      pg::transaction probe(db_);
+      db_.exec(
+          "UPDATE webhook_delivery SET locked_until = locked_until WHERE false; "
+          "UPDATE webhook_subscriber SET tokens = tokens WHERE false; "
+          "INSERT INTO surge_attempt SELECT * FROM surge_attempt WHERE false; "
+          "INSERT INTO surge_lease SELECT * FROM surge_lease WHERE false; "
+          "DELETE FROM surge_lease WHERE false; "
+          "INSERT INTO surge_owner SELECT * FROM surge_owner WHERE false; "
+          "UPDATE surge_drainer SET seen_at = seen_at WHERE false");
+    } catch (const error& failure) {
+      if (!is_fatal(failure)) throw;
+      throw error(with_remedy(failure, db_.uri()), failure.what_kind());
+    }
+  }
+
   void listen() {
     db_.exec(std::string("LISTEN ") + new_rows_channel);
     listening_generation_ = db_.connections();
@@ -232,6 +257,7 @@ class postgres_drain_store final : public drain_store {
   lease_values leases_;
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
+  std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
   pg::ownership_keeper owners_;  // after db_ and owner_, which it uses
 };
 
@@ -244,10 +270,12 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
   }
   if (asked.empty()) return grants;
   // FOR UPDATE: the steady-state drainer reads and writes the same bucket; its update waits for
-  // this transaction instead of overwriting what we took.
+  // this transaction instead of overwriting what we took. SKIP LOCKED: a subscriber row another
+  // session holds (an operator's open transaction) is passed over for this cycle rather than
+  // waited for, so it never holds up the other subscribers' tokens and rows.
   const auto rows = db_.exec(
       "SELECT id, tokens, tokens_updated_at, rate_per_sec, burst FROM webhook_subscriber "
-      "WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+      "WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED",
       params().add_array(asked));
   std::unordered_map<std::int64_t, proto::persisted_bucket> buckets;
   for (int i = 0; i < rows.rows(); ++i) {
@@ -256,10 +284,30 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
                                  .rate = rows.real(i, 3),
                                  .burst = std::max(1.0, rows.real(i, 4))};
   }
+  std::unordered_set<std::int64_t> held;
+  if (buckets.size() < asked.size()) {
+    // A plain read is not blocked by row locks: what exists and was not returned is held.
+    const auto present = db_.exec("SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[])",
+                                  params().add_array(asked));
+    for (int i = 0; i < present.rows(); ++i) {
+      if (!buckets.contains(present.int64(i, 0))) held.insert(present.int64(i, 0));
+    }
+    held_subscribers_.assign(held.begin(), held.end());
+    std::sort(held_subscribers_.begin(), held_subscribers_.end());
+  }
   std::vector<std::int64_t> written_ids;
   std::vector<double> written_tokens;
   for (const auto& entry : demand) {
     if (entry.tokens == 0) continue;
+    if (held.contains(entry.subscriber_id)) {
+      // Asked again soon; a token given back waits for the next stop or cycle.
+      if (entry.tokens > 0) {
+        grants.push_back({.subscriber_id = entry.subscriber_id,
+                          .tokens = 0,
+                          .next_token_at = now + held_recheck_seconds});
+      }
+      continue;
+    }
     const auto found = buckets.find(entry.subscriber_id);
     if (entry.tokens < 0) {
       if (found == buckets.end()) continue;
@@ -311,10 +359,11 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
     row.subscriber_id = found.int64(i, 1);
     row.event_type = found.text(i, 2);
     row.payload = found.text(i, 3);
-    row.attempts = found.int64(i, 4);
+    row.attempts = detail::attempts_in_range(found.int64(i, 4));
     row.next_attempt_at = found.real(i, 5);
     row.created_at = found.real(i, 6);
     row.payload_bytes = found.int64(i, 7);
+    if (!found.is_null(i, 8)) row.coalesced_since = found.real(i, 8);
     row.lease = lease;
   }
   // RETURNING hands rows back in no promised order.

@@ -27,8 +27,13 @@ std::optional<std::string> text_or_null(const std::string& text) {
 }
 
 // Each outcome kind sets what its SQLite statement sets (storage/outcomes.cpp); every update is
-// fenced on our lease, and the ids that come back are the ones whose fence held.
+// fenced on our lease. Rows another session holds locked (an operator's open transaction) are
+// stepped over rather than waited for, so one held row never stalls every other outcome: the
+// result names each row taken with whether its fence held, and a row not named was held.
 constexpr const char* outcomes_sql = R"sql(
+WITH taken AS (
+  SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED),
+written AS (
 UPDATE webhook_delivery d SET
   status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'
                        WHEN 'retry' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE d.status END,
@@ -45,8 +50,27 @@ UPDATE webhook_delivery d SET
 FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::int[], $5::float8[], $6::int[],
             $7::text[], $8::float8[], $9::bigint[])
   AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id)
-WHERE d.id = o.id AND d.locked_until = o.lease
-RETURNING d.id
+WHERE d.id = o.id AND d.locked_until = o.lease AND d.id IN (SELECT id FROM taken)
+RETURNING d.id)
+SELECT t.id, EXISTS (SELECT 1 FROM written w WHERE w.id = t.id) FROM taken t
+)sql";
+
+// The rows sent in place of coalesced ones stand for their history from now on (the window
+// counts along the chain); a target another session holds keeps what it had.
+constexpr const char* stands_for_sql = R"sql(
+UPDATE webhook_delivery d SET
+  coalesced_since = LEAST(COALESCE(d.coalesced_since, d.created_at), c.since)
+FROM (SELECT into_id, min(since) AS since
+      FROM unnest($1::bigint[], $2::float8[]) AS c(into_id, since) GROUP BY into_id) c
+WHERE d.id = c.into_id AND d.id IN (
+  SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED)
+)sql";
+
+// Subscribers a 410 deactivates, stepping over rows another session holds.
+constexpr const char* deactivate_sql = R"sql(
+UPDATE webhook_subscriber SET active = 0 WHERE id IN (
+  SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED)
+RETURNING id
 )sql";
 
 constexpr const char* attempts_sql = R"sql(
@@ -88,19 +112,53 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
                                                     .add_array(errors)
                                                     .add_array(finished_at)
                                                     .add_array(into));
-    std::unordered_set<std::int64_t> held;
-    for (int i = 0; i < applied.rows(); ++i) held.insert(applied.int64(i, 0));
-    report.applied = static_cast<int>(held.size());
-    for (const auto id : ids) {
-      if (!held.contains(id)) report.lost_leases.push_back(id);
+    std::unordered_set<std::int64_t> taken;
+    std::unordered_set<std::int64_t> fenced;
+    for (int i = 0; i < applied.rows(); ++i) {
+      taken.insert(applied.int64(i, 0));
+      if (applied.text(i, 1) == "t") fenced.insert(applied.int64(i, 0));
     }
+    report.applied = static_cast<int>(fenced.size());
+    std::vector<std::int64_t> absent;  // not taken: held by another session, or gone
+    for (const auto id : ids) {
+      if (!taken.contains(id)) {
+        absent.push_back(id);
+      } else if (!fenced.contains(id)) {
+        report.lost_leases.push_back(id);
+      }
+    }
+    if (!absent.empty()) {
+      // A plain read is not blocked by row locks: what exists was held, what does not was deleted.
+      const auto present = db.exec("SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[])",
+                                   params().add_array(absent));
+      std::unordered_set<std::int64_t> still;
+      for (int i = 0; i < present.rows(); ++i) still.insert(present.int64(i, 0));
+      for (const auto id : absent) {
+        if (still.contains(id)) {
+          report.held_rows.push_back(id);
+        } else {
+          report.lost_leases.push_back(id);
+          report.deleted.push_back(id);
+        }
+      }
+    }
+    const std::unordered_set<std::int64_t> held(report.held_rows.begin(), report.held_rows.end());
+    std::vector<std::int64_t> targets;
+    std::vector<double> since;
+    for (const auto& item : batch) {
+      if (item.kind != outcome_kind::coalesced || !fenced.contains(item.delivery_id)) continue;
+      targets.push_back(item.coalesced_into);
+      since.push_back(item.coalesced_since);
+    }
+    if (!targets.empty()) db.exec(stands_for_sql, params().add_array(targets).add_array(since));
 
-    // Recorded even when the fence failed: the request was still sent and the partner saw it.
+    // Recorded even when the fence failed: the request was still sent and the partner saw it. A
+    // held row's record waits with its outcome.
     std::vector<std::int64_t> delivery, subscriber, number, leads, sizes;
     std::vector<double> started, finished;
     std::vector<std::optional<std::string>> codes, classes, lead_ids;
     for (const auto& item : batch) {
-      if (!item.has_attempt) continue;
+      if (!item.has_attempt || held.contains(item.delivery_id)) continue;
       const auto& attempt = item.attempt;
       delivery.push_back(attempt.delivery_id);
       subscriber.push_back(attempt.subscriber_id);
@@ -130,8 +188,18 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
     }
   }
   if (!deactivate.empty()) {
-    db.exec("UPDATE webhook_subscriber SET active = 0 WHERE id = ANY($1::bigint[])",
-             params().add_array(deactivate));
+    const auto done = db.exec(deactivate_sql, params().add_array(deactivate));
+    std::unordered_set<std::int64_t> written;
+    for (int i = 0; i < done.rows(); ++i) written.insert(done.int64(i, 0));
+    std::vector<std::int64_t> missing;
+    for (const auto id : deactivate) {
+      if (!written.contains(id)) missing.push_back(id);
+    }
+    if (!missing.empty()) {
+      const auto present = db.exec("SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[])",
+                                   params().add_array(missing));
+      for (int i = 0; i < present.rows(); ++i) report.held_subscribers.push_back(present.int64(i, 0));
+    }
   }
   return report;
 }

@@ -87,7 +87,7 @@ queue_stats read_stats(session& db, double now, const proto::id_set& which) {
   transaction snapshot(db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   const auto counts = db.exec(
       "SELECT subscriber_id, status, COUNT(*), COUNT(*) FILTER (WHERE next_attempt_at <= $1), "
-      "COUNT(*) FILTER (WHERE locked_until > $1), MIN(next_attempt_at), "
+      "COUNT(*) FILTER (WHERE locked_until > $1), MIN(GREATEST(next_attempt_at, created_at)), "
       "COUNT(coalesced_into) FROM webhook_delivery WHERE " +
           detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id, status",
       params().add(now));
@@ -137,7 +137,8 @@ std::int64_t count_outstanding(session& db, double now, const proto::id_set& whi
 
 std::optional<double> earliest_scheduled(session& db, double now, const proto::id_set& which) {
   const auto found = db.exec(
-      "SELECT MIN(next_attempt_at) FROM webhook_delivery WHERE status IN ('pending','retry') "
+      "SELECT MIN(GREATEST(next_attempt_at, created_at)) FROM webhook_delivery "
+      "WHERE status IN ('pending','retry') "
       "AND locked_until <= $1 AND " +
           detail::id_filter(which, "subscriber_id"),
       params().add(now));
@@ -251,7 +252,8 @@ std::vector<lease_holder> other_live_owners(session& db, double now, const proto
 std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,
                                                       const proto::id_set& which) {
   const auto rows = db.exec(
-      "SELECT subscriber_id, COUNT(*), COUNT(*) FILTER (WHERE next_attempt_at < $1) "
+      "SELECT subscriber_id, COUNT(*), "
+      "COUNT(*) FILTER (WHERE next_attempt_at < $1 AND created_at < $1) "
       "FROM webhook_delivery WHERE status IN ('pending','retry') AND " +
           detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id ORDER BY 1",
       params().add(overdue_before));

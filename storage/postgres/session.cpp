@@ -1,9 +1,14 @@
 #include "storage/postgres/session.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include <libpq-fe.h>
@@ -122,76 +127,229 @@ std::int64_t result::affected() const {
   return count && *count ? std::strtoll(count, nullptr, 10) : 0;
 }
 
-session::session(std::string uri) : uri_(std::move(uri)) { ensure_connected(); }
+session::session(std::string uri, session_limits limits)
+    : uri_(std::move(uri)), limits_(limits) {
+  ensure_connected();
+}
 
 session::~session() {
   if (conn_) PQfinish(conn_);
 }
 
+void session::drop_connection() {
+  if (conn_) PQfinish(conn_);
+  conn_ = nullptr;
+}
+
+void session::wait_socket(short events, std::chrono::steady_clock::time_point deadline,
+                          std::string_view what) {
+  using namespace std::chrono;
+  // Short slices, so a stop's interrupt is seen within one.
+  constexpr auto slice = milliseconds(50);
+  while (true) {
+    if (limits_.interrupt && limits_.interrupt->give_up.load()) {
+      drop_connection();
+      throw error("gave up waiting for PostgreSQL " + std::string(what) + ": the drain is stopping",
+                  error::kind::unreachable);
+    }
+    const auto now = steady_clock::now();
+    if (now >= deadline) {
+      drop_connection();
+      throw error("PostgreSQL at " + printable_location(uri_) + " did not answer " +
+                      std::string(what) + " in time; the connection was dropped",
+                  error::kind::unreachable);
+    }
+    pollfd watched{.fd = PQsocket(conn_), .events = events, .revents = 0};
+    if (watched.fd < 0) {
+      drop_connection();
+      throw error("lost the connection to PostgreSQL " + std::string(what), error::kind::unreachable);
+    }
+    const auto wait = std::min<steady_clock::duration>(slice, deadline - now);
+    const int ready = ::poll(&watched, 1, static_cast<int>(duration_cast<milliseconds>(wait).count()) + 1);
+    if (ready > 0) return;
+    if (ready < 0 && errno != EINTR) {
+      drop_connection();
+      throw error(std::string("waiting for PostgreSQL failed: ") + std::strerror(errno),
+                  error::kind::unreachable);
+    }
+  }
+}
+
+void session::connect() {
+  // The URI's own connect_timeout, if it has one, comes later in the arrays and wins.
+  const std::string timeout = std::to_string(std::max<long long>(
+      1, static_cast<long long>((limits_.connect_timeout.count() + 999) / 1000)));
+  const char* keywords[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {timeout.c_str(), uri_.c_str(), nullptr};
+  conn_ = PQconnectStartParams(keywords, values, 1);
+  auto fail = [&](std::string why) {
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    drop_connection();
+    throw error("cannot connect to PostgreSQL at " + printable_location(uri_) + ": " + why,
+                error::kind::unreachable);
+  };
+  if (!conn_) fail("out of memory");
+  if (PQstatus(conn_) == CONNECTION_BAD) fail(PQerrorMessage(conn_));
+  // PQconnectPoll does not enforce connect_timeout; the effective value (ours or the URI's)
+  // bounds the whole handshake here.
+  auto limit = std::chrono::seconds(10);
+  if (PQconninfoOption* options = PQconninfo(conn_)) {
+    for (auto* option = options; option->keyword; ++option) {
+      if (std::string_view(option->keyword) == "connect_timeout" && option->val) {
+        const long seconds = std::strtol(option->val, nullptr, 10);
+        if (seconds > 0) limit = std::chrono::seconds(seconds);
+      }
+    }
+    PQconninfoFree(options);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  auto polled = PGRES_POLLING_WRITING;
+  while (polled != PGRES_POLLING_OK) {
+    if (polled == PGRES_POLLING_FAILED) fail(PQerrorMessage(conn_));
+    try {
+      wait_socket(polled == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline, "while connecting");
+    } catch (const error&) {
+      fail("no answer within " + std::to_string(limit.count()) +
+           " s (connect_timeout; the server may be stopped, or the port is not PostgreSQL)");
+    }
+    polled = PQconnectPoll(conn_);
+  }
+  if (PQsetnonblocking(conn_, 1) != 0) fail(PQerrorMessage(conn_));
+}
+
 void session::ensure_connected() {
   if (conn_ && PQstatus(conn_) == CONNECTION_OK) return;
-  if (conn_ && in_transaction_) {
+  if (in_transaction_) {
     throw error("lost the connection to PostgreSQL inside a transaction; it was rolled back",
                 error::kind::unreachable);
   }
-  if (conn_) {
-    PQreset(conn_);
-  } else {
-    conn_ = PQconnectdb(uri_.c_str());
-  }
-  if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-    std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-    // A connection never made is freed here: a constructor that throws runs no destructor.
-    if (connections_ == 0 && conn_) {
-      PQfinish(conn_);
-      conn_ = nullptr;
-    }
-    throw error("cannot connect to PostgreSQL at " + printable_location(uri_) + ": " + why,
-                error::kind::unreachable);
-  }
+  drop_connection();
+  connect();
   ++connections_;
   // Quiet: a NOTICE for "already exists" and the like would go to stderr otherwise.
   PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
-  for (const auto& statement : on_connect_) checked(PQexec(conn_, statement.c_str()), statement);
+  const std::string bounds = bounds_statement();
+  PQsendQuery(conn_, bounds.c_str());
+  checked(await_result(bounds), bounds);
+  for (const auto& statement : on_connect_) {
+    PQsendQuery(conn_, statement.c_str());
+    checked(await_result(statement), statement);
+  }
+}
+
+std::chrono::steady_clock::time_point session::answer_deadline() const {
+  if (statement_timeout_lifted_ || limits_.statement_timeout.count() == 0) {
+    return std::chrono::steady_clock::time_point::max();
+  }
+  return std::chrono::steady_clock::now() + limits_.statement_timeout + limits_.silence_margin;
+}
+
+pg_result* session::await_result(std::string_view sql) {
+  const auto deadline = answer_deadline();
+  const std::string what = "to a statement (" + std::string(sql.substr(0, 40)) + "…)";
+  // Everything queued goes out first; a full socket buffer waits for the server to read.
+  while (true) {
+    const int flushed = PQflush(conn_);
+    if (flushed == 0) break;
+    if (flushed < 0) return nullptr;
+    wait_socket(POLLOUT | POLLIN, deadline, what);
+    if (PQconsumeInput(conn_) == 0) return nullptr;
+  }
+  pg_result* kept = nullptr;
+  auto failed = [](pg_result* one) {
+    const auto status = PQresultStatus(one);
+    return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY;
+  };
+  auto keep = [&](pg_result* next) {
+    if (kept && failed(kept)) {
+      PQclear(next);
+      return;
+    }
+    if (kept) PQclear(kept);
+    kept = next;
+  };
+  while (true) {
+    while (PQisBusy(conn_) == 0) {
+      pg_result* next = PQgetResult(conn_);
+      if (next == nullptr) return kept;
+      keep(next);
+    }
+    try {
+      wait_socket(POLLIN, deadline, what);
+    } catch (...) {
+      if (kept) PQclear(kept);
+      throw;
+    }
+    if (PQconsumeInput(conn_) == 0) {
+      if (kept) PQclear(kept);
+      return nullptr;
+    }
+  }
+}
+
+session::unbounded::unbounded(session& db) : db_(db) {
+  db_.statement_timeout_lifted_ = true;
+  db_.exec("SET statement_timeout = 0; SET lock_timeout = 0");
+}
+
+session::unbounded::~unbounded() {
+  db_.statement_timeout_lifted_ = false;
+  try {
+    db_.exec(db_.bounds_statement());
+  } catch (const error&) {
+    // A new connection sets them again.
+  }
+}
+
+std::string session::bounds_statement() const {
+  auto milliseconds = [](std::chrono::milliseconds value) {
+    return "'" + std::to_string(value.count()) + "ms'";
+  };
+  if (statement_timeout_lifted_) return "SET statement_timeout = 0; SET lock_timeout = 0";
+  return "SET statement_timeout = " + milliseconds(limits_.statement_timeout) +
+         "; SET lock_timeout = " + milliseconds(limits_.lock_timeout);
 }
 
 void session::set_on_connect(std::string statement) {
-  ensure_connected();
-  checked(PQexec(conn_, statement.c_str()), statement);
+  exec(statement);
   on_connect_.push_back(std::move(statement));
 }
 
 result session::checked(pg_result* handle, std::string_view sql) {
   result out(handle);
   const auto status = handle ? PQresultStatus(handle) : PGRES_FATAL_ERROR;
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return out;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY) {
+    return out;
+  }
   const char* state = handle ? PQresultErrorField(handle, PG_DIAG_SQLSTATE) : nullptr;
-  std::string message = handle ? PQresultErrorMessage(handle) : PQerrorMessage(conn_);
+  std::string message = handle ? PQresultErrorMessage(handle)
+                               : (conn_ ? PQerrorMessage(conn_) : "no connection");
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  const bool lost = PQstatus(conn_) != CONNECTION_OK || (state && is_connection_failure(state));
+  const bool lost = !conn_ || PQstatus(conn_) != CONNECTION_OK ||
+                    (state && is_connection_failure(state));
   sql.remove_prefix(std::min(sql.find_first_not_of(" \n"), sql.size()));
   std::string first_line(sql.substr(0, sql.find('\n')));
   if (first_line.size() > 60) first_line = first_line.substr(0, 60) + "…";
   throw error("PostgreSQL: " + message + (state ? std::string(" [SQLSTATE ") + state + "]" : "") +
                   " (in: " + first_line + ")",
-              lost ? error::kind::unreachable
-                   : (state && std::string_view(state) == "55P03" ? error::kind::busy
-                                                                   : error::kind::other));
+              lost ? error::kind::unreachable : kind_of(state ? state : ""));
 }
 
 result session::exec(std::string_view sql) {
   ensure_connected();
   const std::string text(sql);
-  return checked(PQexec(conn_, text.c_str()), sql);
+  if (PQsendQuery(conn_, text.c_str()) == 0) return checked(nullptr, sql);
+  return checked(await_result(sql), sql);
 }
 
 result session::exec(const std::string& sql, const params& values) {
   ensure_connected();
   const auto pointers = values.pointers();
-  return checked(PQexecParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                              pointers.data(), nullptr, nullptr, 0),
-                 sql);
+  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
+                        pointers.data(), nullptr, nullptr, 0) == 0) {
+    return checked(nullptr, sql);
+  }
+  return checked(await_result(sql), sql);
 }
 
 std::vector<std::string> session::take_notifications() {
@@ -217,6 +375,9 @@ transaction::transaction(session& db, std::string_view begin) : db_(db) {
 transaction::~transaction() {
   if (!open_) return;
   db_.in_transaction_ = false;
+  // A dropped connection took the transaction with it; connecting again only to roll back
+  // would wait on a server that may be silent.
+  if (!db_.conn_ || PQstatus(db_.conn_) != CONNECTION_OK) return;
   try {
     db_.exec("ROLLBACK");
   } catch (const error&) {
@@ -235,6 +396,24 @@ void transaction::commit() {
     throw;
   }
   db_.in_transaction_ = false;
+}
+
+error::kind kind_of(std::string_view sqlstate) {
+  // 55P03: lock_timeout or NOWAIT met a lock another session holds.
+  if (sqlstate == "55P03") return error::kind::busy;
+  // 57014: cancelled, here by a statement timeout (ours or the role's).
+  if (sqlstate == "57014") return error::kind::timed_out;
+  // 25006: a read-only transaction (default_transaction_read_only, a standby); 42501: the role
+  // lacks the privilege.
+  if (sqlstate == "25006" || sqlstate == "42501") return error::kind::read_only;
+  // 42P01, 42703: a table or column is gone.
+  if (sqlstate == "42P01" || sqlstate == "42703") return error::kind::schema_missing;
+  // Class 22 (a value out of range or of the wrong form), class 23 (a constraint), P0001 (a
+  // trigger's RAISE EXCEPTION): the row's values were refused.
+  if (sqlstate.starts_with("22") || sqlstate.starts_with("23") || sqlstate == "P0001") {
+    return error::kind::row_rejected;
+  }
+  return error::kind::other;
 }
 
 bool is_connection_failure(std::string_view sqlstate) {

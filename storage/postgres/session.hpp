@@ -1,6 +1,7 @@
 #pragma once
 // One libpq connection and the few things the PostgreSQL queue does with it: run a statement
 // with text parameters, read text results, hold a transaction. Private to storage/.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -8,6 +9,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "storage/database.hpp"
+#include "storage/error.hpp"
 
 struct pg_conn;
 struct pg_result;
@@ -53,11 +57,30 @@ class result {
   pg_result* handle_;
 };
 
+// What bounds every call of a session, so that a server that is silent (stopped, a port that
+// accepts and never answers), a lock another session holds or a role's own timeout can never
+// hold a caller for ever (docs/operations.md, "PostgreSQL timeouts").
+struct session_limits {
+  // Connecting, startup and authentication included; a `connect_timeout` in the URI wins.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // The session's own statement_timeout (SET at every connect, overriding the role's); 0: none.
+  std::chrono::milliseconds statement_timeout{std::chrono::seconds(30)};
+  // The session's lock_timeout: how long a statement waits for a lock that SKIP LOCKED does not
+  // step around (a table lock, an ownership row); 0: none.
+  std::chrono::milliseconds lock_timeout{std::chrono::seconds(2)};
+  // How much longer than statement_timeout the client waits for an answer before it drops the
+  // connection: the server enforces its timeout only while it runs.
+  std::chrono::milliseconds silence_margin{std::chrono::seconds(5)};
+  // A stop past its grace period: waits end at once (the connection is dropped). Must outlive
+  // the session.
+  const interruptible_wait* interrupt = nullptr;
+};
+
 class session {
  public:
   // `uri`: a libpq connection URI. Throws storage::error (kind unreachable) when the server
-  // cannot be reached or refuses.
-  explicit session(std::string uri);
+  // cannot be reached, refuses, or does not answer within the connect timeout.
+  explicit session(std::string uri, session_limits limits = {});
   ~session();
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -69,6 +92,20 @@ class session {
 
   // A setting for this session (`SET …`), made now and again on every new connection.
   void set_on_connect(std::string statement);
+
+  // Lifts the statement and lock timeouts (and the client's wait for an answer) while it lives:
+  // for schema changes, which may build an index over a large table or wait for another
+  // process's migration.
+  class unbounded {
+   public:
+    explicit unbounded(session& db);
+    ~unbounded();
+    unbounded(const unbounded&) = delete;
+    unbounded& operator=(const unbounded&) = delete;
+
+   private:
+    session& db_;
+  };
 
   // Notifications received on channels this session listens on, since the last call.
   std::vector<std::string> take_notifications();
@@ -82,9 +119,24 @@ class session {
  private:
   friend class transaction;
   void ensure_connected();
+  void connect();
+  // Waits until the connection's socket is ready for `events` (poll(2) flags) or the deadline
+  // passes; throws storage::error (unreachable) and drops the connection on a timeout or an
+  // interrupt.
+  void wait_socket(short events, std::chrono::steady_clock::time_point deadline,
+                   std::string_view what);
+  // Sends what PQsendQuery* queued and collects its results: the first failed one, else the
+  // last, as PQexec would, but never waiting past the session's limits.
+  pg_result* await_result(std::string_view sql);
+  void drop_connection();
+  std::chrono::steady_clock::time_point answer_deadline() const;
+  // The SET statements that put the session's limits in force.
+  std::string bounds_statement() const;
   result checked(pg_result* handle, std::string_view sql);
 
   std::string uri_;
+  session_limits limits_;
+  bool statement_timeout_lifted_ = false;
   pg_conn* conn_ = nullptr;
   // Inside a transaction a lost connection is never re-established: the statements after it
   // would run outside the transaction.
@@ -109,5 +161,7 @@ class transaction {
 
 // The statements' names for the queue's SQLSTATE classes worth telling apart.
 bool is_connection_failure(std::string_view sqlstate);
+// What a failed statement's SQLSTATE means to the drain (a connection failure aside).
+error::kind kind_of(std::string_view sqlstate);
 
 }  // namespace surge::storage::pg
