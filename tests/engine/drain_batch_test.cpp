@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -16,6 +17,7 @@
 
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/nginx.hpp"
 
 namespace surge::testing {
 namespace {
@@ -355,6 +357,66 @@ TEST(DrainBatch, APythonReceiverBuiltFromTheDocsVerifiesAndDedupesEveryEvent) {
   EXPECT_GE(report.at("batches").as_int64(), 8) << text;
   EXPECT_LE(report.at("requests").as_int64(), 2 * (70 / 9 + 1) + 2 + 4) << text;
   EXPECT_EQ(queue.count_by_status()["done"], 142);
+}
+
+// A partner whose gateway refuses bodies over 1 KiB with 413: nginx's client_max_body_size, a
+// peer Surge did not write. Before, the identical 50-row batch went again until its attempts ran
+// out and all 200 rows died. Now a 413 to a batch halves it at once, without using an attempt,
+// and later batches stay at the size that worked.
+TEST(DrainBatch, ABatchRefusedAsTooLargeIsSplitUntilThePartnerTakesIt) {
+  const auto nginx = nginx_binary();
+  if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto port = unused_port();
+  const auto root = dir.file("nginx");
+  std::filesystem::create_directories(root + "/www");
+  {
+    std::ofstream conf(root + "/nginx.conf");
+    conf << nginx_conf_prelude(root) << "  log_format posts '$uri $status $request_length';\n"
+         << "  access_log " << root << "/access.log posts;\n"
+         << "  client_max_body_size 1k;\n"
+         << "  server {\n    listen 127.0.0.1:" << port << ";\n"
+         << "    location = /ready { return 204; }\n"
+         << "    location /hook/ { return 204; }\n  }\n}\n";
+  }
+  auto server = start_nginx(*nginx, root, port);
+  const auto id = queue.add_subscriber(
+      "http://127.0.0.1:" + std::to_string(port) + "/hook/1", 1000, 100);
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                   "--batch", "50", "--batch-linger", "0.5"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  // About 60 bytes each: a batch of more than about 14 is over 1 KiB.
+  queue.add_rows(id, 200, R"({"video":"v1","pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})");
+  // One request at a time, so the access log is in the order the batches were decided.
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
+                                      "--allow-private-targets", "--progress-interval", "0",
+                                      "--per-subscriber-in-flight", "1"});
+  server.stop();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(queue.count_by_status()["done"], 200) << result.err;
+  EXPECT_EQ(queue.count_by_status()["dead"], 0);
+  // No attempt was used up by a 413: each row ends with the one attempt that got 204.
+  EXPECT_EQ(queue.sql().number("SELECT MAX(attempts) FROM webhook_delivery"), 1);
+  int refused = 0;
+  int accepted = 0;
+  std::ifstream log(root + "/access.log");
+  std::string uri;
+  int status = 0;
+  long length = 0;
+  while (log >> uri >> status >> length) {
+    if (uri.rfind("/hook/", 0) != 0) continue;
+    if (status == 413) {
+      ++refused;
+      EXPECT_EQ(accepted, 0) << "once a size worked, no batch was refused again";
+    } else {
+      ++accepted;
+    }
+  }
+  // 50 refused, 25 refused, 12 taken.
+  EXPECT_EQ(refused, 2) << "halving finds the size that works, and it is remembered";
+  EXPECT_GE(accepted, 200 / 14);
+  EXPECT_NE(result.err.find("its batches are now at most"), std::string::npos) << result.err;
 }
 
 }  // namespace

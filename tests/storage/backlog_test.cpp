@@ -1,4 +1,6 @@
 #include "storage/backlog.hpp"
+#include "storage/queue.hpp"
+#include "storage/maintenance.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,27 @@ TEST(Backlog, CountsQueuedAndOverdueRowsPerSubscriber) {
   const auto only_b = backlog_by_subscriber(db, 900, *proto::id_set::parse(std::to_string(b)));
   ASSERT_EQ(only_b.size(), 1u);
   EXPECT_EQ(only_b[0].subscriber_id, b);
+}
+
+// Producers queue rows with next_attempt_at = 0, the schema's default: such a row is as old as
+// its created_at, not 56 years overdue (it fed the overdue-rows page alert within seconds).
+TEST(Backlog, ARowIsOverdueByTheLaterOfItsDueTimeAndItsCreation) {
+  testing::temp_dir dir;
+  auto db = testing::open_migrated(dir.file("queue.db"));
+  const auto a = testing::insert_subscriber_old(db);
+  testing::insert_deliveries_old(db, a, 2, 1000);
+  db.exec("UPDATE webhook_delivery SET next_attempt_at = 0");
+  testing::insert_deliveries_old(db, a, 3, 100);  // queued and due long ago: overdue
+  const auto rows = backlog_by_subscriber(db, 900, proto::id_set{});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].queued, 5);
+  EXPECT_EQ(rows[0].overdue, 3);
+  EXPECT_EQ(earliest_scheduled(db, 2000, proto::id_set{}), 100.0);
+  db.exec("DELETE FROM webhook_delivery WHERE created_at = 100");
+  EXPECT_EQ(earliest_scheduled(db, 2000, proto::id_set{}), 1000.0)
+      << "the oldest row counts from its creation";
+  const auto stats = read_stats(db, 1010, proto::id_set{});
+  EXPECT_DOUBLE_EQ(stats.total.oldest_due_age, 10.0);
 }
 
 }  // namespace

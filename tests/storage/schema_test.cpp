@@ -51,7 +51,8 @@ void expect_fully_migrated(SQLite::Database& db) {
   EXPECT_EQ(columns(db, "webhook_delivery"),
             (std::set<std::string>{"id", "subscriber_id", "event_type", "payload", "status",
                                    "attempts", "next_attempt_at", "locked_until", "created_at",
-                                   "last_status", "last_error", "delivered_at", "coalesced_into"}));
+                                   "last_status", "last_error", "delivered_at", "coalesced_into",
+                                   "coalesced_since"}));
   EXPECT_EQ(columns(db, "surge_attempt"),
             (std::set<std::string>{"id", "delivery_id", "subscriber_id", "attempt", "started_at",
                                    "finished_at", "status_code", "error_class", "batch_lead",
@@ -81,10 +82,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 5);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
+  EXPECT_EQ(latest_schema_version(), 6);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 5);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 6);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
               60);
 }
@@ -132,7 +133,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -168,7 +169,7 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
   EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
@@ -183,7 +184,7 @@ TEST(Schema, VersionFiveMovesTheAttemptIndexOffTheSubscriberAndKeepsTheRecords) 
     v4.exec("DROP INDEX idx_attempt_started");
     v4.exec("CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
             "started_at)");
-    v4.exec("DELETE FROM surge_schema_version WHERE version = 5");
+    v4.exec("DELETE FROM surge_schema_version WHERE version >= 5");
     ASSERT_EQ(schema_version(v4), 4);
     v4.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
             "finished_at) VALUES (1, 1, 1, 100, 101), (2, 1, 1, 102, 103)");
@@ -202,10 +203,28 @@ TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 5);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
   // surge_lease is keyed by the lease value, so stats can join on locked_until.
   EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
             1);
+}
+
+// One of Surge's own tables dropped after the version was recorded (by an operator, another
+// tool): migrate finds the schema incomplete and runs its idempotent steps again.
+TEST(Schema, MigrateRestoresAnOwnTableDroppedAfterTheVersionWasRecorded) {
+  testing::temp_dir dir;
+  const auto path = dir.file("queue.db");
+  {
+    SQLite::Database db = testing::open_migrated(path);
+    db.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+            "finished_at) VALUES (1, 1, 1, 100, 101)");
+    db.exec("DROP TABLE surge_owner");
+  }
+  SQLite::Database db = testing::open_migrated(path);
+  expect_fully_migrated(db);
+  EXPECT_TRUE(db.tableExists("surge_owner"));
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_attempt"), 1) << "nothing else changes";
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
 }
 
 }  // namespace

@@ -27,7 +27,13 @@ namespace surge::testing {
 
 namespace fs = std::filesystem;
 
-std::string surge_binary() { return SURGE_BINARY_PATH; }
+std::string surge_binary() {
+  // Another build's binary, to see a test fail on the code before a fix.
+  if (const char* other = std::getenv("SURGE_TEST_BINARY"); other != nullptr && *other != '\0') {
+    return other;
+  }
+  return SURGE_BINARY_PATH;
+}
 
 std::vector<sink_request> read_sink_record(const std::string& path) {
   std::vector<sink_request> out;

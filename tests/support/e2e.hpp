@@ -20,7 +20,7 @@
 
 namespace surge::testing {
 
-// The `surge` binary under test (set by CMake).
+// The `surge` binary under test (set by CMake; $SURGE_TEST_BINARY names another build's).
 std::string surge_binary();
 
 struct sink_request {

@@ -310,6 +310,16 @@ void postgres_server::wait_until_ready() {
                            last_error + "), log " + log_path() + ":\n" + tail(log_path()));
 }
 
+void postgres_server::signal_all(int signal) {
+  const std::lock_guard lock(mutex_);
+  if (postmaster_ <= 0) return;
+  std::ifstream children("/proc/" + std::to_string(postmaster_) + "/task/" +
+                         std::to_string(postmaster_) + "/children");
+  pid_t child = 0;
+  while (children >> child) ::kill(child, signal);
+  ::kill(postmaster_, signal);
+}
+
 void postgres_server::stop() {
   const std::lock_guard lock(mutex_);
   stop_locked();

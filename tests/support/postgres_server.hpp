@@ -59,6 +59,9 @@ class postgres_server {
   void stop();
   void start();
   bool running() const;
+  // Sends `signal` to the postmaster and every process it has forked (SIGSTOP freezes the whole
+  // server, as a hung host would; SIGCONT thaws it).
+  void signal_all(int signal);
 
   const std::filesystem::path& socket_dir() const { return dir_->path(); }
   int port() const { return port_; }
