@@ -62,7 +62,8 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
   return out;
 }
 
-int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget) {
+int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget,
+                  claim_round round) {
   if (facts.poll_later || !facts.active) return 0;  // inactive: its rows stay queued, unleased
   int limit = 0;
   if (facts.unusable) {
@@ -92,8 +93,14 @@ int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int bu
   }
   // Topped up only once at most half of it is held: a claim has a fixed cost (its statement,
   // its lease record), and a subscriber sending a row or two per demand round would otherwise
-  // be claimed for a row or two each time.
-  if (facts.held * 2 > limit) return 0;
+  // be claimed for a row or two each time. Once another subscriber starts a round, one holding
+  // up to three quarters joins it: subscribers topped up together are claimed in one
+  // transaction, and in a table a fan-out producer filled (one row per subscriber per event)
+  // their next rows share pages, which are then leased, and later finished, once rather than
+  // once per subscriber.
+  if (round == claim_round::start ? facts.held * 2 > limit : facts.held * 4 > limit * 3) {
+    return 0;
+  }
   return std::max(0, std::min(limit - facts.held, budget));
 }
 

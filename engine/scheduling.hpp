@@ -99,9 +99,14 @@ struct demand_limits {
   double coalesce_lookahead_seconds = 20;
 };
 
+// Whether a subscriber's claim would start a demand round or join one another started.
+enum class claim_round { start, join };
+
 // Rows to ask the storage thread for, at most `budget` (the shard's room); 0 for none, and 0
-// while more than half of what it may hold is held (claims come in fewer, larger batches).
-int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget);
+// while more than half of what it may hold is held (claims come in fewer, larger batches), or
+// more than three quarters when it joins a round another subscriber started.
+int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int budget,
+                  claim_round round = claim_round::start);
 
 // What the token scan knows about one subscriber.
 struct token_facts {

@@ -183,6 +183,12 @@ class shard final : public shard_endpoint {
   std::vector<steady::time_point> poll_after_;
   std::size_t demand_cursor_ = 0;
   std::vector<subscriber_state*> token_watch_;  // see watch_tokens
+  // send_demand's scratch, kept for its storage.
+  struct round_candidate {
+    subscriber_state* sub;
+    int want;
+  };
+  std::vector<round_candidate> round_candidates_;
   scheduling::slot_queue<subscriber_state> waiting_for_slot_;  // each subscriber at most once
   std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
   int in_flight_ = 0;

@@ -78,7 +78,9 @@ void shard::accept_claims(claim_reply reply) {
     if (it == subscribers_.end()) continue;
     auto& sub = *it->second;
     const int rows = sub.rows_in_answer;
-    if (rows < asked.rows) {
+    const bool more_due = std::find(reply.more_due.begin(), reply.more_due.end(),
+                                    asked.subscriber_id) != reply.more_due.end();
+    if (rows < asked.rows && !more_due) {
       sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
                                  config_.scheduler.idle_poll_max);
       poll_after_of(sub) = now + sub.idle_poll;
@@ -242,6 +244,10 @@ void shard::send_demand() {
                         rows_within_memory());
   const std::size_t count = order_.size();
   std::size_t visited = 0;
+  // Who would join a round, and whether anyone starts one (scheduling::claim_round): without a
+  // subscriber at half of what it may hold, nobody is claimed for.
+  round_candidates_.clear();
+  bool round_started = false;
   for (; visited < count && budget > 0; ++visited) {
     const std::size_t at = (demand_cursor_ + visited) % count;
     // rows_to_claim's first rule, read from the compact array: most of a quiet table is waiting
@@ -261,15 +267,21 @@ void shard::send_demand() {
         .batch_rows = sub.settings.batch_rows,
         .coalescing = sub.settings.coalesce.has_value(),
         .held = static_cast<int>(sub.ready.size()) + sub.pending_claim};
-    const int want = scheduling::rows_to_claim(facts, limits, budget);
+    const int want =
+        scheduling::rows_to_claim(facts, limits, budget, scheduling::claim_round::join);
     if (want <= 0) continue;
-    sub.pending_claim += want;
-    pending_total_ += want;
+    round_started = round_started || scheduling::rows_to_claim(facts, limits, budget) > 0;
+    round_candidates_.push_back({&sub, want});
     budget -= want;
-    demand.push_back({.subscriber_id = sub.settings.id, .rows = want});
-    watch_tokens(sub);
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
+  for (const auto& [sub, want] : round_started ? round_candidates_
+                                               : std::span<const round_candidate>{}) {
+    sub->pending_claim += want;
+    pending_total_ += want;
+    demand.push_back({.subscriber_id = sub->settings.id, .rows = want});
+    watch_tokens(*sub);
+  }
   // Tokens ride in the same message, for every subscriber about to send (the row budget does
   // not limit them): entries of their own, with no rows.
   // Tokens left unspent for a whole lease go back the same way, as a negative ask.

@@ -434,6 +434,7 @@ void storage_worker::answer_claims() {
   cap_claim(all);
   std::vector<storage::claimed_row> rows;
   std::vector<storage::token_grant> granted;
+  std::vector<std::int64_t> more_due;
   for (int tries = 0; tries < 2; ++tries) {
     const auto now = steady::now();
     // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
@@ -469,6 +470,7 @@ void storage_worker::answer_claims() {
       rows = std::move(result.claimed);
       rows_handed_out_ += static_cast<std::int64_t>(rows.size());
       granted = std::move(result.granted);
+      more_due = std::move(result.more_due);
       metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
       metrics_.claim_rows.observe(static_cast<double>(rows.size()));
       metrics_.beat_storage();
@@ -515,6 +517,9 @@ void storage_worker::answer_claims() {
   }
   for (const auto& grant : granted) {
     replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
+  }
+  for (const auto id : more_due) {
+    replies[static_cast<std::size_t>(id % shard_count)].more_due.push_back(id);
   }
   for (auto& [shard, demand] : pending_claims_) {
     (void)demand;

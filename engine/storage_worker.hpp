@@ -31,6 +31,8 @@ struct claim_reply {
   std::vector<storage::claimed_row> rows;
   // For the entries that asked for tokens, if the cycle ran; empty when it did not.
   std::vector<storage::token_grant> granted;
+  // Subscribers that got fewer rows than asked though more are due (storage::cycle_result).
+  std::vector<std::int64_t> more_due;
 };
 
 // What the storage thread calls on a shard; implementations post onto the shard's own thread.

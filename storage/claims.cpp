@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <unordered_map>
 #include <utility>
 
 #include <unistd.h>
@@ -55,6 +56,17 @@ std::string leased_rows_sql() {
   for (int i = 0; i < rows_per_lease; ++i) text += (i ? ", ?" : "?") + std::to_string(i + 2);
   return text + ") AND locked_until = ?1";
 }
+
+// The sweep: due, free rows in table order within the window, so that a stretch of finished
+// rows costs one bounded scan. NOT INDEXED keeps SQLite on the rowid range
+// (offered the partial due index for the status test, it would scan that instead).
+constexpr const char* sweep_sql =
+    "SELECT id, subscriber_id, event_type, "
+    "CASE WHEN length(CAST(payload AS BLOB)) > ?1 THEN '' ELSE payload END, "
+    "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB)), coalesced_since "
+    "FROM webhook_delivery NOT INDEXED WHERE id >= ?2 AND id < ?3 "
+    "AND status IN ('pending','retry') AND next_attempt_at <= ?4 AND locked_until <= ?4 "
+    "ORDER BY id";
 
 constexpr const char* release_sql =
     "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
@@ -120,6 +132,9 @@ claimer::claimer(SQLite::Database& db, std::string owner)
       lease_rows_statement_(std::make_unique<SQLite::Statement>(db, lease_rows_sql())),
       leased_rows_statement_(std::make_unique<SQLite::Statement>(db, leased_rows_sql())),
       release_statement_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      sweep_statement_(std::make_unique<SQLite::Statement>(db, sweep_sql)),
+      last_id_statement_(
+          std::make_unique<SQLite::Statement>(db, "SELECT COALESCE(MAX(id), 0) FROM webhook_delivery")),
       record_lease_statement_(std::make_unique<SQLite::Statement>(db, record_lease_sql)),
       prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)) {}
 
@@ -136,6 +151,24 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
   return rows;
 }
 
+namespace {
+
+// Fills `row` from a statement whose columns are due_rows_sql's.
+void read_claimed(SQLite::Statement& read, double lease, claimed_row& row) {
+  row.id = read.getColumn(0).getInt64();
+  row.subscriber_id = read.getColumn(1).getInt64();
+  row.event_type = read.getColumn(2).getString();
+  row.payload = read.getColumn(3).getString();
+  row.attempts = detail::attempts_in_range(read.getColumn(4).getInt64());
+  row.next_attempt_at = read.getColumn(5).getDouble();
+  row.created_at = read.getColumn(6).getDouble();
+  row.payload_bytes = read.getColumn(7).getInt64();
+  if (!read.getColumn(8).isNull()) row.coalesced_since = read.getColumn(8).getDouble();
+  row.lease = lease;
+}
+
+}  // namespace
+
 std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand> demand,
                                                double now, double lease_seconds,
                                                std::int64_t max_payload_bytes) {
@@ -149,13 +182,21 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
     demand = merged;
   }
   const double lease = make_lease(now, lease_seconds);
+  waiting_for_window_.clear();
+  // Subscribers with nothing due behind the sweep's cursor take their rows in table order,
+  // the others by their own seeks; the sweep's leases are written before the seeks read, so a
+  // seek never reads a row the sweep took.
+  std::vector<subscriber_demand> seeks;
+  sweep(demand, now, lease, max_payload_bytes, rows, seeks);
+  lease_from(rows, 0, lease, now);
+  const std::size_t swept = rows.size();
   auto& read = *due_rows_statement_;
   const int max_payload_index = read.getIndex(":max_payload");
   const int subscriber_index = read.getIndex(":sid");
   const int now_index = read.getIndex(":now");
   const int limit_index = read.getIndex(":n");
-  for (const auto& entry : demand) {
-    if (entry.rows <= 0) continue;
+  for (const auto& entry : seeks) {
+    const std::size_t first = rows.size();
     {
       // Read to the end and reset before writing the same table.
       detail::statement_use use(read);
@@ -163,39 +204,137 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
       read.bind(subscriber_index, entry.subscriber_id);
       read.bind(now_index, now);
       read.bind(limit_index, entry.rows);
-      while (read.executeStep()) {
-        claimed_row& row = rows.emplace_back();
-        row.id = read.getColumn(0).getInt64();
-        row.subscriber_id = read.getColumn(1).getInt64();
-        row.event_type = read.getColumn(2).getString();
-        row.payload = read.getColumn(3).getString();
-        row.attempts = detail::attempts_in_range(read.getColumn(4).getInt64());
-        row.next_attempt_at = read.getColumn(5).getDouble();
-        row.created_at = read.getColumn(6).getDouble();
-        row.payload_bytes = read.getColumn(7).getInt64();
-        if (!read.getColumn(8).isNull()) row.coalesced_since = read.getColumn(8).getDouble();
-        row.lease = lease;
-      }
+      while (read.executeStep()) read_claimed(read, lease, rows.emplace_back());
     }
+    sweep_.after_seek(entry.subscriber_id, std::span<const claimed_row>(rows).subspan(first),
+                      now);
   }
   // Every read is done (the write transaction keeps the rows as read), so the leases are written
   // sixteen at a time across subscribers.
-  std::vector<bool> leased(rows.size(), false);
-  std::size_t next = 0;
-  for (; next + rows_per_lease <= rows.size(); next += rows_per_lease) {
-    lease_sixteen(rows, next, lease, now, leased);
+  lease_from(rows, swept, lease, now);
+  // Empty claims are frequent (polling subscribers that came back short) and lease nothing.
+  if (!rows.empty()) record_lease(lease, now);
+  return rows;
+}
+
+void claimer::sweep(std::span<const subscriber_demand> demand, double now, double lease,
+                    std::int64_t max_payload_bytes, std::vector<claimed_row>& rows,
+                    std::vector<subscriber_demand>& seeks) {
+  std::unordered_map<std::int64_t, int> wanted;  // what the sweep may take, per subscriber
+  int total = 0;
+  for (const auto& entry : demand) {
+    if (entry.rows <= 0) continue;
+    if (sweep_.sweeping(entry.subscriber_id, now)) {
+      wanted[entry.subscriber_id] = entry.rows;
+      total += entry.rows;
+    } else {
+      seeks.push_back(entry);
+    }
   }
-  for (; next < rows.size(); ++next) leased[next] = lease_one(rows[next].id, lease, now);
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (!leased[i]) continue;
+  if (total < sweep_cursor::least_rows || wanted.size() < sweep_cursor::least_subscribers) {
+    // Too little to be worth a scan: everyone seeks.
+    for (const auto& [id, count] : wanted) seeks.push_back({.subscriber_id = id, .rows = count});
+    return;
+  }
+  // A window read whole that gave nothing to anyone asking (finished, leased or other drainers'
+  // rows) is followed by the next one in the same claim, a few at most.
+  const std::unordered_map<std::int64_t, int> asked(wanted);
+  auto outcome = window_outcome::read_whole;
+  for (int windows = 0; windows < sweep_cursor::windows_per_claim && total > 0 &&
+                        outcome == window_outcome::read_whole;
+       ++windows) {
+    outcome = sweep_window(wanted, total, now, lease, max_payload_bytes, rows);
+  }
+  if (outcome == window_outcome::read_whole) {
+    // A swept subscriber that found nothing in several whole windows has its rows elsewhere (a
+    // producer that wrote them together): it seeks, rather than wait for the window to come.
+    for (const auto& [id, count] : wanted) {
+      if (count > 0 && count == asked.at(id)) sweep_.fell_behind(id);
+    }
+  }
+  // A swept subscriber waits for the window to move on; it seeks only once it is no longer swept
+  // (it held the window back, or every subscriber's periodic seek). Its short answer does not
+  // mean it has nothing due, unless the sweep reached the table's end.
+  if (outcome == window_outcome::at_table_end) return;
+  for (const auto& [id, count] : wanted) {
+    if (count > 0) waiting_for_window_.push_back(id);
+  }
+}
+
+claimer::window_outcome claimer::sweep_window(std::unordered_map<std::int64_t, int>& wanted, int& total, double now,
+                           double lease, std::int64_t max_payload_bytes,
+                           std::vector<claimed_row>& rows) {
+  auto& scan = *sweep_statement_;
+  detail::statement_use use(scan);
+  const auto from = sweep_.cursor();
+  // Swept subscribers move through the table together, a window at a time: each takes what it
+  // wants of the window and no more, so the rows in flight, and the outcomes written together,
+  // stay within a few pages instead of drifting apart by subscriber.
+  const auto to = from + sweep_cursor::window_ids(wanted.size());
+  const int asked = total;
+  scan.bind(1, max_payload_bytes);
+  scan.bind(2, from);
+  scan.bind(3, to);
+  scan.bind(4, now);
+  std::int64_t last = from - 1;
+  bool stopped = false;
+  // The first row of a swept subscriber the sweep leaves (it wants no more now): the cursor
+  // stops there, so that subscriber never has a due row behind it.
+  std::int64_t left_at = 0;
+  std::int64_t left_by = 0;
+  while (scan.executeStep()) {
+    const std::int64_t id = scan.getColumn(0).getInt64();
+    const std::int64_t subscriber = scan.getColumn(1).getInt64();
+    last = id;
+    auto want = wanted.find(subscriber);
+    if (want != wanted.end() && want->second > 0) {
+      read_claimed(scan, lease, rows.emplace_back());
+      --want->second;
+      if (--total == 0) {
+        stopped = true;
+        break;
+      }
+    } else if (left_at == 0 && sweep_.sweeping(subscriber, now)) {
+      left_at = id;
+      left_by = subscriber;
+    }
+    // A seeking subscriber's rows are its seeks' to find.
+  }
+  // Past the rows read when the sweep had all it wanted; past the window when it read it all,
+  // but never past the table's end, where new rows will come.
+  std::int64_t next = stopped ? last + 1 : to;
+  if (left_at != 0) next = left_at;
+  bool at_end = false;
+  if (!stopped && left_at == 0) {
+    detail::statement_use top(*last_id_statement_);
+    if (last_id_statement_->executeStep()) {
+      const auto end = last_id_statement_->getColumn(0).getInt64() + 1;
+      at_end = next >= end;
+      next = std::min(next, end);
+    }
+  }
+  sweep_.advance(next, left_by, now);
+  const bool read_whole = !stopped && left_at == 0;
+  (void)asked;
+  if (at_end) return window_outcome::at_table_end;
+  return read_whole ? window_outcome::read_whole : window_outcome::took_all_or_held;
+}
+
+void claimer::lease_from(std::vector<claimed_row>& rows, std::size_t first, double lease,
+                         double now) {
+  std::vector<bool> leased(rows.size() - first, false);
+  std::size_t next = first;
+  for (; next + rows_per_lease <= rows.size(); next += rows_per_lease) {
+    lease_sixteen(rows, next, lease, now, leased, first);
+  }
+  for (; next < rows.size(); ++next) leased[next - first] = lease_one(rows[next].id, lease, now);
+  std::size_t kept = first;
+  for (std::size_t i = first; i < rows.size(); ++i) {
+    if (!leased[i - first]) continue;
     if (kept != i) rows[kept] = std::move(rows[i]);
     ++kept;
   }
   rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(kept), rows.end());
-  // Empty claims are frequent (polling subscribers that came back short) and lease nothing.
-  if (!rows.empty()) record_lease(lease, now);
-  return rows;
 }
 
 bool claimer::lease_one(std::int64_t id, double lease, double now) {
@@ -208,7 +347,8 @@ bool claimer::lease_one(std::int64_t id, double lease, double now) {
 }
 
 void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t first,
-                            double lease, double now, std::vector<bool>& leased) {
+                            double lease, double now, std::vector<bool>& leased,
+                            std::size_t leased_from) {
   {
     auto& write = *lease_rows_statement_;
     detail::statement_use use(write);
@@ -216,7 +356,8 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
     write.bind(2, now);
     for (int i = 0; i < rows_per_lease; ++i) write.bind(i + 3, rows[first + i].id);
     if (write.exec() == rows_per_lease) {
-      std::fill_n(leased.begin() + static_cast<std::ptrdiff_t>(first), rows_per_lease, true);
+      std::fill_n(leased.begin() + static_cast<std::ptrdiff_t>(first - leased_from),
+                  rows_per_lease, true);
       return;
     }
   }
@@ -227,7 +368,7 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
   while (check.executeStep()) {
     const auto id = check.getColumn(0).getInt64();
     for (int i = 0; i < rows_per_lease; ++i) {
-      if (rows[first + i].id == id) leased[first + i] = true;
+      if (rows[first + i].id == id) leased[first + i - leased_from] = true;
     }
   }
 }
@@ -265,6 +406,52 @@ int claimer::release(std::span<const lease_ref> leases) {
 }
 
 double claimer::make_lease(double now, double seconds) { return leases_.next(now, seconds); }
+
+void sweep_cursor::advance(std::int64_t next, std::int64_t left_by, double now) {
+  if (left_by != 0 && next <= cursor_ && left_by == pinned_by_) {
+    // The same subscriber has held the cursor back for a while (paused, or slower than the
+    // others): it seeks from now on, and the sweep goes on without it.
+    if (now - pinned_since_ > pin_seconds) sweeping_.erase(left_by);
+  } else {
+    pinned_by_ = left_by;
+    pinned_since_ = now;
+  }
+  cursor_ = std::max(cursor_, next);
+}
+
+bool sweep_cursor::sweeping(std::int64_t subscriber, double now) const {
+  // A row can fall due behind the cursor without the sweep passing it (a retry, a lease that
+  // expired, a replay): each subscriber seeks at least once every recheck_seconds.
+  const auto found = sweeping_.find(subscriber);
+  return found != sweeping_.end() && now - found->second < recheck_seconds &&
+         now >= found->second;
+}
+
+void sweep_cursor::after_seek(std::int64_t subscriber, std::span<const claimed_row> found,
+                              double now) {
+  if (found.empty()) {
+    sweeping_.erase(subscriber);  // nothing due: it has nothing to sweep either
+    return;
+  }
+  const auto first = std::min_element(found.begin(), found.end(), [](const auto& a,
+                                                                       const auto& b) {
+                       return a.id < b.id;
+                     })->id;
+  if (cursor_ == 0) cursor_ = first;  // the sweep starts at the first rows a claim finds
+  // Swept only with nothing due behind the cursor and its next rows near it: a subscriber whose
+  // rows a producer wrote together, far from the others', would wait for the window to reach
+  // them; one behind the cursor (a slow one, a retry) seeks until it has caught up.
+  if (first < cursor_ || first >= cursor_ + near_ids) {
+    sweeping_.erase(subscriber);
+    return;
+  }
+  sweeping_[subscriber] = now;
+}
+
+std::int64_t sweep_cursor::window_ids(std::size_t subscribers) {
+  return std::max<std::int64_t>(static_cast<std::int64_t>(subscribers) * window_rows_each,
+                                least_window_ids);
+}
 
 double lease_values::next(double now, double seconds) {
   // Whole milliseconds plus the nonce in the microsecond digits. The milliseconds are counted

@@ -1,11 +1,13 @@
 #pragma once
 // Leasing due rows per subscriber, and giving leases back.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -45,6 +47,53 @@ struct lease_ref {
 // "surge@<hostname>:<pid>": who holds a lease, as `surge stats` shows it.
 std::string default_lease_owner();
 
+// Where the claim's sweep stands (claimer::claim_within). A fan-out producer writes one row per
+// subscriber per event, so a subscriber's rows are spread over the whole table, one per page or
+// so. Claimed one subscriber at a time, a page's rows are leased and finished in as many
+// transactions as it holds subscribers, each writing the page to the WAL again, and the
+// subscribers drift apart, so the rows finished together lie on ever more pages. The sweep takes
+// due rows in table order from a cursor, a window at a time, for every subscriber whose next
+// rows lie near it: they move through the table together, and a page's rows are leased, sent
+// and finished together.
+// A subscriber is swept only while nothing of it that is due lies behind the cursor, so each
+// still gets its oldest rows first: the cursor stops at the first row of a swept subscriber the
+// sweep leaves (it asked for none then), and one that holds it back for long seeks instead.
+class sweep_cursor {
+ public:
+  // Below these a claim seeks for everyone: a sweep has a fixed cost of its own.
+  static constexpr int least_rows = 32;
+  static constexpr std::size_t least_subscribers = 4;
+  // The window the swept subscribers move through together: this many ids per swept
+  // subscriber asking, and never fewer than least_window_ids.
+  static constexpr std::int64_t window_rows_each = 8;
+  static constexpr std::int64_t least_window_ids = 512;
+  // How far from the cursor a subscriber's next row may lie for it to be swept.
+  static constexpr std::int64_t near_ids = 4096;
+  // Windows one claim reads at most while rows are still wanted.
+  static constexpr int windows_per_claim = 4;
+  // How often each swept subscriber seeks once anyway, for rows due behind the cursor.
+  static constexpr double recheck_seconds = 1.0;
+  // How long one subscriber may hold the cursor back before it seeks instead.
+  static constexpr double pin_seconds = 0.1;
+
+  bool sweeping(std::int64_t subscriber, double now) const;
+  std::int64_t cursor() const { return cursor_; }
+  // Moves the cursor to `next`; `left_by` is the swept subscriber whose row stopped it there (0:
+  // none).
+  void advance(std::int64_t next, std::int64_t left_by, double now);
+  void fell_behind(std::int64_t subscriber) { sweeping_.erase(subscriber); }
+  // A seek for `subscriber` found `found` (oldest due first): whether it is swept from now on.
+  void after_seek(std::int64_t subscriber, std::span<const claimed_row> found, double now);
+  // The id range one sweep may cover, for `subscribers` swept subscribers asking.
+  static std::int64_t window_ids(std::size_t subscribers);
+
+ private:
+  std::int64_t cursor_ = 0;  // 0: not placed yet
+  std::unordered_map<std::int64_t, double> sweeping_;  // swept subscribers, since when
+  std::int64_t pinned_by_ = 0;  // who stopped the cursor last time, since when
+  double pinned_since_ = 0;
+};
+
 class claimer {
  public:
   // Needs schema version 2 (surge_lease). `owner` names this claimer in surge_lease.
@@ -75,14 +124,33 @@ class claimer {
   double make_lease(double now, double seconds);
 
   const std::string& owner() const { return owner_; }
+  // After a claim: the subscribers it gave fewer rows than asked although more are due (they
+  // wait for the sweep's window to move on).
+  const std::vector<std::int64_t>& waiting_for_window() const { return waiting_for_window_; }
 
  private:
   void record_lease(double lease, double now);
   // Whether the lease write reached the row (it was still due and free).
   bool lease_one(std::int64_t id, double lease, double now);
-  // The same for rows[first .. first + 16), marking each one reached in `leased`.
+  // The same for rows[first .. first + 16), marking each one reached in `leased` (which starts
+  // at rows[leased_from]).
   void lease_sixteen(const std::vector<claimed_row>& rows, std::size_t first, double lease,
-                     double now, std::vector<bool>& leased);
+                     double now, std::vector<bool>& leased, std::size_t leased_from);
+  // Writes the leases of rows[first ..] and drops those a write did not reach.
+  void lease_from(std::vector<claimed_row>& rows, std::size_t first, double lease, double now);
+  // Takes rows in table order for the subscribers that may be swept; the others go to `seeks`.
+  void sweep(std::span<const subscriber_demand> demand, double now, double lease,
+             std::int64_t max_payload_bytes, std::vector<claimed_row>& rows,
+             std::vector<subscriber_demand>& seeks);
+  // One window of the sweep: takes from `wanted` (rows still wanted per swept subscriber,
+  // `total` in all).
+  enum class window_outcome {
+    took_all_or_held,  // it took all that was asked, or a swept subscriber's row held it back
+    read_whole,        // read to its end with rows still wanted: the next window may have them
+    at_table_end,      // the sweep reached the table's last row
+  };
+  window_outcome sweep_window(std::unordered_map<std::int64_t, int>& wanted, int& total, double now,
+                    double lease, std::int64_t max_payload_bytes, std::vector<claimed_row>& rows);
 
   SQLite::Database& db_;
   std::string owner_;
@@ -91,6 +159,10 @@ class claimer {
   std::unique_ptr<SQLite::Statement> lease_rows_statement_;    // sixteen rows
   std::unique_ptr<SQLite::Statement> leased_rows_statement_;   // which of sixteen it reached
   std::unique_ptr<SQLite::Statement> release_statement_;
+  std::unique_ptr<SQLite::Statement> sweep_statement_;
+  std::unique_ptr<SQLite::Statement> last_id_statement_;
+  sweep_cursor sweep_;
+  std::vector<std::int64_t> waiting_for_window_;
   std::unique_ptr<SQLite::Statement> record_lease_statement_;
   std::unique_ptr<SQLite::Statement> prune_leases_statement_;
   int claims_until_prune_ = 0;  // 0: prune in the next claim that leases rows

@@ -55,6 +55,7 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_writer& writer, claim
   result.granted = tokens.lease(demand, now);
   result.granted.insert(result.granted.end(), not_owned.begin(), not_owned.end());
   result.claimed = claims.claim_within(demand, now, lease_seconds, max_payload_bytes);
+  result.more_due = claims.waiting_for_window();
   transaction.commit();
   return result;
 }

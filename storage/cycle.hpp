@@ -23,6 +23,9 @@ struct cycle_result {
   // Subscribers whose bucket could not be read because another database session holds their
   // row locked (PostgreSQL): granted nothing this cycle, asked again soon.
   std::vector<std::int64_t> held_subscribers;
+  // Subscribers answered with fewer rows than asked although more are due: their next claim
+  // should come at once, not after an idle poll.
+  std::vector<std::int64_t> more_due;
 };
 
 // One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the

@@ -188,6 +188,22 @@ TEST(RowsToClaim, WhatItCanSendWithinTheHorizonBoundedByItsBufferAndTheBudget) {
   EXPECT_EQ(rows_to_claim(single, limits, 1000), 0);
 }
 
+// Once another subscriber starts a round, one holding up to three quarters joins it, so that
+// subscribers are claimed for together (their next rows share a fan-out producer's pages).
+TEST(RowsToClaim, AClaimRoundIsJoinedByThoseHoldingUpToThreeQuarters) {
+  const demand_limits limits;
+  auto held = backlogged(3, 10);  // may hold 8
+  held.held = 5;
+  EXPECT_EQ(rows_to_claim(held, limits, 1000, claim_round::start), 0);
+  EXPECT_EQ(rows_to_claim(held, limits, 1000, claim_round::join), 3);
+  held.held = 6;
+  EXPECT_EQ(rows_to_claim(held, limits, 1000, claim_round::join), 2);
+  held.held = 7;  // more than three quarters: it waits for a later round
+  EXPECT_EQ(rows_to_claim(held, limits, 1000, claim_round::join), 0);
+  held.held = 3;
+  EXPECT_EQ(rows_to_claim(held, limits, 2, claim_round::join), 2) << "the shard's room bounds it";
+}
+
 TEST(RowsToClaim, NothingForWhatCannotSendAndOneRowForADueProbe) {
   const demand_limits limits;
   auto facts = backlogged(10, 10);

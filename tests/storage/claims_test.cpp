@@ -1,6 +1,9 @@
 #include "storage/claims.hpp"
 #include "storage/lease_values.hpp"
 
+#include <algorithm>
+#include <map>
+#include <random>
 #include <cmath>
 #include <iomanip>
 #include <set>
@@ -270,6 +273,128 @@ TEST_F(Claims, AnOversizedPayloadIsMeasuredNotRead) {
   const auto uncapped = claims.claim(demand, 200, 30);
   ASSERT_EQ(uncapped.size(), 3u);
   EXPECT_EQ(uncapped[1].payload.size(), 100000u);
+}
+
+
+// --- the sweep: rows in table order for subscribers with nothing due behind the cursor ------
+
+// A producer's fan-out: `events` events, one row per subscriber each, in one table order.
+class SweepClaims : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < subscribers; ++i) ids_.push_back(testing::insert_subscriber_old(db_));
+    SQLite::Statement insert(db_, "INSERT INTO webhook_delivery(subscriber_id, event_type, "
+                                  "payload, next_attempt_at, created_at) VALUES (?, 't', '{}', ?, ?)");
+    for (int event = 0; event < events; ++event) {
+      for (const auto id : ids_) {
+        insert.reset();
+        insert.bind(1, id);
+        insert.bind(2, 100.0 + event);
+        insert.bind(3, 100.0 + event);
+        insert.exec();
+      }
+    }
+  }
+  std::vector<subscriber_demand> each(int rows, int from = 0, int count = subscribers) {
+    std::vector<subscriber_demand> demand;
+    for (int i = from; i < from + count; ++i) demand.push_back({.subscriber_id = ids_[i], .rows = rows});
+    return demand;
+  }
+  // Largest minus smallest id: how far apart in the table the claimed rows lie.
+  static std::int64_t spread(const std::vector<claimed_row>& rows) {
+    auto [low, high] = std::minmax_element(rows.begin(), rows.end(),
+                                           [](auto& a, auto& b) { return a.id < b.id; });
+    return high->id - low->id;
+  }
+
+  static constexpr int subscribers = 20;
+  static constexpr int events = 200;
+  testing::temp_dir dir_;
+  SQLite::Database db_ = testing::open_migrated(dir_.file("queue.db"));
+  std::vector<std::int64_t> ids_;
+  claimer claims_{db_};
+};
+
+TEST_F(SweepClaims, AfterOneSeekEachSubscribersRowsComeInTableOrderFromOneWindow) {
+  // The first claim seeks for everyone; each then has nothing behind the cursor and is swept.
+  auto first = claims_.claim(each(3), 1000, 300);
+  ASSERT_EQ(first.size(), 60u);
+  // Uneven asks: a sweep never gives a subscriber more than it asked, and the rows it takes lie
+  // in one window of the table rather than wherever each subscriber's backlog happens to be.
+  auto demand = each(40);
+  demand[0].rows = 5;
+  const auto swept = claims_.claim(demand, 1000.2, 300);
+  std::map<std::int64_t, std::vector<std::int64_t>> per;
+  for (const auto& row : swept) per[row.subscriber_id].push_back(row.id);
+  for (const auto id : ids_) {
+    ASSERT_FALSE(per[id].empty()) << id;
+    EXPECT_LE(per[id].size(), id == ids_[0] ? 5u : 40u);
+    EXPECT_TRUE(std::is_sorted(per[id].begin(), per[id].end())) << "oldest first";
+    // Nothing skipped: each subscriber's rows follow on from the first claim's.
+    EXPECT_EQ(query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE subscriber_id = " +
+                                 std::to_string(id) + " AND locked_until = 0 AND id < " +
+                                 std::to_string(per[id].front())),
+              0);
+  }
+  EXPECT_LE(spread(swept), sweep_cursor::least_window_ids) << "one window of the table";
+  // Those cut short by the window, not by a lack of rows, are named, so they ask again at once.
+  EXPECT_EQ(claims_.waiting_for_window().size(), static_cast<std::size_t>(subscribers - 1));
+}
+
+TEST_F(SweepClaims, ASubscriberThatAsksForNothingHoldsTheWindowOnlyForAMoment) {
+  claims_.claim(each(2), 1000, 300);
+  // Subscriber 0 asks for nothing now; the others sweep past its rows only after it has held
+  // the window back for pin_seconds, and from then on it seeks its own rows, oldest first.
+  auto held = claims_.claim(each(30, 1, subscribers - 1), 1000.01, 300);
+  const auto window = sweep_cursor::least_window_ids;
+  std::int64_t first_of_zero = query_int(
+      db_, "SELECT MIN(id) FROM webhook_delivery WHERE locked_until = 0 AND subscriber_id = " +
+               std::to_string(ids_[0]));
+  for (const auto& row : held) EXPECT_LT(row.id, first_of_zero + window);
+  const auto later = claims_.claim(each(30, 1, subscribers - 1), 1000.01 + 0.5, 300);
+  ASSERT_FALSE(later.empty());
+  const auto again = claims_.claim(each(30, 1, subscribers - 1), 1000.01 + 0.6, 300);
+  std::int64_t furthest = 0;
+  for (const auto& row : again) furthest = std::max(furthest, row.id);
+  EXPECT_GT(furthest, first_of_zero + window) << "no longer held back";
+  const std::vector<subscriber_demand> zero = {{.subscriber_id = ids_[0], .rows = 4}};
+  const auto own = claims_.claim(zero, 1000.7, 300);
+  ASSERT_EQ(own.size(), 4u);
+  EXPECT_EQ(own.front().id, first_of_zero) << "its oldest row first, by its own seek";
+}
+
+TEST_F(SweepClaims, ARowFallingDueBehindTheCursorIsSeekedWithinASecond) {
+  auto first = claims_.claim(each(5), 1000, 300);
+  const auto expired = first.front();
+  // Its lease runs out (as a crashed drainer's does) once the cursor has moved on.
+  db_.exec("UPDATE webhook_delivery SET locked_until = 1000.5 WHERE id = " +
+           std::to_string(expired.id));
+  claims_.claim(each(5), 1000.3, 300);
+  const auto while_swept = claims_.claim(each(5), 1000.6, 300);
+  for (const auto& row : while_swept) EXPECT_NE(row.id, expired.id) << "behind the cursor";
+  // Every subscriber seeks once a second: the row, its oldest due, comes first.
+  const std::vector<subscriber_demand> one = {{.subscriber_id = expired.subscriber_id, .rows = 1}};
+  const auto found = claims_.claim(one, 1001.2, 300);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found.front().id, expired.id);
+}
+
+TEST_F(SweepClaims, EveryRowIsClaimedOnceWhateverTheAsks) {
+  std::set<std::int64_t> seen;
+  std::mt19937 random(7);
+  double now = 1000;
+  for (int round = 0; round < 400 && seen.size() < subscribers * events; ++round) {
+    std::vector<subscriber_demand> demand;
+    for (const auto id : ids_) {
+      const int rows = static_cast<int>(random() % 12);
+      if (rows > 0) demand.push_back({.subscriber_id = id, .rows = rows});
+    }
+    now += 0.03;
+    for (const auto& row : claims_.claim(demand, now, 300)) {
+      EXPECT_TRUE(seen.insert(row.id).second) << "row " << row.id << " claimed twice";
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(subscribers * events));
 }
 
 }  // namespace
