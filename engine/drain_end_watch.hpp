@@ -12,15 +12,16 @@ namespace surge::engine {
 // refreshed rarely; once the shards are idle or the backlog small, the end may be near and
 // --until-drained should stop promptly. Either way the next check waits at least
 // `count_cost_multiple` times as long as the last count took: the count scans the due index
-// on the storage thread (about 100 ms at a million due rows), which claims and writes nothing
-// meanwhile, so its share of that thread stays under 1 / count_cost_multiple. The wait is
+// on the storage thread (about 100 ms at a million due rows on SQLite, 50 ms at 100,000 on a
+// PostgreSQL queue the drain is turning over), which claims and writes nothing meanwhile, so
+// its share of that thread (and the server's work on it) stays under 1 / count_cost_multiple. The wait is
 // capped, so that one count slowed by a stalled disk or a busy server does not hold
 // --until-drained for minutes after the last row.
 struct backlog_check_timing {
   std::chrono::milliseconds small_backlog;  // the drained-check interval
   std::chrono::milliseconds large_backlog;  // the backlog-refresh interval
   std::int64_t large_from = 1000;           // due rows above which the backlog counts as large
-  int count_cost_multiple = 20;
+  int count_cost_multiple = 50;
   std::chrono::milliseconds longest_wait = std::chrono::seconds(30);
 };
 std::chrono::steady_clock::duration backlog_check_interval(

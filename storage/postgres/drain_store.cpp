@@ -3,6 +3,7 @@
 // new rows with the idle poll as the backstop. The batch's outcomes are written by
 // postgres/outcomes.cpp, and the ownership leases kept by postgres/ownership.cpp.
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "storage/postgres/ownership.hpp"
 #include "storage/postgres/queue.hpp"
 #include "storage/postgres/session.hpp"
+#include "storage/resume_points.hpp"
 #include "storage/sql_support.hpp"
 
 namespace surge::storage {
@@ -31,17 +33,24 @@ constexpr int claims_between_prunes = 100;
 constexpr const char* new_rows_channel = "surge_new_rows";
 
 // Oldest due first per subscriber, rows another transaction holds skipped (SKIP LOCKED): several
-// drainers and the steady-state drainer claim side by side without waiting on each other.
+// drainers and the steady-state drainer claim side by side without waiting on each other. Each
+// subscriber's seek starts after its resume point (storage/resume_points.hpp), past the rows this
+// drain already holds and the finished rows' dead index entries. The picked ids go to the UPDATE
+// as an array, which the planner looks up by primary key; joined with the CTE instead, it
+// estimated a handful of rows and hashed the whole table for every claim.
 constexpr const char* claim_sql = R"sql(
 WITH picked AS (
-  SELECT c.id FROM unnest($1::bigint[], $2::int[]) AS want(sid, n)
+  SELECT c.id FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[])
+    AS want(sid, n, after_at, after_id)
   CROSS JOIN LATERAL (
     SELECT w.id FROM webhook_delivery w
     WHERE w.subscriber_id = want.sid AND w.status IN ('pending', 'retry')
       AND w.next_attempt_at <= $3 AND w.locked_until <= $3
+      AND (w.next_attempt_at, w.id) > (want.after_at, want.after_id)
     ORDER BY w.next_attempt_at, w.id LIMIT want.n
     FOR UPDATE SKIP LOCKED) c)
-UPDATE webhook_delivery d SET locked_until = $4 FROM picked WHERE d.id = picked.id
+UPDATE webhook_delivery d SET locked_until = $4
+WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING d.id, d.subscriber_id, d.event_type,
   CASE WHEN octet_length(d.payload) > $5::bigint THEN '' ELSE d.payload END,
   d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload), d.coalesced_since
@@ -101,7 +110,7 @@ class postgres_drain_store final : public drain_store {
                                       [](const auto& d) { return d.rows > 0 || d.tokens != 0; });
     if (outcomes.empty() && deactivate.empty() && !asks_any) return result;
     pg::transaction step(db_);
-    result.written = pg::apply_outcomes(db_, outcomes, deactivate);
+    result.written = write_outcomes_within(outcomes, deactivate);
     std::vector<subscriber_demand> owned;
     const double checked_at = unix_now();
     for (const auto& entry : demand) {
@@ -127,7 +136,7 @@ class postgres_drain_store final : public drain_store {
                               std::span<const std::int64_t> deactivate) override {
     if (outcomes.empty() && deactivate.empty()) return {};
     pg::transaction step(db_);
-    auto report = pg::apply_outcomes(db_, outcomes, deactivate);
+    auto report = write_outcomes_within(outcomes, deactivate);
     step.commit();
     return report;
   }
@@ -247,6 +256,18 @@ class postgres_drain_store final : public drain_store {
   }
 
   std::vector<token_grant> lease_tokens(std::span<const subscriber_demand> demand, double now);
+  // Outcomes inside the caller's transaction: directly, or for a while after a direct write met
+  // another session's lock, stepping over held rows.
+  write_report write_outcomes_within(std::span<const outcome> outcomes,
+                                     std::span<const std::int64_t> deactivate) {
+    const auto now = std::chrono::steady_clock::now();
+    auto mode = now < step_over_until_ ? pg::lock_mode::step_over : pg::lock_mode::direct;
+    auto report = pg::apply_outcomes(db_, outcomes, deactivate, mode);
+    if (mode == pg::lock_mode::step_over && now >= step_over_until_) {
+      step_over_until_ = now + step_over_for;
+    }
+    return report;
+  }
   std::vector<claimed_row> claim(std::span<const subscriber_demand> demand, double now,
                                  double lease_seconds, std::int64_t max_payload_bytes);
 
@@ -255,6 +276,10 @@ class postgres_drain_store final : public drain_store {
   proto::id_set allowed_;
   double reserve_seconds_;
   lease_values leases_;
+  resume_points resume_;
+  // Until when outcomes step over held rows, after a direct write met a lock.
+  std::chrono::steady_clock::time_point step_over_until_{};
+  static constexpr auto step_over_for = std::chrono::seconds(5);
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
   std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
@@ -337,11 +362,15 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
 std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_demand> demand,
                                                      double now, double lease_seconds,
                                                      std::int64_t max_payload_bytes) {
-  std::vector<std::int64_t> ids, counts;
+  std::vector<std::int64_t> ids, counts, after_ids;
+  std::vector<double> after_at;
   for (const auto& entry : demand) {
     if (entry.rows <= 0) continue;
     ids.push_back(entry.subscriber_id);
     counts.push_back(entry.rows);
+    const auto from = resume_.at(entry.subscriber_id, now);
+    after_at.push_back(from.next_attempt_at);
+    after_ids.push_back(from.id);
   }
   std::vector<claimed_row> rows;
   if (ids.empty()) return rows;
@@ -351,7 +380,9 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
                                              .add_array(counts)
                                              .add(now)
                                              .add(lease)
-                                             .add(max_payload_bytes));
+                                             .add(max_payload_bytes)
+                                             .add_array(after_at)
+                                             .add_array(after_ids));
   rows.reserve(static_cast<std::size_t>(found.rows()));
   for (int i = 0; i < found.rows(); ++i) {
     auto& row = rows.emplace_back();
@@ -368,6 +399,19 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
   }
   // RETURNING hands rows back in no promised order.
   std::sort(rows.begin(), rows.end(), due_order);
+  // Each subscriber's rows are together now, its last one last: where its next seek starts.
+  std::unordered_map<std::int64_t, std::pair<int, resume_point>> claimed;
+  for (const auto& row : rows) {
+    auto& [got, last] = claimed[row.subscriber_id];
+    ++got;
+    last = {.next_attempt_at = row.next_attempt_at, .id = row.id};
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto found = claimed.find(ids[i]);
+    resume_.after_claim(ids[i], static_cast<int>(counts[i]),
+                        found == claimed.end() ? 0 : found->second.first,
+                        found == claimed.end() ? resume_point{} : found->second.second, now);
+  }
   if (rows.empty()) return rows;
   // Who holds the lease, for `surge stats`; rows of leases an hour past are pruned now and then.
   db_.exec("INSERT INTO surge_lease(lease, owner, claimed_at) VALUES ($1, $2, $3) "

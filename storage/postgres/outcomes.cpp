@@ -27,13 +27,8 @@ std::optional<std::string> text_or_null(const std::string& text) {
 }
 
 // Each outcome kind sets what its SQLite statement sets (storage/outcomes.cpp); every update is
-// fenced on our lease. Rows another session holds locked (an operator's open transaction) are
-// stepped over rather than waited for, so one held row never stalls every other outcome: the
-// result names each row taken with whether its fence held, and a row not named was held.
-constexpr const char* outcomes_sql = R"sql(
-WITH taken AS (
-  SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED),
-written AS (
+// fenced on our lease.
+constexpr const char* outcome_set = R"sql(
 UPDATE webhook_delivery d SET
   status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'
                        WHEN 'retry' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE d.status END,
@@ -50,10 +45,31 @@ UPDATE webhook_delivery d SET
 FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::int[], $5::float8[], $6::int[],
             $7::text[], $8::float8[], $9::bigint[])
   AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id)
-WHERE d.id = o.id AND d.locked_until = o.lease AND d.id IN (SELECT id FROM taken)
-RETURNING d.id)
-SELECT t.id, EXISTS (SELECT 1 FROM written w WHERE w.id = t.id) FROM taken t
-)sql";
+WHERE d.id = o.id AND d.locked_until = o.lease)sql";
+
+// Directly: the ids that come back are the ones whose fence held. A row another session holds
+// makes it wait, for the short lock timeout set around it.
+const std::string& outcomes_sql() {
+  static const std::string text = std::string(outcome_set) + "\nRETURNING d.id, true";
+  return text;
+}
+
+// Stepping over rows another session holds locked (an operator's open transaction), so one held
+// row never stalls every other outcome: the result names each row taken with whether its fence
+// held, and a row not named was held. Its row locks cost a WAL record each, so it is the way only
+// for a while after a direct write met a lock.
+const std::string& outcomes_stepping_over_sql() {
+  static const std::string text =
+      "WITH taken AS (SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) "
+      "FOR UPDATE SKIP LOCKED), written AS (" + std::string(outcome_set) +
+      " AND d.id IN (SELECT id FROM taken) RETURNING d.id) "
+      "SELECT t.id, w.id IS NOT NULL FROM taken t LEFT JOIN written w ON w.id = t.id";
+  return text;
+}
+
+// Around a direct write: a lock held by another session fails it within this, and the savepoint
+// lets the same transaction write the batch again stepping over the held rows.
+constexpr const char* direct_write_begin = "SAVEPOINT surge_outcomes; SET LOCAL lock_timeout = '100ms'";
 
 // The rows sent in place of coalesced ones stand for their history from now on (the window
 // counts along the chain); a target another session holds keeps what it had.
@@ -83,7 +99,7 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::fl
 }  // namespace
 
 write_report apply_outcomes(session& db, std::span<const outcome> batch,
-                            std::span<const std::int64_t> deactivate) {
+                            std::span<const std::int64_t> deactivate, lock_mode& mode) {
   write_report report;
   if (!batch.empty()) {
     std::vector<std::int64_t> ids, attempts, into;
@@ -102,21 +118,37 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
       finished_at.push_back(item.finished_at);
       into.push_back(item.coalesced_into);
     }
-    const auto applied = db.exec(outcomes_sql, params()
-                                                    .add_array(ids)
-                                                    .add_array(leases)
-                                                    .add_array(kinds)
-                                                    .add_array(attempts)
-                                                    .add_array(next_at)
-                                                    .add_array(statuses)
-                                                    .add_array(errors)
-                                                    .add_array(finished_at)
-                                                    .add_array(into));
+    const auto values = params()
+                            .add_array(ids)
+                            .add_array(leases)
+                            .add_array(kinds)
+                            .add_array(attempts)
+                            .add_array(next_at)
+                            .add_array(statuses)
+                            .add_array(errors)
+                            .add_array(finished_at)
+                            .add_array(into);
+    std::optional<result> applied;
+    if (mode == lock_mode::direct) {
+      db.exec(direct_write_begin);
+      try {
+        applied.emplace(db.exec(outcomes_sql(), values));
+      } catch (const error& failure) {
+        if (failure.what_kind() != error::kind::busy) throw;
+        // Another session holds one of these rows: the batch again, stepping over it.
+        db.exec("ROLLBACK TO SAVEPOINT surge_outcomes");
+        mode = lock_mode::step_over;
+      }
+    }
+    if (!applied) applied.emplace(db.exec(outcomes_stepping_over_sql(), values));
+    // Directly, every row is taken and those named held their fence; stepping over, the rows
+    // named are the ones taken, each saying whether its fence held.
     std::unordered_set<std::int64_t> taken;
     std::unordered_set<std::int64_t> fenced;
-    for (int i = 0; i < applied.rows(); ++i) {
-      taken.insert(applied.int64(i, 0));
-      if (applied.text(i, 1) == "t") fenced.insert(applied.int64(i, 0));
+    if (mode == lock_mode::direct) taken.insert(ids.begin(), ids.end());
+    for (int i = 0; i < applied->rows(); ++i) {
+      taken.insert(applied->int64(i, 0));
+      if (applied->text(i, 1) == "t") fenced.insert(applied->int64(i, 0));
     }
     report.applied = static_cast<int>(fenced.size());
     std::vector<std::int64_t> absent;  // not taken: held by another session, or gone

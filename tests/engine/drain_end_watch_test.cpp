@@ -132,11 +132,11 @@ TEST(BacklogCheckInterval, ASmallBacklogOrIdleShardsAreCheckedOften) {
 TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {
   // About what counting a million due rows takes: with idle-looking shards bringing each count
   // 250 ms after the last, the storage thread would be counting about a third of the time.
-  EXPECT_EQ(backlog_check_interval(timing, 1000000, true, 105ms), clock::duration(2100ms));
-  EXPECT_EQ(backlog_check_interval(timing, 1000000, false, 105ms), clock::duration(2100ms));
-  backlog_check_timing tighter = timing;
-  tighter.count_cost_multiple = 50;
-  EXPECT_EQ(backlog_check_interval(tighter, 1000000, false, 105ms), clock::duration(5250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, true, 105ms), clock::duration(5250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, false, 105ms), clock::duration(5250ms));
+  backlog_check_timing looser = timing;
+  looser.count_cost_multiple = 20;
+  EXPECT_EQ(backlog_check_interval(looser, 1000000, false, 105ms), clock::duration(2100ms));
 }
 
 TEST(BacklogCheckInterval, OneStalledCountDoesNotHoldTheEndForMinutes) {
