@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine: installs what is missing, configures, builds,
 # then runs the demo or the tests.
-#   tools/dev.sh demo          build (release) and drain a demo spike end to end
+#   tools/dev.sh demo          build the program (release) and drain a demo spike end to end
 #   tools/dev.sh test          build (dev: debug under ASan+UBSan) and run every test, then a
 #                              short run of each fuzzer
 #   tools/dev.sh fuzz [SECS]   build the libFuzzer targets (clang) and run each SECS (default 300)
@@ -43,10 +43,16 @@ build() {
   cmake --build --preset "$1" -j "$(nproc)"
 }
 
+# The demo needs the one program (it runs `surge sink` itself), not the tests and benchmarks.
+build_program() {
+  cmake --preset "$1" >/dev/null
+  cmake --build --preset "$1" -j "$(nproc)" --target surge
+}
+
 install_missing
 case "${1:-}" in
   demo)
-    build release
+    build_program release
     ./build/release/tools/surge demo "${@:2}"
     ;;
   test)
