@@ -14,6 +14,8 @@ struct adaptive_rate_config {
   // Recovery per second of success, as a fraction of the configured rate.
   double increase_per_second = 0.05;
   double floor_fraction = 0.01;  // never below this fraction of the configured rate
+
+  friend bool operator==(const adaptive_rate_config&, const adaptive_rate_config&) = default;
 };
 
 class adaptive_rate {

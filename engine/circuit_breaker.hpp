@@ -15,6 +15,8 @@ struct circuit_config {
   // An open circuit whose cool-down has grown this far (probes failed in a row) counts as a
   // persistently failing endpoint: --until-drained stops waiting for its rows.
   std::chrono::milliseconds persistent_cooldown{std::chrono::seconds(4)};
+
+  friend bool operator==(const circuit_config&, const circuit_config&) = default;
 };
 
 class circuit_breaker {

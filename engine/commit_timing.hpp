@@ -18,6 +18,8 @@ struct commit_timing {
   std::chrono::steady_clock::duration interval = std::chrono::milliseconds(20);
   // ... or as soon as this many wait.
   std::size_t rows = 1000;
+
+  friend bool operator==(const commit_timing&, const commit_timing&) = default;
 };
 
 // Whether the outcomes waiting (and subscriber deactivations, which ride with them) should be

@@ -31,6 +31,8 @@ struct http_client_config {
   // as many new connections can start at once and all resume.
   std::size_t tls_sessions = 4096;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
+
+  friend bool operator==(const http_client_config&, const http_client_config&) = default;
 };
 
 struct scheduler_config {
@@ -66,6 +68,8 @@ struct scheduler_config {
   origin_limit_config origin;  // adaptive concurrency per host:port, per shard
   // Tokens leased from each subscriber's persisted bucket, shared with every other drainer.
   token_lease_config token_lease;
+
+  friend bool operator==(const scheduler_config&, const scheduler_config&) = default;
 };
 
 struct storage_worker_config {
@@ -117,6 +121,8 @@ struct storage_worker_config {
   std::chrono::milliseconds ownership_handoff_poll = 100ms;
   // After the grace period, how long the last outcome writes may still wait for the database.
   std::chrono::milliseconds final_write_window = 1s;
+
+  friend bool operator==(const storage_worker_config&, const storage_worker_config&) = default;
 };
 
 struct drain_config {
@@ -137,6 +143,8 @@ struct drain_config {
   http_client_config http;
   scheduler_config scheduler;
   storage_worker_config storage;
+
+  friend bool operator==(const drain_config&, const drain_config&) = default;
 };
 
 }  // namespace surge::engine

@@ -37,6 +37,8 @@ struct origin_limit_config {
   double overdue_factor = 10;
   std::chrono::milliseconds overdue_floor{250};
   std::chrono::milliseconds overdue_unknown{std::chrono::seconds(1)};
+
+  friend bool operator==(const origin_limit_config&, const origin_limit_config&) = default;
 };
 
 class origin_limit {

@@ -16,6 +16,8 @@ struct token_lease_config {
   double ask_ahead_seconds = 0.05;
   // After an answer that found the bucket paused (rate 0 in the table), asked again this late.
   std::chrono::milliseconds paused_recheck{1000};
+
+  friend bool operator==(const token_lease_config&, const token_lease_config&) = default;
 };
 
 class token_allowance {

@@ -23,6 +23,8 @@ class id_set {
   const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges() const { return ranges_; }
   std::string to_string() const;
 
+  friend bool operator==(const id_set&, const id_set&) = default;
+
  private:
   bool all_ = true;
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;  // inclusive, sorted, merged

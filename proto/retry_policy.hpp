@@ -13,6 +13,8 @@ struct retry_config {
   // this many of those in a row from one subscriber, its 429s count as attempts, so the attempt
   // limit ends a partner that refuses for ever.
   int max_unpaid_rate_limits = 10;
+
+  friend bool operator==(const retry_config&, const retry_config&) = default;
 };
 
 class retry_policy {

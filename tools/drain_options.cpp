@@ -1,6 +1,7 @@
 #include "tools/drain_options.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "engine/log.hpp"
@@ -14,8 +15,9 @@ namespace {
 // Ten years: longer than any drain or retry window, and far from overflowing milliseconds.
 constexpr double max_seconds = 10 * 365 * 86400.0;
 
+// Rounded, so that a default given back in seconds comes back as the same milliseconds.
 std::chrono::milliseconds millis(double seconds) {
-  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
 }
 }  // namespace
 
@@ -160,7 +162,7 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   }
   config.scheduler.origin.latency_tolerance = o.origin_latency_tolerance;
   config.scheduler.origin.latency_slack =
-      std::chrono::microseconds(static_cast<std::int64_t>(o.origin_latency_slack * 1e6));
+      std::chrono::microseconds(std::llround(o.origin_latency_slack * 1e6));
   if (o.idle_poll_max < o.idle_poll_min) {
     throw usage_error("--idle-poll-max must not be below --idle-poll-min");
   }

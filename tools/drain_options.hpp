@@ -11,49 +11,55 @@
 
 namespace surge::tools {
 
+namespace detail {
+// The engine's defaults are the flags' defaults: engine/config.hpp is their one home.
+inline const engine::drain_config drain_defaults{};
+template <class Rep, class Period>
+constexpr double seconds(std::chrono::duration<Rep, Period> d) {
+  return std::chrono::duration<double>(d).count();
+}
+}  // namespace detail
+
+// Each flag's value, in the unit the flag is given in (seconds, MiB), defaulting to the engine's.
 struct drain_cli_options {
   std::string db_path;
-  int threads = 0;
+  int threads = detail::drain_defaults.threads;
   std::string subscribers;
   bool subscribers_given = false;  // so that an empty --subscribers is an error, not "all"
-  bool until_drained = false;
-  double until_drained_wait = 0;
-  double duration = 0;
-  int max_in_flight = 4096;
-  int per_subscriber_in_flight = 16;
-  double lease = 60;
-  int max_attempts = 8;
-  double max_age = 24 * 3600;
-  double retry_base = 1;
-  double retry_cap = 3600;
-  double retry_after_cap = 3600;
-  bool allow_private_targets = false;
+  bool until_drained = detail::drain_defaults.until_drained;
+  double until_drained_wait = detail::seconds(detail::drain_defaults.until_drained_retry_wait);
+  double duration = 0;  // 0: no limit
+  int max_in_flight = detail::drain_defaults.scheduler.max_in_flight;
+  int per_subscriber_in_flight = detail::drain_defaults.scheduler.per_subscriber_in_flight;
+  double lease = detail::seconds(detail::drain_defaults.storage.lease);
+  int max_attempts = detail::drain_defaults.retry.max_attempts;
+  double max_age = detail::seconds(detail::drain_defaults.retry.max_age);
+  double retry_base = detail::seconds(detail::drain_defaults.retry.base_delay);
+  double retry_cap = detail::seconds(detail::drain_defaults.retry.max_delay);
+  double retry_after_cap = detail::seconds(detail::drain_defaults.retry_after_cap);
+  bool allow_private_targets = detail::drain_defaults.http.allow_private_targets;
   std::string ca_file;
-  std::size_t max_payload_bytes = 1024 * 1024;
-  std::int64_t max_payload_memory_mib =  // the engine's default
-      engine::scheduler_config{}.max_payload_memory / (1024 * 1024);
-  int circuit_failures = 10;
-  double circuit_max_cooldown = 60;
-  // On by default: attempts far past the origin's latency stop counting against it, so requests
-  // hanging at one subscriber's path do not stall the others, and every subscriber may keep one
-  // request in flight whatever the limit (engine/scheduling), so a paced one keeps its rate.
-  double origin_latency_tolerance = 2;
-  double origin_latency_slack =  // seconds; the engine's default
-      std::chrono::duration<double>(engine::origin_limit_config{}.latency_slack).count();
-  // Seconds between polls of a subscriber whose last claim came back short (doubling).
-  double idle_poll_min = 0.1;
-  double token_lease = 1.0;
-  double idle_poll_max = 0.5;
-  double new_rows_check_interval = 0.002;
-  double connect_timeout = 4;
-  double attempt_timeout = 8;
-  double shutdown_grace = 10;
-  double progress_interval = 5;
+  std::size_t max_payload_bytes = detail::drain_defaults.scheduler.max_payload_bytes;
+  std::int64_t max_payload_memory_mib =
+      detail::drain_defaults.scheduler.max_payload_memory / (1024 * 1024);
+  int circuit_failures = detail::drain_defaults.scheduler.circuit.failure_threshold;
+  double circuit_max_cooldown = detail::seconds(detail::drain_defaults.scheduler.circuit.max_cooldown);
+  double origin_latency_tolerance = detail::drain_defaults.scheduler.origin.latency_tolerance;
+  double origin_latency_slack = detail::seconds(detail::drain_defaults.scheduler.origin.latency_slack);
+  double idle_poll_min = detail::seconds(detail::drain_defaults.scheduler.idle_poll_min);
+  double token_lease = detail::drain_defaults.scheduler.token_lease.lease_seconds;
+  double idle_poll_max = detail::seconds(detail::drain_defaults.scheduler.idle_poll_max);
+  double new_rows_check_interval =
+      detail::seconds(detail::drain_defaults.storage.new_rows_check_interval);
+  double connect_timeout = detail::seconds(detail::drain_defaults.http.connect_timeout);
+  double attempt_timeout = detail::seconds(detail::drain_defaults.http.attempt_timeout);
+  double shutdown_grace = detail::seconds(detail::drain_defaults.shutdown_grace);
+  double progress_interval = detail::seconds(detail::drain_defaults.progress_interval);
   std::string log_level = "info";
   std::string log_format = "text";
   std::string progress = "auto";
   std::string metrics_listen;
-  std::size_t metrics_subscribers = 50;
+  std::size_t metrics_subscribers = detail::drain_defaults.metrics_top_subscribers;
 };
 
 void add_drain_options(CLI::App* cmd, drain_cli_options& options);
