@@ -20,6 +20,7 @@
 #include "engine/coalesce_sweeper.hpp"
 #include "engine/queue_sampler.hpp"
 #include "engine/shard.hpp"
+#include "engine/stop_sequence.hpp"
 #include "engine/tls_sessions.hpp"
 #include "engine/storage_worker.hpp"
 #include "storage/claims.hpp"
@@ -33,10 +34,6 @@ namespace surge::engine {
 namespace asio = boost::asio;
 
 namespace {
-
-// Two stop signals closer together than this are one stop request delivered twice; a person
-// pressing Ctrl-C again takes longer than this.
-constexpr auto repeated_signal_window = std::chrono::milliseconds(500);
 
 std::string progress_line(const drain_counters& counters, double rate) {
   char line[256];
@@ -141,31 +138,53 @@ drain_summary run_drain(const drain_config& input) {
   asio::steady_timer progress_timer(control);
   asio::steady_timer finish_poll(control);
   drain_summary summary;
-  bool stopping = false;
-  std::chrono::steady_clock::time_point stop_began;
   const auto started = std::chrono::steady_clock::now();
 
-  std::function<void()> poll_finished;
-  auto begin_stop = [&](const char* why) {
-    if (stopping) return;
-    stopping = true;
-    stop_began = std::chrono::steady_clock::now();
-    log_info(std::string("stopping: ") + why);
-    storage.stop_claiming();
-    for (auto& s : shards) s->begin_stop();
-    // The grace period bounds the whole stop: in-flight attempts get it, and the last writes
-    // get a moment more; whatever the database has not taken by then is left to the leases.
-    stop_timer.cancel();
-    stop_timer.expires_after(config.shutdown_grace);
+  stop_sequence stop({.grace = config.shutdown_grace,
+                      .final_write_window = config.storage.final_write_window});
+  std::function<void(stop_sequence::action)> perform;
+  auto arm_stop_timer = [&] {
+    const auto deadline = stop.next_deadline();
+    if (!deadline) return;
+    stop_timer.expires_at(*deadline);
     stop_timer.async_wait([&](boost::system::error_code ec) {
-      if (ec) return;
-      for (auto& s : shards) s->abandon();
-      stop_timer.expires_after(config.storage.final_write_window);
-      stop_timer.async_wait([&](boost::system::error_code ec) {
-        if (!ec) storage.abandon();
-      });
+      if (!ec) perform(stop.on_timer(std::chrono::steady_clock::now()));
     });
-    poll_finished();
+  };
+  std::function<void()> poll_finished;
+  auto request_stop = [&](const char* why, bool by_signal) {
+    const auto next = stop.on_stop(std::chrono::steady_clock::now(), by_signal);
+    if (next == stop_sequence::action::begin_stop) log_info(std::string("stopping: ") + why);
+    perform(next);
+  };
+  perform = [&](stop_sequence::action next) {
+    switch (next) {
+      case stop_sequence::action::none:
+        return;
+      case stop_sequence::action::begin_stop:
+        storage.stop_claiming();
+        for (auto& s : shards) s->begin_stop();
+        stop_timer.cancel();  // the --duration timer, when that was not what stopped us
+        arm_stop_timer();
+        poll_finished();
+        return;
+      case stop_sequence::action::abandon_attempts:
+        for (auto& s : shards) s->abandon();
+        arm_stop_timer();
+        return;
+      case stop_sequence::action::abandon_writes:
+        storage.abandon();
+        return;
+      case stop_sequence::action::ignore_repeat:
+        log_info("ignoring a repeated stop signal");
+        return;
+      case stop_sequence::action::exit_now: {
+        // Leases expire on their own.
+        const char message[] = "surge: second signal, exiting without finishing\n";
+        [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
+        std::_Exit(3);
+      }
+    }
   };
 
   bool storage_finishing = false;
@@ -177,6 +196,7 @@ drain_summary run_drain(const drain_config& input) {
       storage.finish(config.threads);
     }
     if (all && storage.finished()) {
+      stop.finished();
       stop_timer.cancel();
       progress_timer.cancel();
       signals.cancel();
@@ -192,18 +212,7 @@ drain_summary run_drain(const drain_config& input) {
   std::function<void(boost::system::error_code, int)> on_signal =
       [&](boost::system::error_code ec, int signal_number) {
         if (ec) return;
-        if (stopping && std::chrono::steady_clock::now() - stop_began < repeated_signal_window) {
-          // One stop request delivered twice: `timeout` and other supervisors signal the child
-          // and then its process group within microseconds.
-          log_info("ignoring a repeated stop signal");
-        } else if (stopping) {
-          // A second signal: leave now; leases expire on their own.
-          const char message[] = "surge: second signal, exiting without finishing\n";
-          [[maybe_unused]] auto ignored = ::write(2, message, sizeof message - 1);
-          std::_Exit(3);
-        } else {
-          begin_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-        }
+        request_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM", true);
         signals.async_wait(on_signal);
       };
   signals.async_wait(on_signal);
@@ -211,20 +220,20 @@ drain_summary run_drain(const drain_config& input) {
   storage.on_drained([&] {
     asio::post(control, [&] {
       summary.drained = true;
-      begin_stop("queue drained");
+      request_stop("queue drained", false);
     });
   });
   storage.on_fatal([&](std::string why) {
     asio::post(control, [&, why = std::move(why)] {
       summary.failure = why;
-      begin_stop("the queue cannot be drained any more");
+      request_stop("the queue cannot be drained any more", false);
     });
   });
 
   if (config.duration) {
     stop_timer.expires_after(*config.duration);
     stop_timer.async_wait([&](boost::system::error_code ec) {
-      if (!ec) begin_stop("duration reached");
+      if (!ec) request_stop("duration reached", false);
     });
   }
 
