@@ -1,0 +1,135 @@
+// A partner that enforces a quota and announces it: `surge sink` with a quota of 100 requests per
+// 10 s window, 429 beyond, announced in each header form (or not at all), against subscribers
+// configured at 50/s. Counted at the receiver: refusals, and how much of each window's quota was
+// used. The pacing rule's timing is tested on a simulated clock (partner_quota_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/e2e.hpp"
+#include "tests/support/http_get.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int quota = 100;
+constexpr int window_s = 10;
+
+std::string quota_behaviour(const std::string& announce) {
+  return R"({"quota": {"requests": )" + std::to_string(quota) + R"(, "window_s": )" +
+         std::to_string(window_s) + R"(, "announce": ")" + announce + R"("}})";
+}
+
+struct window_count {
+  int accepted = 0;
+  int refused = 0;
+};
+
+// Requests of one subscriber per window of the sink's clock, the windows wholly within the run
+// only (the first and last are partly outside it).
+std::map<std::int64_t, window_count> full_windows(const std::vector<sink_request>& requests,
+                                                  std::int64_t id, double run_start,
+                                                  double run_end) {
+  std::map<std::int64_t, window_count> out;
+  for (const auto& request : requests) {
+    if (request.subscriber_id != id) continue;
+    const auto window = static_cast<std::int64_t>(std::floor(request.arrival / window_s));
+    if (window * window_s < run_start || (window + 1) * window_s > run_end) continue;
+    auto& count = out[window];
+    if (request.status == 429) {
+      ++count.refused;
+    } else if (request.status == 200) {
+      ++count.accepted;
+    }
+  }
+  return out;
+}
+
+int refusals(const std::vector<sink_request>& requests, std::int64_t id) {
+  int refused = 0;
+  for (const auto& request : requests) refused += request.subscriber_id == id && request.status == 429;
+  return refused;
+}
+
+std::map<std::string, double> samples_of(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
+  temp_dir dir;
+  test_queue queue(dir);
+  // Subscribers 1, 2 and 3: the quota unannounced (as before), announced as the IETF draft, and
+  // as X-RateLimit-* with the reset as a Unix time.
+  sink_process sink(dir, queue.path(),
+                    {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
+                                        quota_behaviour("draft") + R"(, "3": )" +
+                                        quota_behaviour("x-epoch") + "}"});
+  const auto silent = queue.add_subscriber_at(sink, 50, 5);
+  const auto draft = queue.add_subscriber_at(sink, 50, 5);
+  const auto x_epoch = queue.add_subscriber_at(sink, 50, 5);
+  ASSERT_EQ(draft, 2);
+  ASSERT_EQ(x_epoch, 3);
+  // More than the quota lets through in the run: every subscriber is backlogged throughout.
+  for (const auto id : {silent, draft, x_epoch}) queue.add_rows(id, 600);
+
+  const double started = storage::unix_now();
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--allow-private-targets",
+                              "--duration", "35", "--metrics-listen", "127.0.0.1:0",
+                              "--progress", "off"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  const auto port = metrics_port_from_log(dir.file("drain.err"));
+  ASSERT_NE(port, 0) << "no metrics address in the log";
+  // Once the partner has answered a few times: what it announced, beside the pace it set.
+  std::map<std::string, double> samples;
+  ASSERT_TRUE(eventually(
+      [&] {
+        samples = samples_of(http_get(port, "/metrics").body);
+        return samples.contains("surge_subscriber_announced_remaining{subscriber=\"3\"}") &&
+               samples.contains("surge_subscriber_announced_remaining{subscriber=\"2\"}");
+      },
+      15s, 200ms));
+  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"2\"}"), quota);
+  EXPECT_EQ(samples.at("surge_subscriber_announced_window_seconds{subscriber=\"2\"}"), window_s);
+  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"3\"}"), quota);
+  EXPECT_LE(samples.at("surge_subscriber_announced_reset_seconds{subscriber=\"2\"}"), window_s);
+  EXPECT_LT(samples.at("surge_subscriber_paced_rate{subscriber=\"2\"}"), 50);
+  EXPECT_FALSE(samples.contains("surge_subscriber_announced_remaining{subscriber=\"1\"}"));
+  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
+  const double ended = storage::unix_now();
+  const auto requests = sink.stop_and_read();
+
+  // Before: the partner's wall, hit in every window.
+  const auto before = full_windows(requests, silent, started, ended);
+  ASSERT_GE(before.size(), 2u);
+  for (const auto& [window, count] : before) {
+    EXPECT_GT(count.refused, 0) << "window " << window << ": the unannounced quota was not hit";
+  }
+  // After: nothing refused, and at least 95 % of each window's quota used.
+  for (const auto id : {draft, x_epoch}) {
+    EXPECT_EQ(refusals(requests, id), 0) << "subscriber " << id;
+    const auto windows = full_windows(requests, id, started, ended);
+    ASSERT_GE(windows.size(), 2u) << "subscriber " << id;
+    for (const auto& [window, count] : windows) {
+      EXPECT_GE(count.accepted, std::ceil(0.95 * quota))
+          << "subscriber " << id << ", window " << window;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace surge::testing
