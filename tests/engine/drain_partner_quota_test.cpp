@@ -4,12 +4,15 @@
 // used. The pacing rule's timing is tested on a simulated clock (partner_quota_test.cpp).
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
 #include <cmath>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
 
+#include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_get.hpp"
 
@@ -130,6 +133,48 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
     }
   }
 }
+
+class DrainPartnerQuotaStats : public ::testing::TestWithParam<backend> {};
+
+TEST_P(DrainPartnerQuotaStats, TheLatestAnnouncementIsShownByStats) {
+  temp_dir dir;
+  SURGE_QUEUE_FOR(GetParam(), dir, queue);
+  // A quota of 100 a day, announced as the draft says it: after the first burst, what is left
+  // would not last the day at 50/s, so the rest of the rows wait (hence --duration).
+  sink_process sink(dir, queue->path(),
+                    {.behaviours_json = R"({"*": {"quota": {"requests": 100, "window_s": 86400, )"
+                                        R"("announce": "draft"}}})"});
+  const auto id = queue->add_subscriber_at(sink, 50, 5);
+  queue->add_rows(id, 20);
+  const auto drained = run_surge(dir, {"drain", "--db", queue->path(), "--allow-private-targets",
+                                       "--duration", "3", "--progress", "off"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  const auto sent = static_cast<std::int64_t>(sink.stop_and_read().size());
+  EXPECT_GE(sent, 1);
+  EXPECT_LE(sent, 5);
+  EXPECT_NE(drained.err.find("its partner announces"), std::string::npos) << drained.err;
+
+  const auto stats = run_surge(dir, {"stats", "--db", queue->path(), "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const auto json = boost::json::parse(stats.out).as_object();
+  const auto& announced = json.at("announced_quotas").as_array();
+  ASSERT_EQ(announced.size(), 1u) << stats.out;
+  const auto& entry = announced.at(0).as_object();
+  EXPECT_EQ(entry.at("subscriber_id").to_number<std::int64_t>(), id);
+  EXPECT_EQ(entry.at("form").as_string(), "ratelimit");
+  EXPECT_EQ(entry.at("quota").to_number<std::int64_t>(), 100);
+  EXPECT_EQ(entry.at("window_seconds").to_number<double>(), 86400);
+  EXPECT_EQ(entry.at("remaining").to_number<std::int64_t>(), 100 - sent);
+  EXPECT_EQ(entry.at("configured_rate").to_number<double>(), 50);
+  // What is left for the rest of the day would not last at 50/s: the pace is far below it.
+  EXPECT_TRUE(entry.at("paced").as_bool()) << stats.out;
+  EXPECT_LT(entry.at("paced_rate").to_number<double>(), 1) << stats.out;
+  const auto table = run_surge(dir, {"stats", "--db", queue->path()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("100 per 86400 s"), std::string::npos) << table.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainPartnerQuotaStats, all_backends(), backend_name);
 
 }  // namespace
 }  // namespace surge::testing
