@@ -12,6 +12,11 @@ constexpr auto same_window_slack = seconds(1);
 
 bool same_window(const proto::announced_quota& before, const proto::announced_quota& now_said,
                  partner_quota::time_point now) {
+  // A policy alone counts nothing down: its window always starts at the answer.
+  if (before.form == proto::quota_form::ratelimit_policy ||
+      now_said.form == proto::quota_form::ratelimit_policy) {
+    return false;
+  }
   return now < before.reset_at && now_said.reset_at < before.reset_at + same_window_slack;
 }
 

@@ -14,6 +14,10 @@
 //   are spread over a second more than there is: about 5 % of a 10 s window);
 // - a response is of the same window when it comes before the last reset and names a reset less
 //   than a second after it (a later window resets at least a second later);
+// - a RateLimit-Policy without a RateLimit item says no count and no reset, only "q units per
+//   w seconds": each such response is read afresh as a whole window from now and replaces the
+//   last, since keeping the first one's reset would crowd the same q units into less and less
+//   time;
 // - the partner has not counted what is still on its way: requests of ours in flight when its
 //   answer was written. Each other request of the subscriber in flight is taken from the units
 //   left before pacing, so they are never spent twice.

@@ -84,6 +84,23 @@ TEST(PartnerQuota, ANewWindowReplacesTheOld) {
   EXPECT_EQ(early.latest()->remaining, 99u);
 }
 
+TEST(PartnerQuota, APolicyAloneIsAWholeWindowFromEachAnswer) {
+  partner_quota kept;
+  auto policy = quota(100, t0 + 10s, t0);
+  policy.form = proto::quota_form::ratelimit_policy;
+  kept.on_response(policy, 0, std::nullopt, fast, t0);
+  // Seven seconds on, the same policy again: 100 over the next 10 s, not over the 3 s left of the
+  // first answer's window.
+  auto again = quota(100, t0 + 17s, t0 + 7s);
+  again.form = proto::quota_form::ratelimit_policy;
+  const auto pace = kept.on_response(again, 0, std::nullopt, fast, t0 + 7s);
+  ASSERT_TRUE(pace.has_value());
+  EXPECT_EQ(kept.latest()->reset_at, t0 + 17s);
+  EXPECT_EQ(pace->kind, proto::pace_kind::reduced);
+  EXPECT_DOUBLE_EQ(pace->rate, 9.9);
+  EXPECT_EQ(pace->until, t0 + 17s);
+}
+
 TEST(PartnerQuota, RequestsStillOnTheirWayAreTakenFromWhatIsLeft) {
   partner_quota kept;
   // Two units left, two more of ours in flight: nothing may go until the reset.
