@@ -1,12 +1,17 @@
 // A partner that enforces a quota and announces it: `surge sink` with a quota of 100 requests per
 // 10 s window, 429 beyond, announced in each header form (or not at all), against subscribers
-// configured at 50/s. Counted at the receiver: refusals, and how much of each window's quota was
-// used. The pacing rule's timing is tested on a simulated clock (partner_quota_test.cpp).
+// configured at 50/s; and nginx, a peer Surge did not write, whose `limit_req` enforces a rate
+// while a static RateLimit-Policy announces it. Counted at the receiver: refusals, and how much
+// of the quota was used. The pacing rule's timing is tested on a simulated clock
+// (partner_quota_test.cpp).
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -15,6 +20,7 @@
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/nginx.hpp"
 
 namespace surge::testing {
 namespace {
@@ -132,6 +138,81 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
           << "subscriber " << id << ", window " << window;
     }
   }
+}
+
+// nginx cannot count what is left of a window, but it can announce a policy and enforce it:
+// `limit_req` at 10 r/s (a burst of 5, so that a request delayed a millisecond on its way is not
+// refused), and on /announced a RateLimit-Policy of 100 per 10 s. A policy alone reads as a full
+// window from each answer: Surge, configured at 50/s, keeps to 99 per 10 s after its first
+// request. /silent is the same limiter announcing nothing.
+TEST(DrainPartnerQuota, NginxAnnouncingItsPolicyRefusesNothing) {
+  const auto nginx = nginx_binary();
+  if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
+  temp_dir dir;
+  const auto root = dir.file("nginx");
+  std::filesystem::create_directories(root + "/www");
+  test_queue queue(dir);
+  const auto port = unused_port();
+  const auto base = "http://127.0.0.1:" + std::to_string(port);
+  const auto silent = queue.add_subscriber(base + "/silent", 50, 5);
+  const auto announced = queue.add_subscriber(base + "/announced", 50, 5);
+  for (const auto id : {silent, announced}) queue.add_rows(id, 400);
+  {
+    // `return` answers before limit_req runs: try_files falls through to a named location
+    // (as in drain_partner_limit_test.cpp). An empty add_header value adds no field.
+    std::ofstream conf(root + "/nginx.conf");
+    conf << nginx_conf_prelude(root) << "  log_format partner '$msec $uri $status';\n"
+         << "  access_log " << root << "/access.log partner;\n"
+         << "  limit_req_zone $uri zone=quota:1m rate=10r/s;\n"
+         << "  map $uri $policy { /announced '\"peak\";q=100;w=10'; default ''; }\n"
+         << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << root << "/www;\n"
+         << "    add_header RateLimit-Policy $policy always;\n"
+         << "    location = /ready { return 204; }\n"
+         << "    location @accepted { return 204; }\n"
+         << "    location / { limit_req zone=quota burst=4 nodelay; limit_req_status 429; "
+         << "try_files /none @accepted; }\n  }\n}\n";
+  }
+  auto server = start_nginx(*nginx, root, port, "/ready", {"-n", "-10"});
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
+                                      "--duration", "22", "--progress", "off"});
+  server.stop();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  std::map<std::string, std::vector<std::pair<double, int>>> by_path;
+  {
+    std::ifstream log(root + "/access.log");
+    std::string line;
+    while (std::getline(log, line)) {
+      std::istringstream fields(line);
+      double at = 0;
+      std::string uri;
+      int status = 0;
+      fields >> at >> uri >> status;
+      by_path[uri].emplace_back(at, status);
+    }
+  }
+  const auto refused = [](const std::vector<std::pair<double, int>>& requests) {
+    return std::count_if(requests.begin(), requests.end(),
+                         [](const auto& r) { return r.second == 429; });
+  };
+  EXPECT_GT(refused(by_path["/silent"]), 0) << "the unannounced limit was not hit";
+  const auto& requests = by_path["/announced"];
+  std::ostringstream refusals;
+  for (const auto& [at, status] : requests) {
+    if (status != 204) refusals << " " << status << " at +" << at - requests.front().first << " s";
+  }
+  EXPECT_EQ(refused(requests), 0) << refusals.str();
+  std::vector<double> accepted;
+  for (const auto& [at, status] : requests) {
+    if (status == 204) accepted.push_back(at);
+  }
+  ASSERT_GE(accepted.size(), 100u);
+  std::sort(accepted.begin(), accepted.end());
+  // From the second request on (the first goes at once): at least 95 % of 100 per 10 s.
+  const double per_second = static_cast<double>(accepted.size() - 2) /
+                            (accepted.back() - accepted[1]);
+  EXPECT_GE(per_second, 0.95 * 10) << accepted.size() << " accepted";
+  EXPECT_LE(per_second, 10.5) << "faster than the announced policy";
 }
 
 class DrainPartnerQuotaStats : public ::testing::TestWithParam<backend> {};
