@@ -33,6 +33,7 @@ struct http_client::exchange_outcome {
   transport_error error = transport_error::none;
   std::string detail;
   std::string retry_after;
+  quota_lines quota;
   std::string body_prefix;
 };
 
@@ -242,6 +243,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
   out.error = reader.error();
   out.detail = reader.detail();
   out.retry_after = reader.retry_after();
+  out.quota = reader.take_quota();
   out.body_prefix = reader.body_prefix();
   if (reader.status() == 0) {
     lifecycle.on_failure();
@@ -338,6 +340,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     result.error = out.error;
     result.detail = std::move(out.detail);
     result.retry_after = std::move(out.retry_after);
+    result.quota = std::move(out.quota);
     result.body_prefix = std::move(out.body_prefix);
     if (conn->lifecycle.phase() == connection_phase::idle) {
       pool.idle.put(std::move(conn), now);

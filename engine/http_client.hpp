@@ -19,6 +19,7 @@
 #include "engine/config.hpp"
 #include "engine/connection_state.hpp"
 #include "engine/deadline_slots.hpp"
+#include "engine/quota_lines.hpp"
 #include "engine/tls_sessions.hpp"
 #include "proto/outcome.hpp"
 #include "proto/target_policy.hpp"
@@ -30,6 +31,7 @@ struct http_result {
   proto::transport_error error = proto::transport_error::none;
   std::string detail;       // error text or the refused address, for last_error
   std::string retry_after;  // raw header value, empty when absent
+  quota_lines quota;        // the partner's quota fields, empty when it announced none
   std::string body_prefix;  // at most max_response_body bytes
   bool reused_connection = false;
   bool fresh_retry = false;  // the first try failed on a stale keep-alive connection

@@ -192,6 +192,45 @@ void drain_metrics::render_queue(std::string& out, std::size_t top) const {
   }
 }
 
+// The partners' announced quotas beside the configured limits: where they disagree, the pace
+// follows the partner (downwards only).
+void drain_metrics::render_announced(std::string& out,
+                                     const std::vector<subscriber_snapshot>& subscribers) const {
+  struct series {
+    const char* name;
+    const char* help;
+    std::optional<double> (*value)(const announced_snapshot&);
+  };
+  static constexpr series announced[] = {
+      {"surge_subscriber_announced_quota",
+       "Requests per window the partner announces (RateLimit-Policy q or X-RateLimit-Limit).",
+       [](const announced_snapshot& a) { return a.quota; }},
+      {"surge_subscriber_announced_window_seconds",
+       "The window of the partner's announced quota (RateLimit-Policy w).",
+       [](const announced_snapshot& a) { return a.window_seconds; }},
+      {"surge_subscriber_announced_remaining",
+       "Requests the partner last said are left until its window resets.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.remaining); }},
+      {"surge_subscriber_announced_reset_seconds",
+       "Seconds until the partner's announced window resets.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.reset_in); }},
+      {"surge_subscriber_paced_rate",
+       "Requests per second in force: the configured rate, or less while the partner's "
+       "announced quota would not last at it.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.paced_rate); }},
+  };
+  for (const auto& s : announced) {
+    header(out, s.name, "gauge", s.help);
+    for (const auto& sub : subscribers) {
+      if (!sub.announced) continue;
+      const auto value = s.value(*sub.announced);
+      if (!value) continue;
+      value_line(out, std::string(s.name) + "{subscriber=\"" + std::to_string(sub.id) + "\"}",
+                 *value);
+    }
+  }
+}
+
 std::string drain_metrics::render(std::size_t top) const {
   std::string out;
   out.reserve(8192);
@@ -282,17 +321,23 @@ std::string drain_metrics::render(std::size_t top) const {
                    commit_duration);
 
   std::vector<subscriber_snapshot> subscribers;
-  std::int64_t paused = 0, failing = 0, open_circuits = 0;
+  std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0;
   {
     std::lock_guard lock(views_mutex_);
     for (const auto& view : views_) {
       paused += view.paused_subscribers;
       failing += view.failing_subscribers;
       open_circuits += view.open_circuits;
+      quota_paced += view.quota_paced;
       subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
     }
   }
-  gauge("surge_subscribers_paused", "Subscribers paused by Retry-After.", static_cast<double>(paused));
+  gauge("surge_subscribers_paused",
+        "Subscribers paused by Retry-After, or until their partner's spent quota resets.",
+        static_cast<double>(paused));
+  gauge("surge_subscribers_quota_paced",
+        "Subscribers paced below their configured limit by the quota their partner announces.",
+        static_cast<double>(quota_paced));
   gauge("surge_subscribers_failing", "Subscribers whose last attempt failed.",
         static_cast<double>(failing));
   gauge("surge_subscribers_circuit_open",
@@ -340,6 +385,7 @@ std::string drain_metrics::render(std::size_t top) const {
     value_line(out, "surge_subscriber_delivery_latency_seconds_count" + label,
                static_cast<double>(sub.delivered));
   }
+  render_announced(out, subscribers);
   render_queue(out, top);
   line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");
   line(out, "surge_info{version=\"0.1.0\"} 1\n");

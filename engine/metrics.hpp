@@ -36,6 +36,17 @@ class histogram {
 
 enum class attempt_class : std::size_t { s2xx, s3xx, s4xx, s429, s5xx, transport, count };
 
+// What a subscriber's partner last announced of its quota (engine/partner_quota), and the pace
+// the drain keeps to because of it.
+struct announced_snapshot {
+  std::optional<double> quota;           // q, or X-RateLimit-Limit, when announced
+  std::optional<double> window_seconds;  // the policy's w, when announced
+  double remaining = 0;                  // units left until the reset
+  double reset_in = 0;                   // seconds until the reset
+  bool paced = false;                    // paced below the configured limit because of it
+  double paced_rate = 0;                 // requests per second in force (the configured rate when not)
+};
+
 struct subscriber_snapshot {
   std::int64_t id = 0;
   std::int64_t delivered = 0;
@@ -45,6 +56,7 @@ struct subscriber_snapshot {
   double rate_limit = 0;
   bool paused = false;
   double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered` rows
+  std::optional<announced_snapshot> announced;  // none until its partner announces a quota
 };
 
 struct queued_snapshot {
@@ -75,6 +87,7 @@ struct drain_metrics {
     std::int64_t paused_subscribers = 0;
     std::int64_t failing_subscribers = 0;
     std::int64_t open_circuits = 0;
+    std::int64_t quota_paced = 0;  // paced below their limit by their partner's announced quota
     std::vector<std::int64_t> blocked;  // subscribers behind a persistently open circuit
     std::vector<subscriber_snapshot> subscribers;
   };
@@ -104,6 +117,8 @@ struct drain_metrics {
 
  private:
   void render_queue(std::string& out, std::size_t top) const;
+  void render_announced(std::string& out,
+                        const std::vector<subscriber_snapshot>& subscribers) const;
 
   mutable std::mutex views_mutex_;
   std::vector<shard_view> views_;

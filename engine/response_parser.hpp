@@ -4,9 +4,11 @@
 //
 // Beast's basic_parser does the parsing (status line, field syntax, Content-Length and chunked
 // framing, keep-alive, the header and body limits); this parser keeps only what an attempt uses:
-// the status, the first Retry-After and at most a prefix of the body. No header field is
-// stored, so a response without Retry-After or body allocates nothing (a Beast
-// response_parser allocates a node for every field of every response).
+// the status, the first Retry-After, the partner's quota fields (engine/quota_lines.hpp) and at
+// most a prefix of the body. No other header field is stored, so a response without Retry-After,
+// quota fields or body allocates nothing (a Beast response_parser allocates a node for every
+// field of every response). Fields Beast knows by name are never quota fields, so only unknown
+// names are compared.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,6 +18,7 @@
 #include <boost/optional/optional.hpp>
 
 #include "engine/config.hpp"
+#include "engine/quota_lines.hpp"
 
 namespace surge::engine {
 
@@ -24,6 +27,8 @@ class response_parser : public boost::beast::http::basic_parser<false> {
   int status() const { return status_; }
   // The first Retry-After's value; empty when none came.
   const std::string& retry_after() const { return retry_after_; }
+  // The quota fields' lines, in the order they came.
+  quota_lines& quota() { return quota_; }
   // What was kept of the body: at most body_cap bytes.
   const std::string& body() const { return body_; }
   void body_cap(std::size_t bytes) { body_cap_ = bytes; }
@@ -35,11 +40,15 @@ class response_parser : public boost::beast::http::basic_parser<false> {
   void on_request_impl(boost::beast::http::verb, string_view, string_view, int,
                        error_code&) override {}  // never called: this parses responses
   void on_response_impl(int code, string_view, int, error_code&) override { status_ = code; }
-  void on_field_impl(boost::beast::http::field name, string_view, string_view value,
+  void on_field_impl(boost::beast::http::field name, string_view name_text, string_view value,
                      error_code&) override {
     if (name == boost::beast::http::field::retry_after && !has_retry_after_) {
       retry_after_.assign(value.data(), value.size());
       has_retry_after_ = true;
+    } else if (name == boost::beast::http::field::unknown && quota_.size() < max_quota_lines) {
+      if (const auto field = proto::quota_field_named({name_text.data(), name_text.size()})) {
+        quota_.push_back({*field, std::string(value.data(), value.size())});
+      }
     }
   }
   void on_header_impl(error_code&) override {}
@@ -64,6 +73,7 @@ class response_parser : public boost::beast::http::basic_parser<false> {
   int status_ = 0;
   bool has_retry_after_ = false;
   std::string retry_after_;
+  quota_lines quota_;
   std::string body_;
   std::size_t body_cap_ = 0;
 };

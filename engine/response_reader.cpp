@@ -126,6 +126,7 @@ void response_reader::on_header() {
   final_ = true;
   status_ = status;
   retry_after_ = parser_->retry_after();
+  quota_ = std::move(parser_->quota());
   if (parser_->is_done()) {
     finish(true);
     return;

@@ -43,6 +43,8 @@ class response_reader {
   // Why the attempt failed, or why the body was not read whole; empty otherwise.
   const std::string& detail() const { return detail_; }
   const std::string& retry_after() const { return retry_after_; }
+  // The final response's quota fields (the partner's announced quota), moved out.
+  quota_lines take_quota() { return std::move(quota_); }
   // At most max_response_body bytes of the final response's body.
   std::string body_prefix() const;
   int interim_responses() const { return interim_; }
@@ -71,6 +73,7 @@ class response_reader {
   proto::transport_error error_ = proto::transport_error::none;
   std::string detail_;
   std::string retry_after_;
+  quota_lines quota_;
 };
 
 }  // namespace surge::engine

@@ -133,15 +133,15 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
       // New limits take effect without resetting tokens; a rate lowered by
       // pushback stays lowered, within the new limit.
       sub.pace.reconfigure(row.rate_per_sec);
-      sub.bucket.reconfigure(sub.pace.effective(), static_cast<double>(row.burst), now);
-      sub.wire.reconfigure(row.rate_per_sec, static_cast<double>(row.burst), now);
-      sub.notify_wire();
       // Queued behind another origin now: let the pump find its new one.
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;
       if (moved) sub.waiting_on_origin = nullptr;
       settings.batch_rows = std::min(settings.batch_rows, sub.batch_fits);
       sub.settings = std::move(settings);
+      // The partner's announced quota, if one is in force, still lowers the new limit.
+      sub.apply_limits(now);
+      sub.notify_wire();
       sub.notify();
     }
   }
@@ -218,8 +218,10 @@ asio::awaitable<void> shard::flush_loop() {
 void shard::publish_metrics() {
   drain_metrics::shard_view view;
   const auto now = steady::now();
+  const auto wall_now = std::chrono::system_clock::now();
   for (const auto* sub : order_) {
     if (sub->paused_until > now) ++view.paused_subscribers;
+    if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
     if (sub->breaker.persistently_open()) view.blocked.push_back(sub->settings.id);
@@ -229,7 +231,8 @@ void shard::publish_metrics() {
                                 .buffered = static_cast<std::int64_t>(sub->ready.size()),
                                 .rate_limit = sub->settings.rate,
                                 .paused = sub->paused_until > now,
-                                .delivery_latency_sum = sub->delivery_latency_sum});
+                                .delivery_latency_sum = sub->delivery_latency_sum,
+                                .announced = announced_of(*sub, wall_now)});
   }
   // Only the busiest can make the scrape's top list, so keep the hand-off small.
   const std::size_t keep = config_.metrics_top_subscribers;
@@ -241,6 +244,7 @@ void shard::publish_metrics() {
     view.subscribers.resize(keep);
   }
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
+  hand_over_quotas();
 }
 
 void shard::finish_if_quiet() {
@@ -252,6 +256,7 @@ void shard::finish_if_quiet() {
 void shard::finish() {
   if (finished_) return;
   flush_outcomes();
+  hand_over_quotas();  // before the unspent tokens: the storage thread ends once it has those
   // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
   std::vector<storage::unspent_tokens> unspent;
   for (auto& [id, sub] : subscribers_) {

@@ -152,6 +152,18 @@ class shard final : public shard_endpoint {
                       const http_result& result, const attempt_times& times);
   // Feeds an attempt's result to the subscriber's circuit breaker and adaptive rate.
   void observe_endpoint(subscriber_state& sub, const http_result& result);
+  // The partner's announced quota (shard_quota.cpp): the pace it sets, until its window resets.
+  void observe_quota(subscriber_state& sub, const http_result& result, const attempt_times& times);
+  // The configured limit again once the announced window has reset.
+  void expire_quota_limit(subscriber_state& sub, steady::time_point now);
+  // Nothing goes out for `pause` (Retry-After, a spent quota); a long pause gives the buffered
+  // rows back, due at its end, with `reason`.
+  void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
+                        const char* reason);
+  static std::optional<announced_snapshot> announced_of(const subscriber_state& sub,
+                                                        std::chrono::system_clock::time_point now);
+  // Announcements not yet recorded go to the storage thread, for `surge stats`.
+  void hand_over_quotas();
   void flush_outcomes();
   void slot_freed(subscriber_state& sub, origin_state& origin);
   // Wakes as many subscribers at the head of the origin's queue as it now admits.

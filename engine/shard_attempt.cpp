@@ -107,6 +107,7 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
   }
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
   record_attempt(sub, sent, result, times);
+  observe_quota(sub, result, times);
 
   // A batch gets one decision, made for its lead, and every row takes it.
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
@@ -116,13 +117,8 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
                               config_.retry_after_cap, unit, sub.unpaid_rate_limits);
   sub.unpaid_rate_limits = judged.unpaid_rate_limits;
   if (judged.pause_subscriber) {
-    const auto pause = *judged.pause_subscriber;
-    sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
-    poll_after_of(sub) = std::max(poll_after_of(sub), sub.paused_until);
-    if (pause >= config_.scheduler.pause_release_threshold) {
-      reschedule_ready(sub, times.finished_unix + std::chrono::duration<double>(pause).count(),
-                       "subscriber paused by Retry-After");
-    }
+    pause_subscriber(sub, *judged.pause_subscriber, times.finished_unix,
+                     "subscriber paused by Retry-After");
   }
   if (judged.deactivate_subscriber) {
     // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
@@ -255,7 +251,7 @@ void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
   }
   const bool changed = pushback ? sub.pace.on_pushback(now)
                                 : (result.status >= 200 && result.status < 300 && sub.pace.on_success(now));
-  if (changed) sub.bucket.reconfigure(sub.pace.effective(), sub.bucket.capacity(), now);
+  if (changed) sub.apply_limits(now);
 }
 
 std::chrono::duration<double> shard::lease_margin() const {

@@ -63,6 +63,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
   auto now = steady::now();
   double now_unix = storage::unix_now();
   while (!stopping_) {
+    expire_quota_limit(sub, now);
     const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
     switch (decision.action) {
       case pump_action::wait:
@@ -129,7 +130,9 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     if (decision.waits_for_token) {
       if (!sub.token_wait_since) sub.token_wait_since = now;
     }
-    sub.wake.expires_at(decision.wake_at);
+    // An announced quota's limit ends at its reset, whatever the pump waits for.
+    sub.wake.expires_at(sub.quota_limit ? std::min(decision.wake_at, sub.quota_limit->until)
+                                        : decision.wake_at);
     co_await sub.wake.async_wait(use_tuple);
     now = steady::now();
     now_unix = storage::unix_now();

@@ -83,6 +83,11 @@ void storage_worker::submit_unspent(std::vector<storage::unspent_tokens> tokens)
   wake_.notify_one();
 }
 
+void storage_worker::submit_quotas(std::vector<storage::partner_quota_row> rows) {
+  std::lock_guard lock(mutex_);
+  std::move(rows.begin(), rows.end(), std::back_inserter(inbox_.quotas));
+}
+
 void storage_worker::stop_claiming() {
   {
     std::lock_guard lock(mutex_);
@@ -132,6 +137,8 @@ void storage_worker::run() {
                               inbox_.unspent.end());
       inbox_.unspent.clear();
       unspent_batches_ += std::exchange(inbox_.unspent_batches, 0);
+      std::move(inbox_.quotas.begin(), inbox_.quotas.end(), std::back_inserter(pending_quotas_));
+      inbox_.quotas.clear();
       claiming = claiming_;
       finish_expected = finish_expected_;
     }
@@ -142,6 +149,7 @@ void storage_worker::run() {
       answer_claims();
     }
     write_outcomes(false);
+    write_quotas(false);
     ping_if_idle();
     publish_wal_counters();
     if (claiming) {
@@ -178,6 +186,7 @@ void storage_worker::run() {
 
     if (finish_expected >= 0 && unspent_batches_ >= finish_expected) {
       write_outcomes(true);
+      write_quotas(true);
       if (!pending_unspent_.empty()) {
         try {
           db_->give_back_tokens(pending_unspent_, storage::unix_now());
@@ -282,6 +291,37 @@ void storage_worker::give_up_writing() {
   publish_wal_counters();
   rescue_report_ = db_->rescue_lost_log();
   finished_.store(true);
+}
+
+void storage_worker::write_quotas(bool force) {
+  if (pending_quotas_.empty()) return;
+  const auto now = steady::now();
+  // For an operator's eyes, not for the drain: once a second is fresh enough, and costs one
+  // short transaction however many partners announce.
+  if (!force && (now - last_quota_write_ < std::chrono::seconds(1) || now < retry_storage_after_)) {
+    return;
+  }
+  last_quota_write_ = now;
+  // The latest per subscriber: shards hand them over in the order they were seen.
+  std::stable_sort(pending_quotas_.begin(), pending_quotas_.end(),
+                   [](const auto& a, const auto& b) { return a.subscriber_id < b.subscriber_id; });
+  std::vector<storage::partner_quota_row> latest;
+  for (std::size_t i = 0; i < pending_quotas_.size(); ++i) {
+    const bool last_of_its_subscriber = i + 1 == pending_quotas_.size() ||
+                                        pending_quotas_[i + 1].subscriber_id !=
+                                            pending_quotas_[i].subscriber_id;
+    if (last_of_its_subscriber) latest.push_back(std::move(pending_quotas_[i]));
+  }
+  pending_quotas_.clear();
+  try {
+    db_->record_partner_quotas(latest);
+  } catch (const storage::error& error) {
+    // Kept for the next try, unless a newer announcement replaces it first.
+    counters_.add(counters_.storage_errors);
+    log_warn(std::string("could not record the partners' announced quotas, will retry: ") +
+             error.what());
+    if (!force) pending_quotas_ = std::move(latest);
+  }
 }
 
 void storage_worker::write_outcomes(bool force) {

@@ -86,6 +86,9 @@ class storage_worker {
   void submit(std::vector<storage::outcome> outcomes, std::vector<std::int64_t> deactivate);
   // A finishing shard's leased tokens it did not spend (one call per shard, at its end).
   void submit_unspent(std::vector<storage::unspent_tokens> tokens);
+  // The partners' latest announced quotas: kept per subscriber and written at most once a
+  // second (and at the end), for `surge stats`.
+  void submit_quotas(std::vector<storage::partner_quota_row> rows);
 
   // Stops claiming for good (shutdown or drained); pending claim requests are answered empty.
   void stop_claiming();
@@ -113,6 +116,7 @@ class storage_worker {
  private:
   void run();
   void write_outcomes(bool force);
+  void write_quotas(bool force);
   // Outcomes of `batch` whose rows another session holds go to `held`, for a later batch.
   void keep_held(const storage::write_report& report, std::span<const storage::outcome> batch,
                  std::vector<storage::outcome>& held);
@@ -170,6 +174,7 @@ class storage_worker {
     std::vector<std::int64_t> deactivate;
     std::vector<storage::unspent_tokens> unspent;
     int unspent_batches = 0;
+    std::vector<storage::partner_quota_row> quotas;
   } inbox_;
   bool claiming_ = true;
   int finish_expected_ = -1;
@@ -178,6 +183,8 @@ class storage_worker {
   std::vector<storage::outcome> pending_outcomes_;
   std::vector<std::int64_t> pending_deactivate_;
   std::vector<storage::unspent_tokens> pending_unspent_;
+  std::vector<storage::partner_quota_row> pending_quotas_;
+  std::chrono::steady_clock::time_point last_quota_write_{};
   int unspent_batches_ = 0;
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
   std::chrono::steady_clock::time_point last_commit_{};

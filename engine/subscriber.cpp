@@ -135,6 +135,21 @@ subscriber_state::subscriber_state(const storage::subscriber_row& row,
       breaker(config.circuit),
       wake(std::move(executor)) {}
 
+void subscriber_state::apply_limits(std::chrono::steady_clock::time_point now) {
+  double rate = settings.rate;
+  double burst = settings.burst;
+  if (quota_limit) {
+    // Only ever down: the partner cannot raise the configured limit.
+    rate = std::min(rate, quota_limit->rate);
+    burst = std::min(burst, quota_limit->burst);
+  }
+  bucket.reconfigure(std::min(pace.effective(), rate), burst, now);
+  if (wire.rate() != rate || wire.burst() != std::max(1.0, burst)) {
+    wire.reconfigure(rate, burst, now);
+    notify_wire();
+  }
+}
+
 subscriber_state::wire_step subscriber_state::wire_head_step(
     std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
     std::chrono::steady_clock::time_point now) {

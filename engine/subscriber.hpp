@@ -15,6 +15,7 @@
 #include "engine/circuit_breaker.hpp"
 #include "engine/config.hpp"
 #include "engine/node_cache.hpp"
+#include "engine/partner_quota.hpp"
 #include "engine/token_allowance.hpp"
 #include "engine/token_bucket.hpp"
 #include "engine/wire_gate.hpp"
@@ -90,6 +91,18 @@ struct subscriber_state {
   token_allowance allowance;
   std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
   adaptive_rate pace;
+  // What the partner announces of its quota (engine/partner_quota), and the limit it sets below
+  // the configured one until its window resets (none while the configured limit fits). A quota
+  // spent to the last unit pauses the subscriber instead (paused_until).
+  partner_quota quota;
+  struct announced_limit {
+    double rate = 0;
+    double burst = 1;
+    std::chrono::steady_clock::time_point until{};
+  };
+  std::optional<announced_limit> quota_limit;
+  bool quota_unrecorded = false;  // a newer announcement than the storage thread was given
+  bool quota_noted = false;       // the log said once that the partner's quota paces it
   circuit_breaker breaker;
   ready_rows ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
@@ -128,6 +141,10 @@ struct subscriber_state {
   boost::asio::steady_timer wake;
 
   void notify() { wake.cancel(); }
+  // Sets the pacing bucket and the wire gate from the configured limit, lowered by the partner's
+  // announced quota while it lasts (quota_limit) and, for the pacing bucket, by the adaptive
+  // pace. Tokens are kept (clamped); waiters at the gate look again when its limit changed.
+  void apply_limits(std::chrono::steady_clock::time_point now);
   // Waits, first come first served, until the wire gate lets one more request go and no
   // Retry-After pause is in force; true when the caller may write now (the token is taken).
   // False when it gives up: at `give_up_at`, when a pause or a rate of 0 lasts past it, or once

@@ -32,6 +32,8 @@ class wire_gate {
   // No token left at `now` (refill continues from there).
   void empty(time_point now) { bucket_.empty(now); }
   double tokens_at(time_point t) const { return bucket_.tokens_at(t); }
+  double rate() const { return bucket_.rate(); }
+  double burst() const { return bucket_.capacity(); }
   // The safety margin against the partner's clock (see wire_gate.cpp): with burst >= 2, how
   // long a token must have been whole before a write that waited for it goes; with burst 1, how
   // much later than written a request on a new connection is charged.

@@ -372,19 +372,31 @@ std::optional<announced_quota> from_x_ratelimit(const quota_fields& fields,
 
 }  // namespace
 
-bool quota_fields::add(std::string_view name, std::string_view value) {
+std::optional<quota_field> quota_field_named(std::string_view name) {
   for (std::size_t i = 0; i < quota_field_count; ++i) {
     if (same_ignoring_case(name, field_names[i])) {
-      field_lines& field = fields_[i];
-      if (field.count == max_lines) {
-        field.overflowed = true;
-      } else {
-        field.values[field.count++] = value;
-      }
-      return true;
+      return static_cast<quota_field>(i);
     }
   }
-  return false;
+  return std::nullopt;
+}
+
+bool quota_fields::add(std::string_view name, std::string_view value) {
+  const auto field = quota_field_named(name);
+  if (!field) {
+    return false;
+  }
+  add(*field, value);
+  return true;
+}
+
+void quota_fields::add(quota_field field, std::string_view value) {
+  field_lines& lines = fields_[static_cast<std::size_t>(field)];
+  if (lines.count == max_lines) {
+    lines.overflowed = true;
+  } else {
+    lines.values[lines.count++] = value;
+  }
 }
 
 std::span<const std::string_view> quota_fields::lines(quota_field field) const {

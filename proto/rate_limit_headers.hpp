@@ -63,6 +63,8 @@ class quota_fields {
 
   // Keeps `value` when `name` is one of the five quota fields; returns whether it was.
   bool add(std::string_view name, std::string_view value);
+  // Keeps `value` as a line of `field`.
+  void add(quota_field field, std::string_view value);
 
   // The lines kept for `field`, in order; empty when it was absent or had too many lines.
   std::span<const std::string_view> lines(quota_field field) const;
@@ -75,6 +77,10 @@ class quota_fields {
   };
   std::array<field_lines, quota_field_count> fields_{};
 };
+
+// The quota field `name` names (compared without regard to case), or nullopt: lets a reader
+// keep the five fields' values as it meets them, before the response is complete.
+std::optional<quota_field> quota_field_named(std::string_view name);
 
 enum class quota_form {
   ratelimit,         // a RateLimit item (with its policy's q and w when the policy is listed)

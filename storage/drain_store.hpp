@@ -17,6 +17,7 @@
 #include "storage/maintenance.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/ownership.hpp"
+#include "storage/partner_quotas.hpp"
 #include "storage/subscribers.hpp"
 #include "storage/token_leases.hpp"
 
@@ -57,6 +58,8 @@ class drain_store {
   virtual write_report write_outcomes(std::span<const outcome> outcomes,
                                       std::span<const std::int64_t> deactivate) = 0;
   virtual void give_back_tokens(std::span<const unspent_tokens> tokens, double now) = 0;
+  // The partners' latest announced quotas (storage/partner_quotas.hpp), one transaction.
+  virtual void record_partner_quotas(std::span<const partner_quota_row> rows) = 0;
 
   virtual std::vector<subscriber_row> load_subscribers(const proto::id_set& which) = 0;
   virtual std::int64_t dead_letter_orphans(double now, const proto::id_set& which) = 0;

@@ -7,6 +7,7 @@
 #include "storage/coalescing.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
+#include "storage/partner_quotas.hpp"
 #include "storage/postgres/queue.hpp"
 #include "storage/queue.hpp"
 #include "storage/retention.hpp"
@@ -74,6 +75,18 @@ bool set_subscriber_active(connection& db, std::int64_t id, bool active) {
   return on_backend(
       db, [&](SQLite::Database& file) { return set_subscriber_active(file, id, active); },
       [&](pg::session& server) { return pg::set_subscriber_active(server, id, active); });
+}
+
+void record_partner_quotas(connection& db, std::span<const partner_quota_row> rows) {
+  on_backend(
+      db, [&](SQLite::Database& file) { record_partner_quotas(file, rows); },
+      [&](pg::session& server) { pg::record_partner_quotas(server, rows); });
+}
+
+std::vector<partner_quota_row> load_partner_quotas(connection& db) {
+  return on_backend(
+      db, [](SQLite::Database& file) { return load_partner_quotas(file); },
+      [](pg::session& server) { return pg::load_partner_quotas(server); });
 }
 
 std::vector<drainer_ownership> read_ownership(connection& db, double now) {

@@ -125,13 +125,24 @@ CREATE INDEX IF NOT EXISTS idx_attempt_started ON surge_attempt(started_at);
       // into it keeps the created_at of the oldest of them, so merging it again later is
       // allowed only while that one is within the window.
       {6, {{"webhook_delivery", "coalesced_since", "REAL"}}, ""},
+      // The quota each partner last announced in its responses and the pace drawn from it, so
+      // that `surge stats` (another process) can show where it and the configured limit
+      // disagree. One row per subscriber, replaced as new announcements come.
+      {7,
+       {},
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_partner_quota (
+  subscriber_id INTEGER PRIMARY KEY, form TEXT NOT NULL, quota INTEGER, window_seconds REAL,
+  remaining INTEGER NOT NULL, reset_at REAL NOT NULL, seen_at REAL NOT NULL,
+  paced_rate REAL NOT NULL, paced_burst REAL NOT NULL, paced_until REAL NOT NULL DEFAULT 0);
+)sql"},
   };
   return all;
 }
 
 // The tables of Surge's own that the migrations create.
 constexpr const char* surge_tables[] = {"surge_attempt", "surge_lease", "surge_drainer",
-                                        "surge_owner"};
+                                        "surge_owner", "surge_partner_quota"};
 
 bool has_column(SQLite::Database& db, const char* table, const char* column) {
   SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");

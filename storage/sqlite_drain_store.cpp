@@ -97,6 +97,9 @@ class sqlite_drain_store final : public drain_store {
   void give_back_tokens(std::span<const unspent_tokens> tokens, double now) override {
     translated([&] { storage::give_back_tokens(db_, tokens, now); });
   }
+  void record_partner_quotas(std::span<const partner_quota_row> rows) override {
+    translated([&] { storage::record_partner_quotas(db_, rows); });
+  }
   std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
     return translated([&] { return storage::load_subscribers(db_, which); });
   }

@@ -1,6 +1,8 @@
 // surge stats: what is in the queue, overall and per subscriber.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/ownership.hpp"
+#include "storage/partner_quotas.hpp"
 #include "storage/queue.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
@@ -106,6 +109,91 @@ void print_relief(const std::vector<storage::subscriber_row>& rows) {
   }
 }
 
+// The quota each partner last announced beside the limit configured for it: where they disagree,
+// the drain paced to the partner's (downwards only).
+struct announced_view {
+  storage::partner_quota_row quota;
+  std::optional<storage::subscriber_row> subscriber;
+};
+
+std::vector<announced_view> announced_quotas(storage::connection& db) {
+  std::vector<announced_view> out;
+  const auto quotas = storage::load_partner_quotas(db);
+  if (quotas.empty()) return out;
+  const auto subscribers = storage::load_subscribers(db);
+  for (const auto& quota : quotas) {
+    announced_view view{quota, std::nullopt};
+    for (const auto& row : subscribers) {
+      if (row.id == quota.subscriber_id) view.subscriber = row;
+    }
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+std::string announced_text(const storage::partner_quota_row& q) {
+  char text[96];
+  if (q.quota && q.window_seconds) {
+    std::snprintf(text, sizeof text, "%lld per %g s (%.3g/s)", static_cast<long long>(*q.quota),
+                  *q.window_seconds, static_cast<double>(*q.quota) / *q.window_seconds);
+  } else if (q.quota) {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(*q.quota));
+  } else {
+    std::snprintf(text, sizeof text, "-");
+  }
+  return text;
+}
+
+void print_announced(const std::vector<announced_view>& views, double now) {
+  if (views.empty()) return;
+  std::printf("\n%-12s %-14s %-24s %8s %10s %-16s %8s\n", "subscriber", "configured",
+              "announced quota", "left", "resets_s", "paced", "seen_s");
+  for (const auto& [q, sub] : views) {
+    char configured[32] = "-";
+    if (sub) {
+      std::snprintf(configured, sizeof configured, "%g/s b%lld", sub->rate_per_sec,
+                    static_cast<long long>(sub->burst));
+    }
+    char paced[40] = "configured";
+    if (q.paced_until > now) {
+      if (q.paced_rate <= 0) {
+        std::snprintf(paced, sizeof paced, "paused");
+      } else {
+        std::snprintf(paced, sizeof paced, "%.3g/s b%g", q.paced_rate, q.paced_burst);
+      }
+    }
+    std::printf("%-12lld %-14s %-24s %8lld %10.1f %-16s %8.1f\n",
+                static_cast<long long>(q.subscriber_id), configured, announced_text(q).c_str(),
+                static_cast<long long>(q.remaining), std::max(0.0, q.reset_at - now), paced,
+                std::max(0.0, now - q.seen_at));
+  }
+}
+
+boost::json::array announced_json(const std::vector<announced_view>& views, double now) {
+  boost::json::array out;
+  for (const auto& [q, sub] : views) {
+    boost::json::object entry{{"subscriber_id", q.subscriber_id},
+                              {"form", q.form},
+                              {"remaining", q.remaining},
+                              {"reset_at", q.reset_at},
+                              {"reset_in_seconds", std::max(0.0, q.reset_at - now)},
+                              {"seen_at", q.seen_at},
+                              {"paced", q.paced_until > now},
+                              {"paced_rate", q.paced_rate},
+                              {"paced_burst", q.paced_burst},
+                              {"paced_until", q.paced_until}};
+    entry["quota"] = q.quota ? boost::json::value(*q.quota) : boost::json::value(nullptr);
+    entry["window_seconds"] =
+        q.window_seconds ? boost::json::value(*q.window_seconds) : boost::json::value(nullptr);
+    if (sub) {
+      entry["configured_rate"] = sub->rate_per_sec;
+      entry["configured_burst"] = sub->burst;
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_stats_command(CLI::App& app, command_action& action) {
@@ -141,6 +229,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
         }
         out["batching_and_coalescing"] = std::move(relief);
         out["owners"] = owners_json(owners);
+        out["announced_quotas"] = announced_json(announced_quotas(db), now);
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
@@ -151,6 +240,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
       print_lease_holders(stats);
       print_owners(owners, now);
       print_relief(relief_subscribers(db));
+      print_announced(announced_quotas(db), now);
       return exit_ok;
     };
   });

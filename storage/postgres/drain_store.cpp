@@ -153,6 +153,10 @@ class postgres_drain_store final : public drain_store {
     step.commit();
   }
 
+  void record_partner_quotas(std::span<const partner_quota_row> rows) override {
+    pg::record_partner_quotas(db_, rows);
+  }
+
   std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
     return pg::load_subscribers(db_, which);
   }

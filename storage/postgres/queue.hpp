@@ -12,6 +12,7 @@
 #include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/ownership.hpp"
+#include "storage/partner_quotas.hpp"
 #include "storage/postgres/session.hpp"
 #include "storage/queue.hpp"
 #include "storage/subscribers.hpp"
@@ -41,6 +42,9 @@ std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, boo
 
 std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,
                                                       const proto::id_set& which);
+void record_partner_quotas(session& db, std::span<const partner_quota_row> rows);
+std::vector<partner_quota_row> load_partner_quotas(session& db);
+
 std::vector<lease_holder> other_live_owners(session& db, double now, const proto::id_set& which,
                                             const std::string& self);
 

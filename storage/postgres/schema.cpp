@@ -11,7 +11,7 @@ namespace {
 
 // Counted apart from SQLite's versions. One step here: the DDL is idempotent, so a queue left at
 // an older version runs it again and only what is missing changes.
-constexpr int postgres_schema_version = 7;
+constexpr int postgres_schema_version = 8;
 
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS surge_schema_version (
   version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL);
 )sql";
 
-// Surge's additions, as SQLite migrations 1 to 5 leave them. ADD COLUMN IF NOT EXISTS: a queue
+// Surge's additions, as the SQLite migrations leave them. ADD COLUMN IF NOT EXISTS: a queue
 // the application created may already have some of them.
 constexpr const char* surge_ddl = R"sql(
 ALTER TABLE webhook_subscriber
@@ -84,6 +84,12 @@ CREATE TABLE IF NOT EXISTS surge_owner (
   subscriber_id BIGINT PRIMARY KEY, drainer TEXT NOT NULL, fence BIGINT NOT NULL,
   taken_at DOUBLE PRECISION NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
+CREATE TABLE IF NOT EXISTS surge_partner_quota (
+  subscriber_id BIGINT PRIMARY KEY, form TEXT NOT NULL, quota BIGINT,
+  window_seconds DOUBLE PRECISION, remaining BIGINT NOT NULL,
+  reset_at DOUBLE PRECISION NOT NULL, seen_at DOUBLE PRECISION NOT NULL,
+  paced_rate DOUBLE PRECISION NOT NULL, paced_burst DOUBLE PRECISION NOT NULL,
+  paced_until DOUBLE PRECISION NOT NULL DEFAULT 0);
 -- New rows are noticed at once (LISTEN surge_new_rows): one notification per inserting
 -- statement, naming its subscribers, or '*' when the list would not fit a notification.
 CREATE OR REPLACE FUNCTION surge_notify_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -107,8 +113,9 @@ CREATE TRIGGER surge_new_rows AFTER INSERT ON webhook_delivery
 bool schema_complete(session& db) {
   const auto found = db.exec(
       "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND "
-      "table_name IN ('surge_attempt', 'surge_lease', 'surge_drainer', 'surge_owner')");
-  return found.int64(0, 0) == 4;
+      "table_name IN ('surge_attempt', 'surge_lease', 'surge_drainer', 'surge_owner', "
+      "'surge_partner_quota')");
+  return found.int64(0, 0) == 5;
 }
 
 bool has_version_table(session& db) {

@@ -178,5 +178,48 @@ TEST(ResponseReader, StatusBelow100IsRefused) {
   EXPECT_EQ(f.reader.error(), proto::transport_error::protocol);
 }
 
+TEST(ResponseReader, KeepsTheFinalResponsesQuotaFieldsOnly) {
+  const std::string hints =
+      "HTTP/1.1 103 Early Hints\r\nRateLimit: \"early\";r=1;t=1\r\n\r\n";
+  const std::string answer =
+      "HTTP/1.1 200 OK\r\nratelimit-policy: \"day\";q=100;w=60\r\nRateLimit: \"day\";r=5;t=30\r\n"
+      "X-RateLimit-Remaining: 5\r\nx-ratelimit-reset: 30\r\nX-RateLimit-Limit: 100\r\n"
+      "X-RateLimit-Used: 95\r\nServer: test\r\nContent-Length: 2\r\n\r\nok";
+  for (std::size_t piece : {1, 5, 1000}) {
+    fed f(hints + answer, piece);
+    ASSERT_EQ(f.last, progress::done) << piece;
+    const auto lines = f.reader.take_quota();
+    ASSERT_EQ(lines.size(), 5u) << piece;
+    EXPECT_EQ(lines[0].field, proto::quota_field::ratelimit_policy);
+    EXPECT_EQ(lines[0].value, "\"day\";q=100;w=60");
+    EXPECT_EQ(lines[1].field, proto::quota_field::ratelimit);
+    EXPECT_EQ(lines[1].value, "\"day\";r=5;t=30");
+    EXPECT_EQ(lines[2].field, proto::quota_field::x_remaining);
+    EXPECT_EQ(lines[3].field, proto::quota_field::x_reset);
+    EXPECT_EQ(lines[4].field, proto::quota_field::x_limit);
+    const auto fields = to_quota_fields(lines);
+    const auto quota = proto::parse_announced_quota(fields, std::chrono::system_clock::now());
+    ASSERT_TRUE(quota.has_value());
+    EXPECT_EQ(quota->remaining, 5u);
+  }
+}
+
+TEST(ResponseReader, AResponseWithoutQuotaFieldsHasNone) {
+  fed f(ok_200);
+  ASSERT_EQ(f.last, progress::done);
+  EXPECT_TRUE(f.reader.take_quota().empty());
+}
+
+TEST(ResponseReader, KeepsABoundedNumberOfQuotaLines) {
+  std::string many = "HTTP/1.1 200 OK\r\n";
+  for (int i = 0; i < 100; ++i) many += "RateLimit: \"a\";r=1;t=1\r\n";
+  fed f(many + "Content-Length: 0\r\n\r\n");
+  ASSERT_EQ(f.last, progress::done);
+  const auto lines = f.reader.take_quota();
+  EXPECT_EQ(lines.size(), max_quota_lines);
+  // More lines than a field may have: the parse ignores it.
+  EXPECT_TRUE(to_quota_fields(lines).lines(proto::quota_field::ratelimit).empty());
+}
+
 }  // namespace
 }  // namespace surge::engine

@@ -70,6 +70,21 @@ TEST(RateLimitQuotaFields, NamesAreComparedWithoutRegardToCase) {
   EXPECT_EQ(fields.lines(quota_field::x_reset)[0], "3");
 }
 
+TEST(RateLimitQuotaFields, FieldsAreNamedWithoutRegardToCase) {
+  EXPECT_EQ(quota_field_named("RateLimit-Policy"), quota_field::ratelimit_policy);
+  EXPECT_EQ(quota_field_named("ratelimit"), quota_field::ratelimit);
+  EXPECT_EQ(quota_field_named("X-RATELIMIT-LIMIT"), quota_field::x_limit);
+  EXPECT_EQ(quota_field_named("x-ratelimit-remaining"), quota_field::x_remaining);
+  EXPECT_EQ(quota_field_named("X-RateLimit-Reset"), quota_field::x_reset);
+  EXPECT_FALSE(quota_field_named("X-RateLimit-Used").has_value());
+  EXPECT_FALSE(quota_field_named("").has_value());
+
+  quota_fields fields;
+  fields.add(quota_field::x_reset, "30");
+  ASSERT_EQ(fields.lines(quota_field::x_reset).size(), 1u);
+  EXPECT_EQ(fields.lines(quota_field::x_reset)[0], "30");
+}
+
 TEST(RateLimitQuotaFields, AFieldWithTooManyLinesIsIgnored) {
   quota_fields fields;
   for (std::size_t i = 0; i < quota_fields::max_lines; ++i) {

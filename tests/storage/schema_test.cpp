@@ -63,6 +63,10 @@ void expect_fully_migrated(SQLite::Database& db) {
             (std::set<std::string>{"subscriber_id", "drainer", "fence", "taken_at"}));
   EXPECT_EQ(columns(db, "surge_lease"),
             (std::set<std::string>{"lease", "owner", "claimed_at"}));
+  EXPECT_EQ(columns(db, "surge_partner_quota"),
+            (std::set<std::string>{"subscriber_id", "form", "quota", "window_seconds",
+                                   "remaining", "reset_at", "seen_at", "paced_rate",
+                                   "paced_burst", "paced_until"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
   EXPECT_TRUE(has_index(db, "idx_delivery_subscriber_due"));
   // The attempt records' only index follows the write order (migration 5).
@@ -82,10 +86,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 6);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
+  EXPECT_EQ(latest_schema_version(), 7);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 6);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 7);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
               60);
 }
@@ -133,7 +137,7 @@ TEST(Schema, MigratingTwiceChangesNothing) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_EQ(schema_dump(db), before);
   EXPECT_EQ(db.getTotalChanges(), changes_before);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
 
   // A second connection (another Surge process starting) sees the work done too.
   SQLite::Database again = testing::open_migrated(dir.file("queue.db"));
@@ -169,7 +173,7 @@ TEST(Schema, VersionTwoAppliesOnAVersionOneFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery"), 2);
   EXPECT_EQ(query_text(db, "SELECT last_error FROM webhook_delivery WHERE id = 1"), "HTTP 500");
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_lease"), 0);
@@ -203,7 +207,7 @@ TEST(Schema, EveryVersionAppliesOnTheSharedDdlFile) {
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   // surge_lease is keyed by the lease value, so stats can join on locked_until.
   EXPECT_EQ(query_int(db, "SELECT pk FROM pragma_table_info('surge_lease') WHERE name = 'lease'"),
             1);
@@ -224,7 +228,7 @@ TEST(Schema, MigrateRestoresAnOwnTableDroppedAfterTheVersionWasRecorded) {
   expect_fully_migrated(db);
   EXPECT_TRUE(db.tableExists("surge_owner"));
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_attempt"), 1) << "nothing else changes";
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), 6);
+  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
 }
 
 }  // namespace

@@ -67,6 +67,59 @@ TEST(BehaviourSet, RejectsMistakes) {
     EXPECT_THROW(behaviour_set::parse(bad), std::invalid_argument) << bad;
 }
 
+TEST(BehaviourSet, ParsesAQuota) {
+  const auto set = behaviour_set::parse(R"({
+    "1": {"quota": {"requests": 50, "window_s": 5, "announce": "draft"}},
+    "2": {"quota": {"requests": 3, "window_s": 60}},
+    "3": {"quota": {"requests": 3, "window_s": 60, "announce": "x-epoch"}}})");
+  EXPECT_EQ(set.for_subscriber(1).quota, 50);
+  EXPECT_EQ(set.for_subscriber(1).quota_window, std::chrono::seconds(5));
+  EXPECT_EQ(set.for_subscriber(1).quota_announce, behaviour::announce::draft);
+  EXPECT_EQ(set.for_subscriber(2).quota_announce, behaviour::announce::none);
+  EXPECT_EQ(set.for_subscriber(3).quota_announce, behaviour::announce::x_epoch);
+  for (const char* bad : {R"({"3": {"quota": 5}})", R"({"3": {"quota": {"requests": 5}}})",
+                          R"({"3": {"quota": {"requests": 0, "window_s": 1}}})",
+                          R"({"3": {"quota": {"requests": 5, "window_s": 0.5}}})",
+                          R"({"3": {"quota": {"requests": 5, "window_s": 1, "announce": "y"}}})",
+                          R"({"3": {"quota": {"requests": 5, "window_s": 1, "per": 2}}})"})
+    EXPECT_THROW(behaviour_set::parse(bad), std::invalid_argument) << bad;
+}
+
+std::string header_of(const action& a, const std::string& name) {
+  for (const auto& [field, value] : a.headers) {
+    if (field == name) return value;
+  }
+  return "(none)";
+}
+
+TEST(Responder, AQuotaRefusesBeyondItAndAnnouncesWhatIsLeft) {
+  // A window of a day: the test cannot straddle its reset.
+  responder draft(behaviour_set::parse(
+      R"({"*": {"quota": {"requests": 2, "window_s": 86400, "announce": "draft"}}})"));
+  const auto first = draft.decide(7, "1");
+  EXPECT_EQ(first.status, 200u);
+  EXPECT_EQ(header_of(first, "RateLimit-Policy"), "\"quota\";q=2;w=86400");
+  EXPECT_EQ(header_of(first, "RateLimit").rfind("\"quota\";r=1;t=", 0), 0u);
+  EXPECT_EQ(draft.decide(7, "2").status, 200u);
+  const auto refused = draft.decide(7, "3");
+  EXPECT_EQ(refused.status, 429u);
+  EXPECT_FALSE(refused.retry_after.empty());
+  EXPECT_EQ(header_of(refused, "RateLimit").rfind("\"quota\";r=0;t=", 0), 0u);
+  EXPECT_EQ(draft.decide(8, "4").status, 200u) << "each subscriber has its own quota";
+
+  responder x(behaviour_set::parse(
+      R"({"*": {"quota": {"requests": 1, "window_s": 86400, "announce": "x-epoch"}}})"));
+  const auto only = x.decide(7, "1");
+  EXPECT_EQ(header_of(only, "X-RateLimit-Limit"), "1");
+  EXPECT_EQ(header_of(only, "X-RateLimit-Remaining"), "0");
+  EXPECT_EQ(std::stoll(header_of(only, "X-RateLimit-Reset")) % 86400, 0);
+  EXPECT_EQ(x.decide(7, "2").status, 429u);
+
+  responder silent(behaviour_set::parse(R"({"*": {"quota": {"requests": 1, "window_s": 86400}}})"));
+  EXPECT_TRUE(silent.decide(7, "1").headers.empty());
+  EXPECT_EQ(silent.decide(7, "2").status, 429u);
+}
+
 TEST(Responder, FailFirstCountsPerDeliveryId) {
   responder r(behaviour_set::parse(R"({"11": {"fail_first": 2, "status": 503}})"));
   EXPECT_EQ(r.decide(11, "a").status, 503u);

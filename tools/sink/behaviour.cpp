@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -95,6 +96,39 @@ behaviour parse_one(std::string_view key, const json::value& value) {
       const auto rate = as_number(item);
       if (!rate || *rate <= 0) fail(key, "accept_rate must be a positive number");
       result.accept_rate = *rate;
+    } else if (field == "quota") {
+      if (!item.is_object()) fail(key, "quota must be an object");
+      for (const auto& [name, setting] : item.get_object()) {
+        if (name == "requests") {
+          const auto count = as_number(setting);
+          if (!count || *count < 1 || *count > 1e9 || *count != std::floor(*count))
+            fail(key, "quota.requests must be a positive integer");
+          result.quota = static_cast<int>(*count);
+        } else if (name == "window_s") {
+          const auto seconds = as_number(setting);
+          if (!seconds || *seconds < 1 || *seconds > 86400 || *seconds != std::floor(*seconds))
+            fail(key, "quota.window_s must be a whole number of seconds in 1..86400");
+          result.quota_window = std::chrono::seconds(static_cast<std::int64_t>(*seconds));
+        } else if (name == "announce") {
+          const std::string_view how =
+              setting.is_string() ? std::string_view(setting.get_string()) : std::string_view();
+          if (how == "none") {
+            result.quota_announce = behaviour::announce::none;
+          } else if (how == "draft") {
+            result.quota_announce = behaviour::announce::draft;
+          } else if (how == "x-seconds") {
+            result.quota_announce = behaviour::announce::x_seconds;
+          } else if (how == "x-epoch") {
+            result.quota_announce = behaviour::announce::x_epoch;
+          } else {
+            fail(key, "quota.announce must be \"none\", \"draft\", \"x-seconds\" or \"x-epoch\"");
+          }
+        } else {
+          fail(key, "unknown quota field \"" + std::string(name) + "\"");
+        }
+      }
+      if (result.quota == 0 || result.quota_window.count() == 0)
+        fail(key, "quota needs requests and window_s");
     } else if (field == "location") {
       if (!item.is_string()) fail(key, "location must be a string");
       result.location = std::string(item.get_string());
@@ -175,6 +209,10 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
     return result;
   }
   if (rule.reset) result.what = action::kind::reset;
+  if (rule.quota > 0 && !within_quota(subscriber_id.value_or(0), rule, result)) {
+    result.status = 429;
+    return result;
+  }
   if (rule.accept_rate > 0) {
     if (over_accept_rate(subscriber_id.value_or(0), rule.accept_rate)) {
       result.status = 429;  // with the rule's retry_after, if any
@@ -211,6 +249,52 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
   }
   result.status = rule.status;
   return result;
+}
+
+bool responder::within_quota(std::int64_t subscriber_id, const behaviour& rule,
+                             action& result) {
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  const auto window_s = static_cast<double>(rule.quota_window.count());
+  const auto index = static_cast<std::int64_t>(std::floor(now / window_s));
+  const double reset_at = static_cast<double>(index + 1) * window_s;
+  // Whole seconds, rounded up: a partner must not announce its reset earlier than it comes.
+  const auto seconds_left = static_cast<std::int64_t>(std::ceil(reset_at - now));
+  int left = 0;
+  bool within = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto& window = quota_windows_[subscriber_id];
+    if (window.index != index) window = {index, 0};
+    within = window.used < rule.quota;
+    if (within) ++window.used;
+    left = rule.quota - window.used;
+  }
+  if (!within) result.retry_after = std::to_string(std::max<std::int64_t>(1, seconds_left));
+  const std::string limit = std::to_string(rule.quota);
+  switch (rule.quota_announce) {
+    case behaviour::announce::none:
+      break;
+    case behaviour::announce::draft:
+      result.headers.emplace_back("RateLimit-Policy",
+                                  "\"quota\";q=" + limit + ";w=" +
+                                      std::to_string(rule.quota_window.count()));
+      result.headers.emplace_back("RateLimit", "\"quota\";r=" + std::to_string(left) +
+                                                   ";t=" + std::to_string(seconds_left));
+      break;
+    case behaviour::announce::x_seconds:
+    case behaviour::announce::x_epoch:
+      result.headers.emplace_back("X-RateLimit-Limit", limit);
+      result.headers.emplace_back("X-RateLimit-Remaining", std::to_string(left));
+      result.headers.emplace_back(
+          "X-RateLimit-Reset",
+          std::to_string(rule.quota_announce == behaviour::announce::x_epoch
+                             ? static_cast<std::int64_t>(reset_at)
+                             : seconds_left));
+      break;
+  }
+  return within;
 }
 
 bool responder::over_accept_rate(std::int64_t subscriber_id, double rate) {

@@ -36,6 +36,15 @@ struct behaviour {
   // Accept at most this many requests per second per subscriber (a bucket of one second's
   // worth); the rest get 429 (with `retry_after` if set). 0: no limit. For adaptive-rate tests.
   double accept_rate = 0;
+  // A partner's quota: at most `quota` requests per subscriber in each fixed window of
+  // `quota_window` (windows aligned to the Unix clock, as most APIs count them); beyond it 429
+  // with Retry-After until the window resets. Every answer announces what is left when
+  // `quota_announce` says how: the IETF draft's RateLimit-Policy and RateLimit (seconds left
+  // rounded up), or X-RateLimit-Limit/-Remaining/-Reset with the reset as seconds left or as
+  // the Unix time of the reset. 0: no quota.
+  int quota = 0;
+  std::chrono::seconds quota_window{0};
+  enum class announce { none, draft, x_seconds, x_epoch } quota_announce = announce::none;
 };
 
 class behaviour_set {
@@ -68,6 +77,7 @@ struct action {
   std::chrono::milliseconds trickle{0};
   body_shape body = body_shape::normal;
   std::uint64_t body_length = 0;  // sized: bytes sent; announced: Content-Length claimed
+  std::vector<std::pair<std::string, std::string>> headers;  // more fields of the answer
 };
 
 // The mutable half of behaviours: the seeded RNG for mixes and the fail_first / reset_first
@@ -90,6 +100,14 @@ class responder {
   };
   std::map<std::int64_t, accept_bucket> accept_buckets_;
   bool over_accept_rate(std::int64_t subscriber_id, double rate);
+  struct quota_window {
+    std::int64_t index = -1;
+    int used = 0;
+  };
+  std::map<std::int64_t, quota_window> quota_windows_;
+  // Counts the request against the subscriber's quota and says so in `result`; false when the
+  // quota was already spent (the answer is then 429).
+  bool within_quota(std::int64_t subscriber_id, const behaviour& rule, action& result);
 };
 
 }  // namespace surge::sink

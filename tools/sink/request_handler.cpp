@@ -131,6 +131,7 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
     if (!decided.retry_after.empty())
       result.response.set(http::field::retry_after, decided.retry_after);
     if (!decided.location.empty()) result.response.set(http::field::location, decided.location);
+    for (const auto& [name, value] : decided.headers) result.response.insert(name, value);
     result.trickle = decided.trickle;
     result.body = decided.body;
     result.body_length = decided.body_length;
