@@ -32,7 +32,7 @@ struct pg_queue {
   sql_client sql;
   explicit pg_queue(postgres_server& server)
       : uri(server.create_database()), db({.location = uri}), sql(uri) {
-    migrate(db);
+    migrate(db, true);
   }
   std::int64_t subscriber(double rate = 100, std::int64_t burst = 10) {
     subscriber_row row;
