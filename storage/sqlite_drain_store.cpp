@@ -15,6 +15,7 @@
 #include "storage/checkpointer.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/queue.hpp"
+#include "storage/schema.hpp"
 #include "storage/sqlite_shape.hpp"
 #include "storage/wal_meter.hpp"
 
@@ -60,7 +61,7 @@ class sqlite_drain_store final : public drain_store {
                            .lock_wait = config.lock_wait})),
         path_(config.location),
         file_(identify_file(config.location)),
-        shape_(seed000_sqlite_shape()),
+        shape_(sqlite_shape_of(shape_of_file(db_, config.shape, config.location))),
         checkpoints_(config.location),
         claims_(db_, config.owner.empty() ? default_lease_owner() : config.owner, shape_.claims),
         writer_(shape_.make_writer(db_)),
@@ -218,8 +219,18 @@ const sqlite_queue_shape& seed000_sqlite_shape() {
   return shape;
 }
 
+queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named,
+                          const std::string& location) {
+  const auto tables = list_tables(db);
+  return usable_shape(classify_queue(tables, named, location));
+}
+
 std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
-  if (is_postgres_location(config.location)) return open_postgres_drain_store(config);
+  if (is_postgres_location(config.location)) {
+    if (config.shape == queue_shape::seed001) throw error(seed001_not_on_postgres(config.location),
+                                                          error::kind::bad_shape);
+    return open_postgres_drain_store(config);
+  }
   try {
     return std::make_unique<sqlite_drain_store>(config);
   } catch (const SQLite::Exception& failure) {

@@ -15,6 +15,7 @@
 #include "storage/claims.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/outcomes.hpp"
+#include "storage/queue_shape.hpp"
 #include "storage/subscribers.hpp"
 #include "storage/token_leases.hpp"
 
@@ -37,7 +38,16 @@ struct sqlite_queue_shape {
                                               const proto::id_set& which);
 };
 
-// seed000's (storage/sqlite_drain_store.cpp).
+// seed000's (storage/sqlite_drain_store.cpp) and seed001's (storage/seed001/drain_shape.cpp).
 const sqlite_queue_shape& seed000_sqlite_shape();
+const sqlite_queue_shape& seed001_sqlite_shape();
+inline const sqlite_queue_shape& sqlite_shape_of(queue_shape shape) {
+  return shape == queue_shape::seed001 ? seed001_sqlite_shape() : seed000_sqlite_shape();
+}
+
+// The shape of the file `db` holds (`named`: the operator's choice), or storage::error with
+// kind bad_shape.
+queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named,
+                          const std::string& location);
 
 }  // namespace surge::storage
