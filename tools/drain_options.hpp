@@ -13,6 +13,7 @@ namespace surge::tools {
 
 struct drain_cli_options {
   std::string db_path;
+  std::string queue_shape;  // --queue-shape; empty: whichever the queue holds
   int threads = 0;
   std::string subscribers;
   bool subscribers_given = false;  // so that an empty --subscribers is an error, not "all"
@@ -26,6 +27,7 @@ struct drain_cli_options {
   double max_age = 24 * 3600;
   double retry_base = 1;
   double retry_cap = 3600;
+  engine::drain_config::retry_settings_given retry_given;
   double retry_after_cap = 3600;
   bool allow_private_targets = false;
   std::string ca_file;

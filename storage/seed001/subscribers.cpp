@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/event_match.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/sql_support.hpp"
 
@@ -58,10 +59,17 @@ subscriber_row read_row(const SQLite::Statement& query) {
 // rate_per_min is an INTEGER column: the tools accept only whole requests per minute here.
 std::int64_t per_minute(double rate_per_sec) { return std::llround(rate_per_sec * 60.0); }
 
+// The shape stores the filter as a JSON array; a row loaded from it already holds one, the tools
+// hand over Surge's comma-separated patterns.
+std::string events_column(const std::string& event_types) {
+  if (proto::parse_event_array(event_types)) return event_types;
+  return proto::event_array_from_patterns(event_types);
+}
+
 void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
   statement.bind(1, row.url);
   statement.bind(2, row.secret);
-  statement.bind(3, row.event_types);
+  statement.bind(3, events_column(row.event_types));
   statement.bind(4, per_minute(row.rate_per_sec));
   statement.bind(5, row.burst);
   statement.bind(6, row.region);
