@@ -53,7 +53,10 @@ void coalesce_sweeper::run() {
 
 void coalesce_sweeper::sweep_once() {
   storage::connection db(
-      {.location = config_.db_path, .create_if_missing = false, .lock_wait = &lock_wait_});
+      {.location = config_.db_path,
+       .create_if_missing = false,
+       .lock_wait = &lock_wait_,
+       .shape = config_.shape});
   for (const auto& subscriber : storage::load_subscribers(db, config_.subscribers)) {
     if (!subscriber.active || subscriber.coalesce_key.empty()) continue;
     // The same rule the shard applies, with the same checks on stored values.

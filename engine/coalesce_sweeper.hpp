@@ -8,17 +8,20 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "engine/counters.hpp"
 #include "proto/id_set.hpp"
+#include "storage/queue_shape.hpp"
 #include "storage/database.hpp"
 
 namespace surge::engine {
 
 struct coalesce_sweeper_config {
   std::string db_path;
+  std::optional<storage::queue_shape> shape;
   proto::id_set subscribers;
   std::chrono::milliseconds interval{1000};   // between sweeps
   int max_rows = 100'000;                     // rows read per subscriber and sweep

@@ -12,6 +12,7 @@
 #include "engine/token_allowance.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
+#include "storage/queue_shape.hpp"
 
 namespace surge::engine {
 
@@ -74,6 +75,9 @@ struct scheduler_config {
 
 struct storage_worker_config {
   std::string db_path;
+  // The queue shape the operator named (--queue-shape); nullopt: whichever the database holds.
+  // run_drain sets it to the shape it found, so every connection of the drain uses that one.
+  std::optional<storage::queue_shape> shape;
   std::chrono::milliseconds busy_timeout = 5s;
   std::chrono::milliseconds lease = 60s;
   // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
@@ -139,6 +143,13 @@ struct drain_config {
   std::optional<std::string> metrics_listen;  // HOST:PORT for /metrics and /healthz
   std::size_t metrics_top_subscribers = 50;
   proto::retry_config retry;
+  // Which fields of `retry` an operator set (--max-attempts, --max-age, --retry-base,
+  // --retry-cap); the others follow the queue's shape (storage::retry_defaults), so that a row
+  // of seed001 fares the same whichever drainer sends it.
+  struct retry_settings_given {
+    bool max_attempts = false, max_age = false, base_delay = false, max_delay = false;
+    friend bool operator==(const retry_settings_given&, const retry_settings_given&) = default;
+  } retry_given;
   std::chrono::seconds retry_after_cap = std::chrono::hours(1);
   http_client_config http;
   scheduler_config scheduler;

@@ -47,6 +47,14 @@ std::string delivery_refusal(const storage::claimed_row& row) {
   if (const auto problem = proto::header_value_problem(row.event_type); !problem.empty()) {
     return "unsafe event_type: " + std::string(problem);
   }
+  // A queue that stores signatures at enqueue sends them verbatim; one that is not the hex of
+  // an HMAC-SHA256 would only be refused by the partner, so no byte of it goes out.
+  if (row.stored_signature) {
+    if (const auto problem = proto::stored_signature_problem(*row.stored_signature);
+        !problem.empty()) {
+      return "unusable signature: " + problem;
+    }
+  }
   return {};
 }
 
@@ -93,6 +101,7 @@ http_request build_batch_request(const proto::target& target, const proto::signe
   request.set("X-VVV-Event", events);
   request.set("X-VVV-Batch-Size", std::to_string(rows.size()));
   request.set("X-VVV-Delivery-Ids", proto::delivery_ids_header(ids));
+  if (!rows.empty()) request.set("X-VVV-Subscriber", std::to_string(rows.front().subscriber_id));
   request.set("X-VVV-Attempt", std::to_string(attempt));
   request.body() = proto::batch_body(payloads);
   const auto signed_fields = signer.sign(proto::batch_message_id(ids), unix_seconds, request.body());
@@ -166,11 +175,14 @@ void write_delivery_request(std::string& out, std::string_view head, const proto
   out.append(head);
   append_field(out, "X-VVV-Event", row.event_type);
   append_number_field(out, "X-VVV-Delivery-Id", row.id);
+  append_number_field(out, "X-VVV-Subscriber", row.subscriber_id);
   append_number_field(out, "X-VVV-Attempt", row.attempts + 1);
   char message_id[28] = "msg_";
   const auto id_end = std::to_chars(message_id + 4, std::end(message_id), row.id).ptr;
   const auto signed_fields =
-      signer.sign(std::string_view(message_id, id_end), unix_seconds, row.payload);
+      signer.sign(std::string_view(message_id, id_end), unix_seconds, row.payload,
+                  row.stored_signature ? std::string_view(*row.stored_signature)
+                                       : std::string_view());
   for (std::size_t i = 0; i < signed_fields.size(); ++i) {
     append_field(out, signed_fields.name(i), signed_fields.value(i));
   }

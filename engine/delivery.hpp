@@ -28,7 +28,8 @@ using http_request = boost::beast::http::request<boost::beast::http::string_body
 using attempt_rows = boost::container::small_vector<storage::claimed_row, 1>;
 
 // Why the row cannot be sent (a value from the queue that would reach a header unchecked, e.g.
-// "unsafe event_type: contains CR/LF"), or empty when it can. Checked before the attempt takes a
+// "unsafe event_type: contains CR/LF", or a stored signature that is not 64 lowercase hex
+// characters), or empty when it can. Checked before the attempt takes a
 // token, so such a row is dead-lettered before any byte is sent.
 std::string delivery_refusal(const storage::claimed_row& row);
 
@@ -42,8 +43,8 @@ std::string request_head(const proto::target& target, std::string_view user_agen
 // One row's whole request into `out`, cleared first and its capacity kept, so that with a reused
 // buffer a steady stream of deliveries allocates nothing (the signature's text lives in
 // proto::signed_fields) and goes out in one write each: `head`,
-// X-VVV-Event, X-VVV-Delivery-Id, X-VVV-Attempt, the signature headers of the subscriber's
-// scheme for this attempt's timestamp, Content-Length, and the stored payload unchanged. The
+// X-VVV-Event, X-VVV-Delivery-Id, X-VVV-Subscriber, X-VVV-Attempt, the signature headers of the
+// subscriber's scheme for this attempt's timestamp (or the row's stored signature, verbatim), Content-Length, and the stored payload unchanged. The
 // Standard Webhooks id is "msg_<row id>", stable across retries. Throws std::invalid_argument if
 // a value would be unsafe on the wire (delivery_refusal keeps such rows from getting here).
 void write_delivery_request(std::string& out, std::string_view head, const proto::signer& signer,

@@ -83,6 +83,19 @@ std::string status_text(const drain_metrics& metrics, double rate) {
 // Drains on one queue share its subscribers through ownership leases (storage/ownership.hpp) and
 // spend one persisted bucket per subscriber, so overlapping is safe; saying so at the start
 // explains why this drain may send nothing to some subscribers until their owner lets go.
+// On seed001, that shape's published retry rules with whatever the operator set on top; on
+// seed000, config.retry already holds Surge's own.
+void apply_shape_retry_rules(drain_config& config) {
+  if (config.storage.shape != storage::queue_shape::seed001) return;
+  auto rules = storage::retry_defaults(*config.storage.shape);
+  const auto& given = config.retry_given;
+  if (given.max_attempts) rules.max_attempts = config.retry.max_attempts;
+  if (given.max_age) rules.max_age = config.retry.max_age;
+  if (given.base_delay) rules.base_delay = config.retry.base_delay;
+  if (given.max_delay) rules.max_delay = config.retry.max_delay;
+  config.retry = rules;
+}
+
 void note_other_drainers(storage::connection& db, const proto::id_set& subscribers) {
   const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
                                                   storage::default_lease_owner());
@@ -115,8 +128,13 @@ drain_summary run_drain(const drain_config& input) {
     // only the steady-state drainer has touched so far.
     storage::connection db({.location = config.storage.db_path,
                             .busy_timeout = config.storage.busy_timeout,
-                            .create_if_missing = false});
+                            .create_if_missing = false,
+                            .shape = config.storage.shape});
+    // A queue of no shape Surge can use stops the drain here (storage::error, bad_shape), before
+    // anything could report it drained while its rows wait.
     storage::migrate(db);
+    config.storage.shape = db.shape();
+    apply_shape_retry_rules(config);
     note_other_drainers(db, config.subscribers);
   }
 
@@ -241,12 +259,14 @@ drain_summary run_drain(const drain_config& input) {
   // whole unheld backlog swept (a thread of its own; idle when none coalesces).
   std::optional<coalesce_sweeper> sweeper;
   sweeper.emplace(coalesce_sweeper_config{.db_path = config.storage.db_path,
+                                          .shape = config.storage.shape,
                                           .subscribers = config.subscribers},
                   counters);
   std::optional<metrics_server> server;
   std::optional<queue_sampler> sampler;
   if (config.metrics_listen) {
     sampler.emplace(queue_sampler_config{.db_path = config.storage.db_path,
+                                         .shape = config.storage.shape,
                                          .subscribers = config.subscribers},
                     metrics);
     server.emplace(control, *config.metrics_listen,

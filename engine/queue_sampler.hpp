@@ -5,16 +5,19 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "engine/metrics.hpp"
 #include "proto/id_set.hpp"
+#include "storage/queue_shape.hpp"
 
 namespace surge::engine {
 
 struct queue_sampler_config {
   std::string db_path;
+  std::optional<storage::queue_shape> shape;
   proto::id_set subscribers;
   std::chrono::milliseconds interval{5000};
   // A row due for longer than this counts as overdue: the "we are behind" number.

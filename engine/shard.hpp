@@ -142,6 +142,9 @@ class shard final : public shard_endpoint {
   // How long a lease must still run for an attempt to start (or to be written) within it.
   std::chrono::duration<double> lease_margin() const;
   bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
+  // delivery_refusal, and on a seed001 queue also a row past its retry window since enqueue:
+  // that shape attempts nothing later, whoever scheduled the row.
+  std::string refusal_of(const storage::claimed_row& row, double now_unix) const;
   // An attempt that gave up at the wire gate: its row goes back, no attempt counted.
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   void count_outcome(storage::outcome_kind kind);

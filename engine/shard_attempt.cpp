@@ -262,6 +262,18 @@ bool shard::lease_too_short(const storage::claimed_row& row, double now_unix) co
   return now_unix + lease_margin().count() > row.lease;
 }
 
+std::string shard::refusal_of(const storage::claimed_row& row, double now_unix) const {
+  auto why = delivery_refusal(row);
+  if (!why.empty() || config_.storage.shape != storage::queue_shape::seed001) return why;
+  const double window = std::chrono::duration<double>(config_.retry.max_age).count();
+  if (now_unix - row.created_at > window) {
+    why = "retry window passed: enqueued " +
+          std::to_string(static_cast<std::int64_t>(now_unix - row.created_at)) + " s ago, limit " +
+          std::to_string(static_cast<std::int64_t>(window)) + " s";
+  }
+  return why;
+}
+
 void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
   // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
   // ends, like the rows buffered behind it; otherwise back to the queue.

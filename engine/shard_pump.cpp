@@ -26,7 +26,7 @@ scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub,
   // The claim left an oversized payload in the database (storage::claimer): only its size is here.
   facts.front_too_large =
       static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
-  facts.front_refused = !delivery_refusal(front).empty();
+  facts.front_refused = !refusal_of(front, now_unix).empty();
   facts.front_lease_too_short = lease_too_short(front, now_unix);
   facts.paused_until = sub.paused_until;
   facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
@@ -90,7 +90,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
       case pump_action::dead_letter_front_refused: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
-        auto refusal = delivery_refusal(row);
+        auto refusal = refusal_of(row, now_unix);
         dead_letter(std::move(row), std::move(refusal));
         continue;
       }

@@ -23,7 +23,8 @@ bool shard::may_join_batch(const subscriber_state& sub, const storage::claimed_r
   if (proto::batch_body_bytes(payload_bytes + size, rows + 1) > sub.settings.batch_bytes) {
     return false;
   }
-  if (!delivery_refusal(row).empty() || lease_too_short(row, storage::unix_now())) return false;
+  const double now_unix = storage::unix_now();
+  if (!refusal_of(row, now_unix).empty() || lease_too_short(row, now_unix)) return false;
   return !check_json || proto::is_json_value(row.payload);
 }
 

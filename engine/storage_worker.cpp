@@ -38,7 +38,8 @@ void storage_worker::start() {
        .token_reserve_seconds = std::chrono::duration<double>(storage.token_reserve).count(),
        .ownership_heartbeat_seconds =
            std::chrono::duration<double>(storage.ownership_heartbeat).count(),
-       .allowed = config_.subscribers});
+       .allowed = config_.subscribers,
+       .shape = storage.shape});
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);

@@ -1,5 +1,11 @@
 #include "proto/event_match.hpp"
 
+#include <algorithm>
+
+#include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
 namespace surge::proto {
 namespace {
 
@@ -67,6 +73,35 @@ std::string validate_event_patterns(std::string_view patterns) {
   });
   if (!any) return "event filter has no patterns";
   return problem;
+}
+
+std::optional<std::vector<std::string>> parse_event_array(std::string_view json) {
+  boost::system::error_code ec;
+  const auto value = boost::json::parse(json, ec);
+  if (ec || !value.is_array()) return std::nullopt;
+  std::vector<std::string> patterns;
+  for (const auto& element : value.get_array()) {
+    if (!element.is_string()) return std::nullopt;
+    patterns.emplace_back(element.get_string());
+  }
+  return patterns;
+}
+
+bool event_array_matches(std::string_view json, std::string_view event_type) {
+  const auto patterns = parse_event_array(json);
+  if (!patterns) return false;
+  return std::any_of(patterns->begin(), patterns->end(), [&](const std::string& entry) {
+    return entry_matches(trim(entry), event_type);
+  });
+}
+
+std::string event_array_from_patterns(std::string_view patterns) {
+  boost::json::array out;
+  any_entry(patterns, [&](std::string_view entry) {
+    out.emplace_back(entry);
+    return false;
+  });
+  return boost::json::serialize(out);
 }
 
 }  // namespace surge::proto

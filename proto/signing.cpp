@@ -131,11 +131,33 @@ std::optional<signing_scheme> parse_signing_scheme(std::string_view text) {
   };
   if (same(text, "vvv")) return signing_scheme::vvv;
   if (same(text, "standard")) return signing_scheme::standard;
+  if (same(text, "stored")) return signing_scheme::stored;
   return std::nullopt;
 }
 
 std::string_view to_string(signing_scheme scheme) {
-  return scheme == signing_scheme::standard ? "standard" : "vvv";
+  switch (scheme) {
+    case signing_scheme::standard: return "standard";
+    case signing_scheme::stored: return "stored";
+    case signing_scheme::vvv: break;
+  }
+  return "vvv";
+}
+
+std::string stored_signature_problem(std::string_view stored) {
+  if (stored.empty()) return "missing stored signature";
+  constexpr std::size_t hex_digits = 2 * std::tuple_size_v<sha256_digest>;
+  const bool lower_hex = std::all_of(stored.begin(), stored.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (stored.size() == hex_digits && lower_hex) return {};
+  return "stored signature is not " + std::to_string(hex_digits) +
+         " lowercase hex characters (" + std::to_string(stored.size()) + " characters" +
+         (lower_hex ? ")" : ", not all lowercase hex)");
+}
+
+std::string stored_signature_for(std::string_view secret, std::string_view payload) {
+  return to_lower_hex(hmac_sha256(secret, payload));
 }
 
 sha256_digest hmac_sha256(std::string_view key, std::string_view message) {
@@ -189,6 +211,11 @@ std::optional<signer> signer::create(signing_scheme scheme, std::string_view sec
   signer made;
   made.scheme_ = scheme;
   auto keyed = std::make_shared<keyed_secret>();
+  if (scheme == signing_scheme::stored) {
+    // The producer signed every row at enqueue; sending needs no key.
+    made.keys_ = std::move(keyed);
+    return made;
+  }
   if (scheme == signing_scheme::vvv) {
     // An empty HMAC key is accepted by OpenSSL but authenticates nothing.
     if (secret.empty()) {
@@ -235,8 +262,17 @@ std::string_view signed_fields::text() const {
 }
 
 signed_fields signer::sign(std::string_view message_id, std::int64_t unix_seconds,
-                           std::string_view payload) const {
+                           std::string_view payload, std::string_view stored) const {
   signed_fields out;
+  if (scheme_ == signing_scheme::stored) {
+    if (const auto problem = stored_signature_problem(stored); !problem.empty()) {
+      throw std::invalid_argument(problem);
+    }
+    out.open("X-VVV-Signature");
+    out.append(stored);
+    out.close();
+    return out;
+  }
   std::array<char, 24> timestamp_digits{};
   const auto written = std::to_chars(timestamp_digits.data(),
                                      timestamp_digits.data() + timestamp_digits.size(),
@@ -305,8 +341,18 @@ bool verify_standard(std::string_view secret, std::string_view message_id,
   return matched;
 }
 
+bool verify_stored(std::string_view secret, std::string_view payload,
+                   std::string_view signature_header) {
+  // Only the exact form a producer stores: 64 lowercase hex characters, nothing around them.
+  if (secret.empty() || !stored_signature_problem(signature_header).empty()) return false;
+  const auto received = hex_decode(signature_header);
+  return received && equal_digest(hmac_sha256(secret, payload), *received);
+}
+
 std::string problem_with_new_secret(signing_scheme scheme, std::string_view secret) {
   std::string error;
+  // A stored-signature queue's producer signs with the secret: empty, it authenticates nothing.
+  if (scheme == signing_scheme::stored) return secret.empty() ? "empty secret" : "";
   if (!signer::create(scheme, secret, &error)) return error;
   if (scheme == signing_scheme::vvv) return {};
   std::string problem;
@@ -329,8 +375,8 @@ std::string generate_secret(signing_scheme scheme) {
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
     throw std::runtime_error("RAND_bytes failed: no secure randomness available");
   }
-  if (scheme == signing_scheme::vvv) return to_lower_hex(bytes);
-  return std::string(whsec_prefix) + base64_encode(bytes);
+  if (scheme == signing_scheme::standard) return std::string(whsec_prefix) + base64_encode(bytes);
+  return to_lower_hex(bytes);
 }
 
 }  // namespace surge::proto

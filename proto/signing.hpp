@@ -1,5 +1,7 @@
 #pragma once
-// Webhook signing: the `vvv` scheme and Standard Webhooks 1.0.
+// Webhook signing: the `vvv` scheme, Standard Webhooks 1.0, and `stored`: a signature the
+// producer computed at enqueue and stored with the row (the second published queue shape), sent
+// as it is on every attempt.
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -13,7 +15,7 @@
 
 namespace surge::proto {
 
-enum class signing_scheme { vvv, standard };
+enum class signing_scheme { vvv, standard, stored };
 
 std::optional<signing_scheme> parse_signing_scheme(std::string_view text);
 std::string_view to_string(signing_scheme scheme);
@@ -32,7 +34,14 @@ std::optional<std::string> base64_decode(std::string_view text);
 // pasted vvv secret that receivers' libraries would read differently. Empty if fine.
 std::string problem_with_new_secret(signing_scheme scheme, std::string_view secret);
 
-// Header fields a signed request carries: 2 for vvv, 3 for standard. The values are kept in
+// `stored`: the row's stored signature must be exactly 64 lowercase hex characters, the hex of
+// an HMAC-SHA256, or it is not sent. Empty if it is; otherwise why not, never quoting the value
+// (another program wrote it, and it may hold anything).
+std::string stored_signature_problem(std::string_view stored);
+// What a producer of such a queue stores at enqueue: lowercase hex HMAC-SHA256(secret, payload).
+std::string stored_signature_for(std::string_view secret, std::string_view payload);
+
+// Header fields a signed request carries: 2 for vvv, 3 for standard, 1 for stored. The values are kept in
 // the object itself, so signing a request allocates nothing; only a secret with more rotated
 // keys than fit (about four) spills them to the heap.
 class signed_fields {
@@ -70,8 +79,9 @@ class signed_fields {
 class signer {
  public:
   // vvv: the secret is the raw HMAC key. standard: one or more space-separated `whsec_<base64>`
-  // secrets (key rotation); each produces one `v1,` signature. Returns nullopt and sets `error`
-  // when the secret cannot be used with the scheme.
+  // secrets (key rotation); each produces one `v1,` signature. stored: the secret is not used to
+  // send (the producer signed with it at enqueue). Returns nullopt and sets `error` when the
+  // secret cannot be used with the scheme.
   static std::optional<signer> create(signing_scheme scheme, std::string_view secret,
                                       std::string* error = nullptr);
 
@@ -80,8 +90,11 @@ class signer {
   // vvv: X-VVV-Timestamp, X-VVV-Signature ("sha256=<hex>" over "<ts>.<payload>").
   // standard: webhook-id, webhook-timestamp, webhook-signature ("v1,<b64>" over
   // "<id>.<ts>.<payload>", several separated by one space).
+  // stored: X-VVV-Signature, the row's `stored` signature verbatim, never recomputed; throws
+  // std::invalid_argument when stored_signature_problem() finds one (callers refuse such rows
+  // before they take a token, so this is the last line of defence).
   signed_fields sign(std::string_view message_id, std::int64_t unix_seconds,
-                     std::string_view payload) const;
+                     std::string_view payload, std::string_view stored = {}) const;
 
  private:
   signer() = default;  // only create() makes one: a signer without keys cannot sign
@@ -100,8 +113,11 @@ bool verify_vvv(std::string_view secret, std::string_view timestamp, std::string
 bool verify_standard(std::string_view secret, std::string_view message_id,
                      std::string_view timestamp, std::string_view payload,
                      std::string_view signature_header);
+// stored: the header is the lowercase hex HMAC-SHA256(secret, payload), nothing else.
+bool verify_stored(std::string_view secret, std::string_view payload,
+                   std::string_view signature_header);
 
-// A fresh random secret: 32 random bytes, hex for vvv, `whsec_<base64>` for standard.
+// A fresh random secret: 32 random bytes, hex for vvv and stored, `whsec_<base64>` for standard.
 std::string generate_secret(signing_scheme scheme);
 
 }  // namespace surge::proto

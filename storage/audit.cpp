@@ -130,7 +130,14 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
     // A rate stored as text reads NaN (subscriber_row); judge it as 0, as SQLite would read it.
     limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
   }
+  auto entries = read_attempts(db, std::move(limits), which, with_delivered);
+  snapshot.commit();
+  return entries;
+}
 
+std::vector<audit_entry> read_attempts(SQLite::Database& db,
+                                       std::map<std::int64_t, audit_limit> limits,
+                                       const proto::id_set& which, bool with_delivered) {
   // A batch POST left one record per row; its first row's record stands for the request.
   const bool batches = schema_version(db) >= 3;
   SQLite::Statement query(db,
@@ -147,7 +154,6 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
                 {query.getColumn(1).getDouble(), query.getColumn(2).getDouble(),
                  query.getColumn(3).getInt(), query.getColumn(4).getInt64()});
   }
-  snapshot.commit();
   return collect.finish();
 }
 

@@ -119,6 +119,12 @@ class audit_collector {
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 
+// The audit of the attempts in surge_attempt (the same table on either queue shape) against
+// `limits`, inside a read transaction the caller holds.
+std::vector<audit_entry> read_attempts(SQLite::Database& db,
+                                       std::map<std::int64_t, audit_limit> limits,
+                                       const proto::id_set& which, bool with_delivered);
+
 // The same on either kind of queue (storage/connection.hpp); throws storage::error.
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which = {},
                                     bool with_delivered = false);

@@ -22,12 +22,18 @@ std::int64_t single_int(SQLite::Statement& statement) {
 
 }  // namespace
 
-change_watch::change_watch(SQLite::Database& db, std::size_t max_rows)
+const change_statements& seed000_change_statements() {
+  static const change_statements statements{.max_id = max_id_sql, .added = added_sql};
+  return statements;
+}
+
+change_watch::change_watch(SQLite::Database& db, std::size_t max_rows,
+                           const change_statements& statements)
     : db_(db),
       max_rows_(std::max<std::size_t>(max_rows, 1)),
       version_(std::make_unique<SQLite::Statement>(db, version_sql)),
-      max_id_(std::make_unique<SQLite::Statement>(db, max_id_sql)),
-      added_(std::make_unique<SQLite::Statement>(db, added_sql)) {
+      max_id_(std::make_unique<SQLite::Statement>(db, statements.max_id)),
+      added_(std::make_unique<SQLite::Statement>(db, statements.added)) {
   version_seen_ = read_version();
   highest_id_ = single_int(*max_id_);
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -21,11 +22,20 @@ struct new_rows {
   bool any() const { return all || !subscribers.empty(); }
 };
 
+// The delivery table's highest id, and (:now, :after, :limit) the rows above an id in id order:
+// id, subscriber_id, and whether the row is due. One set per queue shape.
+struct change_statements {
+  std::string max_id;
+  std::string added;
+};
+const change_statements& seed000_change_statements();
+
 class change_watch {
  public:
   // Rows queued before the watch was made are not new. `max_rows` bounds what one look reads
   // (a bulk insert of a spike's backlog is reported as `all`, not listed).
-  explicit change_watch(SQLite::Database& db, std::size_t max_rows = 10000);
+  explicit change_watch(SQLite::Database& db, std::size_t max_rows = 10000,
+                        const change_statements& statements = seed000_change_statements());
   ~change_watch();
 
   // Call outside a transaction (in one, data_version cannot move). Rows with ids above the

@@ -43,18 +43,17 @@ constexpr const char* lease_row_sql =
 // pages here (BM_storage_claim/1000 was slower than one row at a time with it). What can still
 // stop it halfway (an I/O error, another program's trigger raising) throws, and the whole claim
 // rolls back with its transaction.
-constexpr int rows_per_lease = 16;
+constexpr int rows_per_lease = claimer::rows_per_lease;
 std::string lease_rows_sql() {
-  std::string text = "UPDATE OR FAIL webhook_delivery SET locked_until = ?1 WHERE id IN (";
-  for (int i = 0; i < rows_per_lease; ++i) text += (i ? ", ?" : "?") + std::to_string(i + 3);
-  return text + ") AND locked_until <= ?2 AND +status IN ('pending','retry')";
+  return "UPDATE OR FAIL webhook_delivery SET locked_until = ?1 WHERE id IN (" +
+         detail::numbered_placeholders(3, rows_per_lease) +
+         ") AND locked_until <= ?2 AND +status IN ('pending','retry')";
 }
 // Which of those rows the write reached, when it reached fewer than all: lease values are unique
 // to a claim (storage/lease_values.hpp), so a row holding this one was leased just now.
 std::string leased_rows_sql() {
-  std::string text = "SELECT id FROM webhook_delivery WHERE id IN (";
-  for (int i = 0; i < rows_per_lease; ++i) text += (i ? ", ?" : "?") + std::to_string(i + 2);
-  return text + ") AND locked_until = ?1";
+  return "SELECT id FROM webhook_delivery WHERE id IN (" +
+         detail::numbered_placeholders(2, rows_per_lease) + ") AND locked_until = ?1";
 }
 
 // The sweep: due, free rows in table order within the window, so that a stretch of finished
@@ -112,6 +111,19 @@ bool names_a_subscriber_twice(std::span<const subscriber_demand> demand) {
 
 }  // namespace
 
+const claim_statements& seed000_claim_statements() {
+  static const claim_statements statements{
+      .due_rows = due_rows_sql,
+      .lease_row = lease_row_sql,
+      .lease_rows = lease_rows_sql(),
+      .leased_rows = leased_rows_sql(),
+      .sweep = sweep_sql,
+      .release = release_sql,
+      .last_id = "SELECT COALESCE(MAX(id), 0) FROM webhook_delivery",
+  };
+  return statements;
+}
+
 std::string_view claim_statement_text() { return due_rows_sql; }
 
 std::string lease_statement_text() { return lease_rows_sql(); }
@@ -124,17 +136,16 @@ std::string default_lease_owner() {
   return "surge@" + std::string(host) + ":" + std::to_string(::getpid());
 }
 
-claimer::claimer(SQLite::Database& db, std::string owner)
+claimer::claimer(SQLite::Database& db, std::string owner, const claim_statements& sql)
     : db_(db),
       owner_(std::move(owner)),
-      due_rows_statement_(std::make_unique<SQLite::Statement>(db, due_rows_sql)),
-      lease_row_statement_(std::make_unique<SQLite::Statement>(db, lease_row_sql)),
-      lease_rows_statement_(std::make_unique<SQLite::Statement>(db, lease_rows_sql())),
-      leased_rows_statement_(std::make_unique<SQLite::Statement>(db, leased_rows_sql())),
-      release_statement_(std::make_unique<SQLite::Statement>(db, release_sql)),
-      sweep_statement_(std::make_unique<SQLite::Statement>(db, sweep_sql)),
-      last_id_statement_(
-          std::make_unique<SQLite::Statement>(db, "SELECT COALESCE(MAX(id), 0) FROM webhook_delivery")),
+      due_rows_statement_(std::make_unique<SQLite::Statement>(db, sql.due_rows)),
+      lease_row_statement_(std::make_unique<SQLite::Statement>(db, sql.lease_row)),
+      lease_rows_statement_(std::make_unique<SQLite::Statement>(db, sql.lease_rows)),
+      leased_rows_statement_(std::make_unique<SQLite::Statement>(db, sql.leased_rows)),
+      release_statement_(std::make_unique<SQLite::Statement>(db, sql.release)),
+      sweep_statement_(std::make_unique<SQLite::Statement>(db, sql.sweep)),
+      last_id_statement_(std::make_unique<SQLite::Statement>(db, sql.last_id)),
       record_lease_statement_(std::make_unique<SQLite::Statement>(db, record_lease_sql)),
       prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)) {}
 
@@ -164,6 +175,9 @@ void read_claimed(SQLite::Statement& read, double lease, claimed_row& row) {
   row.created_at = read.getColumn(6).getDouble();
   row.payload_bytes = read.getColumn(7).getInt64();
   if (!read.getColumn(8).isNull()) row.coalesced_since = read.getColumn(8).getDouble();
+  if (read.getColumnCount() > 9) {
+    row.stored_signature = read.getColumn(9).isNull() ? "" : read.getColumn(9).getString();
+  }
   row.lease = lease;
 }
 

@@ -29,6 +29,9 @@ struct claimed_row {
   double lease = 0;  // the locked_until value this process wrote: the fence for outcome writes
   // Coalescing: the created_at of the oldest row merged into this one so far, if any.
   std::optional<double> coalesced_since;
+  // A queue shape that stores each row's signature at enqueue (seed001): the stored text, empty
+  // when the column is NULL or empty; nullopt where signatures are made per attempt (seed000).
+  std::optional<std::string> stored_signature;
 };
 
 struct subscriber_demand {
@@ -94,10 +97,31 @@ class sweep_cursor {
   double pinned_since_ = 0;
 };
 
+// The statements a claimer runs: one set per queue shape (seed000's below, seed001's in
+// storage/seed001/drain_shape.cpp), so the claim's rules (the sweep, leases by id sixteen at a
+// time, the fence) have one home. Every read returns, in this order: id, subscriber_id, event_type,
+// the payload ('' when over the cap), attempts, next_attempt_at, created_at, the payload's size,
+// coalesced_since, and optionally the stored signature; "free" and "due" mean what the shape's
+// other drainers take them to mean.
+struct claim_statements {
+  std::string due_rows;     // :max_payload, :sid, :now, :n; oldest due first
+  std::string lease_row;    // lease, id, now
+  std::string lease_rows;   // ?1 lease, ?2 now, ?3 .. ?18 the ids (rows_per_lease)
+  std::string leased_rows;  // ?1 lease, ?2 .. ?17 the ids: which of them hold the lease
+  std::string sweep;        // ?1 max_payload, ?2 first id, ?3 end id, ?4 now; in id order
+  std::string release;      // id, lease
+  std::string last_id;      // the table's highest id
+};
+const claim_statements& seed000_claim_statements();
+
 class claimer {
  public:
+  // Rows one lease write takes (claim_statements::lease_rows).
+  static constexpr int rows_per_lease = 16;
+
   // Needs schema version 2 (surge_lease). `owner` names this claimer in surge_lease.
-  explicit claimer(SQLite::Database& db, std::string owner = default_lease_owner());
+  explicit claimer(SQLite::Database& db, std::string owner = default_lease_owner(),
+                   const claim_statements& statements = seed000_claim_statements());
   ~claimer();
 
   // For each demand entry, leases up to `rows` rows of that subscriber that are due

@@ -22,7 +22,9 @@ std::string printable_location(const std::string& location) {
 }
 
 connection::connection(const connection_config& config)
-    : location_(config.location), backend_(std::make_unique<backend>()) {
+    : location_(config.location),
+      named_shape_(config.shape),
+      backend_(std::make_unique<backend>()) {
   if (is_postgres_location(config.location)) {
     backend_->postgres = std::make_unique<pg::session>(
         config.location, pg::session_limits{.interrupt = config.lock_wait});

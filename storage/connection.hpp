@@ -5,11 +5,13 @@
 // which database is behind it.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "storage/database.hpp"
 #include "storage/error.hpp"
+#include "storage/queue_shape.hpp"
 
 namespace surge::storage {
 
@@ -22,6 +24,8 @@ struct connection_config {
   // Cuts lock waits short (SQLite) and waits for the server (PostgreSQL); must outlive the
   // connection.
   const interruptible_wait* lock_wait = nullptr;
+  // The queue shape the operator named (--queue-shape); nullopt: whichever the database holds.
+  std::optional<queue_shape> shape;
 };
 
 // Whether `location` names a PostgreSQL database rather than a file.
@@ -41,11 +45,19 @@ class connection {
   // What --db named.
   const std::string& location() const { return location_; }
 
+  // Which shape the queue is, read from its tables on first use (storage/queue_shape.hpp).
+  // Throws storage::error, kind bad_shape, when it cannot be used: empty, of no known shape,
+  // half-migrated, of both shapes with none named, or seed001 on PostgreSQL.
+  queue_shape shape();
+  std::optional<queue_shape> named_shape() const { return named_shape_; }
+
   struct backend;  // storage/backend.hpp, inside storage/ only
   backend& get() { return *backend_; }
 
  private:
   std::string location_;
+  std::optional<queue_shape> named_shape_;
+  std::optional<queue_shape> shape_;  // once known
   std::unique_ptr<backend> backend_;
 };
 

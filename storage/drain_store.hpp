@@ -18,6 +18,7 @@
 #include "storage/outcomes.hpp"
 #include "storage/ownership.hpp"
 #include "storage/partner_quotas.hpp"
+#include "storage/queue_shape.hpp"
 #include "storage/subscribers.hpp"
 #include "storage/token_leases.hpp"
 
@@ -34,6 +35,9 @@ struct drain_store_config {
   proto::id_set allowed;                          // --subscribers
   // Names this drain's leases and ownerships; empty: "surge@host:pid" (default_lease_owner).
   std::string owner;
+  // The queue shape (storage/queue_shape.hpp) the operator named, or the drain found at start;
+  // nullopt: whichever the database holds. seed001 exists on SQLite only.
+  std::optional<queue_shape> shape;
 };
 
 // How much the store wrote to its log (SQLite's WAL); zeros where there is no such count.

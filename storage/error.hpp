@@ -26,6 +26,10 @@ class error : public std::runtime_error {
     schema_missing,
     // The statement was cancelled by a statement timeout: a smaller one may finish in time.
     timed_out,
+    // The database is not a queue of a shape Surge can use (storage/queue_shape.hpp): empty, of
+    // no known shape, half-migrated, of both shapes with none named, or a shape this kind of
+    // database does not carry. The operator points Surge elsewhere or names a shape.
+    bad_shape,
   };
   explicit error(const std::string& message, kind what = kind::other)
       : std::runtime_error(message), kind_(what) {}

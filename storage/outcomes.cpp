@@ -77,29 +77,34 @@ void bind_attempt(SQLite::Statement& statement, int first, const attempt_record&
 
 }  // namespace
 
-outcome_writer::outcome_writer(SQLite::Database& db)
-    : db_(db),
-      done_(std::make_unique<SQLite::Statement>(db, done_sql)),
-      retry_(std::make_unique<SQLite::Statement>(db, retry_sql)),
-      dead_(std::make_unique<SQLite::Statement>(db, dead_sql)),
-      release_(std::make_unique<SQLite::Statement>(db, release_sql)),
-      coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
-      attempt_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(1))),
-      attempts_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(attempts_per_insert))),
-      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)),
-      exists_(std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
-      stands_for_(std::make_unique<SQLite::Statement>(db, stands_for_sql)) {}
-
-outcome_writer::~outcome_writer() = default;
-
-write_report outcome_writer::write(std::span<const outcome> batch,
-                                   std::span<const std::int64_t> deactivate) {
+write_report outcome_applier::write(std::span<const outcome> batch,
+                                    std::span<const std::int64_t> deactivate) {
   if (batch.empty() && deactivate.empty()) return {};
   SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto report = apply(batch, deactivate);
   transaction.commit();
   return report;
 }
+
+attempt_recorder::attempt_recorder(SQLite::Database& db)
+    : one_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(1))),
+      many_(std::make_unique<SQLite::Statement>(db, insert_attempts_sql(attempts_per_insert))) {}
+
+attempt_recorder::~attempt_recorder() = default;
+
+outcome_writer::outcome_writer(SQLite::Database& db)
+    : outcome_applier(db),
+      done_(std::make_unique<SQLite::Statement>(db, done_sql)),
+      retry_(std::make_unique<SQLite::Statement>(db, retry_sql)),
+      dead_(std::make_unique<SQLite::Statement>(db, dead_sql)),
+      release_(std::make_unique<SQLite::Statement>(db, release_sql)),
+      coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
+      attempts_(db),
+      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)),
+      exists_(std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
+      stands_for_(std::make_unique<SQLite::Statement>(db, stands_for_sql)) {}
+
+outcome_writer::~outcome_writer() = default;
 
 write_report outcome_writer::apply(std::span<const outcome> batch,
                                    std::span<const std::int64_t> deactivate) {
@@ -162,7 +167,7 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     // Recorded even when the fence failed: the request was still sent and the partner saw it.
     if (item.has_attempt) attempts.push_back(&item.attempt);
   }
-  insert_attempts(attempts);
+  attempts_.insert(attempts);
   for (const std::int64_t id : deactivate) {
     detail::statement_use use(*deactivate_);
     deactivate_->bind(1, id);
@@ -177,20 +182,20 @@ bool outcome_writer::row_exists(std::int64_t delivery_id) {
   return exists_->executeStep();
 }
 
-void outcome_writer::insert_attempts(std::span<const attempt_record* const> attempts) {
+void attempt_recorder::insert(std::span<const attempt_record* const> attempts) {
   std::size_t at = 0;
   for (; attempts.size() - at >= attempts_per_insert; at += attempts_per_insert) {
-    detail::statement_use use(*attempts_);
+    detail::statement_use use(*many_);
     for (int i = 0; i < attempts_per_insert; ++i) {
       const auto& attempt = *attempts[at + static_cast<std::size_t>(i)];
-      bind_attempt(*attempts_, 1 + i * attempt_columns, attempt);
+      bind_attempt(*many_, 1 + i * attempt_columns, attempt);
     }
-    attempts_->exec();
+    many_->exec();
   }
   for (; at < attempts.size(); ++at) {
-    detail::statement_use use(*attempt_);
-    bind_attempt(*attempt_, 1, *attempts[at]);
-    attempt_->exec();
+    detail::statement_use use(*one_);
+    bind_attempt(*one_, 1, *attempts[at]);
+    one_->exec();
   }
 }
 

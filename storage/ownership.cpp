@@ -82,10 +82,11 @@ ownership_change apply_plan(const proto::ownership_plan& plan,
 using namespace detail;
 
 ownership_keeper::ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
-                                   double heartbeat_seconds)
+                                   double heartbeat_seconds, std::string subscriber_table)
     : db_(db),
       name_(std::move(name)),
       allowed_(std::move(allowed)),
+      subscriber_table_(std::move(subscriber_table)),
       heartbeat_seconds_(heartbeat_seconds) {}
 
 ownership_change ownership_keeper::renew(double now) {
@@ -134,7 +135,7 @@ ownership_change ownership_keeper::renew(double now) {
   {
     SQLite::Statement query(db_,
                             "SELECT COUNT(*), COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM "
-                            "surge_owner WHERE drainer = ?) FROM webhook_subscriber");
+                            "surge_owner WHERE drainer = ?) FROM " + subscriber_table_);
     query.bind(1, name_);
     query.executeStep();
     view.subscriber_count = query.getColumn(0).getInt64();
@@ -149,7 +150,7 @@ ownership_change ownership_keeper::renew(double now) {
   }
   std::vector<std::int64_t> subscribers;
   {
-    SQLite::Statement query(db_, "SELECT id FROM webhook_subscriber ORDER BY id");
+    SQLite::Statement query(db_, "SELECT id FROM " + subscriber_table_ + " ORDER BY id");
     while (query.executeStep()) subscribers.push_back(query.getColumn(0).getInt64());
   }
   std::vector<proto::subscriber_owner> owners;

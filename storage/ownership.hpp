@@ -32,9 +32,10 @@ struct ownership_change {
 class ownership_keeper {
  public:
   // `allowed`: the subscribers this drainer may take (--subscribers). `heartbeat_seconds`: how
-  // long one renewal keeps this drainer's ownerships alive.
+  // long one renewal keeps this drainer's ownerships alive. `subscriber_table`: the queue shape's
+  // subscriber table, whose ids are what is owned.
   ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
-                   double heartbeat_seconds);
+                   double heartbeat_seconds, std::string subscriber_table = "webhook_subscriber");
 
   // One BEGIN IMMEDIATE transaction: writes the heartbeat, reads the live drainers, the
   // subscribers and their owners, and takes and releases what proto::plan_ownership says.
@@ -59,6 +60,7 @@ class ownership_keeper {
   SQLite::Database& db_;
   std::string name_;
   proto::id_set allowed_;
+  std::string subscriber_table_;
   double heartbeat_seconds_;
   std::unordered_set<std::int64_t> owned_;
   double alive_until_ = 0;

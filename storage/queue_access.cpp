@@ -1,6 +1,6 @@
 // The queue functions the tools and the engine's side threads call on a storage::connection:
-// each runs the SQLite or the PostgreSQL version, whichever the connection is, so callers
-// outside storage/ never see which database is behind it.
+// each runs the SQLite statements of the queue's shape or the PostgreSQL ones, whichever the
+// connection is, so callers outside storage/ never see which database or shape is behind it.
 #include "storage/audit.hpp"
 #include "storage/backend.hpp"
 #include "storage/backlog.hpp"
@@ -12,9 +12,66 @@
 #include "storage/queue.hpp"
 #include "storage/retention.hpp"
 #include "storage/schema.hpp"
+#include "storage/seed001/queue.hpp"
 #include "storage/subscribers.hpp"
 
 namespace surge::storage {
+namespace {
+
+// What the database holds, and which shape that is.
+struct shape_look {
+  std::vector<found_table> tables;
+  shape_finding finding;
+};
+
+shape_look look_at(connection& db) {
+  const auto where = printable_location(db.location());
+  shape_look look;
+  look.tables = on_backend(
+      db, [](SQLite::Database& file) { return list_tables(file); },
+      [](pg::session& server) { return pg::list_tables(server); });
+  look.finding = classify_queue(look.tables, db.named_shape(), where);
+  if (db.is_postgres() &&
+      (db.named_shape() == queue_shape::seed001 || look.finding.shape == queue_shape::seed001)) {
+    look.finding = shape_finding{.problem = seed001_not_on_postgres(where)};
+  }
+  return look;
+}
+
+// What `surge migrate` may create: seed000's tables (Surge carries their DDL) in a database
+// that holds nothing else of a queue, empty or with some of them already there. Never seed001's,
+// and never beside tables of no known shape.
+bool may_create_seed000(connection& db, const shape_look& look) {
+  if (db.named_shape() == queue_shape::seed001) return false;
+  if (holds_table_of(look.tables, queue_shape::seed001)) return false;
+  return look.finding.empty || holds_table_of(look.tables, queue_shape::seed000);
+}
+
+// Runs `seed000(SQLite::Database&)` or `seed001(SQLite::Database&)` for the file's shape, or
+// `on_postgres(pg::session&)`, with SQLite's errors as storage::error.
+template <class Seed000, class Seed001, class OnPostgres>
+decltype(auto) on_queue(connection& db, Seed000&& seed000, Seed001&& seed001,
+                        OnPostgres&& on_postgres) {
+  const auto shape = db.shape();
+  return on_backend(
+      db,
+      [&](SQLite::Database& file) {
+        if (shape == queue_shape::seed001) return seed001(file);
+        return seed000(file);
+      },
+      std::forward<OnPostgres>(on_postgres));
+}
+
+[[noreturn]] void not_on_seed001(std::string_view what) {
+  throw error(std::string(what) + " is not available on a seed001 queue", error::kind::unsupported);
+}
+
+}  // namespace
+
+queue_shape connection::shape() {
+  if (!shape_) shape_ = usable_shape(look_at(*this).finding);
+  return *shape_;
+}
 
 int schema_version(connection& db) {
   return on_backend(
@@ -22,58 +79,83 @@ int schema_version(connection& db) {
       [](pg::session& server) { return pg::schema_version(server); });
 }
 
-int migrate(connection& db) {
-  return on_backend(
+int migrate(connection& db, bool create_if_empty) {
+  const auto look = look_at(db);
+  if (create_if_empty && !look.finding.shape && may_create_seed000(db, look)) {
+    // A new queue, or seed000 tables some of which are missing: the shared DDL creates what is
+    // absent, then Surge's additions follow.
+    return on_backend(
+        db, [](SQLite::Database& file) { return migrate(file); },
+        [](pg::session& server) { return pg::migrate(server); });
+  }
+  if (create_if_empty && look.finding.empty) {
+    throw error(look.finding.problem + ". Surge creates only seed000 queues: seed001's tables "
+                                       "come from that shape's own migrations",
+                error::kind::bad_shape);
+  }
+  usable_shape(look.finding);
+  return on_queue(
       db, [](SQLite::Database& file) { return migrate(file); },
+      [](SQLite::Database& file) { return seed001::migrate(file); },
       [](pg::session& server) { return pg::migrate(server); });
 }
 
 std::int64_t emit_event(connection& db, std::string_view event_type, std::string_view payload,
                         double now, int count) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return emit_event(file, event_type, payload, now, count); },
+      [&](SQLite::Database& file) {
+        return seed001::emit_event(file, event_type, payload, now, count);
+      },
       [&](pg::session& server) { return pg::emit_event(server, event_type, payload, now, count); });
 }
 
 queue_stats read_stats(connection& db, double now, const proto::id_set& which) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return read_stats(file, now, which); },
+      [&](SQLite::Database& file) { return seed001::read_stats(file, now, which); },
       [&](pg::session& server) { return pg::read_stats(server, now, which); });
 }
 
 std::int64_t count_outstanding(connection& db, double now, const proto::id_set& which) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return count_outstanding(file, now, which); },
+      [&](SQLite::Database& file) { return seed001::count_outstanding(file, now, which); },
       [&](pg::session& server) { return pg::count_outstanding(server, now, which); });
 }
 
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return load_subscribers(file, which); },
+      [&](SQLite::Database& file) { return seed001::load_subscribers(file, which); },
       [&](pg::session& server) { return pg::load_subscribers(server, which); });
 }
 
 std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return load_subscriber(file, id); },
+      [&](SQLite::Database& file) { return seed001::load_subscriber(file, id); },
       [&](pg::session& server) { return pg::load_subscriber(server, id); });
 }
 
 std::int64_t add_subscriber(connection& db, const subscriber_row& row) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return add_subscriber(file, row); },
+      [&](SQLite::Database& file) { return seed001::add_subscriber(file, row); },
       [&](pg::session& server) { return pg::add_subscriber(server, row); });
 }
 
 bool update_subscriber(connection& db, const subscriber_row& row) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return update_subscriber(file, row); },
+      [&](SQLite::Database& file) { return seed001::update_subscriber(file, row); },
       [&](pg::session& server) { return pg::update_subscriber(server, row); });
 }
 
 bool set_subscriber_active(connection& db, std::int64_t id, bool active) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return set_subscriber_active(file, id, active); },
+      [&](SQLite::Database& file) { return seed001::set_subscriber_active(file, id, active); },
       [&](pg::session& server) { return pg::set_subscriber_active(server, id, active); });
 }
 
@@ -90,6 +172,7 @@ std::vector<partner_quota_row> load_partner_quotas(connection& db) {
 }
 
 std::vector<drainer_ownership> read_ownership(connection& db, double now) {
+  // Surge's own tables, the same in either shape.
   return on_backend(
       db, [&](SQLite::Database& file) { return read_ownership(file, now); },
       [&](pg::session& server) { return pg::read_ownership(server, now); });
@@ -97,34 +180,43 @@ std::vector<drainer_ownership> read_ownership(connection& db, double now) {
 
 std::vector<lease_holder> other_live_owners(connection& db, double now,
                                             const proto::id_set& which, const std::string& self) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return other_live_owners(file, now, which, self); },
+      [&](SQLite::Database& file) {
+        return seed001::other_live_owners(file, now, which, self);
+      },
       [&](pg::session& server) { return pg::other_live_owners(server, now, which, self); });
 }
 
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return list_dead(file, which); },
+      [&](SQLite::Database& file) { return seed001::list_dead(file, which); },
       [&](pg::session& server) { return pg::list_dead(server, which); });
 }
 
 replay_report replay_dead(connection& db, const dead_selection& which, double now) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return replay_dead(file, which, now); },
+      [&](SQLite::Database& file) { return seed001::replay_dead(file, which, now); },
       [&](pg::session& server) { return pg::replay_dead(server, which, now); });
 }
 
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
                                     bool with_delivered) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return read_audit(file, which, with_delivered); },
+      [&](SQLite::Database& file) { return seed001::read_audit(file, which, with_delivered); },
       [&](pg::session& server) { return pg::read_audit(server, which, with_delivered); });
 }
 
 std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,
                                                       const proto::id_set& which) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return backlog_by_subscriber(file, overdue_before, which); },
+      [&](SQLite::Database& file) {
+        return seed001::backlog_by_subscriber(file, overdue_before, which);
+      },
       [&](pg::session& server) { return pg::backlog_by_subscriber(server, overdue_before, which); });
 }
 
@@ -132,25 +224,29 @@ std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subsc
                                               double now, int limit,
                                               std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes) {
-  return on_backend(
+  // Coalescing marks rows done without sending them; seed001 has no such state.
+  return on_queue(
       db,
       [&](SQLite::Database& file) {
         return read_unheld_due_rows(file, subscriber_id, now, limit, max_payload_bytes,
                                     max_total_bytes);
       },
+      [](SQLite::Database&) -> std::vector<backlog_row> { not_on_seed001("coalescing"); },
       [](pg::session&) -> std::vector<backlog_row> { not_on_postgres("coalescing"); });
 }
 
 int mark_coalesced(connection& db, std::span<const replacement> rows, double now) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return mark_coalesced(file, rows, now); },
+      [](SQLite::Database&) -> int { not_on_seed001("coalescing"); },
       [](pg::session&) -> int { not_on_postgres("coalescing"); });
 }
 
 prune_result prune(connection& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress) {
-  return on_backend(
+  return on_queue(
       db, [&](SQLite::Database& file) { return prune(file, options, progress); },
+      [&](SQLite::Database& file) { return seed001::prune(file, options, progress); },
       [](pg::session&) -> prune_result { not_on_postgres("surge prune"); });
 }
 

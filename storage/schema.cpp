@@ -200,6 +200,23 @@ void repair(SQLite::Database& db) {
 
 }  // namespace
 
+std::vector<found_table> list_tables(SQLite::Database& db) {
+  SQLite::Statement query(db,
+                          "SELECT m.name, p.name FROM sqlite_master m "
+                          "LEFT JOIN pragma_table_info(m.name) p "
+                          "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+                          "ORDER BY m.name, p.cid");
+  std::vector<found_table> tables;
+  while (query.executeStep()) {
+    const std::string name = query.getColumn(0).getString();
+    if (tables.empty() || tables.back().name != name) tables.push_back({name, {}});
+    if (!query.getColumn(1).isNull()) {
+      tables.back().columns.push_back(query.getColumn(1).getString());
+    }
+  }
+  return tables;
+}
+
 int schema_version(SQLite::Database& db) {
   if (!db.tableExists("surge_schema_version")) return 0;
   return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM surge_schema_version").getInt();

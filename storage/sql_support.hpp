@@ -35,6 +35,13 @@ inline std::int64_t attempts_in_range(std::int64_t stored) {
   return std::clamp<std::int64_t>(stored, 0, std::numeric_limits<std::int32_t>::max() - 1);
 }
 
+// "?3, ?4, ..., ?(first + count - 1)": numbered parameters for a statement of several ids.
+inline std::string numbered_placeholders(int first, int count) {
+  std::string text;
+  for (int i = 0; i < count; ++i) text += (i ? ", ?" : "?") + std::to_string(first + i);
+  return text;
+}
+
 // A boolean SQL expression selecting `column` values in `which` ("1" when all): integer literals
 // only, so it is safe to splice into statement text; valid SQL for SQLite and PostgreSQL alike.
 std::string id_filter(const proto::id_set& which, std::string_view column);

@@ -1,5 +1,6 @@
 // The drain's storage on a SQLite file: the embedded default. One connection
 // claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
+// What differs between the queue shapes comes from storage/sqlite_shape.hpp.
 #include <sys/statvfs.h>
 
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include "storage/checkpointer.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/queue.hpp"
+#include "storage/schema.hpp"
+#include "storage/sqlite_shape.hpp"
 #include "storage/wal_meter.hpp"
 
 namespace surge::storage {
@@ -58,16 +61,18 @@ class sqlite_drain_store final : public drain_store {
                            .lock_wait = config.lock_wait})),
         path_(config.location),
         file_(identify_file(config.location)),
+        shape_(sqlite_shape_of(shape_of_file(db_, config.shape, config.location))),
         checkpoints_(config.location),
-        claims_(db_, config.owner.empty() ? default_lease_owner() : config.owner),
-        writer_(db_),
-        tokens_(db_, config.token_reserve_seconds),
-        owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds),
+        claims_(db_, config.owner.empty() ? default_lease_owner() : config.owner, shape_.claims),
+        writer_(shape_.make_writer(db_)),
+        tokens_(db_, config.token_reserve_seconds, shape_.buckets),
+        owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds,
+                shape_.subscriber_table),
         wal_(db_, {.checkpoint_frames = checkpoint_frames_for(
                        static_cast<int>(config.checkpoint_frames),
                        free_bytes_beside(config.location), page_bytes_of(db_)),
                    .checkpoint_on_commit = false}),
-        changes_(db_) {
+        changes_(db_, change_watch_rows, shape_.new_rows) {
     wal_.on_checkpoint_wanted([this] { checkpoints_.request(); });
     // SQLite opens a file it may not write read-only without a word; the drain would then fail
     // every write for as long as it ran.
@@ -86,36 +91,36 @@ class sqlite_drain_store final : public drain_store {
                                std::span<const subscriber_demand> demand, double now,
                                double lease_seconds, std::int64_t max_payload_bytes) override {
     return translated([&] {
-      return storage::write_and_claim(db_, writer_, claims_, tokens_, outcomes, deactivate,
+      return storage::write_and_claim(db_, *writer_, claims_, tokens_, outcomes, deactivate,
                                       demand, now, lease_seconds, max_payload_bytes, &owners_);
     });
   }
   write_report write_outcomes(std::span<const outcome> outcomes,
                               std::span<const std::int64_t> deactivate) override {
-    return translated([&] { return writer_.write(outcomes, deactivate); });
+    return translated([&] { return writer_->write(outcomes, deactivate); });
   }
   void give_back_tokens(std::span<const unspent_tokens> tokens, double now) override {
-    translated([&] { storage::give_back_tokens(db_, tokens, now); });
+    translated([&] { storage::give_back_tokens(db_, tokens, now, shape_.buckets); });
   }
   void record_partner_quotas(std::span<const partner_quota_row> rows) override {
     translated([&] { storage::record_partner_quotas(db_, rows); });
   }
   std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
-    return translated([&] { return storage::load_subscribers(db_, which); });
+    return translated([&] { return shape_.load_subscribers(db_, which); });
   }
   std::int64_t dead_letter_orphans(double now, const proto::id_set& which) override {
-    return translated([&] { return storage::dead_letter_orphans(db_, now, which); });
+    return translated([&] { return shape_.dead_letter_orphans(db_, now, which); });
   }
   malformed_rows dead_letter_malformed(double now, double lease_horizon,
                                        const proto::id_set& which) override {
     return translated(
-        [&] { return storage::dead_letter_malformed(db_, now, lease_horizon, which); });
+        [&] { return shape_.dead_letter_malformed(db_, now, lease_horizon, which); });
   }
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
-    return translated([&] { return storage::count_outstanding(db_, now, which); });
+    return translated([&] { return shape_.count_outstanding(db_, now, which); });
   }
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
-    return translated([&] { return storage::earliest_scheduled(db_, now, which); });
+    return translated([&] { return shape_.earliest_scheduled(db_, now, which); });
   }
   void ping() override {
     translated([&] { db_.execAndGet("SELECT COUNT(*) FROM surge_schema_version"); });
@@ -175,14 +180,18 @@ class sqlite_drain_store final : public drain_store {
   write_counters counters() const override { return {wal_.commits(), wal_.frames()}; }
 
  private:
+  // Rows one look of the new-row watch reads at most (more wake every subscriber).
+  static constexpr std::size_t change_watch_rows = 10000;
+
   SQLite::Database db_;
   std::string path_;
   std::optional<file_identity> file_;  // what the path named when it was opened
+  const sqlite_queue_shape& shape_;    // what differs between queue shapes
   std::optional<file_identity> log_;   // its write-ahead log, once seen
   bool log_lost_ = false;              // ... and found deleted or replaced since
   checkpointer checkpoints_;           // before `wal_`, whose hook calls it
   claimer claims_;
-  outcome_writer writer_;
+  std::unique_ptr<outcome_applier> writer_;
   token_leaser tokens_;
   ownership_keeper owners_;
   wal_meter wal_;
@@ -191,8 +200,40 @@ class sqlite_drain_store final : public drain_store {
 
 }  // namespace
 
+const sqlite_queue_shape& seed000_sqlite_shape() {
+  static const sqlite_queue_shape shape{
+      .claims = seed000_claim_statements(),
+      .buckets = seed000_bucket_statements(),
+      .new_rows = seed000_change_statements(),
+      .subscriber_table = "webhook_subscriber",
+      .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
+        return std::make_unique<outcome_writer>(db);
+      },
+      .load_subscribers = [](SQLite::Database& db, const proto::id_set& which) {
+        return load_subscribers(db, which);
+      },
+      .dead_letter_orphans = dead_letter_orphans,
+      .dead_letter_malformed = dead_letter_malformed,
+      .count_outstanding = [](SQLite::Database& db, double now, const proto::id_set& which) {
+        return count_outstanding(db, now, which);
+      },
+      .earliest_scheduled = earliest_scheduled,
+  };
+  return shape;
+}
+
+queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named,
+                          const std::string& location) {
+  const auto tables = list_tables(db);
+  return usable_shape(classify_queue(tables, named, location));
+}
+
 std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
-  if (is_postgres_location(config.location)) return open_postgres_drain_store(config);
+  if (is_postgres_location(config.location)) {
+    if (config.shape == queue_shape::seed001) throw error(seed001_not_on_postgres(config.location),
+                                                          error::kind::bad_shape);
+    return open_postgres_drain_store(config);
+  }
   try {
     return std::make_unique<sqlite_drain_store>(config);
   } catch (const SQLite::Exception& failure) {

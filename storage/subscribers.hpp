@@ -1,6 +1,8 @@
 #pragma once
-// The webhook_subscriber table: loading, adding and changing subscribers (their persisted
-// token buckets: storage/token_leases.hpp).
+// Subscribers: loading, adding and changing them (their persisted token buckets:
+// storage/token_leases.hpp). A neutral row: seed000's webhook_subscriber columns, which seed001's
+// webhook_subscribers map onto (storage/seed001/queue.hpp); `event_types` is the filter as the
+// shape stores it (seed001: a JSON array).
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -35,6 +37,8 @@ struct subscriber_row {
   std::string coalesce_key;
   double coalesce_window = 10;
   std::string coalesce_events = "*";
+  // seed001 only: the ISO country its deliveries are routed by (GDPR), which that shape requires.
+  std::string region;
   // rate_per_sec and burst as stored, SQL-quoted ('fast', NULL), when they are not numbers (another
   // program can write text into any column); the numeric field then reads NaN (rate) or 0 (burst).
   std::optional<std::string> rate_text, burst_text;

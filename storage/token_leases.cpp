@@ -40,8 +40,14 @@ void write_bucket(SQLite::Statement& write, std::int64_t id, double tokens, doub
 
 }  // namespace
 
-token_leaser::token_leaser(SQLite::Database& db, double reserve_seconds)
-    : read_(db, read_sql), write_(db, write_sql), reserve_seconds_(reserve_seconds) {}
+const bucket_statements& seed000_bucket_statements() {
+  static const bucket_statements statements{.read = read_sql, .write = write_sql};
+  return statements;
+}
+
+token_leaser::token_leaser(SQLite::Database& db, double reserve_seconds,
+                           const bucket_statements& statements)
+    : read_(db, statements.read), write_(db, statements.write), reserve_seconds_(reserve_seconds) {}
 
 std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> demand,
                                              double now) {
@@ -72,13 +78,14 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
   return grants;
 }
 
-void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> tokens, double now) {
+void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> tokens, double now,
+                      const bucket_statements& statements) {
   bool any = false;
   for (const auto& entry : tokens) any = any || entry.tokens > 0;
   if (!any) return;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement read(db, read_sql);
-  SQLite::Statement write(db, write_sql);
+  SQLite::Statement read(db, statements.read);
+  SQLite::Statement write(db, statements.write);
   for (const auto& entry : tokens) {
     if (entry.tokens <= 0) continue;
     proto::persisted_bucket bucket;

@@ -24,6 +24,7 @@ constexpr std::size_t chart_max_subscribers = 10;
 
 struct audit_options {
   std::string db_path;
+  std::string shape;
   std::optional<std::string> subscribers;
   std::optional<std::string> chart;
   bool json = false;
@@ -147,7 +148,8 @@ int run_audit(const audit_options& o) {
     }
   }
 
-  storage::connection db({.location = o.db_path, .create_if_missing = false});
+  storage::connection db(
+      {.location = o.db_path, .create_if_missing = false, .shape = named_shape(o.shape)});
   const auto entries = storage::read_audit(db, which, o.chart.has_value());
   const bool violation = std::any_of(entries.begin(), entries.end(),
                                      [](const auto& e) { return e.summary.violation; });
@@ -181,6 +183,7 @@ void add_audit_command(CLI::App& app, command_action& action) {
       "achieved after the first burst, latency percentiles.");
   auto opts = std::make_shared<audit_options>();
   cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(cmd, opts->shape);
   cmd->add_option("--subscriber", opts->subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_flag("--json", opts->json, "Print a JSON array instead of a table");

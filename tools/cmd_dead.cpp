@@ -19,6 +19,7 @@ namespace {
 
 struct dead_options {
   std::string db_path;
+  std::string shape;
   std::optional<std::string> subscribers, since;
   std::optional<std::int64_t> limit;
   bool json = false;
@@ -26,6 +27,7 @@ struct dead_options {
 
 void add_selection_options(CLI::App* cmd, dead_options& o) {
   cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(cmd, o.shape);
   cmd->add_option("--subscriber", o.subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_option("--since", o.since,
@@ -54,10 +56,11 @@ storage::dead_selection selection(const dead_options& o, double now) {
   return which;
 }
 
-storage::connection open_migrated(const std::string& path) {
+storage::connection open_migrated(const dead_options& o) {
   // Dead rows carry last_status/last_error only from migration 1 on; migrating is a no-op
   // (no write lock) on a current file.
-  storage::connection db({.location = path, .create_if_missing = false});
+  storage::connection db(
+      {.location = o.db_path, .create_if_missing = false, .shape = named_shape(o.shape)});
   storage::migrate(db);
   return db;
 }
@@ -79,7 +82,7 @@ int list(const dead_options& o) {
   auto which = selection(o, storage::unix_now());
   const std::int64_t shown = which.limit.value_or(100);
   which.limit = shown + 1;  // one more, to say when there are more than shown
-  auto db = open_migrated(o.db_path);
+  auto db = open_migrated(o);
   auto rows = storage::list_dead(db, which);
   const bool more = static_cast<std::int64_t>(rows.size()) > shown;
   if (more) rows.pop_back();
@@ -110,7 +113,7 @@ int list(const dead_options& o) {
 int replay(const dead_options& o) {
   const double now = storage::unix_now();
   const auto which = selection(o, now);
-  auto db = open_migrated(o.db_path);
+  auto db = open_migrated(o);
   const auto report = storage::replay_dead(db, which, now);
   if (o.json) {
     boost::json::array inactive;

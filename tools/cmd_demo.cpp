@@ -107,7 +107,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
         std::ofstream(dir / "behaviours.json") << demo_behaviours;
       }
       storage::connection db({.location = db_path});
-      storage::migrate(db);
+      storage::migrate(db, true);
 
       std::cout << "demo: working in " << dir.string() << std::endl;
       const auto port_file = (dir / "sink.port").string();

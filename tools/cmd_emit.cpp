@@ -17,6 +17,7 @@ namespace surge::tools {
 namespace {
 struct emit_options {
   std::string db_path;
+  std::string shape;
   std::string type;
   std::string data;
   std::string data_file;
@@ -29,6 +30,7 @@ void add_emit_command(CLI::App& app, command_action& action) {
       "emit", "Queue one event for every active subscriber whose event filter matches it.");
   auto opts = std::make_shared<emit_options>();
   cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(cmd, opts->shape);
   cmd->add_option("--type", opts->type, "Event type, e.g. video.trending")->required();
   auto* data = cmd->add_option("--data", opts->data, "JSON payload (the exact bytes POSTed)");
   auto* file = cmd->add_option("--data-file", opts->data_file, "File holding the JSON payload")
@@ -55,7 +57,9 @@ void add_emit_command(CLI::App& app, command_action& action) {
       boost::system::error_code ec;
       boost::json::parse(payload, ec);
       if (ec) throw usage_error("the payload is not valid JSON: " + ec.message());
-      storage::connection db({.location = opts->db_path, .create_if_missing = false});
+      storage::connection db({.location = opts->db_path,
+                              .create_if_missing = false,
+                              .shape = named_shape(opts->shape)});
       storage::migrate(db);
       const auto rows =
           storage::emit_event(db, opts->type, payload, storage::unix_now(), opts->count);

@@ -12,12 +12,16 @@ void add_migrate_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "migrate", "Create the queue tables if absent and apply Surge's additive migrations.");
   auto db_path = std::make_shared<std::string>();
+  auto shape = std::make_shared<std::string>();
   cmd->add_option("--db", *db_path, "Queue: a SQLite file (created if missing) or a postgresql:// URI")->required();
-  cmd->callback([&action, db_path] {
-    action = [db_path] {
-      storage::connection db({.location = *db_path});
+  add_queue_shape_option(cmd, *shape);
+  cmd->callback([&action, db_path, shape] {
+    action = [db_path, shape] {
+      storage::connection db({.location = *db_path, .shape = named_shape(*shape)});
       const int before = storage::schema_version(db);
-      const int after = storage::migrate(db);
+      // The one command that may create a queue: seed000's tables in an empty database. On a
+      // seed001 queue only Surge's own tables are added.
+      const int after = storage::migrate(db, true);
       std::cout << "schema version " << after
                 << (after == before ? " (already current)" : "") << "\n";
       return exit_ok;

@@ -33,6 +33,7 @@ std::uintmax_t file_bytes(const std::string& path) {
 
 struct prune_cli {
   std::string db_path;
+  std::string shape;
   std::string older_than;
   bool dead = false;
   int batch = 500;
@@ -46,7 +47,10 @@ int run_prune(const prune_cli& o) {
     throw usage_error("bad --older-than '" + o.older_than +
                       "': give e.g. 30d, 12h, 90m or seconds");
   }
-  storage::connection db({.location = o.db_path, .create_if_missing = false});
+  storage::connection db(
+      {.location = o.db_path, .create_if_missing = false, .shape = named_shape(o.shape)});
+  // A queue of no shape Surge can use is refused as such (exit 2), before asking its version.
+  db.shape();
   if (storage::schema_version(db) < 1) {
     std::cerr << "surge: " << o.db_path << " has not been migrated; run surge migrate first\n";
     return exit_failure;
@@ -105,6 +109,7 @@ void add_prune_command(CLI::App& app, command_action& action) {
   cmd->add_option("--db", o->db_path, "Queue: a SQLite file or a postgresql:// URI")
       ->required()
       ->check(existing_queue());
+  add_queue_shape_option(cmd, o->shape);
   cmd->add_option("--older-than", o->older_than,
                   "Age of the rows to delete: 30d, 12h, 90m, 45s, 2w or seconds")
       ->required();

@@ -200,11 +200,14 @@ void add_stats_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand("stats", "Show the queue by status and subscriber.");
   auto db_path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto shape = std::make_shared<std::string>();
   cmd->add_option("--db", *db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(cmd, *shape);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
-  cmd->callback([&action, db_path, json] {
-    action = [db_path, json] {
-      storage::connection db({.location = *db_path, .create_if_missing = false});
+  cmd->callback([&action, db_path, json, shape] {
+    action = [db_path, json, shape] {
+      storage::connection db(
+          {.location = *db_path, .create_if_missing = false, .shape = named_shape(*shape)});
       const double now = storage::unix_now();
       const auto stats = storage::read_stats(db, now);
       const auto owners = storage::read_ownership(db, now);

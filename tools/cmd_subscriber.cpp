@@ -25,8 +25,9 @@ namespace {
 
 struct subscriber_options {
   std::string db_path;
+  std::string shape;
   std::int64_t id = 0;
-  std::optional<std::string> url, secret, events, signing;
+  std::optional<std::string> url, secret, events, signing, region;
   std::optional<double> rate, rate_per_minute;
   std::optional<std::int64_t> burst, max_in_flight;
   std::optional<std::int64_t> batch, batch_bytes;
@@ -69,6 +70,40 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
       ->check(finite_in(0.001, proto::max_coalesce_window_seconds));
   cmd->add_option("--coalesce-events", o.coalesce_events,
                   "Event types coalescing applies to, same syntax as --events (default '*')");
+  cmd->add_option("--region", o.region,
+                  "seed001 queues only: the ISO country the partner's deliveries are routed by "
+                  "(required there when adding)");
+}
+
+// A seed001 queue stores only endpoint, secret, events, rate_per_min, burst, region and active:
+// a setting it has no column for is refused rather than silently dropped, and its signatures
+// are the producer's, made at enqueue. seed000 has no region.
+void check_for_shape(const subscriber_options& o, storage::queue_shape shape, bool adding) {
+  if (shape == storage::queue_shape::seed000) {
+    if (o.region) throw usage_error("--region exists only on a seed001 queue");
+    return;
+  }
+  const std::pair<bool, const char*> unsupported[] = {
+      {o.signing.has_value(), "--signing"},           {o.max_in_flight.has_value(), "--max-in-flight"},
+      {o.batch.has_value(), "--batch"},               {o.batch_bytes.has_value(), "--batch-bytes"},
+      {o.batch_linger.has_value(), "--batch-linger"}, {o.coalesce.has_value(), "--coalesce"},
+      {o.coalesce_window.has_value(), "--coalesce-window"},
+      {o.coalesce_events.has_value(), "--coalesce-events"}};
+  for (const auto& [given, flag] : unsupported) {
+    if (given) {
+      throw usage_error(std::string(flag) + " has no column on a seed001 queue "
+                                            "(webhook_subscribers)");
+    }
+  }
+  if (adding && (!o.region || o.region->empty())) {
+    throw usage_error("a seed001 queue routes each subscriber by region: give --region (an ISO "
+                      "country code such as DE)");
+  }
+  const double per_minute = o.rate ? *o.rate * 60 : o.rate_per_minute.value_or(0);
+  if (per_minute != std::round(per_minute)) {
+    throw usage_error("a seed001 queue stores whole requests per minute (rate_per_min): give "
+                      "--rate-per-minute N");
+  }
 }
 
 void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
@@ -84,6 +119,7 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
     row.event_types = *o.events;
   }
   if (o.signing) row.signing = *o.signing;
+  if (o.region) row.region = *o.region;
   if (o.secret) row.secret = *o.secret;
   if (o.rate) row.rate_per_sec = *o.rate;
   if (o.rate_per_minute) row.rate_per_sec = *o.rate_per_minute / 60.0;
@@ -160,8 +196,8 @@ std::string relief_text(const storage::subscriber_row& row) {
   return parts.empty() ? "" : " [" + parts + "]";
 }
 
-storage::connection open_migrated(const std::string& path) {
-  storage::connection db({.location = path});
+storage::connection open_migrated(const subscriber_options& o) {
+  storage::connection db({.location = o.db_path, .shape = named_shape(o.shape)});
   storage::migrate(db);
   return db;
 }
@@ -181,19 +217,23 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto add_opts = std::make_shared<subscriber_options>();
   auto* add = group->add_subcommand("add", "Add a subscriber and print its id.");
   add->add_option("--db", add_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(add, add_opts->shape);
   add_setting_options(add, *add_opts);
   add->get_option("--url")->required();
   add->add_flag("--json", add_opts->json, "Print the new subscriber as JSON");
   add->callback([&action, add_opts] {
     action = [add_opts] {
+      auto db = open_migrated(*add_opts);
+      const auto shape = db.shape();
+      check_for_shape(*add_opts, shape, true);
       storage::subscriber_row row;
-      row.signing = add_opts->signing.value_or("vvv");
+      row.signing = shape == storage::queue_shape::seed001 ? "stored"
+                                                           : add_opts->signing.value_or("vvv");
       if (!add_opts->secret) {
         row.secret = proto::generate_secret(*proto::parse_signing_scheme(row.signing));
       }
       apply_settings(*add_opts, row);
       row.tokens = static_cast<double>(row.burst);
-      auto db = open_migrated(add_opts->db_path);
       row.id = storage::add_subscriber(db, row);
       if (add_opts->json) {
         auto out = to_json(row);
@@ -209,10 +249,13 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto list_opts = std::make_shared<subscriber_options>();
   auto* list = group->add_subcommand("list", "List subscribers.");
   list->add_option("--db", list_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(list, list_opts->shape);
   list->add_flag("--json", list_opts->json, "Print JSON");
   list->callback([&action, list_opts] {
     action = [list_opts] {
-      storage::connection db({.location = list_opts->db_path, .create_if_missing = false});
+      storage::connection db({.location = list_opts->db_path,
+                              .create_if_missing = false,
+                              .shape = named_shape(list_opts->shape)});
       const auto rows = storage::load_subscribers(db);
       if (list_opts->json) {
         boost::json::array out;
@@ -236,11 +279,13 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto set_opts = std::make_shared<subscriber_options>();
   auto* set = group->add_subcommand("set", "Change a subscriber's settings.");
   set->add_option("--db", set_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add_queue_shape_option(set, set_opts->shape);
   set->add_option("id", set_opts->id, "Subscriber id")->required();
   add_setting_options(set, *set_opts);
   set->callback([&action, set_opts] {
     action = [set_opts] {
-      auto db = open_migrated(set_opts->db_path);
+      auto db = open_migrated(*set_opts);
+      check_for_shape(*set_opts, db.shape(), false);
       auto row = must_load(db, set_opts->id);
       apply_settings(*set_opts, row);
       storage::update_subscriber(db, row);
@@ -255,10 +300,11 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
                                       enable ? "Mark a subscriber active."
                                              : "Mark a subscriber inactive.");
     cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+    add_queue_shape_option(cmd, opts->shape);
     cmd->add_option("id", opts->id, "Subscriber id")->required();
     cmd->callback([&action, opts, enable] {
       action = [opts, enable] {
-        auto db = open_migrated(opts->db_path);
+        auto db = open_migrated(*opts);
         if (!storage::set_subscriber_active(db, opts->id, enable)) {
           throw std::runtime_error("no subscriber with id " + std::to_string(opts->id));
         }

@@ -4,6 +4,8 @@
 // 2 usage error (bad flag or value), 3 stopped by a second signal, 4 `audit` found a rate-limit
 // violation.
 #include <functional>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +41,20 @@ inline CLI::Validator existing_queue() {
         return CLI::ExistingFile(value);
       },
       "QUEUE");
+}
+
+// --queue-shape: the published queue shape to use (storage/queue_shape.hpp), needed only when
+// the database holds tables of both; the `queue-shape` key in a --config file sets it too.
+inline void add_queue_shape_option(CLI::App* cmd, std::string& shape) {
+  cmd->add_option("--queue-shape", shape,
+                  "seed000 (webhook_subscriber/webhook_delivery) or seed001 "
+                  "(webhook_subscribers/webhook_deliveries/webhook_buckets); default: the one "
+                  "the queue holds")
+      ->check(CLI::IsMember({"seed000", "seed001"}));
+}
+inline std::optional<storage::queue_shape> named_shape(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return storage::parse_queue_shape(text);
 }
 
 // Thrown by an action for a bad value that parsing could not catch (exit code 2).

@@ -25,6 +25,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")
       ->required()
       ->check(existing_queue());
+  add_queue_shape_option(cmd, o.queue_shape);
   cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
       ->check(CLI::Range(1, 256));
   cmd->add_option("--subscribers", o.subscribers,
@@ -45,14 +46,23 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->capture_default_str()->check(CLI::Range(1, 100'000));
   cmd->add_option("--lease", o.lease, "Seconds a claimed row stays leased to this process")
       ->capture_default_str()->check(finite_in(5.0, 86400.0));
-  cmd->add_option("--max-attempts", o.max_attempts, "Attempts before a row is dead")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-age", o.max_age, "Seconds after creation a row is no longer retried")
-      ->capture_default_str()->check(finite_in(1.0, max_seconds));
-  cmd->add_option("--retry-base", o.retry_base, "First retry delay in seconds (doubles)")
-      ->capture_default_str()->check(finite_in(0.01, 86400.0));
-  cmd->add_option("--retry-cap", o.retry_cap, "Longest retry delay in seconds")
-      ->capture_default_str()->check(finite_in(0.01, 7 * 86400.0));
+  // Unset, these follow the queue's shape (storage::retry_defaults).
+  cmd->add_option("--max-attempts", o.max_attempts,
+                  "Attempts before a row is dead (default 8; 12 on a seed001 queue)")
+      ->check(CLI::Range(1, 1000))
+      ->each([&o](const std::string&) { o.retry_given.max_attempts = true; });
+  cmd->add_option("--max-age", o.max_age,
+                  "Seconds after creation a row is no longer retried (default 86400)")
+      ->check(finite_in(1.0, max_seconds))
+      ->each([&o](const std::string&) { o.retry_given.max_age = true; });
+  cmd->add_option("--retry-base", o.retry_base,
+                  "First retry delay in seconds, doubling (default 1; on a seed001 queue "
+                  "2^attempt s plus 0-30 s)")
+      ->check(finite_in(0.01, 86400.0))
+      ->each([&o](const std::string&) { o.retry_given.base_delay = true; });
+  cmd->add_option("--retry-cap", o.retry_cap, "Longest retry delay in seconds (default 3600)")
+      ->check(finite_in(0.01, 7 * 86400.0))
+      ->each([&o](const std::string&) { o.retry_given.max_delay = true; });
   cmd->add_option("--retry-after-cap", o.retry_after_cap,
                   "Longest Retry-After honoured, in seconds")
       ->capture_default_str()->check(finite_in(0.0, 7 * 86400.0));
@@ -127,6 +137,8 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
 engine::drain_config to_drain_config(const drain_cli_options& o) {
   engine::drain_config config;
   config.storage.db_path = o.db_path;
+  config.storage.shape = named_shape(o.queue_shape);
+  config.retry_given = o.retry_given;
   config.threads = o.threads;
   if (o.subscribers_given) {
     // An empty list is a mistake (an unset shell variable, say), not "all subscribers".

@@ -23,6 +23,7 @@ constexpr double seconds(std::chrono::duration<Rep, Period> d) {
 // Each flag's value, in the unit the flag is given in (seconds, MiB), defaulting to the engine's.
 struct drain_cli_options {
   std::string db_path;
+  std::string queue_shape;  // --queue-shape; empty: whichever the queue holds
   int threads = detail::drain_defaults.threads;
   std::string subscribers;
   bool subscribers_given = false;  // so that an empty --subscribers is an error, not "all"
@@ -36,6 +37,7 @@ struct drain_cli_options {
   double max_age = detail::seconds(detail::drain_defaults.retry.max_age);
   double retry_base = detail::seconds(detail::drain_defaults.retry.base_delay);
   double retry_cap = detail::seconds(detail::drain_defaults.retry.max_delay);
+  engine::drain_config::retry_settings_given retry_given;
   double retry_after_cap = detail::seconds(detail::drain_defaults.retry_after_cap);
   bool allow_private_targets = detail::drain_defaults.http.allow_private_targets;
   std::string ca_file;

@@ -51,6 +51,11 @@ int main(int argc, char** argv) {
     std::cerr << "surge: " << error.what() << "\n";
     return exit_usage;
   } catch (const surge::storage::error& error) {
+    // A queue of no shape Surge can use: the operator points --db elsewhere or names a shape.
+    if (error.what_kind() == surge::storage::error::kind::bad_shape) {
+      std::cerr << "surge: " << error.what() << "\n";
+      return exit_usage;
+    }
     std::cerr << "surge: database error: " << error.what() << "\n";
     return exit_failure;
   } catch (const std::exception& error) {

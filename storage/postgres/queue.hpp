@@ -15,6 +15,7 @@
 #include "storage/partner_quotas.hpp"
 #include "storage/postgres/session.hpp"
 #include "storage/queue.hpp"
+#include "storage/queue_shape.hpp"
 #include "storage/subscribers.hpp"
 
 namespace surge::storage::pg {
@@ -22,6 +23,8 @@ namespace surge::storage::pg {
 int schema_version(session& db);
 int latest_schema_version();
 int migrate(session& db);
+// Every table of the current schema with its columns (storage/queue_shape.hpp).
+std::vector<found_table> list_tables(session& db);
 
 std::int64_t emit_event(session& db, std::string_view event_type, std::string_view payload,
                         double now, int count);

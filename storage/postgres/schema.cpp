@@ -132,6 +132,19 @@ int schema_version(session& db) {
 
 int latest_schema_version() { return postgres_schema_version; }
 
+std::vector<found_table> list_tables(session& db) {
+  const auto found = db.exec(
+      "SELECT table_name, column_name FROM information_schema.columns "
+      "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position");
+  std::vector<found_table> tables;
+  for (int row = 0; row < found.rows(); ++row) {
+    const std::string name(found.text(row, 0));
+    if (tables.empty() || tables.back().name != name) tables.push_back({name, {}});
+    tables.back().columns.emplace_back(found.text(row, 1));
+  }
+  return tables;
+}
+
 int migrate(session& db) {
   if (schema_version(db) >= postgres_schema_version && schema_complete(db)) {
     return schema_version(db);

@@ -67,5 +67,37 @@ TEST(event_match, validate_rejects_bad_filters) {
   }
 }
 
+TEST(event_match, json_arrays_match_as_their_entries_do) {
+  const std::string_view events = R"(["video.*", "user.signup"])";
+  EXPECT_TRUE(event_array_matches(events, "video.trending"));
+  EXPECT_TRUE(event_array_matches(events, "user.signup"));
+  EXPECT_FALSE(event_array_matches(events, "user.deleted"));
+  EXPECT_FALSE(event_array_matches(events, "video"));
+  EXPECT_FALSE(event_array_matches(events, "videos.x"));
+  EXPECT_TRUE(event_array_matches(R"(["*"])", "anything"));
+  // An element is one pattern: a comma inside it is no list.
+  EXPECT_FALSE(event_array_matches(R"(["a,b"])", "a"));
+  EXPECT_TRUE(event_array_matches(R"(["a,b"])", "a,b"));
+}
+
+TEST(event_match, json_arrays_that_cannot_be_read_match_nothing) {
+  for (std::string_view bad : {"", "*", "video.*", R"("video.*")", R"(["video.*")", "[1]",
+                               R"({"events":["*"]})", R"(["*", null])"}) {
+    EXPECT_FALSE(event_array_matches(bad, "video.trending")) << bad;
+    EXPECT_FALSE(parse_event_array(bad).has_value()) << bad;
+  }
+  EXPECT_FALSE(event_array_matches("[]", "video.trending"));
+  EXPECT_EQ(parse_event_array("[]")->size(), 0u);
+}
+
+TEST(event_match, json_arrays_from_comma_lists) {
+  EXPECT_EQ(event_array_from_patterns(" video.* , user.signup,,"), R"(["video.*","user.signup"])");
+  EXPECT_EQ(event_array_from_patterns("*"), R"(["*"])");
+  EXPECT_EQ(event_array_from_patterns(""), "[]");
+  const auto back = parse_event_array(event_array_from_patterns("a.*,b"));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, (std::vector<std::string>{"a.*", "b"}));
+}
+
 }  // namespace
 }  // namespace surge::proto

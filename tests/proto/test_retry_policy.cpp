@@ -123,5 +123,28 @@ TEST(retry_policy, past_window) {
   EXPECT_TRUE(p.past_window(std::chrono::hours(25), 0ms));
 }
 
+// The second published queue shape's rule: min(3600, 2^attempt + random 0..30 s).
+TEST(retry_policy, added_jitter_is_two_to_the_attempt_plus_up_to_thirty_seconds) {
+  const retry_policy p({.rule = backoff_rule::added_jitter, .added_jitter = 30s,
+                        .base_delay = 1s, .max_delay = 1h, .max_attempts = 12});
+  EXPECT_EQ(p.backoff(1, 0.0), 2s);
+  EXPECT_EQ(p.backoff(1, 1.0), 32s);
+  EXPECT_EQ(p.backoff(3, 0.5), 8s + 15s);
+  EXPECT_EQ(p.backoff(11, 0.0), 2048s);
+  EXPECT_EQ(p.backoff(11, 1.0), 2078s);
+  EXPECT_EQ(p.backoff(12, 0.0), 3600s);  // 4096 s is past the cap
+  EXPECT_EQ(p.backoff(40, 0.7), 3600s);
+  EXPECT_EQ(p.backoff(1, std::nan("")), 2s);
+  std::mt19937_64 rng(7);
+  for (int n = 1; n <= 12; ++n) {
+    for (int i = 0; i < 100; ++i) {
+      const auto d = p.backoff(n, unit(rng));
+      const auto low = std::min<milliseconds>(milliseconds(1000LL << n), 1h);
+      ASSERT_GE(d, low) << n;
+      ASSERT_LE(d, std::min<milliseconds>(low + 30s, 1h)) << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace surge::proto

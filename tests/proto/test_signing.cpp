@@ -299,6 +299,76 @@ TEST(signing, verify_standard_rotation) {
                                both.value(2)));
 }
 
+// python3 -c "import hmac,hashlib; print(hmac.new(b'seed001-secret', b'{\"video\":\"v1\"}',
+//   hashlib.sha256).hexdigest())": what a producer of the stored-signature shape stores.
+constexpr std::string_view stored_answer =
+    "c8281e5b2caf086aed23f95ad920c1f0bdd0acdda9ae39ab75912cca8a586f06";
+
+TEST(signing, stored_signature_is_the_hex_hmac_of_the_payload_alone) {
+  EXPECT_EQ(stored_signature_for("seed001-secret", R"({"video":"v1"})"), stored_answer);
+  EXPECT_EQ(stored_signature_for("key", "The quick brown fox jumps over the lazy dog"),
+            "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+}
+
+TEST(signing, stored_sends_the_stored_hex_verbatim_whatever_the_time_or_secret) {
+  // The secret is not used to send: a retry carries the signature made at enqueue.
+  const auto stored = signer::create(signing_scheme::stored, "another-secret");
+  ASSERT_TRUE(stored.has_value());
+  for (const std::int64_t ts : {std::int64_t{1}, std::int64_t{1700000000}}) {
+    const auto f = stored->sign("msg_7", ts, R"({"video":"v2"})", stored_answer);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f.name(0), "X-VVV-Signature");
+    EXPECT_EQ(f.value(0), stored_answer);
+  }
+  EXPECT_TRUE(signer::create(signing_scheme::stored, "").has_value());
+  EXPECT_EQ(parse_signing_scheme("stored"), signing_scheme::stored);
+  EXPECT_EQ(to_string(signing_scheme::stored), "stored");
+}
+
+TEST(signing, stored_signatures_that_are_not_64_lowercase_hex_are_refused) {
+  EXPECT_EQ(stored_signature_problem(stored_answer), "");
+  EXPECT_EQ(stored_signature_problem(""), "missing stored signature");
+  std::string upper(stored_answer);
+  for (char& c : upper) c = static_cast<char>(std::toupper(c));
+  const std::string answer(stored_answer);
+  for (const std::string& bad :
+       {upper, answer.substr(1), answer + "0", "sha256=" + answer, answer.substr(0, 63) + "g",
+        " " + answer.substr(1), answer.substr(0, 63) + "\n", std::string(64, 'z')}) {
+    const auto problem = stored_signature_problem(bad);
+    EXPECT_TRUE(problem.starts_with("stored signature is not 64 lowercase hex characters"))
+        << bad << ": " << problem;
+    const auto signer = signer::create(signing_scheme::stored, "s");
+    EXPECT_THROW(signer->sign("msg_1", 1, "{}", bad), std::invalid_argument) << bad;
+  }
+  // The message never quotes the value: another program wrote it.
+  EXPECT_EQ(stored_signature_problem("\r\nX-Evil: 1"),
+            "stored signature is not 64 lowercase hex characters (11 characters, not all "
+            "lowercase hex)");
+  EXPECT_THROW(signer::create(signing_scheme::stored, "s")->sign("msg_1", 1, "{}", ""),
+               std::invalid_argument);
+}
+
+TEST(signing, verify_stored) {
+  const std::string payload = R"({"video":"v1"})";
+  const std::string answer(stored_answer);
+  EXPECT_TRUE(verify_stored("seed001-secret", payload, answer));
+  EXPECT_FALSE(verify_stored("seed001-secreT", payload, answer));
+  EXPECT_FALSE(verify_stored("", payload, answer));
+  EXPECT_FALSE(verify_stored("seed001-secret", payload + " ", answer));
+  std::string upper = answer;
+  for (char& c : upper) c = static_cast<char>(std::toupper(c));
+  for (const std::string& bad : {std::string(), upper, "sha256=" + answer, answer + "00",
+                                 answer.substr(2), " " + answer}) {
+    EXPECT_FALSE(verify_stored("seed001-secret", payload, bad)) << bad;
+  }
+  // A vvv signature over the same payload is not a stored one.
+  const auto vvv = sign(signing_scheme::vvv, "seed001-secret", "", 1700000000, payload);
+  EXPECT_FALSE(verify_stored("seed001-secret", payload, vvv.value(1)));
+  EXPECT_FALSE(verify_stored("seed001-secret", payload, vvv.value(1).substr(7)));
+  EXPECT_EQ(problem_with_new_secret(signing_scheme::stored, ""), "empty secret");
+  EXPECT_EQ(problem_with_new_secret(signing_scheme::stored, "any text at all"), "");
+}
+
 TEST(signing, new_secrets_for_standard_must_be_whsec_keys_of_24_to_64_bytes) {
   using proto::problem_with_new_secret;
   using proto::signing_scheme;

@@ -32,7 +32,7 @@ struct pg_queue {
   sql_client sql;
   explicit pg_queue(postgres_server& server)
       : uri(server.create_database()), db({.location = uri}), sql(uri) {
-    migrate(db);
+    migrate(db, true);
   }
   std::int64_t subscriber(double rate = 100, std::int64_t burst = 10) {
     subscriber_row row;
@@ -360,6 +360,47 @@ TEST(PostgresQueue, AWrongUriOrAMissingSchemaIsAClearError) {
     EXPECT_NE(std::string(failure.what()).find("surge migrate"), std::string::npos)
         << failure.what();
   }
+}
+
+// Seed 001 is a SQLite queue: on a server, naming it, or a database holding its tables, is
+// refused (exit 2 in the tools) rather than mistaken for an empty seed000 queue.
+TEST(PostgresQueue, TheSeed001ShapeIsRefusedOnPostgreSQL) {
+  SURGE_REQUIRE_POSTGRES(server);
+  const auto expect_refused = [](auto&& call) {
+    try {
+      call();
+      FAIL() << "seed001 was used on PostgreSQL";
+    } catch (const error& failure) {
+      EXPECT_EQ(failure.what_kind(), error::kind::bad_shape);
+      EXPECT_NE(std::string(failure.what()).find("from SQLite files only"), std::string::npos)
+          << failure.what();
+    }
+  };
+  const auto empty = server->create_database();
+  connection named({.location = empty, .shape = queue_shape::seed001});
+  expect_refused([&] { migrate(named, true); });
+  expect_refused([&] { open_drain_store({.location = empty, .shape = queue_shape::seed001}); });
+
+  const auto holding = server->create_database();
+  sql_client sql(holding);
+  sql.exec("CREATE TABLE webhook_subscribers (id INTEGER PRIMARY KEY, endpoint TEXT NOT NULL, "
+           "secret TEXT NOT NULL, events TEXT NOT NULL, rate_per_min INTEGER NOT NULL DEFAULT 60, "
+           "burst INTEGER NOT NULL DEFAULT 20, region TEXT NOT NULL, active INTEGER NOT NULL "
+           "DEFAULT 1)");
+  sql.exec("CREATE TABLE webhook_deliveries (id INTEGER PRIMARY KEY, subscriber_id INTEGER NOT "
+           "NULL, event_type TEXT NOT NULL, payload BYTEA NOT NULL, signature TEXT NOT NULL, "
+           "enqueued_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, next_attempt "
+           "INTEGER NOT NULL, leased_until INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL "
+           "DEFAULT 'pending')");
+  sql.exec("CREATE TABLE webhook_buckets (subscriber_id INTEGER PRIMARY KEY, tokens DOUBLE "
+           "PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)");
+  connection found({.location = holding});
+  expect_refused([&] { read_stats(found, 0); });
+  expect_refused([&] { migrate(found, true); });
+  EXPECT_TRUE(sql.query("SELECT 1 FROM information_schema.tables WHERE table_name = "
+                        "'webhook_delivery'")
+                  .empty())
+      << "migrate created seed000's tables beside seed001's";
 }
 
 TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {

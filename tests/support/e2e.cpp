@@ -149,7 +149,8 @@ std::string make_queue(const std::string& location) {
     raw.exec(shared_ddl);
   }
   storage::connection db({.location = location, .create_if_missing = false});
-  storage::migrate(db);
+  // A PostgreSQL database starts empty: migrate creates the shared tables there.
+  storage::migrate(db, true);
   return location;
 }
 }  // namespace

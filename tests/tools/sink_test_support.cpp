@@ -82,6 +82,7 @@ request_type unsigned_request(const delivery& d) {
   request.set(http::field::user_agent, "surge-sink-test");
   request.set("X-VVV-Event", d.event_type);
   request.set("X-VVV-Delivery-Id", d.delivery_id);
+  request.set("X-VVV-Subscriber", std::to_string(d.subscriber_id));
   request.set("X-VVV-Attempt", std::to_string(d.attempt));
   request.body() = d.body;
   request.prepare_payload();

@@ -166,10 +166,11 @@ request_record request_handler::describe(const http::request_header<>& request,
   const auto delivery_id = header(request, "X-VVV-Delivery-Id");
   const auto attempt = header(request, "X-VVV-Attempt");
   const auto event = header(request, "X-VVV-Event");
+  const auto subscriber = header(request, "X-VVV-Subscriber");
   record.delivery_id = std::string(delivery_id.value_or(""));
   record.attempt = std::string(attempt.value_or(""));
   record.event_type = std::string(event.value_or(""));
-  record.missing_delivery_headers = !delivery_id || !attempt || !event;
+  record.missing_delivery_headers = !delivery_id || !attempt || !event || !subscriber;
   if (const auto batch_size = header(request, "X-VVV-Batch-Size")) {
     // A batch names its rows in X-VVV-Delivery-Ids and must not carry X-VVV-Delivery-Id.
     const auto size = parse_int<std::uint64_t>(*batch_size);
@@ -177,7 +178,7 @@ request_record request_handler::describe(const http::request_header<>& request,
     const auto ids = ids_header ? proto::parse_delivery_ids(*ids_header) : std::nullopt;
     record.batch_size = size.value_or(0);
     record.bad_batch = !size || *size == 0 || !ids || ids->size() != *size || delivery_id.has_value();
-    record.missing_delivery_headers = !ids_header || !attempt || !event;
+    record.missing_delivery_headers = !ids_header || !attempt || !event || !subscriber;
     record.delivery_id.clear();
     if (ids) {
       for (const auto id : *ids) {

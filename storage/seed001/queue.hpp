@@ -1,0 +1,73 @@
+#pragma once
+// The second published queue shape ("seed 001") on SQLite: the queue functions the tools and
+// the drain call, with the same contracts as seed000's (storage/queue.hpp, subscribers.hpp,
+// dead_letters.hpp, audit.hpp, maintenance.hpp, backlog.hpp, retention.hpp), reached through
+// storage::connection and storage/sqlite_shape.hpp. Private to storage/.
+//
+// How the shape maps onto the neutral rows:
+//   webhook_subscribers: endpoint is the URL, events (a JSON array) the filter as stored,
+//     rate_per_min / 60 the rate per second, signing "stored"; its persisted bucket is the
+//     subscriber's webhook_buckets row (none yet: a full bucket).
+//   webhook_deliveries: attempt is attempts, enqueued_at created_at, next_attempt
+//     next_attempt_at, leased_until the lease, signature the stored signature; state pending is
+//     pending (never tried) or retry (tried), delivered is done, dead is dead.
+//   Times are whole seconds: a row is due once next_attempt <= now, and free, as the shape's own
+//     worker reads it, once leased_until < now in whole seconds. Surge's lease values keep the
+//     fraction that makes them its own (storage/lease_values.hpp); retries are scheduled at
+//     whole seconds, rounded up.
+//   Why a row failed or died (last status, last error) goes to Surge's own table
+//     surge_delivery_note; nothing is added to the shape's tables.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "proto/id_set.hpp"
+#include "storage/audit.hpp"
+#include "storage/backlog.hpp"
+#include "storage/dead_letters.hpp"
+#include "storage/maintenance.hpp"
+#include "storage/queue.hpp"
+#include "storage/retention.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::storage::seed001 {
+
+// Surge's own tables and its per-subscriber due index, at the latest schema version, in one
+// BEGIN IMMEDIATE transaction; the shape's tables are never created or changed.
+int migrate(SQLite::Database& db);
+
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
+                        std::string_view payload, double now, int count);
+queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which);
+std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which);
+std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
+                                         const proto::id_set& which);
+std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
+                                                      const proto::id_set& which);
+
+std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which);
+std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id);
+std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
+bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
+bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
+
+std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
+replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
+std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
+                                    bool with_delivered);
+
+std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which);
+malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
+                                     const proto::id_set& which);
+std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
+                                            const proto::id_set& which, const std::string& self);
+
+prune_result prune(SQLite::Database& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress);
+
+}  // namespace surge::storage::seed001

@@ -1,0 +1,71 @@
+// Surge's own tables on a seed001 queue. The shape's tables (webhook_subscribers,
+// webhook_deliveries, webhook_buckets) belong to its producer and worker: they are never created
+// or altered here, only indexed once for per-subscriber claims.
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "storage/database.hpp"
+#include "storage/schema.hpp"
+#include "storage/seed001/queue.hpp"
+#include "storage/seed001/sql.hpp"
+
+namespace surge::storage::seed001 {
+namespace {
+
+// Surge's own tables as seed000's migrations 1 to 6 leave them, in one step, plus the notes that
+// stand in for seed000's last_status/last_error columns.
+constexpr const char* surge_ddl = R"sql(
+CREATE TABLE IF NOT EXISTS surge_schema_version (
+  version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS surge_attempt (
+  id INTEGER PRIMARY KEY, delivery_id INTEGER NOT NULL, subscriber_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
+  status_code INTEGER, error_class TEXT, batch_lead INTEGER, batch_size INTEGER NOT NULL DEFAULT 1);
+CREATE INDEX IF NOT EXISTS idx_attempt_started ON surge_attempt(started_at);
+CREATE TABLE IF NOT EXISTS surge_lease (
+  lease REAL PRIMARY KEY, owner TEXT NOT NULL, claimed_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS surge_drainer (
+  name TEXT PRIMARY KEY, subscribers TEXT NOT NULL, started_at REAL NOT NULL,
+  seen_at REAL NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS surge_owner (
+  subscriber_id INTEGER PRIMARY KEY, drainer TEXT NOT NULL, fence INTEGER NOT NULL,
+  taken_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
+CREATE TABLE IF NOT EXISTS surge_delivery_note (
+  delivery_id INTEGER PRIMARY KEY, last_status INTEGER, last_error TEXT, noted_at REAL NOT NULL);
+-- Claims read each subscriber's oldest due rows; the shape's own index leads with state.
+CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
+  ON webhook_deliveries(subscriber_id, next_attempt) WHERE state = 'pending';
+)sql";
+
+constexpr const char* surge_tables[] = {"surge_schema_version", "surge_attempt", "surge_lease",
+                                        "surge_drainer",        "surge_owner",
+                                        "surge_delivery_note"};
+
+bool complete(SQLite::Database& db) {
+  for (const char* table : surge_tables) {
+    if (!db.tableExists(table)) return false;
+  }
+  SQLite::Statement index(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?");
+  index.bind(1, due_index);
+  return index.executeStep();
+}
+
+}  // namespace
+
+int migrate(SQLite::Database& db) {
+  // Up to date: no write lock at all, so starting Surge never waits on the shape's worker.
+  if (schema_version(db) >= latest_schema_version() && complete(db)) return schema_version(db);
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  db.exec(surge_ddl);
+  SQLite::Statement record(db,
+                           "INSERT OR IGNORE INTO surge_schema_version(version, applied_at) "
+                           "VALUES (?, ?)");
+  record.bind(1, latest_schema_version());
+  record.bind(2, unix_now());
+  record.exec();
+  transaction.commit();
+  return schema_version(db);
+}
+
+}  // namespace surge::storage::seed001

@@ -1,0 +1,137 @@
+// seed001's webhook_subscribers as neutral subscriber rows, their buckets from webhook_buckets.
+#include <cmath>
+#include <limits>
+
+#include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+
+#include "proto/event_match.hpp"
+#include "storage/seed001/queue.hpp"
+#include "storage/sql_support.hpp"
+
+namespace surge::storage::seed001 {
+namespace {
+
+// A subscriber without a bucket row has not been sent to yet: its bucket is full.
+constexpr const char* select_columns =
+    "SELECT s.id, s.endpoint, s.secret, s.events, s.rate_per_min, s.burst, b.tokens, "
+    "b.updated_at, s.active, s.region FROM webhook_subscribers s "
+    "LEFT JOIN webhook_buckets b ON b.subscriber_id = s.id ";
+
+bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
+
+// As SQLite's quote() would show it, for messages about a value that is not a number.
+std::string quoted(const SQLite::Column& column) {
+  if (column.isNull()) return "NULL";
+  if (column.isBlob()) return "a blob of " + std::to_string(column.getBytes()) + " bytes";
+  std::string text = "'";
+  for (const char c : column.getString()) text += c == '\'' ? std::string("''") : std::string(1, c);
+  return text + "'";
+}
+
+subscriber_row read_row(const SQLite::Statement& query) {
+  subscriber_row row;
+  row.id = query.getColumn(0).getInt64();
+  row.url = query.getColumn(1).getString();
+  row.secret = query.getColumn(2).getString();
+  row.event_types = query.getColumn(3).getString();
+  row.rate_per_sec = query.getColumn(4).getDouble() / 60.0;
+  row.burst = query.getColumn(5).getInt64();
+  if (!is_number(query.getColumn(4))) {
+    row.rate_text = quoted(query.getColumn(4)) + " (rate_per_min)";
+    row.rate_per_sec = std::numeric_limits<double>::quiet_NaN();
+  }
+  if (!is_number(query.getColumn(5))) {
+    row.burst_text = quoted(query.getColumn(5));
+    row.burst = 0;
+  }
+  const bool has_bucket = !query.getColumn(6).isNull();
+  row.tokens = has_bucket ? query.getColumn(6).getDouble() : static_cast<double>(row.burst);
+  row.tokens_updated_at = has_bucket ? query.getColumn(7).getDouble() : 0;
+  row.active = query.getColumn(8).getInt64() != 0;
+  row.region = query.getColumn(9).getString();
+  // Signed by the producer at enqueue; the shape knows no batches, coalescing or caps of
+  // Surge's, so those keep their off values.
+  row.signing = "stored";
+  return row;
+}
+
+// rate_per_min is an INTEGER column: the tools accept only whole requests per minute here.
+std::int64_t per_minute(double rate_per_sec) { return std::llround(rate_per_sec * 60.0); }
+
+// The shape stores the filter as a JSON array; a row loaded from it already holds one, the tools
+// hand over Surge's comma-separated patterns.
+std::string events_column(const std::string& event_types) {
+  if (proto::parse_event_array(event_types)) return event_types;
+  return proto::event_array_from_patterns(event_types);
+}
+
+void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
+  statement.bind(1, row.url);
+  statement.bind(2, row.secret);
+  statement.bind(3, events_column(row.event_types));
+  statement.bind(4, per_minute(row.rate_per_sec));
+  statement.bind(5, row.burst);
+  statement.bind(6, row.region);
+  statement.bind(7, row.active ? 1 : 0);
+}
+
+}  // namespace
+
+std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
+  SQLite::Statement query(
+      db, std::string(select_columns) + "WHERE " + detail::id_filter(which, "s.id") +
+              " ORDER BY s.id");
+  std::vector<subscriber_row> rows;
+  while (query.executeStep()) rows.push_back(read_row(query));
+  return rows;
+}
+
+std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
+  SQLite::Statement query(db, std::string(select_columns) + "WHERE s.id = ?");
+  query.bind(1, id);
+  if (!query.executeStep()) return std::nullopt;
+  return read_row(query);
+}
+
+std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement insert(db,
+                           "INSERT INTO webhook_subscribers(endpoint, secret, events, "
+                           "rate_per_min, burst, region, active, id) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  bind_settings(insert, row);
+  if (row.id != 0) {
+    insert.bind(8, row.id);
+  } else {
+    insert.bind(8);  // NULL: SQLite picks the rowid
+  }
+  insert.exec();
+  const std::int64_t id = db.getLastInsertRowid();
+  transaction.commit();
+  return id;
+}
+
+bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(db,
+                           "UPDATE webhook_subscribers SET endpoint = ?, secret = ?, events = ?, "
+                           "rate_per_min = ?, burst = ?, region = ?, active = ? WHERE id = ?");
+  bind_settings(update, row);
+  update.bind(8, row.id);
+  const int changed = update.exec();
+  transaction.commit();
+  return changed > 0;
+}
+
+bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  SQLite::Statement update(db, "UPDATE webhook_subscribers SET active = ? WHERE id = ?");
+  update.bind(1, active ? 1 : 0);
+  update.bind(2, id);
+  const int changed = update.exec();
+  transaction.commit();
+  return changed > 0;
+}
+
+}  // namespace surge::storage::seed001
