@@ -81,19 +81,22 @@ std::map<std::string, double> samples_of(const std::string& text) {
 TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   temp_dir dir;
   test_queue queue(dir);
-  // Subscribers 1, 2 and 3: the quota unannounced (as before), announced as the IETF draft, and
-  // as X-RateLimit-* with the reset as a Unix time.
+  // Subscribers 1 to 4: the quota unannounced, announced as the IETF draft, and as X-RateLimit-*
+  // with the reset as a Unix time or as seconds left.
   sink_process sink(dir, queue.path(),
                     {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
                                         quota_behaviour("draft") + R"(, "3": )" +
-                                        quota_behaviour("x-epoch") + "}"});
+                                        quota_behaviour("x-epoch") + R"(, "4": )" +
+                                        quota_behaviour("x-seconds") + "}"});
   const auto silent = queue.add_subscriber_at(sink, 50, 5);
   const auto draft = queue.add_subscriber_at(sink, 50, 5);
   const auto x_epoch = queue.add_subscriber_at(sink, 50, 5);
   ASSERT_EQ(draft, 2);
+  const auto x_seconds = queue.add_subscriber_at(sink, 50, 5);
   ASSERT_EQ(x_epoch, 3);
+  ASSERT_EQ(x_seconds, 4);
   // More than the quota lets through in the run: every subscriber is backlogged throughout.
-  for (const auto id : {silent, draft, x_epoch}) queue.add_rows(id, 600);
+  for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
 
   const double started = storage::unix_now();
   tools::child_process drain(surge_binary(),
@@ -122,14 +125,14 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   const double ended = storage::unix_now();
   const auto requests = sink.stop_and_read();
 
-  // Before: the partner's wall, hit in every window.
+  // Unannounced: the partner's wall, hit in every window.
   const auto before = full_windows(requests, silent, started, ended);
   ASSERT_GE(before.size(), 2u);
   for (const auto& [window, count] : before) {
     EXPECT_GT(count.refused, 0) << "window " << window << ": the unannounced quota was not hit";
   }
-  // After: nothing refused, and at least 95 % of each window's quota used.
-  for (const auto id : {draft, x_epoch}) {
+  // Announced: nothing refused, and at least 95 % of each window's quota used.
+  for (const auto id : {draft, x_epoch, x_seconds}) {
     EXPECT_EQ(refusals(requests, id), 0) << "subscriber " << id;
     const auto windows = full_windows(requests, id, started, ended);
     ASSERT_GE(windows.size(), 2u) << "subscriber " << id;
