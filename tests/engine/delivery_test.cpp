@@ -1,6 +1,7 @@
 #include "engine/delivery.hpp"
 
 #include <gtest/gtest.h>
+#include <cctype>
 #include <stdexcept>
 #include <string>
 
@@ -63,11 +64,39 @@ TEST(DeliveryRequest, CarriesThePayloadUnchangedAndEveryHeader) {
   EXPECT_EQ(request[boost::beast::http::field::content_length], std::to_string(row.payload.size()));
   EXPECT_EQ(request["X-VVV-Event"], "video.trending");
   EXPECT_EQ(request["X-VVV-Delivery-Id"], "4242");
+  EXPECT_EQ(request["X-VVV-Subscriber"], "7");
   EXPECT_EQ(request["X-VVV-Attempt"], "3");
   EXPECT_EQ(request[boost::beast::http::field::user_agent], "Surge/test");
   EXPECT_EQ(request["X-VVV-Timestamp"], "1700000100");
   EXPECT_TRUE(proto::verify_vvv("secret", "1700000100", row.payload,
                                 std::string(request["X-VVV-Signature"])));
+}
+
+TEST(DeliveryRequest, AStoredSignatureIsSentVerbatimOnEveryAttempt) {
+  const auto signer = proto::signer::create(proto::signing_scheme::stored, "secret").value();
+  auto row = sample_row(4);
+  row.stored_signature = proto::stored_signature_for("secret", row.payload);
+  EXPECT_EQ(delivery_refusal(row), "");
+  for (const std::int64_t at : {1'700'000'100, 1'700'009'999}) {
+    const auto request = build(sample_target(), signer, row, at, "Surge/test");
+    EXPECT_EQ(request["X-VVV-Signature"], *row.stored_signature);
+    EXPECT_EQ(request.count("X-VVV-Timestamp"), 0u);
+    EXPECT_EQ(request["X-VVV-Attempt"], "5");
+    EXPECT_EQ(request["X-VVV-Subscriber"], "7");
+    EXPECT_EQ(request.body(), row.payload);
+  }
+}
+
+TEST(DeliveryRequest, AStoredSignatureThatIsNotLowercaseHexIsRefused) {
+  auto row = sample_row();
+  const auto good = proto::stored_signature_for("secret", row.payload);
+  std::string upper = good;
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& bad : {std::string(), good.substr(1), upper, "sha256=" + good,
+                                 good + "\r\nX-Injected: 1"}) {
+    row.stored_signature = bad;
+    EXPECT_NE(delivery_refusal(row).find("unusable signature"), std::string::npos) << bad;
+  }
 }
 
 TEST(DeliveryRequest, AnEventTypeThatWouldInjectIsRefused) {
