@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -361,11 +362,13 @@ TEST(Seed001Drain, TheToolsWriteAndReadTheShapesOwnColumns) {
   }
 }
 
-// The shape's own worker and a drain on one subscriber of one file: every row goes out once,
-// and the partner sees at most burst + rate x T from both together.
-TEST(Seed001Drain, BesideTheShapesOwnWorkerNoRowGoesTwiceAndTheBucketHolds) {
+// The shape's own worker, four at a time as its cron runs it, and a drain on one subscriber of
+// one file: every row goes out once, and the partner sees at most burst + rate x T from all
+// five together.
+TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHolds) {
   constexpr double rate = 10;
   constexpr int burst = 10;
+  constexpr int workers = 4;
   temp_dir dir;
   seed001_file queue(dir);
   sink_process sink(dir, queue.path());
@@ -373,16 +376,21 @@ TEST(Seed001Drain, BesideTheShapesOwnWorkerNoRowGoesTwiceAndTheBucketHolds) {
   queue.add_rows(id, 400, R"({"video":"v1"})");
   ASSERT_EQ(run_surge(dir, {"migrate", "--db", queue.path()}).exit_code, 0);
 
-  // The drain first, so that both are seen sending: the worker polls its bucket in a tight loop
+  // The drain first, so that it is seen sending: the workers poll the bucket in a tight loop
   // and, started first, could take every token before the drain's first lease.
   tools::child_process drain(surge_binary(), drain_args(queue.path(), {"--duration", "5"}),
                              dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_TRUE(eventually([&] { return !read_sink_record(sink.record_path()).empty(); }, 30s));
-  const std::string sent_log = dir.file("worker.sent");
-  tools::child_process worker(SURGE_SEED001_WORKER_PATH,
-                              {"--db", queue.path(), "--duration", "3", "--sent", sent_log},
-                              dir.file("worker.out"), dir.file("worker.err"));
-  ASSERT_EQ(worker.wait(60s).value_or(-1), 0);
+  std::vector<std::unique_ptr<tools::child_process>> running;
+  for (int i = 0; i < workers; ++i) {
+    const auto n = std::to_string(i);
+    running.push_back(std::make_unique<tools::child_process>(
+        SURGE_SEED001_WORKER_PATH,
+        std::vector<std::string>{"--db", queue.path(), "--duration", "3", "--sent",
+                                 dir.file("worker" + n + ".sent")},
+        dir.file("worker" + n + ".out"), dir.file("worker" + n + ".err")));
+  }
+  for (auto& worker : running) ASSERT_EQ(worker->wait(60s).value_or(-1), 0);
   ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
 
   const auto requests = sink.stop_and_read();
@@ -392,23 +400,30 @@ TEST(Seed001Drain, BesideTheShapesOwnWorkerNoRowGoesTwiceAndTheBucketHolds) {
     together.push_back(request.arrival);
     ++sends[request.delivery_id];
   }
-  std::ifstream in(sent_log);
   std::size_t by_worker = 0;
-  for (std::int64_t subscriber = 0, row = 0; in >> subscriber >> row;) {
-    double at = 0;
-    in >> at;
-    together.push_back(at);
-    ++sends[row];
-    ++by_worker;
+  int workers_sending = 0;
+  for (int i = 0; i < workers; ++i) {
+    std::ifstream in(dir.file("worker" + std::to_string(i) + ".sent"));
+    std::size_t by_this = 0;
+    for (std::int64_t subscriber = 0, row = 0; in >> subscriber >> row;) {
+      double at = 0;
+      in >> at;
+      together.push_back(at);
+      ++sends[row];
+      ++by_this;
+    }
+    by_worker += by_this;
+    workers_sending += by_this > 0 ? 1 : 0;
   }
-  std::printf("surge sent %zu, the worker %zu\n", requests.size(), by_worker);
+  std::printf("surge sent %zu, the workers %zu (%d of them sent)\n", requests.size(), by_worker,
+              workers_sending);
   ASSERT_FALSE(requests.empty());
-  ASSERT_GT(by_worker, 0u) << "the worker sent nothing: no overlap";
+  ASSERT_GT(by_worker, 0u) << "no worker sent anything: no overlap";
   for (const auto& [row, count] : sends) EXPECT_EQ(count, 1) << "row " << row;
   std::sort(together.begin(), together.end());
   for (const double window : {1.0, 2.0, 4.0}) {
-    // Plus one for clock granularity and two for the tokens one side may hold leased while the
-    // other spends (as for the seed000 bucket).
+    // Plus one for clock granularity and two for the tokens the drain may hold leased while the
+    // workers spend (as for the seed000 bucket); the workers take theirs one at a time.
     EXPECT_LE(max_in_window(together, window), burst + rate * window + 3) << window << " s";
   }
   EXPECT_EQ(queue.number("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'"),

@@ -5,7 +5,8 @@
 //   surge_seed001_worker --db PATH [--lease 30] [--duration 10] [--sent FILE]
 //
 // One cron tick: until --duration seconds have passed it leases up to 50 due rows (whole-second
-// times, as PHP's time() gives them), takes one token per row from webhook_buckets in its own
+// times, as PHP's time() gives them; the grab returns the rows it leased, so that several
+// workers at once never send one row twice), takes one token per row from webhook_buckets in its own
 // transaction (SELECT, then INSERT or UPDATE), "sends" the row by appending
 // "subscriber_id delivery_id unix_time" to --sent and marks it delivered; a row whose bucket is
 // empty goes back 2 s later without an attempt. A bucket transaction that fails with SQLITE_BUSY
@@ -88,8 +89,7 @@ int run(const options& opt) {
   SQLite::Database db(opt.db, SQLite::OPEN_READWRITE, 5000);
   std::ofstream sent;
   if (!opt.sent.empty()) sent.open(opt.sent, std::ios::app);
-  SQLite::Statement grab(db, sql::lease_grab);
-  SQLite::Statement read_back(db, sql::read_back);
+  SQLite::Statement grab(db, sql::lease_grab_returning);
   SQLite::Statement delivered(db, sql::mark_delivered);
   SQLite::Statement reschedule(db, sql::reschedule);
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(opt.duration);
@@ -99,12 +99,9 @@ int run(const options& opt) {
     grab.reset();
     grab.bind(":until", until);
     grab.bind(":now", now);
-    grab.exec();
     std::vector<leased> rows;
-    read_back.reset();
-    read_back.bind(":until", until);
-    while (read_back.executeStep()) {
-      rows.push_back({read_back.getColumn(0).getInt64(), read_back.getColumn(1).getInt64()});
+    while (grab.executeStep()) {
+      rows.push_back({grab.getColumn(0).getInt64(), grab.getColumn(1).getInt64()});
     }
     for (const auto& row : rows) {
       bool token = false;

@@ -12,7 +12,14 @@ inline constexpr const char* lease_grab =
     "UPDATE webhook_deliveries SET leased_until = :until WHERE id IN (SELECT id FROM "
     "webhook_deliveries WHERE state = 'pending' AND next_attempt <= :now AND leased_until < :now "
     "ORDER BY next_attempt LIMIT 50)";
-// What it grabbed. Parameter: the lease just written.
+// The same grab, returning the rows it leased. Four workers run at once from cron: reading the
+// rows back by `leased_until = :until` would also return the rows another worker leased in the
+// same second, and both would send them.
+inline constexpr const char* lease_grab_returning =
+    "UPDATE webhook_deliveries SET leased_until = :until WHERE id IN (SELECT id FROM "
+    "webhook_deliveries WHERE state = 'pending' AND next_attempt <= :now AND leased_until < :now "
+    "ORDER BY next_attempt LIMIT 50) RETURNING id, subscriber_id";
+// What it grabbed, for one worker alone. Parameter: the lease just written.
 inline constexpr const char* read_back =
     "SELECT id, subscriber_id, event_type, payload, signature, attempt FROM webhook_deliveries "
     "WHERE leased_until = :until AND state = 'pending'";
