@@ -108,8 +108,9 @@ TEST(DrainRate, AHugeBacklogDoesNotHoldBackAnotherSubscriber) {
   sink_process sink(dir, queue.path(), {.threads = 2});
   const auto big = queue.add_subscriber_at(sink, 1500, 100);
   const auto small = queue.add_subscriber_at(sink, 40, 10);
-  // The big backlog is older, so a global "oldest first" claim would serve it first.
-  queue.add_rows(big, 100'000);
+  // The big backlog is older, so a global "oldest first" claim would serve it first: more than
+  // three times what its rate lets out in the run.
+  queue.add_rows(big, 20'000);
   const auto small_rows = queue.add_rows(small, 60);
 
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--duration", "4",
