@@ -28,7 +28,9 @@ through the table: its ratio to wrk is the unthrottled group's rate, and besides
 CPU per delivery over the whole drain it reports it up to the moment the unthrottled rows were
 all done ("until_rate_group_done"), then the throttled subscribers' achieved fraction of their
 rate and window violations. The other scenarios need the sink's behaviours (delays, failures,
-signature checks) and keep it.
+signature checks) and keep it. nginx_http_seed001 is nginx_http on the other published queue
+shape (docs/queue-shapes.md): the same rows in seed001's tables, each with its payload's bytes
+and signature stored by the producer and whole-second times; each result says "shape".
 
 The pg_* scenarios put the queue on PostgreSQL instead of a SQLite file: one throw-away
 PostgreSQL 15 server per run (bench/pg_queue.py: initdb into a temp dir, a Unix socket only,
@@ -48,6 +50,7 @@ fall into the next scenario's drain.
     bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
     bench/e2e.py --scenarios nginx_http,nginx_https   # the reference receiver only
+    bench/e2e.py --scenarios nginx_http,nginx_http_seed001   # the two queue shapes, same rows
     bench/e2e.py --scenarios nginx_http,nginx_throttled_third   # a third throttled among them
     bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
     bench/e2e.py --smoke                      # one scenario of each kind, tiny (the CI smoke test)
@@ -71,7 +74,7 @@ from pathlib import Path
 import pg_queue
 from e2e_peers import Nginx, Sink, ThreadCpu, cpu_seconds_of, log, nginx_binary, run_wrk, write_pki
 from e2e_analysis import analyse
-from e2e_queue import BODY, LAYOUTS, any_due, outstanding, populate, set_urls
+from e2e_queue import BODY, LAYOUTS, any_due, create_shape, outstanding, populate, set_urls
 from e2e_scenarios import build_scenarios
 
 def child_of(pid):
@@ -128,13 +131,14 @@ def run_drain(options, directory, db, scenario):
             if checking:
                 checked_at = elapsed
             if (watched and checking and stopped_at is None and elapsed > 0.5
-                    and outstanding(db, watched) == 0):
+                    and outstanding(db, watched, scenario.shape) == 0):
                 for process in processes:
                     drainer = child_of(process.pid)
                     if drainer:
                         stopped_at = time.time()
                         os.kill(drainer, signal.SIGTERM)
-            if rate_ids and checking and rate_group_done is None and not any_due(db, rate_ids):
+            if (rate_ids and checking and rate_group_done is None
+                    and not any_due(db, rate_ids, scenario.shape)):
                 rate_group_done = {"at": time.time(), "cpu": 0.0}
                 for process in processes:
                     drainer = child_of(process.pid)
@@ -183,13 +187,15 @@ def run_scenario(args, scenario, workdir, pg=None):
     directory.mkdir()
     db = pg.create_database(scenario.name) if scenario.queue == "postgres" else str(
         directory / "q.db")
+    create_shape(db, scenario.shape)
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     if scenario.tls:
         write_pki(directory)
     # The sink reads the subscribers' secrets at start, so they go in first; its port is needed
     # for the URLs, so it starts on a file with the subscribers and the URLs are set after.
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time() + args.start_margin, args.layout)
+    queued = populate(db, scenario, placeholder, time.time() + args.start_margin, args.layout,
+                      scenario.shape)
     if scenario.receiver == "nginx":
         receiver = Nginx(directory, scenario.tls)
     else:
@@ -200,7 +206,7 @@ def run_scenario(args, scenario, workdir, pg=None):
     try:
         scheme_host = (f"https://localhost:{receiver.port}" if scenario.tls
                        else f"http://127.0.0.1:{receiver.port}")
-        set_urls(db, placeholder, scheme_host)
+        set_urls(db, placeholder, scheme_host, scenario.shape)
         wrk_runs = []
         if scenario.wrk:
             log(f"{scenario.name}: wrk -c{wrk_connections} before ({args.wrk_seconds} s)")
@@ -219,6 +225,7 @@ def run_scenario(args, scenario, workdir, pg=None):
         result["drain_processes"] = scenario.drains
         result["queue"] = scenario.queue
         result["layout"] = args.layout
+        result["shape"] = scenario.shape
         result["receiver"] = "nginx" if scenario.receiver == "nginx" else "surge sink"
         result[f"{scenario.receiver}_cpu_seconds"] = round(receiver_cpu, 3)
         if result["delivered"]:
@@ -307,15 +314,16 @@ def write_chart(results, out):
     subprocess.run(["gnuplot"], input="\n".join(plot), text=True, check=True)
 
 
-DEFAULT_SCENARIOS = ("nginx_http,nginx_https,nginx_throttled_third,a_http,a_https,a_http_256,"
+DEFAULT_SCENARIOS = ("nginx_http,nginx_http_seed001,nginx_https,nginx_throttled_third,a_http,a_https,a_http_256,"
                      "a_https_256,a_http_no_origin_limit,a_https_no_origin_limit,half_rate,b,c,"
                      "c_fit,c_fit_x3,d,e_healthy,e,seed_a,seed_nginx,seed_b,nginx_http_x2,"
                      "nginx_http_x3,pg_nginx_http,pg_c_fit_x3")
-# One scenario of each kind (receiver, TLS, limits, several drains, PostgreSQL, the seed loop):
-# the smoke checks that every path of the harness still runs, and the variants that differ only
-# in a drain flag add nothing to that.
-SMOKE_SCENARIOS = ("nginx_http,nginx_https,nginx_throttled_third,a_https,half_rate,b,c,c_fit_x3,"
-                   "d,e,seed_nginx,seed_b,nginx_http_x3,pg_nginx_http,pg_c_fit_x3")
+# One scenario of each kind (receiver, TLS, queue shape, limits, several drains, PostgreSQL, the
+# seed loop): the smoke checks that every path of the harness still runs. The variants that
+# differ only in a drain flag or a size add nothing to that, nor do those that are slow only
+# because they pace (half_rate, b, pg_c_fit_x3: c_fit_x3 and pg_nginx_http take their paths).
+SMOKE_SCENARIOS = ("nginx_http,nginx_http_seed001,nginx_https,nginx_throttled_third,a_https,c,"
+                   "c_fit_x3,d,e,seed_nginx,pg_nginx_http")
 
 
 def main():

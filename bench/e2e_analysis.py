@@ -3,7 +3,7 @@ the subscribers' limits, all read back from the queue (`surge_attempt` holds eve
 import sqlite3
 
 import pg_queue
-from e2e_queue import is_postgres
+from e2e_queue import SHAPES, is_postgres
 from e2e_scenarios import UNLIMITED
 
 WINDOW_EPSILON = 0.001  # seconds of clock slack allowed in the window check
@@ -54,27 +54,26 @@ def in_flight_profile(attempts):
     return peak, (area / span if span > 0 else 0.0), span
 
 
-ATTEMPTS = ("SELECT a.subscriber_id, a.attempt, a.started_at, a.finished_at, a.status_code,"
-            " d.created_at FROM surge_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id"
-            " ORDER BY a.started_at")
-DONE = "SELECT count(*) FROM webhook_delivery WHERE status = 'done'"
-
-
-def read_outcome(db):
-    """Every attempt as (subscriber, attempt number, started, finished, status, created_at),
+def read_outcome(db, shape="seed000"):
+    """Every attempt as (subscriber, attempt number, started, finished, status, queued at),
     and the count of done rows, with numbers as numbers from either queue."""
+    names = SHAPES[shape]
+    attempts_sql = ("SELECT a.subscriber_id, a.attempt, a.started_at, a.finished_at,"
+                    f" a.status_code, d.{names.queued_at} FROM surge_attempt a"
+                    f" JOIN {names.deliveries} d ON d.id = a.delivery_id ORDER BY a.started_at")
+    done_sql = f"SELECT count(*) FROM {names.deliveries} WHERE {names.done_rows}"
     if is_postgres(db):
-        attempts = [tuple(number(v) for v in row) for row in pg_queue.query(db, ATTEMPTS)]
-        return attempts, int(pg_queue.query(db, DONE)[0][0])
+        attempts = [tuple(number(v) for v in row) for row in pg_queue.query(db, attempts_sql)]
+        return attempts, int(pg_queue.query(db, done_sql)[0][0])
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    attempts = connection.execute(ATTEMPTS).fetchall()
-    done = connection.execute(DONE).fetchone()[0]
+    attempts = connection.execute(attempts_sql).fetchall()
+    done = connection.execute(done_sql).fetchone()[0]
     connection.close()
     return attempts, done
 
 
 def analyse(db, scenario, drain, queued):
-    attempts, done = read_outcome(db)
+    attempts, done = read_outcome(db, scenario.shape)
     start = drain["started"]
     ok = [a for a in attempts if a[4] is not None and 200 <= a[4] < 300]
     groups = {s.id: s.group for s in scenario.subscribers}

@@ -1,8 +1,13 @@
 """The queue bench/e2e.py and bench/storage_io.py fill and read: a SQLite file or a PostgreSQL
 database (through bench/pg_queue.py's psql), with the subscribers and rows a scenario asks for,
-interleaved as a producer's fan-out writes them (or, as a labelled variant, contiguous)."""
+interleaved as a producer's fan-out writes them (or, as a labelled variant, contiguous). The
+file holds either published shape (docs/queue-shapes.md): seed000's tables, or seed001's, filled
+with what seed001's producer stores (the payload's bytes and their signature, whole seconds)."""
+import hashlib
+import hmac
 import sqlite3
 import time
+from collections import namedtuple
 
 import pg_queue
 
@@ -11,6 +16,50 @@ BODY = ('{"type":"video.trending","video_id":"v_8f3k2j9d","channel_id":"c_19283"
         '"region":"EU","tags":["music","live","trending"],'
         '"thumbnail":"https://cdn.example.com/t/v_8f3k2j9d.jpg",'
         '"observed_at":"2026-11-21T06:00:00Z"}')
+
+
+# Where each shape keeps what the bench reads: the tables, the URL column, the time a row was
+# queued, the rows still to send and the rows delivered.
+Shape = namedtuple("Shape", "deliveries subscribers url queued_at open_rows done_rows")
+SHAPES = {
+    "seed000": Shape("webhook_delivery", "webhook_subscriber", "url", "created_at",
+                     "status IN ('pending','retry')", "status = 'done'"),
+    "seed001": Shape("webhook_deliveries", "webhook_subscribers", "endpoint", "enqueued_at",
+                     "state = 'pending'", "state = 'delivered'"),
+}
+
+# seed001's own DDL (docs/queue-shapes.md): its producer creates the file; `surge migrate` then
+# adds only Surge's tables.
+SEED001_DDL = """
+CREATE TABLE webhook_subscribers (id INTEGER PRIMARY KEY, endpoint TEXT NOT NULL, secret TEXT NOT NULL,
+  events TEXT NOT NULL, rate_per_min INTEGER NOT NULL DEFAULT 60,
+  burst INTEGER NOT NULL DEFAULT 20, region TEXT NOT NULL,
+  active INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE webhook_deliveries (id INTEGER PRIMARY KEY, subscriber_id INTEGER NOT NULL REFERENCES webhook_subscribers(id),
+  event_type TEXT NOT NULL, payload BLOB NOT NULL, signature TEXT NOT NULL, enqueued_at INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0, next_attempt INTEGER NOT NULL, leased_until INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL DEFAULT 'pending');
+CREATE INDEX idx_deliveries_due ON webhook_deliveries (state, next_attempt) WHERE state = 'pending';
+CREATE TABLE webhook_buckets (subscriber_id INTEGER PRIMARY KEY REFERENCES webhook_subscribers(id),
+  tokens REAL NOT NULL, updated_at REAL NOT NULL);
+"""
+
+
+def create_shape(db, shape):
+    """What exists before `surge migrate`: nothing for seed000 (migrate creates its tables), the
+    producer's own tables for seed001."""
+    if shape == "seed000":
+        return
+    if is_postgres(db):
+        raise ValueError("the seed001 shape is a SQLite file (docs/queue-shapes.md)")
+    connection = sqlite3.connect(db)
+    connection.executescript(SEED001_DDL)
+    connection.close()
+
+
+def stored_signature(secret, payload):
+    """What seed001's producer stores at enqueue: lowercase hex HMAC-SHA256 of the bytes."""
+    return hmac.new(secret.encode(), payload, hashlib.sha256).hexdigest()
 
 
 def is_postgres(db):
@@ -62,12 +111,14 @@ def _by_event(queues):
         queues = [(sid, dues) for sid, dues in queues if len(dues) > event]
 
 
-def populate(db, scenario, url_base, start_estimate, layout="interleaved"):
+def populate(db, scenario, url_base, start_estimate, layout="interleaved", shape="seed000"):
     """Subscribers and rows straight into the queue (10,000 `subscriber add` calls would take
     minutes), the rows in delivery_rows' `layout`; the columns are the shared DDL's plus Surge's
     migrated ones."""
     if is_postgres(db):
         return populate_postgres(db, scenario, url_base, start_estimate, layout)
+    if shape == "seed001":
+        return populate_seed001(db, scenario, url_base, start_estimate, layout)
     connection = sqlite3.connect(db)
     with connection:
         connection.executemany(
@@ -90,6 +141,36 @@ def populate(db, scenario, url_base, start_estimate, layout="interleaved"):
     return rows
 
 
+def populate_seed001(db, scenario, url_base, start_estimate, layout):
+    """populate() on seed001's columns: a per-minute rate, the events as a JSON array, the
+    payload's bytes and their stored signature, whole-second times."""
+    connection = sqlite3.connect(db)
+    secrets = {}
+    with connection:
+        rows = []
+        for sid, url, secret, rate, burst, _ in subscriber_rows(scenario, url_base):
+            secrets[sid] = secret
+            rows.append((sid, url, secret, int(min(rate * 60, 2**62)), burst))
+        connection.executemany(
+            "INSERT INTO webhook_subscribers (id, endpoint, secret, events, rate_per_min, burst,"
+            " region) VALUES (?, ?, ?, '[\"*\"]', ?, ?, 'DE')", rows)
+    payload = BODY.encode()
+    signatures = {sid: stored_signature(secret, payload) for sid, secret in secrets.items()}
+    count = 0
+
+    def generate():
+        nonlocal count
+        for sid, _, due, created in delivery_rows(scenario, start_estimate, time.time(), layout):
+            count += 1
+            yield (sid, payload, signatures[sid], int(created), int(due))
+    with connection:
+        connection.executemany(
+            "INSERT INTO webhook_deliveries (subscriber_id, event_type, payload, signature,"
+            " enqueued_at, next_attempt) VALUES (?, 'video.trending', ?, ?, ?, ?)", generate())
+    connection.close()
+    return count
+
+
 def populate_postgres(db, scenario, url_base, start_estimate, layout="interleaved"):
     """populate() through psql's \\copy: the subscribers with their ids (the identity's sequence
     is moved past them, as a producer's INSERT without an id would need), then the rows."""
@@ -109,8 +190,16 @@ def populate_postgres(db, scenario, url_base, start_estimate, layout="interleave
                              delivery_rows(scenario, start_estimate, time.time(), layout)))
 
 
-def set_urls(db, placeholder, scheme_host):
+def set_urls(db, placeholder, scheme_host, shape="seed000"):
     """The subscribers' URLs from the placeholder to the receiver's address."""
+    if shape != "seed000":
+        connection = sqlite3.connect(db)
+        with connection:
+            table, column = SHAPES[shape].subscribers, SHAPES[shape].url
+            connection.execute(f"UPDATE {table} SET {column} = replace({column}, ?, ?)",
+                               (placeholder, scheme_host))
+        connection.close()
+        return
     if is_postgres(db):
         pg_queue.execute(db, f"UPDATE webhook_subscriber SET url = replace(url,"
                              f" {pg_queue.literal(placeholder)}, {pg_queue.literal(scheme_host)})")
@@ -122,7 +211,11 @@ def set_urls(db, placeholder, scheme_host):
     connection.close()
 
 
-def outstanding(db, ids):
+def outstanding(db, ids, shape="seed000"):
+    if shape != "seed000":
+        return _count(db, f"SELECT count(*) FROM {SHAPES[shape].deliveries} WHERE NOT"
+                          f" ({SHAPES[shape].done_rows}) AND subscriber_id IN"
+                          f" ({','.join(str(int(i)) for i in ids)})")
     if is_postgres(db):
         return int(pg_queue.query(
             db, "SELECT count(*) FROM webhook_delivery WHERE status != 'done' AND subscriber_id"
@@ -137,16 +230,25 @@ def outstanding(db, ids):
         connection.close()
 
 
-def any_due(db, ids):
+def any_due(db, ids, shape="seed000"):
     """Whether any row of these subscribers is still pending or retrying: through the partial
     index on (subscriber_id, next_attempt_at) for due rows, a probe per subscriber, so it can be
     asked every 0.2 s of a measured drain (outstanding()'s count reads the whole table)."""
-    sql = ("SELECT EXISTS (SELECT 1 FROM webhook_delivery WHERE status IN ('pending','retry')"
+    sql = (f"SELECT EXISTS (SELECT 1 FROM {SHAPES[shape].deliveries} WHERE"
+           f" {SHAPES[shape].open_rows}"
            f" AND subscriber_id IN ({','.join(str(int(i)) for i in ids)}))")
     if is_postgres(db):
         return pg_queue.query(db, sql)[0][0] == "t"
     connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
         return bool(connection.execute(sql).fetchone()[0])
+    finally:
+        connection.close()
+
+
+def _count(db, sql):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return connection.execute(sql).fetchone()[0]
     finally:
         connection.close()

@@ -18,7 +18,7 @@ class Scenario:
     def __init__(self, name, title, subscribers, rows_for, tls=False, delay_ms=0, wrk=False,
                  drain_args=(), stop_when_done=None, due_offsets=None, seed_loop=False,
                  receiver="sink", wrk_connections=None, drains=1, queue="sqlite",
-                 rate_group=None):
+                 rate_group=None, shape="seed000"):
         self.name, self.title, self.subscribers = name, title, subscribers
         self.rows_for = rows_for            # subscriber -> rows to queue
         self.tls, self.delay_ms, self.wrk = tls, delay_ms, wrk
@@ -33,6 +33,7 @@ class Scenario:
         # A group whose rate is the scenario's (ratio to wrk); the drainer's CPU is also read
         # when that group's rows are all done.
         self.rate_group = rate_group
+        self.shape = shape                  # the queue's published shape: seed000 or seed001
 
 
 def build_scenarios(scale, half_rate):
@@ -51,6 +52,10 @@ def build_scenarios(scale, half_rate):
     scenarios["nginx_https"] = Scenario(
         "nginx_https", "nginx: 100 unthrottled subscribers, HTTPS (P-256), defaults", unthrottled,
         lambda s: per_sub, tls=True, wrk=True, receiver="nginx", wrk_connections=200)
+    # The same rows on seed001's shape: stored payload bytes and signatures, whole seconds.
+    scenarios["nginx_http_seed001"] = Scenario(
+        "nginx_http_seed001", "nginx: as nginx_http, on the seed001 queue shape", unthrottled,
+        lambda s: per_sub, wrk=True, receiver="nginx", wrk_connections=200, shape="seed001")
     # nginx_http with every third subscriber limited to 50/s (burst 10), so throttled rows sit
     # among the due ones all through the table. The throttled get ~10 s of rows at their rate
     # (500 at full size, not 2,000, which would take 40 s); the unthrottled keep nginx_http's

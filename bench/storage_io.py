@@ -7,6 +7,7 @@
     bench/storage_io.py latency              # enqueue to first attempt under steady inflow
     bench/storage_io.py latency --drain-args '--idle-poll-max 0.5'
     bench/storage_io.py latency --queue postgres   # the same on a PostgreSQL queue
+    bench/storage_io.py latency --shape seed001    # the same on seed001's queue shape
     bench/storage_io.py wal --queue postgres       # WAL records, bytes, commits, row changes
                                                    # and CPU per delivery on the PostgreSQL
                                                    # server
@@ -28,7 +29,11 @@ inserts rows at --rate per second for --seconds (one transaction per row, each w
 created_at = next_attempt_at = the time of its insert once it holds the write lock,
 synchronous=NORMAL as every writer of the queue, subscribers picked at random). The
 latency of a row is its first surge_attempt.started_at minus created_at; p50/p95/p99 of all rows.
-With --queue postgres the queue is a database on a throw-away PostgreSQL 15 server (see
+With --shape seed001 the file holds seed001's tables (docs/queue-shapes.md) and the producer
+writes what that shape's producer does: the payload's bytes, their stored signature, whole-second
+enqueued_at and next_attempt. A whole second cannot time a row, so the producer also notes the
+time of each insert in a table of the bench's own (bench_enqueued, in the same transaction), and
+the latency is measured from that. With --queue postgres the queue is a database on a throw-away PostgreSQL 15 server (see
 bench/pg_queue.py; fsync and synchronous_commit on, so each producer commit waits for its WAL
 flush) and the producer is one long-lived `psql` fed one INSERT a row on its stdin (autocommit:
 a transaction a row, not a process a row), created_at = next_attempt_at =
@@ -54,7 +59,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pg_queue  # noqa: E402  (latency --queue postgres: a throw-away server, psql)
 from e2e_analysis import ms, quantile  # noqa: E402
 from e2e_peers import Nginx, Sink  # noqa: E402  (the same nginx and sink as bench/e2e.py)
-from e2e_queue import BODY, LAYOUTS, is_postgres, populate, set_urls  # noqa: E402
+from e2e_queue import (BODY, LAYOUTS, SHAPES, create_shape, is_postgres, populate,  # noqa: E402
+                       set_urls, stored_signature)
 from e2e_scenarios import Scenario, Subscriber  # noqa: E402
 
 STORAGE_LINE = re.compile(r"storage: (\d+) commits wrote (\d+) WAL frames for (\d+) attempts")
@@ -68,14 +74,15 @@ def prepare(args, directory, scenario, db=None):
     """The queue (a file in `directory`, or the PostgreSQL URI `db`), migrated and filled, and
     its receiver running with the subscribers' URLs pointing at it."""
     db = db or str(Path(directory, "q.db"))
+    create_shape(db, args.shape)
     subprocess.run([args.surge, "migrate", "--db", db], check=True, capture_output=True)
     placeholder = "http://127.0.0.1:1"
-    queued = populate(db, scenario, placeholder, time.time(), args.layout)
+    queued = populate(db, scenario, placeholder, time.time(), args.layout, args.shape)
     if args.receiver == "nginx":
         sink = Nginx(directory, tls=False)
     else:
         sink = Sink(args.surge, directory, db, scenario, 1)
-    set_urls(db, placeholder, f"http://127.0.0.1:{sink.port}")
+    set_urls(db, placeholder, f"http://127.0.0.1:{sink.port}", args.shape)
     return db, sink, queued
 
 
@@ -158,10 +165,12 @@ def run_wal(args, directory):
     return out
 
 
-def produce(db, rate, seconds, subscribers, seed):
+def produce(db, rate, seconds, subscribers, seed, shape="seed000"):
     """One row per transaction at a steady rate, as a web application enqueues them."""
     if is_postgres(db):
         return produce_postgres(db, rate, seconds, subscribers, seed)
+    if shape == "seed001":
+        return produce_seed001(db, rate, seconds, subscribers, seed)
     rng = random.Random(seed)
     connection = sqlite3.connect(db, timeout=10, isolation_level=None)
     # As docs/design.md has every writer of the queue: with Python's default (FULL) each
@@ -182,6 +191,38 @@ def produce(db, rate, seconds, subscribers, seed):
             "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, next_attempt_at,"
             " created_at) VALUES (?, 'video.trending', ?, ?, ?)",
             (rng.randint(1, subscribers), BODY, now, now))
+        connection.execute("COMMIT")
+    connection.close()
+    return count
+
+
+def produce_seed001(db, rate, seconds, subscribers, seed):
+    """produce() as seed001's producer writes: the payload's bytes and their signature under the
+    subscriber's secret, whole seconds; and, for the measurement, the insert's exact time in
+    bench_enqueued, in the same transaction."""
+    rng = random.Random(seed)
+    connection = sqlite3.connect(db, timeout=10, isolation_level=None)
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute("CREATE TABLE IF NOT EXISTS bench_enqueued (delivery_id INTEGER PRIMARY"
+                       " KEY, at REAL NOT NULL)")
+    payload = BODY.encode()
+    signatures = {sid: stored_signature(secret, payload) for sid, secret in connection.execute(
+        "SELECT id, secret FROM webhook_subscribers")}
+    started = time.time()
+    count = int(rate * seconds)
+    for i in range(count):
+        wait = started + i / rate - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        connection.execute("BEGIN IMMEDIATE")
+        now = time.time()
+        sid = rng.randint(1, subscribers)
+        cursor = connection.execute(
+            "INSERT INTO webhook_deliveries (subscriber_id, event_type, payload, signature,"
+            " enqueued_at, next_attempt) VALUES (?, 'video.trending', ?, ?, ?, ?)",
+            (sid, payload, signatures[sid], int(now), int(now)))
+        connection.execute("INSERT INTO bench_enqueued (delivery_id, at) VALUES (?, ?)",
+                           (cursor.lastrowid, now))
         connection.execute("COMMIT")
     connection.close()
     return count
@@ -216,7 +257,15 @@ def produce_postgres(uri, rate, seconds, subscribers, seed):
     return count
 
 
-def pending(db):
+def pending(db, shape="seed000"):
+    if shape != "seed000":
+        connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return connection.execute(
+                f"SELECT count(*) FROM {SHAPES[shape].deliveries} WHERE NOT"
+                f" ({SHAPES[shape].done_rows})").fetchone()[0]
+        finally:
+            connection.close()
     if is_postgres(db):
         return int(pg_queue.query(
             db, "SELECT count(*) FROM webhook_delivery WHERE status != 'done'")[0][0])
@@ -231,6 +280,9 @@ def pending(db):
 LAGS = ("SELECT min(a.started_at) - d.created_at FROM webhook_delivery d"
         " JOIN surge_attempt a ON a.delivery_id = d.id GROUP BY d.id")
 ROWS = "SELECT count(*) FROM webhook_delivery"
+SEED001_LAGS = ("SELECT min(a.started_at) - e.at FROM bench_enqueued e"
+                " JOIN surge_attempt a ON a.delivery_id = e.delivery_id GROUP BY e.delivery_id")
+SEED001_ROWS = "SELECT count(*) FROM webhook_deliveries"
 
 
 # What the database did, cluster-wide (nothing else uses the throw-away server): WAL records,
@@ -307,11 +359,11 @@ def measure_latency(args, directory, uri):
         log(f"producing {args.rate}/s for {args.seconds} s over {args.subscribers} subscribers")
         subprocess.run([sys.executable, __file__, "produce", "--db", db, "--rate",
                         str(args.rate), "--seconds", str(args.seconds), "--subscribers",
-                        str(args.subscribers)], check=True)
+                        str(args.subscribers), "--shape", args.shape], check=True)
         deadline = time.time() + args.timeout
-        while pending(db) > 0:
+        while pending(db, args.shape) > 0:
             if time.time() > deadline or drain.poll() is not None:
-                raise RuntimeError(f"{pending(db)} rows not delivered")
+                raise RuntimeError(f"{pending(db, args.shape)} rows not delivered")
             time.sleep(0.2)
     finally:
         if drain.poll() is None:
@@ -327,11 +379,12 @@ def measure_latency(args, directory, uri):
         lags = sorted(float(row[0]) for row in pg_queue.query(db, LAGS))
         rows = int(pg_queue.query(db, ROWS)[0][0])
     else:
+        seed001 = args.shape == "seed001"
         connection = sqlite3.connect(db)
-        lags = sorted(row[0] for row in connection.execute(LAGS))
-        rows = connection.execute(ROWS).fetchone()[0]
+        lags = sorted(row[0] for row in connection.execute(SEED001_LAGS if seed001 else LAGS))
+        rows = connection.execute(SEED001_ROWS if seed001 else ROWS).fetchone()[0]
         connection.close()
-    out = {"mode": "latency", "queue": args.queue, "rows": rows, "measured": len(lags),
+    out = {"mode": "latency", "queue": args.queue, "shape": args.shape, "rows": rows, "measured": len(lags),
            "rate": args.rate,
            "seconds": args.seconds, "subscribers": args.subscribers,
            "drain_args": args.drain_args,
@@ -349,6 +402,8 @@ def main():
     parser.add_argument("--queue", choices=["sqlite", "postgres"], default="sqlite",
                         help="where the queue is (wal, latency): a SQLite file, or a database"
                              " on a throw-away PostgreSQL 15 server (fsync on)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="seed000",
+                        help="latency: the queue's published shape (docs/queue-shapes.md)")
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
                         help="what answers the deliveries (nginx: 204 at once, issue 12's)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
@@ -371,8 +426,10 @@ def main():
     if args.subscribers is None:
         args.subscribers = 100 if args.mode == "wal" else 200
     if args.mode == "produce":
-        produce(args.db, args.rate, args.seconds, args.subscribers, args.seed)
+        produce(args.db, args.rate, args.seconds, args.subscribers, args.seed, args.shape)
         return
+    if args.shape != "seed000" and (args.queue == "postgres" or args.mode == "wal"):
+        parser.error("--shape seed001: latency on a SQLite file only")
     if args.queue == "postgres" and args.strace:
         parser.error("--strace: SQLite only (a server's writes are its own processes')")
     if args.queue == "postgres" and not pg_queue.server_binaries():
