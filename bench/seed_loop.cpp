@@ -28,7 +28,7 @@
 #include <boost/asio/write.hpp>
 
 #include "engine/config.hpp"
-#include "engine/delivery.hpp"
+#include "engine/shard/delivery.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/database.hpp"
