@@ -22,7 +22,7 @@ bool first_count_due(bool claim_answered, std::chrono::steady_clock::duration si
   return claim_answered || since_start >= wait;
 }
 
-void drain_end_watch::observe(bool shards_empty, std::int64_t claimed_total) {
+void backlog_watch::observe(bool shards_empty, std::int64_t claimed_total) {
   shards_empty_ = shards_empty;
   // Rows handed out since the last check mean the shards had work in between, however empty
   // they look at this instant: mid-drain a shard can finish its last request just before a
@@ -32,14 +32,14 @@ void drain_end_watch::observe(bool shards_empty, std::int64_t claimed_total) {
   settled_checks_ = shards_empty && !claimed_since ? settled_checks_ + 1 : 0;
 }
 
-bool drain_end_watch::sweep_due(std::int64_t outstanding, clock::time_point now) const {
+bool backlog_watch::sweep_due(std::int64_t outstanding, clock::time_point now) const {
   // A check that could end the drain sweeps first, even right after a last claim.
   const bool may_end = shards_empty_ && quiet_checks_ >= 1;
   if (settled_checks_ < 2 && !may_end) return false;
   return !swept_ || (outstanding > 0 && periodic_sweep_due(now));
 }
 
-bool drain_end_watch::drained(std::int64_t outstanding, bool due_soon) {
+bool backlog_watch::drained(std::int64_t outstanding, bool due_soon) {
   quiet_checks_ = outstanding == 0 && shards_empty_ && !due_soon ? quiet_checks_ + 1 : 0;
   return quiet_checks_ >= 2;
 }

@@ -36,13 +36,13 @@ std::chrono::steady_clock::duration backlog_check_interval(
 bool first_count_due(bool claim_answered, std::chrono::steady_clock::duration since_start,
                      std::chrono::steady_clock::duration wait);
 
-class drain_end_watch {
+class backlog_watch {
  public:
   using clock = std::chrono::steady_clock;
 
   // No stuck-row sweep runs in the first `sweep_interval` after `start` unless the shards run
   // out of work: at start-up a sweep would read the whole backlog before the first send.
-  drain_end_watch(clock::duration sweep_interval, clock::time_point start)
+  backlog_watch(clock::duration sweep_interval, clock::time_point start)
       : sweep_interval_(sweep_interval), last_sweep_(start) {}
 
   // A check was skipped because outcomes or claims were waiting: quiet checks start over.

@@ -26,7 +26,7 @@ void storage_worker::reload_subscribers(bool initial) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       shards_[i]->on_subscribers(std::move(per_shard[i]));
     }
-    if (!initial && end_watch_.periodic_sweep_due(steady::now())) sweep_stuck_rows();
+    if (!initial && backlog_watch_.periodic_sweep_due(steady::now())) sweep_stuck_rows();
   } catch (const storage::error& error) {
     if (initial) throw;
     if (stop_for_fault(error)) return;
@@ -36,7 +36,7 @@ void storage_worker::reload_subscribers(bool initial) {
 }
 
 void storage_worker::sweep_stuck_rows() {
-  end_watch_.swept(steady::now());
+  backlog_watch_.swept(steady::now());
   const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
   if (orphans > 0) {
     counters_.add(counters_.dead, orphans);
@@ -153,7 +153,7 @@ void storage_worker::check_drained() {
   // check comes at most every few hundred milliseconds, so write them now.
   write_outcomes(true);
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
-    end_watch_.interrupted();
+    backlog_watch_.interrupted();
     return;
   }
   try {
@@ -167,21 +167,22 @@ void storage_worker::check_drained() {
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
                                   std::memory_order_relaxed);
     metrics_.beat_storage();
-    end_watch_.observe(counters_.in_flight.load() == 0 && counters_.buffered.load() == 0,
+    backlog_watch_.observe(counters_.in_flight.load() == 0 && counters_.buffered.load() == 0,
                        rows_handed_out_);
-    if (end_watch_.sweep_due(outstanding, steady::now())) {
+    if (backlog_watch_.sweep_due(outstanding, steady::now())) {
       sweep_stuck_rows();
       outstanding = db_->count_outstanding(now, drainable_);
       counters_.backlog.store(outstanding, std::memory_order_relaxed);
     }
     bool due_soon = false;
-    if (end_watch_.shards_empty() && outstanding == 0 &&
+    if (backlog_watch_.shards_empty() && outstanding == 0 &&
         config_.until_drained_retry_wait.count() > 0) {
       const auto next = db_->earliest_scheduled(now, drainable_);
       const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
       due_soon = next && *next - now <= wait;
     }
-    if (end_watch_.drained(outstanding, due_soon) && config_.until_drained && drained_callback_) {
+    if (backlog_watch_.drained(outstanding, due_soon) && config_.until_drained &&
+        drained_callback_) {
       drained_callback_();
       drained_callback_ = nullptr;
     }

@@ -198,10 +198,10 @@ class storage_worker {
   std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
   // Rows of unknown subscribers and rows no claim can match: finding them reads every
-  // outstanding row, so it is done seldom (see drain_end_watch).
+  // outstanding row, so it is done seldom (see backlog_watch).
   static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
-  drain_end_watch end_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
-  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for end_watch_
+  backlog_watch backlog_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
+  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;

@@ -11,19 +11,19 @@ namespace surge::engine {
 namespace {
 
 using namespace std::chrono_literals;
-using clock = drain_end_watch::clock;
+using clock = backlog_watch::clock;
 
 constexpr auto interval = 30s;
 const clock::time_point start{1000s};
 
 // One check of a drain that is still busy: rows claimed, some in flight.
-void busy_check(drain_end_watch& watch, std::int64_t& claimed) {
+void busy_check(backlog_watch& watch, std::int64_t& claimed) {
   claimed += 500;
   watch.observe(false, claimed);
 }
 
-TEST(DrainEndWatch, NoSweepWhenTheShardsLookEmptyBetweenTwoClaims) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, NoSweepWhenTheShardsLookEmptyBetweenTwoClaims) {
+  backlog_watch watch(interval, start);
   // Before the first claim nothing is in flight: one empty-looking check.
   watch.observe(true, 0);
   EXPECT_FALSE(watch.sweep_due(200000, start));
@@ -34,8 +34,8 @@ TEST(DrainEndWatch, NoSweepWhenTheShardsLookEmptyBetweenTwoClaims) {
   EXPECT_FALSE(watch.drained(140000, false));
 }
 
-TEST(DrainEndWatch, SweepsOnceTheShardsStayOutOfWork) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, SweepsOnceTheShardsStayOutOfWork) {
+  backlog_watch watch(interval, start);
   std::int64_t claimed = 0;
   busy_check(watch, claimed);
   watch.observe(true, claimed);  // out of work, nothing claimed since the last check
@@ -50,8 +50,8 @@ TEST(DrainEndWatch, SweepsOnceTheShardsStayOutOfWork) {
   EXPECT_TRUE(watch.sweep_due(3, start + 2s + interval));
 }
 
-TEST(DrainEndWatch, NoSecondSweepOnceNothingIsOutstanding) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, NoSecondSweepOnceNothingIsOutstanding) {
+  backlog_watch watch(interval, start);
   watch.observe(true, 0);
   watch.observe(true, 0);
   ASSERT_TRUE(watch.sweep_due(0, start));
@@ -60,8 +60,8 @@ TEST(DrainEndWatch, NoSecondSweepOnceNothingIsOutstanding) {
   EXPECT_FALSE(watch.sweep_due(0, start + 2 * interval));
 }
 
-TEST(DrainEndWatch, SweepsBeforeTheDrainIsCalledDrained) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, SweepsBeforeTheDrainIsCalledDrained) {
+  backlog_watch watch(interval, start);
   std::int64_t claimed = 0;
   busy_check(watch, claimed);
   EXPECT_FALSE(watch.drained(10, false));
@@ -78,8 +78,8 @@ TEST(DrainEndWatch, SweepsBeforeTheDrainIsCalledDrained) {
   EXPECT_TRUE(watch.drained(0, false));
 }
 
-TEST(DrainEndWatch, DrainedNeedsTwoQuietChecksInARow) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, DrainedNeedsTwoQuietChecksInARow) {
+  backlog_watch watch(interval, start);
   watch.observe(true, 0);
   EXPECT_FALSE(watch.drained(0, false));
   // Outcomes or claims waiting at the next check: it does not count, and quiet starts over.
@@ -90,8 +90,8 @@ TEST(DrainEndWatch, DrainedNeedsTwoQuietChecksInARow) {
   EXPECT_TRUE(watch.drained(0, false));
 }
 
-TEST(DrainEndWatch, NotDrainedWhileWorkIsInFlightOrDueSoon) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, NotDrainedWhileWorkIsInFlightOrDueSoon) {
+  backlog_watch watch(interval, start);
   for (int i = 0; i < 3; ++i) {
     watch.observe(false, 0);  // the last requests still in flight
     EXPECT_FALSE(watch.drained(0, false));
@@ -106,8 +106,8 @@ TEST(DrainEndWatch, NotDrainedWhileWorkIsInFlightOrDueSoon) {
   EXPECT_TRUE(watch.drained(0, false));
 }
 
-TEST(DrainEndWatch, PeriodicSweepWaitsOneIntervalFromTheStart) {
-  drain_end_watch watch(interval, start);
+TEST(BacklogWatch, PeriodicSweepWaitsOneIntervalFromTheStart) {
+  backlog_watch watch(interval, start);
   EXPECT_FALSE(watch.periodic_sweep_due(start + interval - 1s));
   EXPECT_TRUE(watch.periodic_sweep_due(start + interval));
   watch.swept(start + interval);
