@@ -23,9 +23,9 @@
 #include "engine/stop_sequence.hpp"
 #include "engine/net/tls_sessions.hpp"
 #include "engine/store/storage_worker.hpp"
+#include "proto/clock.hpp"
 #include "storage/claims.hpp"
 #include "storage/connection.hpp"
-#include "storage/database.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/schema.hpp"
 
@@ -97,7 +97,7 @@ void apply_shape_retry_rules(drain_config& config) {
 }
 
 void note_other_drainers(storage::connection& db, const proto::id_set& subscribers) {
-  const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
+  const auto holders = storage::other_live_owners(db, proto::unix_now(), subscribers,
                                                   storage::default_lease_owner());
   if (holders.empty()) return;
   constexpr std::size_t ids_shown = 20;

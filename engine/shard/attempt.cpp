@@ -8,7 +8,7 @@
 
 #include "engine/shard/delivery.hpp"
 #include "engine/observe/log.hpp"
-#include "storage/database.hpp"
+#include "proto/clock.hpp"
 
 namespace surge::engine {
 
@@ -46,7 +46,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
                                      std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer, bool probe,
                                      origin_limit::ticket origin_ticket) {
-  const double started_unix = storage::unix_now();
+  const double started_unix = proto::unix_now();
   http_result result;
   std::string request = request_buffers_.take();
   try {
@@ -281,7 +281,7 @@ void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& 
   if (sub.paused_until > now) {
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at =
-        storage::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
+        proto::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
     out.last_error = "subscriber paused by Retry-After";
     push_outcome(std::move(out));
     return;

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "engine/shard/delivery.hpp"
-#include "storage/database.hpp"
+#include "proto/clock.hpp"
 
 namespace surge::engine {
 
@@ -23,7 +23,7 @@ bool shard::may_join_batch(const subscriber_state& sub, const storage::claimed_r
   if (proto::batch_body_bytes(payload_bytes + size, rows + 1) > sub.settings.batch_bytes) {
     return false;
   }
-  const double now_unix = storage::unix_now();
+  const double now_unix = proto::unix_now();
   if (!refusal_of(row, now_unix).empty() || lease_too_short(row, now_unix)) return false;
   return !check_json || proto::is_json_value(row.payload);
 }
@@ -94,7 +94,7 @@ void shard::coalesce_ready(subscriber_state& sub) {
                                candidates[i].stands_since.value_or(candidates[i].created_at));
     keeper.stands_since = proto::stands_since_after_merge(keeper, candidates[i]);
   }
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   ready_rows kept;
   for (std::size_t i = 0; i < replaced_by.size(); ++i) {
     auto& row = sub.ready[i];

@@ -8,6 +8,7 @@
 
 #include "engine/awaiting.hpp"
 #include "engine/shard/delivery.hpp"
+#include "proto/clock.hpp"
 
 namespace surge::engine {
 
@@ -106,7 +107,7 @@ void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
     }
     return;
   }
-  const double now_unix = storage::unix_now();
+  const double now_unix = proto::unix_now();
   for (const auto& grant : reply.granted) {
     auto it = subscribers_.find(grant.subscriber_id);
     if (it == subscribers_.end()) continue;  // gone: its tokens are spent by nobody

@@ -8,7 +8,7 @@
 
 #include "engine/awaiting.hpp"
 #include "engine/shard/delivery.hpp"
-#include "storage/database.hpp"
+#include "proto/clock.hpp"
 
 namespace surge::engine {
 
@@ -61,7 +61,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
   // The clocks are read once per wake-up: the steps taken before the next wait are
   // microseconds apart, and an older `now` only ever finds fewer tokens.
   auto now = steady::now();
-  double now_unix = storage::unix_now();
+  double now_unix = proto::unix_now();
   while (!stopping_) {
     expire_quota_limit(sub, now);
     const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
@@ -135,7 +135,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
                                         : decision.wake_at);
     co_await sub.wake.async_wait(use_tuple);
     now = steady::now();
-    now_unix = storage::unix_now();
+    now_unix = proto::unix_now();
   }
 }
 

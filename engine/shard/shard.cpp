@@ -12,7 +12,7 @@
 #include "engine/awaiting.hpp"
 #include "engine/shard/delivery.hpp"
 #include "engine/observe/log.hpp"
-#include "storage/database.hpp"
+#include "proto/clock.hpp"
 
 namespace surge::engine {
 
@@ -93,7 +93,7 @@ void shard::abandon() {
 
 void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   const auto now = steady::now();
-  const double now_unix = storage::unix_now();
+  const double now_unix = proto::unix_now();
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
     // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
@@ -153,7 +153,7 @@ void shard::dead_letter(storage::claimed_row row, std::string reason) {
   counters_.add(counters_.dead);
   auto out = outcome_for(row, storage::outcome_kind::dead);
   out.last_error = std::move(reason);
-  out.finished_at = storage::unix_now();
+  out.finished_at = proto::unix_now();
   push_outcome(std::move(out));
 }
 

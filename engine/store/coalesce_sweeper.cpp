@@ -10,6 +10,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/shard/subscriber.hpp"
+#include "proto/clock.hpp"
 #include "proto/coalesce.hpp"
 #include "storage/coalescing.hpp"
 #include "storage/subscribers.hpp"
@@ -62,7 +63,7 @@ void coalesce_sweeper::sweep_once() {
     // The same rule the shard applies, with the same checks on stored values.
     const auto settings = derive_settings(subscriber, scheduler_config{});
     if (!settings.coalesce) continue;
-    const auto rows = storage::read_unheld_due_rows(db, subscriber.id, storage::unix_now(),
+    const auto rows = storage::read_unheld_due_rows(db, subscriber.id, proto::unix_now(),
                                                     config_.max_rows, config_.max_payload_bytes,
                                                     config_.max_bytes);
     std::vector<proto::coalesce_candidate> candidates;
@@ -97,7 +98,7 @@ void coalesce_sweeper::sweep_once() {
       const auto count = std::min(marks.size() - at,
                                   static_cast<std::size_t>(config_.rows_per_transaction));
       const int marked = storage::mark_coalesced(
-          db, std::span(marks).subspan(at, count), storage::unix_now());
+          db, std::span(marks).subspan(at, count), proto::unix_now());
       counters_.add(counters_.coalesced, marked);
     }
   }

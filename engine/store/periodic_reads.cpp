@@ -6,6 +6,7 @@
 #include "engine/observe/log.hpp"
 #include "engine/store/storage_worker.hpp"
 #include "engine/shard/subscriber.hpp"
+#include "proto/clock.hpp"
 #include "storage/drain_store.hpp"
 
 namespace surge::engine {
@@ -37,7 +38,7 @@ void storage_worker::reload_subscribers(bool initial) {
 
 void storage_worker::sweep_stuck_rows() {
   backlog_watch_.swept(steady::now());
-  const auto orphans = db_->dead_letter_orphans(storage::unix_now(), config_.subscribers);
+  const auto orphans = db_->dead_letter_orphans(proto::unix_now(), config_.subscribers);
   if (orphans > 0) {
     counters_.add(counters_.dead, orphans);
     log_warn("dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
@@ -47,7 +48,7 @@ void storage_worker::sweep_stuck_rows() {
 
 void storage_worker::sweep_malformed_rows() {
   // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no lease.
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   const auto longest =
       std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
   const double horizon =
@@ -137,7 +138,7 @@ void storage_worker::wake_for_new_rows() {
   if (now - last_new_rows_check_ < interval) return;
   last_new_rows_check_ = now;
   try {
-    auto found = db_->check_new_rows(storage::unix_now());
+    auto found = db_->check_new_rows(proto::unix_now());
     if (!found.any()) return;
     counters_.add(counters_.new_row_wakes);
     wake_subscribers(found.subscribers, found.all);
@@ -158,7 +159,7 @@ void storage_worker::check_drained() {
   }
   try {
     update_drainable();
-    const double now = storage::unix_now();
+    const double now = proto::unix_now();
     const auto count_began = steady::now();
     auto outstanding = db_->count_outstanding(now, drainable_);
     last_count_took_ = steady::now() - count_began;

@@ -5,8 +5,8 @@
 #include <exception>
 
 #include "engine/observe/log.hpp"
+#include "proto/clock.hpp"
 #include "storage/backlog.hpp"
-#include "storage/database.hpp"
 
 namespace surge::engine {
 
@@ -35,7 +35,7 @@ void queue_sampler::run() {
            .read_only = true,
            .shape = config_.shape});
       const double overdue_before =
-          storage::unix_now() - static_cast<double>(config_.overdue_after.count());
+          proto::unix_now() - static_cast<double>(config_.overdue_after.count());
       drain_metrics::queue_view view;
       for (const auto& s :
            storage::backlog_by_subscriber(db, overdue_before, config_.subscribers)) {

@@ -10,7 +10,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/shard/subscriber.hpp"
-#include "storage/database.hpp"
+#include "proto/clock.hpp"
 #include "storage/drain_store.hpp"
 
 namespace surge::engine {
@@ -190,7 +190,7 @@ void storage_worker::run() {
       write_quotas(true);
       if (!pending_unspent_.empty()) {
         try {
-          db_->give_back_tokens(pending_unspent_, storage::unix_now());
+          db_->give_back_tokens(pending_unspent_, proto::unix_now());
           pending_unspent_.clear();
         } catch (const storage::error& error) {
           // Kept by nobody: the partner simply gets fewer requests for a moment.
@@ -200,7 +200,7 @@ void storage_worker::run() {
       }
       if (pending_outcomes_.empty()) {
         try {
-          remaining_ = db_->count_outstanding(storage::unix_now(), config_.subscribers);
+          remaining_ = db_->count_outstanding(proto::unix_now(), config_.subscribers);
         } catch (const storage::error&) {
           remaining_ = -1;
         }
@@ -226,7 +226,7 @@ void storage_worker::renew_ownership(bool initial) {
   last_ownership_renew_ = steady::now();
   storage::ownership_change change;
   try {
-    change = db_->renew_ownership(storage::unix_now());
+    change = db_->renew_ownership(proto::unix_now());
   } catch (const storage::error& error) {
     if (stop_for_fault(error)) return;
     // Claims keep their fence: once the last renewal's heartbeat runs out this drain claims
@@ -237,7 +237,7 @@ void storage_worker::renew_ownership(bool initial) {
   }
   ownership_awaited_ = change.awaited > 0;
   counters_.owned_subscribers.store(
-      static_cast<std::int64_t>(db_->owned_count(storage::unix_now())),
+      static_cast<std::int64_t>(db_->owned_count(proto::unix_now())),
       std::memory_order_relaxed);
   if (!change.lost.empty()) {
     log_warn("lost ownership of " + std::to_string(change.lost.size()) + " subscribers (first " +
@@ -284,7 +284,7 @@ void storage_worker::give_up_writing() {
   if (unwritten_ > 0) {
     double lease_ends = 0;
     for (const auto& outcome : pending_outcomes_) lease_ends = std::max(lease_ends, outcome.lease);
-    const auto wait = std::max(0.0, lease_ends - storage::unix_now());
+    const auto wait = std::max(0.0, lease_ends - proto::unix_now());
     log_error("stopped before the database took the outcomes of " + std::to_string(unwritten_) +
               " rows; their leases end within " + std::to_string(static_cast<long long>(wait + 1)) +
               " s and they will be sent again then (at-least-once)");
@@ -490,7 +490,7 @@ void storage_worker::answer_claims() {
     try {
       const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
       auto result = db_->write_and_claim(
-          outcomes, deactivate, all, storage::unix_now(), lease_seconds,
+          outcomes, deactivate, all, proto::unix_now(), lease_seconds,
           static_cast<std::int64_t>(
               std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
       const auto took = steady::now() - now;

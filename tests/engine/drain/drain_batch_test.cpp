@@ -15,6 +15,7 @@
 #include <boost/json/parse.hpp>
 #include <openssl/evp.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/nginx.hpp"
@@ -216,7 +217,7 @@ TEST(DrainBatch, ASettingChangedWhileDrainingAppliesWithoutARestart) {
                              env.dir.file("drain.out"), env.dir.file("drain.err"));
   // Some rows go out one by one first (waited for: the drain may start late).
   eventually([&] { return env.queue.count_by_status()["done"] >= 6; }, 60s);
-  const double changed_at = storage::unix_now();
+  const double changed_at = proto::unix_now();
   const auto set = run_surge(env.dir, {"subscriber", "set", "--db", env.queue.path(),
                                        std::to_string(id), "--batch", "20"});
   ASSERT_EQ(set.exit_code, 0) << set.err;

@@ -9,6 +9,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -19,7 +20,7 @@ struct coalesce_env {
   temp_dir dir;
   test_queue queue{dir};
   sink_process sink{dir, queue.path()};
-  double now = storage::unix_now();
+  double now = proto::unix_now();
 
   std::int64_t subscriber(const std::vector<std::string>& settings, double rate = 1000,
                           int burst = 100) {
@@ -157,7 +158,7 @@ TEST(DrainCoalesce, CoalescedRowsGoOutInBatchesAndTurningItOffSendsEveryRow) {
   ASSERT_EQ(off.exit_code, 0) << off.err;
   std::set<std::int64_t> second;
   for (int update = 0; update < 3; ++update) {
-    second.insert(env.row(id, "video.rank_updated", rank(0, update), storage::unix_now()));
+    second.insert(env.row(id, "video.rank_updated", rank(0, update), proto::unix_now()));
   }
   result = env.drain({"--until-drained"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -221,9 +222,9 @@ TEST(DrainCoalesce, UnderASteadyStreamEveryKeyIsHeardWithinItsWindow) {
                              env.dir.file("drain.out"), env.dir.file("drain.err"));
   // The producer: every key once a second for 12 s, as another program writing the queue.
   sql_client producer(env.queue.path());
-  const auto stream_began = storage::unix_now();
+  const auto stream_began = proto::unix_now();
   for (int second = 0; second < 12; ++second) {
-    const double at = storage::unix_now();
+    const double at = proto::unix_now();
     producer.begin();
     for (int video = 0; video < keys; ++video) {
       producer.exec("INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at, "
@@ -233,9 +234,9 @@ TEST(DrainCoalesce, UnderASteadyStreamEveryKeyIsHeardWithinItsWindow) {
     }
     producer.commit();
     std::this_thread::sleep_until(std::chrono::steady_clock::now() +
-                                  std::chrono::duration<double>(at + 1 - storage::unix_now()));
+                                  std::chrono::duration<double>(at + 1 - proto::unix_now()));
   }
-  const auto stream_ended = storage::unix_now();
+  const auto stream_ended = proto::unix_now();
   ASSERT_TRUE(drain.wait(std::chrono::seconds(60)).has_value());
   const auto requests = env.sink.stop_and_read();
 

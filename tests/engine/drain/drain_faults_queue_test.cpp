@@ -16,6 +16,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/engine/drain/drain_faults_support.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
@@ -151,7 +152,7 @@ TEST(DrainFaults, RowsLeasedByAKilledOtherDrainerAreDeliveredOnceTheLeaseEnds) {
   // ...but a late "retry" undoes Surge's done. That is the other program's SQL; Surge cannot fence
   // it. What holds is at-least-once: the row is delivered again, never lost.
   SQLite::Statement mark_retry(queue.db(), other_drainer_sql::mark_retry);
-  mark_retry.bind(1, storage::unix_now());
+  mark_retry.bind(1, proto::unix_now());
   mark_retry.bind(2, rows.back());
   mark_retry.exec();
   EXPECT_EQ(queue.row(rows.back()).status, "retry");
@@ -193,7 +194,7 @@ TEST(DrainFaults, SurgesLateOutcomeNeverUndoesTheOtherDrainersWrite) {
   // Its leases run out; the other drainer claims the rows and records its own outcome.
   const double lease_end = queue.db().execAndGet("SELECT MAX(locked_until) FROM webhook_delivery")
                                .getDouble();
-  while (storage::unix_now() < lease_end + 0.2) std::this_thread::sleep_for(100ms);
+  while (proto::unix_now() < lease_end + 0.2) std::this_thread::sleep_for(100ms);
   const std::string other_out = dir.file("other.txt");
   tools::child_process other(SURGE_OTHER_DRAINER_PATH,
                              {"--db", queue.path(), "--until-empty", "--out", other_out},
@@ -306,7 +307,7 @@ TEST(DrainFaults, EmptyAndNonUtf8PayloadsAreSentByteForByte) {
   std::vector<bad_row> bad = {{"''", ""},
                               {"X'C328'", std::string("\xC3\x28", 2)},
                               {"CAST(X'C328' AS TEXT)", std::string("\xC3\x28", 2)}};
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   for (auto& row : bad) {
     queue.db().exec("INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
                     "next_attempt_at, created_at) VALUES (" + std::to_string(id) +

@@ -7,6 +7,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 namespace surge::testing {
@@ -65,7 +66,7 @@ std::set<std::int64_t> leased_rows(test_queue& queue) {
   SQLite::Statement query(queue.db(),
                           "SELECT id FROM webhook_delivery WHERE locked_until > ? "
                           "AND status IN ('pending', 'retry')");
-  query.bind(1, storage::unix_now());
+  query.bind(1, proto::unix_now());
   std::set<std::int64_t> out;
   while (query.executeStep()) out.insert(query.getColumn(0).getInt64());
   return out;

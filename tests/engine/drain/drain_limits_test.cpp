@@ -10,6 +10,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -58,7 +59,7 @@ TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
                               "--duration", "9", "--progress-interval", "0"},
                              dir.file("drain.out"), dir.file("drain.err"));
   std::this_thread::sleep_for(3s);
-  const double changed_at = storage::unix_now();
+  const double changed_at = proto::unix_now();
   const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
                                    std::to_string(id), "--rate", "40", "--burst", "1"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
@@ -86,7 +87,7 @@ TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
   const auto id = queue.add_subscriber("http://placeholder/", 2, 20);
   // The steady-state drainer just spent the whole burst: no second burst for Surge.
   queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                  "', tokens = 0, tokens_updated_at = " + std::to_string(storage::unix_now()) +
+                  "', tokens = 0, tokens_updated_at = " + std::to_string(proto::unix_now()) +
                   " WHERE id = " + std::to_string(id));
   queue.add_rows(id, 100);
 
@@ -106,7 +107,7 @@ TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
   // last lease (about a second of refill, 2 tokens) given back unspent at the stop, far from
   // the burst of 20 a full bucket would hold.
   EXPECT_LT(bucket.getColumn(0).getDouble(), 2.5);
-  EXPECT_GT(bucket.getColumn(1).getDouble(), storage::unix_now() - 10);
+  EXPECT_GT(bucket.getColumn(1).getDouble(), proto::unix_now() - 10);
 }
 
 // Requests hanging at one subscriber's path do not hold its origin from the others (scenario

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
@@ -34,7 +35,7 @@ std::map<int, std::set<std::int64_t>> owners_by_pid(sql_client& sql) {
   for (const auto& row :
        sql.query("SELECT o.drainer, o.subscriber_id FROM surge_owner o JOIN surge_drainer d "
                  "ON d.name = o.drainer WHERE d.expires_at > ?",
-                 {std::to_string(storage::unix_now())})) {
+                 {std::to_string(proto::unix_now())})) {
     const std::string name = row[0].value_or("");
     out[std::stoi(name.substr(name.rfind(':') + 1))].insert(std::stoll(row[1].value_or("0")));
   }
@@ -98,7 +99,7 @@ TEST_P(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   auto& victim = *drains[1];
   const auto victim_owned = owners_by_pid(queue.sql())[victim.pid()];
   victim.signal(SIGKILL);
-  const double killed_at = storage::unix_now();
+  const double killed_at = proto::unix_now();
   ASSERT_EQ(victim.wait(10s).value_or(-1), 128 + SIGKILL);
   // What it held: rows still under a lease it recorded. Only these may be sent twice.
   const auto held = static_cast<std::int64_t>(queue.sql().number(

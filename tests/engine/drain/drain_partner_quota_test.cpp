@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "proto/clock.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_get.hpp"
@@ -98,7 +99,7 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   // More than the quota lets through in the run: every subscriber is backlogged throughout.
   for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
 
-  const double started = storage::unix_now();
+  const double started = proto::unix_now();
   tools::child_process drain(surge_binary(),
                              {"drain", "--db", queue.path(), "--allow-private-targets",
                               "--duration", "35", "--metrics-listen", "127.0.0.1:0",
@@ -122,7 +123,7 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   EXPECT_LT(samples.at("surge_subscriber_paced_rate{subscriber=\"2\"}"), 50);
   EXPECT_FALSE(samples.contains("surge_subscriber_announced_remaining{subscriber=\"1\"}"));
   ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
-  const double ended = storage::unix_now();
+  const double ended = proto::unix_now();
   const auto requests = sink.stop_and_read();
 
   // Unannounced: the partner's wall, hit in every window.

@@ -9,6 +9,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
@@ -133,7 +134,7 @@ std::string http_date(std::time_t when) {
 INSTANTIATE_TEST_SUITE_P(Backends, DrainRetryOn, all_backends(), backend_name);
 
 TEST(DrainRetry, ServiceUnavailableWithAnHttpDateIsHonoured) {
-  const auto until = static_cast<std::time_t>(storage::unix_now()) + 4;
+  const auto until = static_cast<std::time_t>(proto::unix_now()) + 4;
   retry_env env(R"({"1": {"fail_first": 1, "status": 503, "retry_after": ")" + http_date(until) +
                 R"("}})");
   const auto id = env.subscriber();
@@ -167,7 +168,7 @@ TEST(DrainRetry, AttemptLimitDeadLetters) {
 TEST(DrainRetry, RetryWindowDeadLettersOldRows) {
   retry_env env(R"({"1": {"status": 502}})");
   const auto id = env.subscriber();
-  const auto old_rows = env.queue.add_rows(id, 2, R"({"old":true})", storage::unix_now() - 2000);
+  const auto old_rows = env.queue.add_rows(id, 2, R"({"old":true})", proto::unix_now() - 2000);
   const auto result = env.drain({"--max-age", "1000"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = env.sink->stop_and_read();

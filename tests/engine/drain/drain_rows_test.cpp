@@ -8,6 +8,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -255,10 +256,10 @@ TEST(DrainRows, WarnsWhenAnotherDrainHoldsLeasesOnTheSameSubscribers) {
   const auto held = queue.add_rows(shared, 2);
   queue.add_rows(mine, 2);
   // Another Surge process's claim, as its claimer records it.
-  const double lease = storage::unix_now() + 300.5;
+  const double lease = proto::unix_now() + 300.5;
   sql(queue, "INSERT INTO surge_lease(lease, owner, claimed_at) VALUES (" +
                  std::to_string(lease) + ", 'surge@elsewhere:4242', " +
-                 std::to_string(storage::unix_now()) + ")");
+                 std::to_string(proto::unix_now()) + ")");
   sql(queue, "UPDATE webhook_delivery SET locked_until = (SELECT lease FROM surge_lease) "
              "WHERE id IN (" + std::to_string(held[0]) + "," + std::to_string(held[1]) + ")");
 

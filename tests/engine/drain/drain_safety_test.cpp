@@ -9,6 +9,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -21,7 +22,7 @@ std::int64_t leased_rows(test_queue& queue) {
   SQLite::Statement query(queue.db(),
                           "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ? "
                           "AND status IN ('pending', 'retry')");
-  query.bind(1, storage::unix_now());
+  query.bind(1, proto::unix_now());
   query.executeStep();
   return query.getColumn(0).getInt64();
 }

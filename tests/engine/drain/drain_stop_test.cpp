@@ -14,6 +14,7 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -183,7 +184,7 @@ TEST(DrainStop, TimeoutSignallingChildAndGroupIsOneStop) {
   EXPECT_EQ(err.find("second signal"), std::string::npos) << err;
   SQLite::Statement leased(queue.db(),
                            "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
-  leased.bind(1, storage::unix_now());
+  leased.bind(1, proto::unix_now());
   ASSERT_TRUE(leased.executeStep());
   EXPECT_EQ(leased.getColumn(0).getInt64(), 0) << "a graceful stop leaves no lease behind";
   EXPECT_GT(done_rows(queue), 0);

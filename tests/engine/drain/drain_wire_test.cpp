@@ -22,6 +22,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/test_pki.hpp"
@@ -254,7 +255,7 @@ TEST(DrainWire, AnEventTypeThatInjectsARequestIsDeadLetteredAndNeverSent) {
                            "created_at) VALUES (?, ?, '{}', ?)");
   insert.bind(1, id);
   insert.bind(2, std::string("video.x\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"));
-  insert.bind(3, storage::unix_now());
+  insert.bind(3, proto::unix_now());
   insert.exec();
   const auto hostile = queue.db().getLastInsertRowid();
   const auto after = queue.add_rows(id, 3);
