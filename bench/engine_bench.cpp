@@ -9,9 +9,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "engine/config.hpp"
-#include "engine/delivery.hpp"
-#include "engine/response_parser.hpp"
-#include "engine/token_bucket.hpp"
+#include "engine/shard/delivery.hpp"
+#include "engine/net/response_parser.hpp"
+#include "engine/limits/token_bucket.hpp"
 
 namespace {
 

@@ -28,7 +28,8 @@
 #include <boost/asio/write.hpp>
 
 #include "engine/config.hpp"
-#include "engine/delivery.hpp"
+#include "engine/shard/delivery.hpp"
+#include "proto/clock.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/database.hpp"
@@ -40,7 +41,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace sql = surge::other_drainer_sql;
-using surge::storage::unix_now;
+using surge::proto::unix_now;
 
 struct endpoint {
   surge::proto::target target;

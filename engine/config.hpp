@@ -5,11 +5,11 @@
 #include <optional>
 #include <string>
 
-#include "engine/adaptive_rate.hpp"
-#include "engine/circuit_breaker.hpp"
-#include "engine/commit_timing.hpp"
-#include "engine/origin_limit.hpp"
-#include "engine/token_allowance.hpp"
+#include "engine/limits/adaptive_rate.hpp"
+#include "engine/limits/circuit_breaker.hpp"
+#include "engine/store/commit_timing.hpp"
+#include "engine/limits/origin_limit.hpp"
+#include "engine/limits/token_allowance.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
 #include "storage/queue_shape.hpp"
@@ -28,7 +28,7 @@ struct http_client_config {
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;
   std::optional<std::string> ca_file;     // instead of the system trust store
-  // TLS sessions each shard keeps for resumption, over all origins (engine/tls_sessions.hpp):
+  // TLS sessions each shard keeps for resumption, over all origins (engine/net/tls_sessions.hpp):
   // as many new connections can start at once and all resume.
   std::size_t tls_sessions = 4096;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
@@ -83,7 +83,8 @@ struct storage_worker_config {
   // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
   // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
   std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
-  // Outcomes are committed every 20 ms or 1,000 rows, claims at once (engine/commit_timing.hpp).
+  // Outcomes are committed every 20 ms or 1,000 rows, claims at once
+  // (engine/store/commit_timing.hpp).
   commit_timing outcome_commits;
   // The storage loop's longest sleep: it looks for rows other programs queued and for outcomes
   // due to be committed at least this often, with nothing else waking it.
@@ -91,7 +92,7 @@ struct storage_worker_config {
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   // The first backlog count waits for the shards' first claims to be answered, or this long
-  // when none is asked (engine/drain_end_watch.hpp, first_count_due).
+  // when none is asked (engine/store/backlog_watch.hpp, first_count_due).
   std::chrono::milliseconds first_count_wait = 100ms;
   std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write

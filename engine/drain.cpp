@@ -12,20 +12,20 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "engine/counters.hpp"
-#include "engine/http_client.hpp"
-#include "engine/log.hpp"
-#include "engine/metrics.hpp"
-#include "engine/metrics_server.hpp"
-#include "engine/coalesce_sweeper.hpp"
-#include "engine/queue_sampler.hpp"
-#include "engine/shard.hpp"
+#include "engine/observe/counters.hpp"
+#include "engine/net/http_client.hpp"
+#include "engine/observe/log.hpp"
+#include "engine/observe/metrics.hpp"
+#include "engine/observe/metrics_server.hpp"
+#include "engine/store/coalesce_sweeper.hpp"
+#include "engine/store/queue_sampler.hpp"
+#include "engine/shard/shard.hpp"
 #include "engine/stop_sequence.hpp"
-#include "engine/tls_sessions.hpp"
-#include "engine/storage_worker.hpp"
+#include "engine/net/tls_sessions.hpp"
+#include "engine/store/storage_worker.hpp"
+#include "proto/clock.hpp"
 #include "storage/claims.hpp"
 #include "storage/connection.hpp"
-#include "storage/database.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/schema.hpp"
 
@@ -97,7 +97,7 @@ void apply_shape_retry_rules(drain_config& config) {
 }
 
 void note_other_drainers(storage::connection& db, const proto::id_set& subscribers) {
-  const auto holders = storage::other_live_owners(db, storage::unix_now(), subscribers,
+  const auto holders = storage::other_live_owners(db, proto::unix_now(), subscribers,
                                                   storage::default_lease_owner());
   if (holders.empty()) return;
   constexpr std::size_t ids_shown = 20;

@@ -4,6 +4,7 @@
 
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 namespace surge::storage {
@@ -35,7 +36,7 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, clai
   if (owners != nullptr) {
     // Read the clock again under the write lock: the cycle may have waited for it, and another
     // drainer can take a subscriber only in a write transaction of its own.
-    const double locked_at = unix_now();
+    const double locked_at = proto::unix_now();
     owned.reserve(demand.size());
     for (const auto& entry : demand) {
       if (owners->owns(entry.subscriber_id, locked_at)) {

@@ -68,11 +68,6 @@ std::optional<file_identity> identify_file(const std::string& path) {
   return file_identity{.device = info.st_dev, .inode = info.st_ino};
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace detail {
 
 std::string id_filter(const proto::id_set& which, std::string_view column) {

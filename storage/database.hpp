@@ -44,7 +44,4 @@ struct file_identity {
 // nullopt when nothing exists at `path`.
 std::optional<file_identity> identify_file(const std::string& path);
 
-// Current wall-clock time as Unix seconds with a fraction, the queue's time unit.
-double unix_now();
-
 }  // namespace surge::storage

@@ -8,6 +8,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 namespace surge::storage {
@@ -74,7 +75,7 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, const retent
   find.bind(4, o.batch_rows);
   std::int64_t after = 0;
   for (;;) {
-    const auto ids = next_ids(find, after, unix_now());
+    const auto ids = next_ids(find, after, proto::unix_now());
     if (ids.empty()) break;
     after = ids.back();
     timed_write write(db, result, held);
@@ -84,7 +85,7 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, const retent
     int index = 1;
     for (const auto id : ids) remove.bind(index++, id);
     remove.bind(index++, o.cutoff);
-    remove.bind(index, unix_now());
+    remove.bind(index, proto::unix_now());
     result.deliveries += remove.exec();
     write.commit();
     if (progress) progress(result);

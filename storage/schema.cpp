@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 namespace surge::storage {
@@ -164,7 +165,7 @@ void apply(SQLite::Database& db, const migration& step) {
   SQLite::Statement record(db,
                            "INSERT INTO surge_schema_version(version, applied_at) VALUES (?, ?)");
   record.bind(1, step.version);
-  record.bind(2, unix_now());
+  record.bind(2, proto::unix_now());
   record.exec();
   transaction.commit();
 }

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/dead_letters.hpp"
@@ -79,7 +80,7 @@ boost::json::object to_json(const storage::dead_row& row) {
 }
 
 int list(const dead_options& o) {
-  auto which = selection(o, storage::unix_now());
+  auto which = selection(o, proto::unix_now());
   const std::int64_t shown = which.limit.value_or(100);
   which.limit = shown + 1;  // one more, to say when there are more than shown
   auto db = open_migrated(o);
@@ -111,7 +112,7 @@ int list(const dead_options& o) {
 }
 
 int replay(const dead_options& o) {
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   const auto which = selection(o, now);
   auto db = open_migrated(o);
   const auto report = storage::replay_dead(db, which, now);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/drain.hpp"
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/queue.hpp"
@@ -143,7 +144,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
         std::printf("\n");
       }
       std::fflush(stdout);
-      const double now = storage::unix_now();
+      const double now = proto::unix_now();
       const int scale = opts->scale;
       std::int64_t rows = 0;
       rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now, 400 * scale);
@@ -171,7 +172,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
       const auto summary = engine::run_drain(to_drain_config(drain));
       sink.stop();
 
-      const auto stats = storage::read_stats(db, storage::unix_now());
+      const auto stats = storage::read_stats(db, proto::unix_now());
       const auto received = count_record((dir / "sink.csv").string());
       std::printf("\n%-12s %8s %10s %8s %8s %8s %10s\n", "subscriber", "done", "coalesced", "dead",
                   "retry", "pending", "requests");

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "engine/drain.hpp"
-#include "engine/log.hpp"
+#include "engine/observe/log.hpp"
 #include "tools/commands.hpp"
 #include "tools/config_file.hpp"
 #include "tools/drain_options.hpp"

@@ -5,6 +5,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "proto/clock.hpp"
 #include "proto/header_value.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
@@ -62,7 +63,7 @@ void add_emit_command(CLI::App& app, command_action& action) {
                               .shape = named_shape(opts->shape)});
       storage::migrate(db);
       const auto rows =
-          storage::emit_event(db, opts->type, payload, storage::unix_now(), opts->count);
+          storage::emit_event(db, opts->type, payload, proto::unix_now(), opts->count);
       std::cout << "queued " << rows << " deliveries\n";
       return exit_ok;
     };

@@ -9,6 +9,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/retention.hpp"
@@ -58,7 +59,7 @@ int run_prune(const prune_cli& o) {
   const auto bytes_before = file_bytes(o.db_path);
   if (o.enable_incremental) storage::enable_incremental_vacuum(db);
   const storage::prune_options options{
-      .cutoff = storage::unix_now() - *age, .dead = o.dead, .batch_rows = o.batch};
+      .cutoff = proto::unix_now() - *age, .dead = o.dead, .batch_rows = o.batch};
   const auto r = storage::prune(db, options);
   const auto bytes_after = file_bytes(o.db_path);
   const auto ms = [](std::chrono::microseconds d) {

@@ -10,6 +10,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/ownership.hpp"
@@ -208,7 +209,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
     action = [db_path, json, shape] {
       storage::connection db(
           {.location = *db_path, .create_if_missing = false, .shape = named_shape(*shape)});
-      const double now = storage::unix_now();
+      const double now = proto::unix_now();
       const auto stats = storage::read_stats(db, now);
       const auto owners = storage::read_ownership(db, now);
       if (*json) {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/log.hpp"
-#include "engine/metrics_server.hpp"
+#include "engine/observe/log.hpp"
+#include "engine/observe/metrics_server.hpp"
 #include "tools/commands.hpp"
 #include "tools/number_check.hpp"
 

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "proto/clock.hpp"
 #include "proto/persisted_bucket.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
@@ -112,7 +113,7 @@ class postgres_drain_store final : public drain_store {
     pg::transaction step(db_);
     result.written = write_outcomes_within(outcomes, deactivate);
     std::vector<subscriber_demand> owned;
-    const double checked_at = unix_now();
+    const double checked_at = proto::unix_now();
     for (const auto& entry : demand) {
       if (owners_.owns(entry.subscriber_id, checked_at)) {
         owned.push_back(entry);

@@ -4,6 +4,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
 #include "storage/seed001/queue.hpp"
@@ -62,7 +63,7 @@ int migrate(SQLite::Database& db) {
                            "INSERT OR IGNORE INTO surge_schema_version(version, applied_at) "
                            "VALUES (?, ?)");
   record.bind(1, latest_schema_version());
-  record.bind(2, unix_now());
+  record.bind(2, proto::unix_now());
   record.exec();
   transaction.commit();
   return schema_version(db);

@@ -14,7 +14,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
-#include "engine/response_reader.hpp"
+#include "engine/net/response_reader.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "engine/delivery.hpp"
+#include "engine/shard/delivery.hpp"
 #include "proto/header_value.hpp"
 #include "proto/target_policy.hpp"
 

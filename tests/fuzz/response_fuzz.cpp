@@ -7,7 +7,7 @@
 
 #include <boost/asio/buffer.hpp>
 
-#include "engine/response_parser.hpp"
+#include "engine/net/response_parser.hpp"
 #include "proto/outcome.hpp"
 #include "proto/retry_after.hpp"
 

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "proto/clock.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
@@ -88,7 +89,7 @@ TEST_F(Concurrency, TwoThreadsDrainTheFileTogether) {
     outcome_writer writer(db);
     std::vector<std::int64_t> seen;
     for (;;) {
-      const double now = unix_now();
+      const double now = proto::unix_now();
       const auto rows = claims.claim(demand_for(subscribers_, 5), now, 30);
       if (rows.empty()) {
         if (count_outstanding(db, now) == 0) break;

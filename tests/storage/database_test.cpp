@@ -1,3 +1,4 @@
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 #include <ctime>
@@ -78,7 +79,7 @@ TEST(Database, ReadOnlyConnectionCannotWrite) {
 
 TEST(Database, UnixNowIsWallClockSeconds) {
   const double before = static_cast<double>(std::time(nullptr));
-  const double now = unix_now();
+  const double now = proto::unix_now();
   EXPECT_GE(now, before);
   EXPECT_LT(now, before + 2);
 }

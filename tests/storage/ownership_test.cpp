@@ -1,6 +1,7 @@
 // Ownership leases on a real queue file (storage/ownership.hpp): drainers on their own
 // connections spread the subscribers, hand them over, take over a dead drainer's, and fence
 // claims to what they own.
+#include "proto/clock.hpp"
 #include "storage/ownership.hpp"
 
 #include <gtest/gtest.h>
@@ -142,7 +143,7 @@ TEST_F(Ownership, ADrainOnThisHostWhoseProcessIsGoneIsTakenOverAtOnce) {
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: the pid names no process now
   const auto self = default_lease_owner();
   const auto dead_name = self.substr(0, self.rfind(':') + 1) + std::to_string(child);
-  const double now = unix_now();
+  const double now = proto::unix_now();
   ownership_keeper dead(other_, dead_name, {}, heartbeat);
   ASSERT_EQ(dead.renew(now).taken.size(), subscribers_.size());
   ownership_keeper alive(db_, self, {}, heartbeat);
@@ -197,7 +198,7 @@ TEST_F(Ownership, ASubscribersSelectionLimitsWhatADrainTakes) {
 }
 
 TEST_F(Ownership, TheCycleClaimsAndLeasesTokensOnlyForOwnedSubscribers) {
-  const double now = unix_now();
+  const double now = proto::unix_now();
   for (const auto id : subscribers_) testing::insert_deliveries_old(db_, id, 2, now - 1);
   ownership_keeper a(db_, "surge@a:1", {}, 30);
   ownership_keeper b(other_, "surge@b:2", {}, 30);

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
@@ -41,14 +42,14 @@ struct pg_queue {
     row.rate_per_sec = rate;
     row.burst = burst;
     row.tokens = static_cast<double>(burst);
-    row.tokens_updated_at = unix_now();
+    row.tokens_updated_at = proto::unix_now();
     return add_subscriber(db, row);
   }
   void rows(std::int64_t subscriber_id, int count) {
     for (int i = 0; i < count; ++i) {
       sql.exec(std::string(other_drainer_sql::insert_delivery),
                {std::to_string(subscriber_id), "video.trending", R"({"n":1})", "0",
-                std::to_string(unix_now())});
+                std::to_string(proto::unix_now())});
     }
   }
   std::unique_ptr<drain_store> store(const std::string& owner = {}) {
@@ -114,7 +115,7 @@ TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
                  {"http://127.0.0.1:9/", "secret", "*", "2", "4"});
   const auto id = static_cast<std::int64_t>(queue.sql.number("SELECT MAX(id) FROM webhook_subscriber"));
   queue.rows(id, 6);
-  const double now = unix_now();
+  const double now = proto::unix_now();
   const auto claimed = queue.sql.exec(other_drainer_sql::claim(),
                                       {std::to_string(now + 30), std::to_string(now),
                                        std::to_string(now), "2"});
@@ -130,7 +131,7 @@ TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
   auto store = queue.store();
   store->renew_ownership(now);
   subscriber_demand want{.subscriber_id = id, .rows = 10};
-  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX);
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX);
   EXPECT_EQ(cycle.claimed.size(), 4u);
   for (const auto& row : cycle.claimed) {
     EXPECT_TRUE(std::none_of(mine.begin(), mine.end(),
@@ -151,11 +152,11 @@ TEST(PostgresQueue, AClaimSkipsRowsAnotherTransactionHoldsInsteadOfWaiting) {
   ASSERT_EQ(held.size(), 2u);
 
   auto store = queue.store();
-  store->renew_ownership(unix_now());
+  store->renew_ownership(proto::unix_now());
   subscriber_demand want{.subscriber_id = id, .rows = 5};
   // Without SKIP LOCKED this claim would wait on the other transaction, which commits only
   // after it: the test would hang until ctest's timeout fails it. No timing is asserted.
-  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX);
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX);
   ASSERT_EQ(cycle.claimed.size(), 3u);
   for (const auto& row : cycle.claimed) {
     EXPECT_NE(std::to_string(row.id), text(held[0], 0));
@@ -170,9 +171,10 @@ TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
   const auto id = queue.subscriber();
   queue.rows(id, 4);
   auto store = queue.store();
-  store->renew_ownership(unix_now());
+  store->renew_ownership(proto::unix_now());
   subscriber_demand want{.subscriber_id = id, .rows = 4};
-  const auto claimed = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX).claimed;
+  const auto claimed =
+      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
   ASSERT_EQ(claimed.size(), 4u);
   // The last row's lease expired and another drainer re-claimed it.
   queue.sql.exec("UPDATE webhook_delivery SET locked_until = locked_until + 1 WHERE id = ?",
@@ -188,7 +190,7 @@ TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
                  .started_at = 1, .finished_at = 2, .status_code = i == 1 ? 500 : 200};
     if (i == 1) {
       o.kind = outcome_kind::retry;
-      o.next_attempt_at = unix_now() + 60;
+      o.next_attempt_at = proto::unix_now() + 60;
       o.last_status = 500;
       o.last_error = "HTTP 500";
     } else if (i == 2) {
@@ -232,7 +234,7 @@ TEST(PostgresQueue, RowsNoClaimCouldMatchAreDeadLetteredWithTheReason) {
   queue.sql.exec("UPDATE webhook_delivery SET locked_until = 'NaN' WHERE id = 2");
   queue.sql.exec("UPDATE webhook_delivery SET locked_until = 'Infinity' WHERE id = 3");
   auto store = queue.store();
-  const double now = unix_now();
+  const double now = proto::unix_now();
   const auto found = store->dead_letter_malformed(now, now + 120, {});
   EXPECT_EQ(found.next_attempt_at, 1);
   EXPECT_EQ(found.locked_until, 1);
@@ -251,7 +253,7 @@ TEST(PostgresQueue, OtherLiveOwnersAreNamedOnlyWhileTheirLeasesLive) {
   pg_queue queue(*server);
   const auto id = queue.subscriber();
   queue.rows(id, 3);
-  const double now = unix_now();
+  const double now = proto::unix_now();
   EXPECT_TRUE(other_live_owners(queue.db, now, {}, "surge@here:1").empty());
   const std::string lease = std::to_string(now + 30);
   queue.sql.exec("UPDATE webhook_delivery SET locked_until = " + lease + " WHERE id <= 2");
@@ -271,7 +273,7 @@ TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
   pg_queue queue(*server);
   const auto id = queue.subscriber(/*rate=*/1, /*burst=*/5);
   auto store = queue.store();
-  const double now = unix_now();
+  const double now = proto::unix_now();
   store->renew_ownership(now);
   subscriber_demand want{.subscriber_id = id, .tokens = 3};
   const auto cycle = store->write_and_claim({}, {}, {&want, 1}, now, 30, INT64_MAX);
@@ -281,7 +283,7 @@ TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
   const auto left = queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)});
   EXPECT_NEAR(left, 2, 0.1);
   // Unspent tokens go back, never above the burst.
-  store->give_back_tokens(std::vector<unspent_tokens>{{id, 3}}, unix_now());
+  store->give_back_tokens(std::vector<unspent_tokens>{{id, 3}}, proto::unix_now());
   EXPECT_NEAR(queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)}), 5, 1e-9);
 }
 
@@ -291,7 +293,7 @@ TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves
   for (int i = 0; i < 6; ++i) queue.subscriber();
   auto first = queue.store("surge@host-a:1");
   auto second = queue.store("surge@host-b:1");
-  double now = unix_now();
+  double now = proto::unix_now();
   first->renew_ownership(now);
   EXPECT_EQ(first->owned_count(now), 6u) << "alone, it owns everything";
   second->renew_ownership(now);  // assigned half, still owned by the first
@@ -311,14 +313,14 @@ TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves
     queue.rows(id, 1);
     everything.push_back({.subscriber_id = id, .rows = 5});
   }
-  const auto cycle = second->write_and_claim({}, {}, everything, unix_now(), 30, INT64_MAX);
+  const auto cycle = second->write_and_claim({}, {}, everything, proto::unix_now(), 30, INT64_MAX);
   ASSERT_EQ(cycle.claimed.size(), 3u);
   for (const auto& row : cycle.claimed) {
     EXPECT_TRUE(std::find(mine.begin(), mine.end(), row.subscriber_id) != mine.end());
   }
 
   first->release_ownership();
-  now = unix_now();
+  now = proto::unix_now();
   const auto after = second->renew_ownership(now);
   EXPECT_EQ(after.taken.size(), 3u);
   EXPECT_EQ(second->owned_count(now), 6u);
@@ -330,11 +332,11 @@ TEST(PostgresQueue, NewRowsAreNotifiedWithTheirSubscribers) {
   const auto a = queue.subscriber();
   const auto b = queue.subscriber();
   auto store = queue.store();
-  EXPECT_FALSE(store->check_new_rows(unix_now()).any());
+  EXPECT_FALSE(store->check_new_rows(proto::unix_now()).any());
   queue.rows(b, 2);
   new_rows found;
   for (int i = 0; i < 100 && !found.any(); ++i) {
-    found = store->check_new_rows(unix_now());
+    found = store->check_new_rows(proto::unix_now());
     if (!found.any()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_FALSE(found.all);
@@ -409,14 +411,15 @@ TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
   const auto id = queue.subscriber();
   queue.rows(id, 2);
   auto store = queue.store();
-  store->renew_ownership(unix_now());
+  store->renew_ownership(proto::unix_now());
   subscriber_demand want{.subscriber_id = id, .rows = 2};
-  const auto claimed = store->write_and_claim({}, {}, {&want, 1}, unix_now(), 30, INT64_MAX).claimed;
+  const auto claimed =
+      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
   ASSERT_EQ(claimed.size(), 2u);
   std::vector<outcome> outcomes;
   for (const auto& row : claimed) {
     outcomes.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = 1,
-                        .last_status = 200, .finished_at = unix_now()});
+                        .last_status = 200, .finished_at = proto::unix_now()});
   }
 
   server->stop();
@@ -435,12 +438,12 @@ TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
   EXPECT_EQ(check.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 2);
   // Notifications sent while it was away are lost with the old connection: the next look says
   // "anything may be new", and the new connection listens again.
-  EXPECT_TRUE(store->check_new_rows(unix_now()).all);
+  EXPECT_TRUE(store->check_new_rows(proto::unix_now()).all);
   check.exec(std::string(other_drainer_sql::insert_delivery),
-             {std::to_string(id), "video.trending", "{}", "0", std::to_string(unix_now())});
+             {std::to_string(id), "video.trending", "{}", "0", std::to_string(proto::unix_now())});
   new_rows found;
   for (int i = 0; i < 100 && !found.any(); ++i) {
-    found = store->check_new_rows(unix_now());
+    found = store->check_new_rows(proto::unix_now());
     if (!found.any()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(found.subscribers, std::vector<std::int64_t>{id});

@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "proto/clock.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/outcomes.hpp"
@@ -60,7 +61,7 @@ std::vector<std::int64_t> surge_drain(const std::string& path,
   for (const auto id : subscribers) demand.push_back({id, 5});
   std::vector<std::int64_t> seen;
   for (;;) {
-    const double now = unix_now();
+    const double now = proto::unix_now();
     const auto rows = claims.claim(demand, now, 30);
     if (rows.empty()) {
       if (count_outstanding(db, now) == 0) return seen;
@@ -246,7 +247,7 @@ TEST(Processes, DrainerKilledAfterClaimingLeavesItsRowsLeased) {
   }
   claimer claims(db);
   const std::vector<subscriber_demand> demand = {{subscribers[1], rows_per_subscriber}};
-  const double now = unix_now();
+  const double now = proto::unix_now();
   std::set<std::int64_t> first;
   for (const auto& row : claims.claim(demand, now, 3600)) first.insert(row.id);
   EXPECT_EQ(first.size(), static_cast<std::size_t>(rows_per_subscriber) - taken.size());

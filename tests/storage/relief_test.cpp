@@ -7,6 +7,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
+#include "proto/clock.hpp"
 #include "storage/audit.hpp"
 #include "storage/claims.hpp"
 #include "storage/coalescing.hpp"
@@ -309,7 +310,7 @@ TEST(ReliefBacklog, OnlyRowsDueAndHeldByNobodyAreReadAndMarked) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   const auto subscriber = add_subscriber(db, subscriber_row{.url = "http://a/", .secret = "s"});
-  const double now = unix_now();
+  const double now = proto::unix_now();
   auto insert = [&](const std::string& status, double next, double locked) {
     SQLite::Statement row(db,
                           "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, status,"

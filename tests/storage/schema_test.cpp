@@ -1,3 +1,4 @@
+#include "proto/clock.hpp"
 #include "storage/schema.hpp"
 
 #include <set>
@@ -90,8 +91,8 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
   EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 7);
-  EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"), unix_now(),
-              60);
+  EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"),
+              proto::unix_now(), 60);
 }
 
 TEST(Schema, UnmigratedSharedFileIsVersionZero) {

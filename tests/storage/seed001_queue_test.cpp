@@ -11,6 +11,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "proto/signing.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
@@ -85,7 +86,7 @@ class Seed001Queue : public ::testing::Test {
 
   std::unique_ptr<drain_store> surge() {
     auto store = open_drain_store({.location = path, .shape = queue_shape::seed001});
-    store->renew_ownership(unix_now());
+    store->renew_ownership(proto::unix_now());
     return store;
   }
 
@@ -102,7 +103,7 @@ class Seed001Queue : public ::testing::Test {
     return path;
   }(), SQLite::OPEN_READWRITE, 5000};
   // Whole seconds, as the shape keeps its delivery times.
-  std::int64_t t0 = static_cast<std::int64_t>(std::floor(unix_now()));
+  std::int64_t t0 = static_cast<std::int64_t>(std::floor(proto::unix_now()));
   std::int64_t subscriber = 0;
 };
 
@@ -238,7 +239,7 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
   produce(20);
   auto store = surge();
   // No bucket row yet: the bucket is full (burst 10). Surge leases 6 of its tokens.
-  const double now = unix_now();
+  const double now = proto::unix_now();
   const subscriber_demand ask{.subscriber_id = subscriber, .rows = 0, .tokens = 6};
   const auto granted = store->write_and_claim({}, {}, {&ask, 1}, now, 60, 1 << 20).granted;
   ASSERT_EQ(granted.size(), 1u);
@@ -252,7 +253,7 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
     SQLite::Statement read(worker, sql::read_bucket);
     read.bind(":id", subscriber);
     ASSERT_TRUE(read.executeStep());
-    const double at = unix_now();
+    const double at = proto::unix_now();
     const double tokens =
         std::min(10.0, read.getColumn(0).getDouble() + (at - read.getColumn(1).getDouble()) * 10);
     if (tokens < 1) break;
@@ -268,7 +269,7 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
   EXPECT_LE(taken, 5) << "the worker found more than the bucket held after Surge's lease";
   // Unspent tokens go back to the same row, never above the burst.
   const unspent_tokens back{.subscriber_id = subscriber, .tokens = 6};
-  store->give_back_tokens({&back, 1}, unix_now());
+  store->give_back_tokens({&back, 1}, proto::unix_now());
   EXPECT_LE(query_double(worker, "SELECT tokens FROM webhook_buckets"), 10);
   EXPECT_GE(query_double(worker, "SELECT tokens FROM webhook_buckets"), 5.9);
 }

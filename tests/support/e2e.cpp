@@ -18,6 +18,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/schema.hpp"
@@ -189,7 +190,7 @@ std::vector<std::int64_t> test_queue::add_rows(std::int64_t subscriber_id, int c
                                                const std::string& payload,
                                                std::optional<double> created_at) {
   std::vector<std::int64_t> ids;
-  const auto now = std::to_string(storage::unix_now());
+  const auto now = std::to_string(proto::unix_now());
   const auto created = created_at ? std::to_string(*created_at) : now;
   sql_.begin();
   for (int i = 0; i < count; ++i) {

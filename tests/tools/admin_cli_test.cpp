@@ -14,6 +14,7 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/clock.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "tests/support/backends.hpp"
@@ -32,7 +33,7 @@ void make_dead(test_queue& queue, std::int64_t id) {
 TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
   temp_dir dir;
   test_queue queue(dir);
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   const auto sub = queue.add_subscriber("https://a.example/h", 5, 10);
   const auto older = queue.add_rows(sub, 1, "{}", now - 7200)[0];
   const auto newer = queue.add_rows(sub, 1, "{}", now - 60)[0];
@@ -67,7 +68,7 @@ TEST_P(AdminCliOn, DeadReplayBySubscriberAndSince) {
   temp_dir dir;
   SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
   test_queue& queue = *queue_held;
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   const auto a = queue.add_subscriber("https://a.example/h", 5, 10);
   const auto b = queue.add_subscriber("https://b.example/h", 5, 10);
   const auto a_old = queue.add_rows(a, 1, "{}", now - 3 * 3600)[0];
@@ -87,7 +88,7 @@ TEST_P(AdminCliOn, DeadReplayBySubscriberAndSince) {
   EXPECT_EQ(queue.row(b_new).status, "dead");
   const double due = queue.sql().number(
       "SELECT next_attempt_at FROM webhook_delivery WHERE id = ?", {std::to_string(a_new)});
-  EXPECT_NEAR(due, storage::unix_now(), 60);
+  EXPECT_NEAR(due, proto::unix_now(), 60);
 
   // An ISO-8601 time: 4 hours ago takes a's old row too; b is disabled, which the output says.
   ASSERT_EQ(run_surge(dir, {"subscriber", "disable", "--db", queue.path(), std::to_string(b)})
@@ -264,7 +265,7 @@ TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
   const auto b = queue.add_subscriber("https://b.example/h", 5, 10);
   queue.add_rows(a, 3);
   queue.add_rows(b, 4);
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   storage::claimer claims(queue.db(), "surge@test-host:4242");
   const std::vector<storage::subscriber_demand> demand = {{a, 2}};
   ASSERT_EQ(claims.claim(demand, now, 300).size(), 2u);
@@ -294,7 +295,7 @@ TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
 TEST(AdminCli, DeadReplayGivesAFreshRetryWindow) {
   temp_dir dir;
   test_queue queue(dir);
-  const double now = storage::unix_now();
+  const double now = proto::unix_now();
   // Nothing listens there: every attempt fails, and a failure past the 24 h window is final.
   const auto sub = queue.add_subscriber(
       "http://127.0.0.1:" + std::to_string(unused_port()) + "/h", 100, 10);
@@ -308,7 +309,7 @@ TEST(AdminCli, DeadReplayGivesAFreshRetryWindow) {
                              .execAndGet("SELECT created_at FROM webhook_delivery WHERE id = " +
                                          std::to_string(old))
                              .getDouble();
-  EXPECT_NEAR(created, storage::unix_now(), 60);
+  EXPECT_NEAR(created, proto::unix_now(), 60);
 
   result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
                            "--allow-private-targets", "--progress-interval", "0"},

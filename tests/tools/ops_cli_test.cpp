@@ -13,6 +13,7 @@
 
 #include <boost/json/parse.hpp>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tools/process.hpp"
@@ -204,14 +205,14 @@ TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
   test_queue queue(dir);
   const auto sub = queue.add_subscriber("http://127.0.0.1:9/hook", 5, 10);
   const auto rows = queue.add_rows(sub, 6);
-  const double two_hours_ago = storage::unix_now() - 7200;
+  const double two_hours_ago = proto::unix_now() - 7200;
   const auto set = [&](std::int64_t id, const std::string& assignments) {
     queue.db().exec("UPDATE webhook_delivery SET " + assignments +
                     " WHERE id = " + std::to_string(id));
   };
   set(rows[0], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
   set(rows[1], "status = 'done', delivered_at = " + std::to_string(two_hours_ago));
-  set(rows[2], "status = 'done', delivered_at = " + std::to_string(storage::unix_now()));
+  set(rows[2], "status = 'done', delivered_at = " + std::to_string(proto::unix_now()));
   set(rows[3], "status = 'dead', created_at = " + std::to_string(two_hours_ago));
   set(rows[4], "status = 'retry', created_at = " + std::to_string(two_hours_ago));
 

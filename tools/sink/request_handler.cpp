@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "proto/batch.hpp"
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 
 namespace surge::sink {
@@ -111,7 +112,7 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
   if (const auto stamp = signed_timestamp(signature)) {
     const auto seconds = parse_int<std::int64_t>(*stamp);
     record.stale_timestamp =
-        !seconds || std::fabs(storage::unix_now() - double(*seconds)) > stale_after_seconds;
+        !seconds || std::fabs(proto::unix_now() - double(*seconds)) > stale_after_seconds;
   }
 
   // A batch is judged by its first row, so id-based behaviours (fail even ids) still apply.

@@ -33,6 +33,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "proto/clock.hpp"
 #include "storage/database.hpp"
 #include "tools/sink/connection.hpp"
 #include "tools/sink/connection_registry.hpp"
@@ -177,7 +178,7 @@ struct sink_server::impl {
       parser.body_limit(config.body_limit);
       lowest.expires_after(config.idle_timeout);
       auto [read_error, read_bytes] = co_await read_request(stream, buffer, parser);
-      const double arrival = storage::unix_now();
+      const double arrival = proto::unix_now();
       // Beast reports body_limit only after every header field was parsed into the message
       // (is_header_done() is still false when the Content-Length alone exceeds the limit).
       if (read_error == http::error::body_limit) {

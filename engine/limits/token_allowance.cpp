@@ -1,0 +1,44 @@
+#include "engine/limits/token_allowance.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace surge::engine {
+
+bool token_allowance::would_ask(double rate, clock::time_point now) const {
+  if (rate <= 0 || asked_ || now < next_ask_at_) return false;
+  const double low_water = std::max(1.0, rate * config_.ask_ahead_seconds);
+  return tokens_ < low_water;
+}
+
+double token_allowance::ask(double rate, clock::time_point now) {
+  if (!would_ask(rate, now)) return 0;
+  const double lease = std::max(1.0, rate * config_.lease_seconds);
+  const double want = std::ceil(std::max(1.0, lease - tokens_));
+  asked_ = true;
+  return want;
+}
+
+void token_allowance::granted(double tokens, clock::time_point now,
+                              clock::duration next_token_in) {
+  asked_ = false;
+  tokens_ += std::max(0.0, tokens);
+  if (tokens > 0) {
+    next_ask_at_ = now;
+    last_used_ = now;
+  } else {
+    next_ask_at_ = now + std::min<clock::duration>(next_token_in, config_.paused_recheck);
+  }
+}
+
+double token_allowance::take_stale(clock::time_point now) {
+  if (tokens_ <= 0 || asked_) return 0;
+  const auto lease = std::chrono::duration<double>(config_.lease_seconds);
+  if (now - last_used_ < std::chrono::duration_cast<clock::duration>(lease)) return 0;
+  return std::exchange(tokens_, 0.0);
+}
+
+double token_allowance::take_unspent() { return std::exchange(tokens_, 0.0); }
+
+}  // namespace surge::engine

@@ -1,0 +1,117 @@
+#pragma once
+// Keep-alive HTTP/1.1 and HTTPS client for one shard. Not thread-safe: it
+// lives on its shard's io_context thread, like the subscribers that use it.
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include "engine/config.hpp"
+#include "engine/net/connection_state.hpp"
+#include "engine/net/deadline_slots.hpp"
+#include "engine/net/quota_lines.hpp"
+#include "engine/net/tls_sessions.hpp"
+#include "proto/outcome.hpp"
+#include "proto/target_policy.hpp"
+
+namespace surge::engine {
+
+struct http_result {
+  int status = 0;  // 0 when the attempt failed before a whole response header arrived
+  proto::transport_error error = proto::transport_error::none;
+  std::string detail;       // error text or the refused address, for last_error
+  std::string retry_after;  // raw header value, empty when absent
+  quota_lines quota;        // the partner's quota fields, empty when it announced none
+  std::string body_prefix;  // at most max_response_body bytes
+  bool reused_connection = false;
+  bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
+  bool not_sent = false;     // the write gate gave up: nothing of this attempt went out
+  // From the request's first byte to the end of the response (or the failure): the endpoint's
+  // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
+  std::chrono::steady_clock::duration exchange_time{};
+};
+
+// Where the client counts its connections (process-wide metrics); any of them may be null.
+struct http_client_counters {
+  std::atomic<std::int64_t>* open_connections = nullptr;  // a gauge: up on connect, down on close
+  std::atomic<std::int64_t>* tls_full_handshakes = nullptr;
+  std::atomic<std::int64_t>* tls_resumed_handshakes = nullptr;  // SSL_session_reused
+};
+
+class http_client {
+ public:
+  http_client(boost::asio::any_io_executor executor,
+              std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config,
+              http_client_counters counters = {});
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  // Asked right before each write of the request (after connect and TLS, and again before the
+  // one fresh retry), so that a caller's rate limit is charged when the request goes on the
+  // wire; told whether the request is the first on a new connection. False gives up: the
+  // request is not written. The time spent waiting in it is not taken from the attempt's
+  // deadline.
+  class write_gate {
+   public:
+    // The answer when it can be given at once: true lets the write go (its charge is taken),
+    // false gives up. Nullopt: only waiting can tell, and `wait` is awaited instead. Most
+    // writes are let through here, without a coroutine frame or a timer of their own.
+    virtual std::optional<bool> decide_now(bool fresh_connection, steady_time now) = 0;
+    virtual boost::asio::awaitable<bool> wait(bool fresh_connection) = 0;
+
+   protected:
+    ~write_gate() = default;
+  };
+
+  // Sends `request`, the whole message's bytes (write_delivery_request), to `target` within the
+  // attempt deadline, reusing an idle connection of the origin when one is there. The bytes must
+  // stay put until the send returns. Never throws for network failures: they come back as
+  // errors.
+  boost::asio::awaitable<http_result> send(const proto::target& target,
+                                           std::string_view request,
+                                           write_gate* gate = nullptr);
+
+  // Closes connections idle for longer than the idle timeout.
+  void evict_idle();
+  // Closes every idle connection (shutdown).
+  void close_idle();
+
+ private:
+  struct connection;
+  using connection_ptr = std::unique_ptr<connection>;
+  struct origin;
+  struct exchange_outcome;
+
+  boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
+                                              steady_time deadline, http_result& result);
+  origin& origin_for(const proto::target& target);
+  void close(connection_ptr conn);
+  // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
+  class exchange_watch;
+  void watch(connection& conn, steady_time deadline);
+  void unwatch(connection& conn);
+  void arm_deadline_timer(steady_time at);
+
+  boost::asio::any_io_executor executor_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  http_client_config config_;
+  http_client_counters counters_;
+  tls_session_cache sessions_;  // this shard's, so no lock between shards
+  // Never erased: each origin's tls_session_home must outlive its connections.
+  std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
+  deadline_slots<connection> deadlines_;
+  boost::asio::steady_timer deadline_timer_;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,76 @@
+#pragma once
+// What the client's two halves share: engine/net/http_client.cpp (the exchange, the pools) and
+// engine/net/http_connect.cpp (resolve, check, connect, TLS handshake). Private to engine/.
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/error.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/system/error_code.hpp>
+#include <openssl/ssl.h>
+
+#include "engine/awaiting.hpp"
+#include "engine/net/http_client.hpp"
+
+namespace surge::engine::detail {
+
+// A counter the caller may not have wired (nullptr in tests).
+inline void count(std::atomic<std::int64_t>* counter, std::int64_t n) {
+  if (counter) counter->fetch_add(n, std::memory_order_relaxed);
+}
+
+// Beast's stream deadline and the kernel's own both end an operation as a timeout.
+inline bool is_timeout(const boost::system::error_code& ec) {
+  return ec == boost::beast::error::timeout || ec == boost::asio::error::timed_out;
+}
+
+// What input_pending looks at: the socket and, with TLS, the OpenSSL session.
+struct connection_view {
+  int fd = -1;
+  SSL* ssl = nullptr;
+};
+
+}  // namespace surge::engine::detail
+
+namespace surge::engine {
+
+struct http_client::connection {
+  explicit connection(boost::beast::tcp_stream stream) : plain(std::move(stream)) {}
+  connection(boost::beast::tcp_stream stream, boost::asio::ssl::context& context)
+      : secure(std::in_place, std::move(stream), context) {}
+
+  boost::beast::tcp_stream& lowest() {
+    return plain ? *plain : boost::beast::get_lowest_layer(*secure);
+  }
+  detail::connection_view view() {
+    return {lowest().socket().native_handle(), secure ? secure->native_handle() : nullptr};
+  }
+
+  std::optional<boost::beast::tcp_stream> plain;
+  std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> secure;
+  boost::beast::flat_buffer buffer;  // kept across responses; a fresh parser reads each one
+  connection_lifecycle lifecycle;
+  // While an exchange is under way: its place among the client's deadlines, whether the
+  // deadline has come (the client then shuts the socket down and cancels its operations), and
+  // the client that watches it (reset if the client goes first, at shutdown).
+  std::size_t deadline_slot = 0;
+  bool deadline_passed = false;
+  http_client* watched_by = nullptr;
+};
+
+struct http_client::origin {
+  origin(std::chrono::steady_clock::duration idle_timeout, tls_session_home home)
+      : sessions(std::move(home)), idle(idle_timeout) {}
+  tls_session_home sessions;  // declared first: destroyed after the connections that point to it
+  idle_list<connection_ptr> idle;
+};
+
+}  // namespace surge::engine

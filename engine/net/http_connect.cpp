@@ -1,0 +1,147 @@
+// Opening a connection for the client: the target resolved once, every
+// address checked before any is connected to, TCP_NODELAY, and over TLS SNI, hostname
+// verification and a resumed session where the origin gave one.
+#include "engine/net/http_client.hpp"
+#include "engine/net/http_client_support.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <openssl/ssl.h>
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using proto::transport_error;
+using detail::count;
+using detail::is_timeout;
+
+namespace {
+
+std::optional<proto::ip_address> to_proto_address(const asio::ip::address& address) {
+  proto::ip_address out;
+  if (address.is_v4()) {
+    const auto bytes = address.to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+  } else {
+    out.v6 = true;
+    const auto bytes = address.to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), out.bytes.begin());
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<http_client::connection_ptr> http_client::open(const proto::target& target,
+                                                               origin& pool, steady_time deadline,
+                                                               http_result& result) {
+  using namespace asio::experimental::awaitable_operators;
+  const auto connect_deadline =
+      std::min(deadline, std::chrono::steady_clock::now() + config_.connect_timeout);
+
+  std::vector<tcp::endpoint> resolved;
+  error_code ec;
+  if (auto literal = asio::ip::make_address(target.host, ec); !ec) {
+    resolved.emplace_back(literal, target.port);
+  } else {
+    tcp::resolver resolver(executor_);
+    asio::steady_timer timer(executor_, connect_deadline);
+    auto winner = co_await (resolver.async_resolve(target.host, std::to_string(target.port),
+                                                   awaitable_tuple) ||
+                            timer.async_wait(awaitable_tuple));
+    if (winner.index() == 1) {
+      result.error = transport_error::resolve;
+      result.detail = "resolving " + target.host + " timed out";
+      co_return nullptr;
+    }
+    auto [resolve_ec, results] = std::get<0>(winner);
+    if (resolve_ec) {
+      result.error = transport_error::resolve;
+      result.detail = "resolving " + target.host + ": " + resolve_ec.message();
+      co_return nullptr;
+    }
+    for (const auto& entry : results) resolved.push_back(entry.endpoint());
+  }
+
+  // Every resolved address is checked and only checked ones are connected to: no second lookup
+  // can swap in an internal address (DNS rebinding).
+  std::vector<tcp::endpoint> allowed;
+  std::string refused;
+  for (const auto& endpoint : resolved) {
+    const auto address = to_proto_address(endpoint.address());
+    const auto kind = proto::classify_address(*address);
+    if (kind == proto::address_class::public_routable || config_.allow_private_targets) {
+      allowed.push_back(endpoint);
+    } else if (refused.empty()) {
+      refused = endpoint.address().to_string() + " (" + std::string(proto::to_string(kind)) + ")";
+    }
+  }
+  if (allowed.empty()) {
+    result.error = transport_error::refused_target;
+    result.detail = refused.empty() ? "no address for " + target.host
+                                    : "refused non-public address " + refused;
+    co_return nullptr;
+  }
+
+  beast::tcp_stream stream(executor_);
+  stream.expires_at(connect_deadline);
+  auto [connect_ec, endpoint] = co_await stream.async_connect(allowed, awaitable_tuple);
+  if (connect_ec) {
+    result.error = is_timeout(connect_ec) ? transport_error::connect_timeout
+                                          : transport_error::connect;
+    result.detail = "connecting to " + target.host + ": " + connect_ec.message();
+    co_return nullptr;
+  }
+  stream.socket().set_option(tcp::no_delay(true), ec);
+  count(counters_.open_connections, 1);
+
+  if (!target.tls) {
+    auto conn = std::make_unique<connection>(std::move(stream));
+    conn->lifecycle.on_connected();
+    co_return conn;
+  }
+
+  auto conn = std::make_unique<connection>(std::move(stream), *tls_);
+  auto& tls_stream = *conn->secure;
+  error_code literal_ec;
+  asio::ip::make_address(target.host, literal_ec);
+  if (literal_ec && !SSL_set_tlsext_host_name(tls_stream.native_handle(), target.host.c_str())) {
+    result.error = transport_error::tls;
+    result.detail = "cannot set SNI host name";
+    close(std::move(conn));
+    co_return nullptr;
+  }
+  tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
+  prepare_resumption(tls_stream.native_handle(), pool.sessions);
+  conn->lowest().expires_at(deadline);
+  auto [handshake_ec] =
+      co_await tls_stream.async_handshake(ssl::stream_base::client, awaitable_tuple);
+  if (handshake_ec) {
+    result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
+    result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();
+    // Whatever this origin gave before is not offered again: the next try starts afresh.
+    sessions_.forget(target.origin_key);
+    close(std::move(conn));
+    co_return nullptr;
+  }
+  count(SSL_session_reused(tls_stream.native_handle()) == 1 ? counters_.tls_resumed_handshakes
+                                                             : counters_.tls_full_handshakes,
+        1);
+  conn->lifecycle.on_connected();
+  co_return conn;
+}
+
+}  // namespace surge::engine

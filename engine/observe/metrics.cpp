@@ -1,0 +1,395 @@
+#include "engine/observe/metrics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace surge::engine {
+
+namespace {
+
+std::vector<double> seconds_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+}
+
+std::vector<double> row_buckets() { return {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}; }
+
+void line(std::string& out, const char* text) { out += text; }
+
+void value_line(std::string& out, const std::string& name, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, " %.17g\n", value);
+  out += name;
+  out += buffer;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void render_histogram(std::string& out, const char* name, const char* help, const histogram& h) {
+  header(out, name, "histogram", help);
+  const auto snap = h.read();
+  for (std::size_t i = 0; i < snap.bounds.size(); ++i) {
+    char le[32];
+    std::snprintf(le, sizeof le, "%g", snap.bounds[i]);
+    value_line(out, std::string(name) + "_bucket{le=\"" + le + "\"}",
+               static_cast<double>(snap.cumulative[i]));
+  }
+  const auto count = static_cast<double>(snap.cumulative.back());
+  value_line(out, std::string(name) + "_bucket{le=\"+Inf\"}", count);
+  value_line(out, std::string(name) + "_sum", snap.sum);
+  value_line(out, std::string(name) + "_count", count);
+}
+
+}  // namespace
+
+void add_to(std::atomic<double>& target, double value) {
+  target.fetch_add(value, std::memory_order_relaxed);
+}
+
+histogram::histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)),
+      buckets_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {}
+
+void histogram::observe(double value) {
+  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+  buckets_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
+  add_to(sum_, value);
+}
+
+histogram::snapshot histogram::read() const {
+  snapshot out;
+  out.bounds = bounds_;
+  std::uint64_t running = 0;
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+    running += buckets_[i].load(std::memory_order_relaxed);
+    out.cumulative.push_back(running);
+  }
+  out.sum = sum_.load(std::memory_order_relaxed);
+  return out;
+}
+
+drain_metrics::drain_metrics(std::size_t shards)
+    : attempt_duration(seconds_buckets()),
+      due_lag(seconds_buckets()),
+      claim_rows(row_buckets()),
+      claim_duration(seconds_buckets()),
+      commit_rows(row_buckets()),
+      commit_duration(seconds_buckets()) {
+  for (std::size_t i = 0; i < shards; ++i) {
+    shard_beats_.push_back(std::make_unique<std::atomic<std::int64_t>>(0));
+  }
+  beat_storage();
+  for (std::size_t i = 0; i < shards; ++i) beat_shard(i);
+}
+
+namespace {
+std::int64_t steady_ticks() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+}  // namespace
+
+void drain_metrics::beat_storage() { storage_beat_.store(steady_ticks(), std::memory_order_relaxed); }
+
+void drain_metrics::beat_shard(std::size_t shard) {
+  if (shard < shard_beats_.size()) {
+    shard_beats_[shard]->store(steady_ticks(), std::memory_order_relaxed);
+  }
+}
+
+std::string drain_metrics::unhealthy_reason(std::chrono::steady_clock::duration storage_max_age,
+                                            std::chrono::steady_clock::duration shard_max_age) const {
+  const auto now = steady_ticks();
+  if (now - storage_beat_.load(std::memory_order_relaxed) > storage_max_age.count()) {
+    return "database not reachable";
+  }
+  for (std::size_t i = 0; i < shard_beats_.size(); ++i) {
+    if (now - shard_beats_[i]->load(std::memory_order_relaxed) > shard_max_age.count()) {
+      return "shard " + std::to_string(i) + " not responding";
+    }
+  }
+  return {};
+}
+
+void drain_metrics::count_attempt(int status) {
+  attempt_class kind = attempt_class::transport;
+  if (status == 429) {
+    kind = attempt_class::s429;
+  } else if (status >= 200 && status < 300) {
+    kind = attempt_class::s2xx;
+  } else if (status >= 300 && status < 400) {
+    kind = attempt_class::s3xx;
+  } else if (status >= 400 && status < 500) {
+    kind = attempt_class::s4xx;
+  } else if (status >= 500) {
+    kind = attempt_class::s5xx;
+  }
+  attempts_by_class[static_cast<std::size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void drain_metrics::publish(std::size_t shard, shard_view view) {
+  std::lock_guard lock(views_mutex_);
+  if (views_.size() <= shard) views_.resize(shard + 1);
+  views_[shard] = std::move(view);
+}
+
+std::int64_t drain_metrics::failing_subscribers() const {
+  std::lock_guard lock(views_mutex_);
+  std::int64_t total = 0;
+  for (const auto& view : views_) total += view.failing_subscribers;
+  return total;
+}
+
+std::vector<std::int64_t> drain_metrics::blocked_subscribers() const {
+  std::lock_guard lock(views_mutex_);
+  std::vector<std::int64_t> out;
+  for (const auto& view : views_) out.insert(out.end(), view.blocked.begin(), view.blocked.end());
+  return out;
+}
+
+void drain_metrics::publish_queue(queue_view view) {
+  std::lock_guard lock(views_mutex_);
+  queue_view_ = std::move(view);
+}
+
+// The sampled queue: the subscribers with the most queued rows, which are not always the
+// busiest (a partner that answers nothing delivers nothing and queues the most).
+void drain_metrics::render_queue(std::string& out, std::size_t top) const {
+  queue_view view;
+  {
+    std::lock_guard lock(views_mutex_);
+    if (!queue_view_) return;
+    view = *queue_view_;
+  }
+  header(out, "surge_overdue_rows", "gauge",
+         "Rows of the drained subscribers due for more than 60 s and not delivered "
+         "(sampled every 5 s).");
+  value_line(out, "surge_overdue_rows", static_cast<double>(view.overdue_rows));
+  auto& subs = view.subscribers;
+  std::sort(subs.begin(), subs.end(),
+            [](const auto& a, const auto& b) { return a.queued > b.queued; });
+  if (subs.size() > top) subs.resize(top);
+  std::sort(subs.begin(), subs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  header(out, "surge_subscriber_queued_rows", "gauge",
+         "Pending or retry rows, per subscriber (those with the most only; sampled every 5 s).");
+  for (const auto& sub : subs) {
+    value_line(out, "surge_subscriber_queued_rows{subscriber=\"" + std::to_string(sub.id) + "\"}",
+               static_cast<double>(sub.queued));
+  }
+  header(out, "surge_subscriber_overdue_rows", "gauge",
+         "Rows due for more than 60 s, per subscriber (those with the most queued only).");
+  for (const auto& sub : subs) {
+    value_line(out, "surge_subscriber_overdue_rows{subscriber=\"" + std::to_string(sub.id) + "\"}",
+               static_cast<double>(sub.overdue));
+  }
+}
+
+// The partners' announced quotas beside the configured limits: where they disagree, the pace
+// follows the partner (downwards only).
+void drain_metrics::render_announced(std::string& out,
+                                     const std::vector<subscriber_snapshot>& subscribers) const {
+  struct series {
+    const char* name;
+    const char* help;
+    std::optional<double> (*value)(const announced_snapshot&);
+  };
+  static constexpr series announced[] = {
+      {"surge_subscriber_announced_quota",
+       "Requests per window the partner announces (RateLimit-Policy q or X-RateLimit-Limit).",
+       [](const announced_snapshot& a) { return a.quota; }},
+      {"surge_subscriber_announced_window_seconds",
+       "The window of the partner's announced quota (RateLimit-Policy w).",
+       [](const announced_snapshot& a) { return a.window_seconds; }},
+      {"surge_subscriber_announced_remaining",
+       "Requests the partner last said are left until its window resets.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.remaining); }},
+      {"surge_subscriber_announced_reset_seconds",
+       "Seconds until the partner's announced window resets.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.reset_in); }},
+      {"surge_subscriber_paced_rate",
+       "Requests per second in force: the configured rate, or less while the partner's "
+       "announced quota would not last at it.",
+       [](const announced_snapshot& a) { return std::optional<double>(a.paced_rate); }},
+  };
+  for (const auto& s : announced) {
+    header(out, s.name, "gauge", s.help);
+    for (const auto& sub : subscribers) {
+      if (!sub.announced) continue;
+      const auto value = s.value(*sub.announced);
+      if (!value) continue;
+      value_line(out, std::string(s.name) + "{subscriber=\"" + std::to_string(sub.id) + "\"}",
+                 *value);
+    }
+  }
+}
+
+std::string drain_metrics::render(std::size_t top) const {
+  std::string out;
+  out.reserve(8192);
+  const auto& c = counters;
+  auto counter = [&](const char* name, const char* help, std::int64_t value) {
+    header(out, name, "counter", help);
+    value_line(out, name, static_cast<double>(value));
+  };
+  auto gauge = [&](const char* name, const char* help, double value) {
+    header(out, name, "gauge", help);
+    value_line(out, name, value);
+  };
+
+  header(out, "surge_deliveries_total", "counter",
+         "Rows finished by outcome: done, retry (rescheduled), dead, released (lease given back), "
+         "coalesced (done without a request: a newer row with the same key was sent instead).");
+  value_line(out, "surge_deliveries_total{outcome=\"done\"}", static_cast<double>(c.delivered.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"retry\"}", static_cast<double>(c.retried.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"dead\"}", static_cast<double>(c.dead.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"released\"}", static_cast<double>(c.released.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"coalesced\"}", static_cast<double>(c.coalesced.load()));
+
+  header(out, "surge_attempts_total", "counter", "HTTP attempts by status class.");
+  static constexpr const char* class_names[] = {"2xx", "3xx", "4xx", "429", "5xx", "transport"};
+  for (std::size_t i = 0; i < attempts_by_class.size(); ++i) {
+    value_line(out, std::string("surge_attempts_total{class=\"") + class_names[i] + "\"}",
+               static_cast<double>(attempts_by_class[i].load()));
+  }
+  counter("surge_claimed_rows_total", "Rows leased from the queue.", c.claimed.load());
+  counter("surge_batch_posts_total",
+          "Requests that carried a batch (subscribers with batch_max > 1); each is one attempt.",
+          c.batch_posts.load());
+  counter("surge_batch_rows_total", "Rows carried by batch requests.", c.batched_rows.load());
+  counter("surge_lost_leases_total",
+          "Outcome writes whose lease fence matched nothing (another drainer took the row).",
+          c.lost_leases.load());
+  counter("surge_refused_outcomes_total",
+          "Outcomes the database refused for the row's own sake (a constraint, a trigger, a value "
+          "out of range): written as dead instead, or left to the row's lease.",
+          c.refused_outcomes.load());
+  counter("surge_fresh_connection_retries_total",
+          "Requests resent once on a new connection after a stale keep-alive one failed.",
+          c.fresh_retries.load());
+  counter("surge_storage_errors_total", "Failed claims, writes or reads on the queue file.",
+          c.storage_errors.load());
+  header(out, "surge_tls_handshakes_total", "counter",
+         "Completed TLS handshakes; resumed=\"true\": a session of an earlier connection to "
+         "the origin was resumed.");
+  value_line(out, "surge_tls_handshakes_total{resumed=\"false\"}",
+             static_cast<double>(tls_handshakes_full.load()));
+  value_line(out, "surge_tls_handshakes_total{resumed=\"true\"}",
+             static_cast<double>(tls_handshakes_resumed.load()));
+  counter("surge_wal_commits_total",
+          "Commits of the storage thread's connection that wrote to the WAL.",
+          c.wal_commits.load());
+  counter("surge_wal_frames_total",
+          "WAL frames (pages) written by the storage thread's commits.", c.wal_frames.load());
+  counter("surge_new_row_wakes_total",
+          "Times rows queued by another connection woke their subscribers before the idle poll.",
+          c.new_row_wakes.load());
+  header(out, "surge_token_wait_seconds_total", "counter",
+         "Time buffered rows spent waiting for their subscriber's token bucket.");
+  value_line(out, "surge_token_wait_seconds_total", token_wait_seconds.load());
+
+  gauge("surge_in_flight_requests", "Requests sent and not yet answered.",
+        static_cast<double>(c.in_flight.load()));
+  gauge("surge_buffered_rows", "Claimed rows waiting for a token or a slot.",
+        static_cast<double>(c.buffered.load()));
+  gauge("surge_open_connections", "Open HTTP(S) connections.",
+        static_cast<double>(open_connections.load()));
+  gauge("surge_owned_subscribers",
+        "Subscribers this drain owns through ownership leases (only the owner sends).",
+        static_cast<double>(c.owned_subscribers.load()));
+  gauge("surge_backlog_rows", "Due or leased rows of the drained subscribers (refreshed every few seconds).",
+        static_cast<double>(std::max<std::int64_t>(0, c.backlog.load())));
+  gauge("surge_oldest_due_age_seconds", "Age of the oldest due row (refreshed every few seconds).",
+        oldest_due_age.load());
+
+  render_histogram(out, "surge_attempt_duration_seconds", "Duration of one HTTP attempt.",
+                   attempt_duration);
+  render_histogram(out, "surge_due_lag_seconds",
+                   "From a row being due to its first attempt starting.", due_lag);
+  render_histogram(out, "surge_claim_batch_rows", "Rows per claim transaction.", claim_rows);
+  render_histogram(out, "surge_claim_duration_seconds", "Duration of a claim transaction.",
+                   claim_duration);
+  render_histogram(out, "surge_commit_batch_rows", "Outcomes per write transaction.", commit_rows);
+  render_histogram(out, "surge_commit_duration_seconds", "Duration of an outcome transaction.",
+                   commit_duration);
+
+  std::vector<subscriber_snapshot> subscribers;
+  std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0;
+  {
+    std::lock_guard lock(views_mutex_);
+    for (const auto& view : views_) {
+      paused += view.paused_subscribers;
+      failing += view.failing_subscribers;
+      open_circuits += view.open_circuits;
+      quota_paced += view.quota_paced;
+      subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
+    }
+  }
+  gauge("surge_subscribers_paused",
+        "Subscribers paused by Retry-After, or until their partner's spent quota resets.",
+        static_cast<double>(paused));
+  gauge("surge_subscribers_quota_paced",
+        "Subscribers paced below their configured limit by the quota their partner announces.",
+        static_cast<double>(quota_paced));
+  gauge("surge_subscribers_failing", "Subscribers whose last attempt failed.",
+        static_cast<double>(failing));
+  gauge("surge_subscribers_circuit_open",
+        "Subscribers whose circuit is open: one probe per cool-down, nothing claimed.",
+        static_cast<double>(open_circuits));
+
+  // Bounded cardinality: the busiest subscribers only.
+  std::sort(subscribers.begin(), subscribers.end(), [](const auto& a, const auto& b) {
+    return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
+  });
+  if (subscribers.size() > top) subscribers.resize(top);
+  std::sort(subscribers.begin(), subscribers.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
+  struct series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const subscriber_snapshot&);
+  };
+  static constexpr series per_subscriber[] = {
+      {"surge_subscriber_delivered_total", "counter", "Rows delivered, per subscriber (busiest only).",
+       [](const subscriber_snapshot& s) { return static_cast<double>(s.delivered); }},
+      {"surge_subscriber_failed_attempts_total", "counter", "Failed attempts, per subscriber (busiest only).",
+       [](const subscriber_snapshot& s) { return static_cast<double>(s.failed); }},
+      {"surge_subscriber_in_flight_requests", "gauge", "Requests in flight, per subscriber (busiest only).",
+       [](const subscriber_snapshot& s) { return static_cast<double>(s.in_flight); }},
+      {"surge_subscriber_buffered_rows", "gauge", "Buffered rows, per subscriber (busiest only).",
+       [](const subscriber_snapshot& s) { return static_cast<double>(s.buffered); }},
+      {"surge_subscriber_rate_limit", "gauge", "Configured requests per second (busiest only).",
+       [](const subscriber_snapshot& s) { return s.rate_limit; }},
+  };
+  for (const auto& s : per_subscriber) {
+    header(out, s.name, s.type, s.help);
+    for (const auto& sub : subscribers) {
+      value_line(out, std::string(s.name) + "{subscriber=\"" + std::to_string(sub.id) + "\"}",
+                 s.value(sub));
+    }
+  }
+  header(out, "surge_subscriber_delivery_latency_seconds", "summary",
+         "From a row's created_at to the 2xx that delivered it, per subscriber (busiest only).");
+  for (const auto& sub : subscribers) {
+    const std::string label = "{subscriber=\"" + std::to_string(sub.id) + "\"}";
+    value_line(out, "surge_subscriber_delivery_latency_seconds_sum" + label,
+               sub.delivery_latency_sum);
+    value_line(out, "surge_subscriber_delivery_latency_seconds_count" + label,
+               static_cast<double>(sub.delivered));
+  }
+  render_announced(out, subscribers);
+  render_queue(out, top);
+  line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");
+  line(out, "surge_info{version=\"0.1.0\"} 1\n");
+  return out;
+}
+
+}  // namespace surge::engine

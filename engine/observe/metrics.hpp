@@ -1,0 +1,132 @@
+#pragma once
+// Prometheus metrics of a drain. Hot-path updates are relaxed atomic adds; per-subscriber series
+// are published by each shard once a second as a snapshot, so a scrape never touches a shard's
+// state and 10,000 subscribers cost only the top N series.
+#include <array>
+#include <chrono>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/observe/counters.hpp"
+
+namespace surge::engine {
+
+class histogram {
+ public:
+  explicit histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+
+  struct snapshot {
+    std::vector<double> bounds;
+    std::vector<std::uint64_t> cumulative;  // per bound, then +Inf last
+    double sum = 0;
+  };
+  snapshot read() const;
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  // bounds_.size() + 1
+  std::atomic<double> sum_{0};
+};
+
+enum class attempt_class : std::size_t { s2xx, s3xx, s4xx, s429, s5xx, transport, count };
+
+// What a subscriber's partner last announced of its quota (engine/limits/partner_quota), and the
+// pace the drain keeps to because of it.
+struct announced_snapshot {
+  std::optional<double> quota;           // q, or X-RateLimit-Limit, when announced
+  std::optional<double> window_seconds;  // the policy's w, when announced
+  double remaining = 0;                  // units left until the reset
+  double reset_in = 0;                   // seconds until the reset
+  bool paced = false;                    // paced below the configured limit because of it
+  double paced_rate = 0;                 // requests per second in force (the configured rate when not)
+};
+
+struct subscriber_snapshot {
+  std::int64_t id = 0;
+  std::int64_t delivered = 0;
+  std::int64_t failed = 0;
+  std::int64_t in_flight = 0;
+  std::int64_t buffered = 0;
+  double rate_limit = 0;
+  bool paused = false;
+  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered` rows
+  std::optional<announced_snapshot> announced;  // none until its partner announces a quota
+};
+
+struct queued_snapshot {
+  std::int64_t id = 0;
+  std::int64_t queued = 0;
+  std::int64_t overdue = 0;
+};
+
+struct drain_metrics {
+  explicit drain_metrics(std::size_t shards = 1);
+
+  drain_counters counters;
+  std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(attempt_class::count)> attempts_by_class{};
+  std::atomic<std::int64_t> open_connections{0};
+  std::atomic<std::int64_t> tls_handshakes_full{0};
+  std::atomic<std::int64_t> tls_handshakes_resumed{0};  // an earlier connection's session
+  std::atomic<double> token_wait_seconds{0};
+  std::atomic<double> oldest_due_age{0};
+  histogram attempt_duration;   // seconds
+  histogram due_lag;            // seconds from due to first attempt
+  histogram claim_rows;
+  histogram claim_duration;
+  histogram commit_rows;
+  histogram commit_duration;
+
+  // Per-shard gauges and top subscribers, replaced wholesale once a second by each shard.
+  struct shard_view {
+    std::int64_t paused_subscribers = 0;
+    std::int64_t failing_subscribers = 0;
+    std::int64_t open_circuits = 0;
+    std::int64_t quota_paced = 0;  // paced below their limit by their partner's announced quota
+    std::vector<std::int64_t> blocked;  // subscribers behind a persistently open circuit
+    std::vector<subscriber_snapshot> subscribers;
+  };
+  void publish(std::size_t shard, shard_view view);
+
+  // Rows still to deliver, sampled from the queue every few seconds (engine/store/queue_sampler).
+  struct queue_view {
+    std::int64_t overdue_rows = 0;
+    std::vector<queued_snapshot> subscribers;
+  };
+  void publish_queue(queue_view view);
+  std::int64_t failing_subscribers() const;
+  std::vector<std::int64_t> blocked_subscribers() const;
+
+  void count_attempt(int status);  // 0: transport failure
+
+  // Liveness for /healthz: the storage thread beats after each successful database operation,
+  // each shard from its flush timer.
+  void beat_storage();
+  void beat_shard(std::size_t shard);
+  // Empty when every beat is recent, else why not.
+  std::string unhealthy_reason(std::chrono::steady_clock::duration storage_max_age,
+                               std::chrono::steady_clock::duration shard_max_age) const;
+
+  // Prometheus text exposition 0.0.4; per-subscriber series for the `top` busiest only.
+  std::string render(std::size_t top) const;
+
+ private:
+  void render_queue(std::string& out, std::size_t top) const;
+  void render_announced(std::string& out,
+                        const std::vector<subscriber_snapshot>& subscribers) const;
+
+  mutable std::mutex views_mutex_;
+  std::vector<shard_view> views_;
+  std::optional<queue_view> queue_view_;  // none until the first sample (or without a sampler)
+  std::atomic<std::int64_t> storage_beat_{0};
+  std::vector<std::unique_ptr<std::atomic<std::int64_t>>> shard_beats_;
+};
+
+void add_to(std::atomic<double>& target, double value);
+
+}  // namespace surge::engine

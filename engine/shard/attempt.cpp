@@ -1,0 +1,293 @@
+// One attempt of a shard, from the wire gate to its outcome: the request, its result's effect on
+// the subscriber (circuit breaker, adaptive pace, pauses, 410) and the row handed back when it
+// could not be sent. The reactor and outcome batching are in shard.cpp, claims in
+// demand.cpp, the pump in send_loop.cpp.
+#include "engine/shard/shard.hpp"
+
+#include <algorithm>
+
+#include "engine/shard/delivery.hpp"
+#include "engine/observe/log.hpp"
+#include "proto/clock.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// The subscriber's wire line as the client's write gate, for one attempt. `stopping` is the
+// shard's flag, which outlives the attempt.
+class subscriber_wire final : public http_client::write_gate {
+ public:
+  subscriber_wire(subscriber_state& sub, steady_time give_up_at, const bool& stopping)
+      : sub_(sub), give_up_at_(give_up_at), stopping_(stopping) {}
+
+  std::optional<bool> decide_now(bool fresh_connection, steady_time now) override {
+    return sub_.wire_now(give_up_at_, stopping_, fresh_connection, now);
+  }
+  asio::awaitable<bool> wait(bool fresh_connection) override {
+    return sub_.wait_for_wire(give_up_at_, stopping_, fresh_connection);
+  }
+
+ private:
+  subscriber_state& sub_;
+  steady_time give_up_at_;
+  const bool& stopping_;
+};
+
+}  // namespace
+
+// The coroutine keeps only what lives across the send: a frame over Asio's recycling limit
+// (1,020 bytes) is a malloc and free of its own in every attempt, and everything before and
+// after the send is plain code in the two functions below.
+asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
+                                     attempt_rows rows, bool batched,
+                                     std::shared_ptr<const proto::target> target,
+                                     std::shared_ptr<const proto::signer> signer, bool probe,
+                                     origin_limit::ticket origin_ticket) {
+  const double started_unix = proto::unix_now();
+  http_result result;
+  std::string request = request_buffers_.take();
+  try {
+    const auto give_up_at =
+        prepare_request(request, sub, target, *signer, rows, batched, started_unix);
+    subscriber_wire gate(sub, give_up_at, stopping_);
+    result = co_await client_.send(*target, request, &gate);
+  } catch (const std::exception& error) {
+    result.error = proto::transport_error::protocol;
+    result.detail = std::string("internal error: ") + error.what();
+  }
+  request_buffers_.give_back(std::move(request));
+  settle_attempt(sub, origin, rows, batched, result, started_unix, probe, origin_ticket);
+}
+
+shard::steady::time_point shard::prepare_request(std::string& request, subscriber_state& sub,
+                                                 const std::shared_ptr<const proto::target>& target,
+                                                 const proto::signer& signer,
+                                                 const attempt_rows& rows, bool batched,
+                                                 double started_unix) {
+  const auto seconds = static_cast<std::int64_t>(started_unix);
+  if (batched) {
+    write_request(request, build_batch_request(*target, signer, {rows.data(), rows.size()},
+                                               seconds, config_.http.user_agent));
+  } else {
+    write_delivery_request(request, request_head_for(sub, target), signer, rows.front(),
+                           seconds);
+  }
+  // The partner counts arrivals, so the limit is charged again right before the write; an
+  // attempt gives up there before its lease (the batch's shortest) gets too short to finish
+  // within it.
+  double lease = rows.front().lease;
+  for (const auto& row : rows) lease = std::min(lease, row.lease);
+  const auto lease_left = std::chrono::duration<double>(lease - started_unix) - lease_margin();
+  return steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+}
+
+void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
+                           bool batched, const http_result& result, double started_unix,
+                           bool probe, origin_limit::ticket origin_ticket) {
+  for (const auto& row : rows) let_go(row);
+  if (result.not_sent) {
+    if (probe) sub.breaker.on_probe_unsent(steady::now());
+    for (const auto& row : rows) give_back_unsent(sub, row);
+    attempt_ended(sub, origin, origin_ticket);
+    return;
+  }
+  attempt_times times;
+  times.started_unix = started_unix;
+  times.now = std::chrono::system_clock::now();
+  times.finished_unix = std::chrono::duration<double>(times.now.time_since_epoch()).count();
+  // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
+  // whole wait); connect and TLS time are not in it, so opening connections does not read as
+  // queueing.
+  const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
+  if (waited && result.exchange_time > steady::duration::zero()) {
+    origin.limit.on_latency(result.exchange_time, steady::now());
+  }
+  const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
+  record_attempt(sub, sent, result, times);
+  observe_quota(sub, result, times);
+
+  // A batch gets one decision, made for its lead, and every row takes it.
+  const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  const auto lead = batched ? batch_lead(sent) : storage::claimed_row{};
+  const auto& judged_row = batched ? lead : rows.front();
+  auto judged = judge_attempt(judged_row, sub.settings.id, result, times, retry_policy_,
+                              config_.retry_after_cap, unit, sub.unpaid_rate_limits);
+  sub.unpaid_rate_limits = judged.unpaid_rate_limits;
+  if (judged.pause_subscriber) {
+    pause_subscriber(sub, *judged.pause_subscriber, times.finished_unix,
+                     "subscriber paused by Retry-After");
+  }
+  if (judged.deactivate_subscriber) {
+    // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
+    // subscriber, until an operator enables it again.
+    if (sub.settings.active) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) +
+               " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+    }
+    sub.settings.active = false;
+    deactivate_.push_back(sub.settings.id);
+    release_ready(sub);
+  }
+  if (batched) {
+    counters_.add(counters_.batch_posts);
+    counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
+    if (const auto fits = proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
+      split_refused_batch(sub, rows, judged.outcome, lead, static_cast<int>(*fits), times);
+      attempt_ended(sub, origin, origin_ticket);
+      return;
+    }
+    for (const auto& row : rows) {
+      auto out = outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
+      count_outcome(out.kind);
+      push_outcome(std::move(out));
+    }
+  } else {
+    count_outcome(judged.outcome.kind);
+    push_outcome(std::move(judged.outcome));
+  }
+  attempt_ended(sub, origin, origin_ticket);
+}
+
+void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
+                                const storage::outcome& judged, const storage::claimed_row& lead,
+                                int fits, const attempt_times& times) {
+  if (fits < sub.batch_fits) {
+    log_info("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
+             std::to_string(rows.size()) + " rows: its batches are now at most " +
+             std::to_string(fits) + " rows");
+  }
+  sub.batch_fits = std::min(sub.batch_fits, fits);
+  sub.settings.batch_rows = std::min(sub.settings.batch_rows, sub.batch_fits);
+  // Due again at once and no attempt used up; the POST is still recorded, since the partner
+  // counted it against its limit.
+  for (const auto& row : rows) {
+    auto out = outcome_in_batch(judged, lead, row, static_cast<std::int64_t>(rows.size()));
+    out.kind = storage::outcome_kind::retry;
+    out.attempts = row.attempts;
+    out.next_attempt_at = times.finished_unix;
+    out.last_error = "413 to a batch of " + std::to_string(rows.size()) +
+                     " rows: sent again in batches of at most " + std::to_string(fits);
+    count_outcome(out.kind);
+    push_outcome(std::move(out));
+  }
+}
+
+std::string_view shard::request_head_for(subscriber_state& sub,
+                                         const std::shared_ptr<const proto::target>& target) {
+  if (sub.request_head_target != target) {
+    sub.request_head = request_head(*target, config_.http.user_agent);
+    sub.request_head_target = target;
+  }
+  return sub.request_head;
+}
+
+void shard::count_outcome(storage::outcome_kind kind) {
+  switch (kind) {
+    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
+    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
+    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
+    case storage::outcome_kind::coalesced: counters_.add(counters_.coalesced); break;
+    case storage::outcome_kind::release: break;
+  }
+}
+
+void shard::attempt_ended(subscriber_state& sub, origin_state& origin,
+                          origin_limit::ticket ticket) {
+  if (origin.limit.enabled()) origin.limit.on_end(ticket);
+  --sub.in_flight;
+  --in_flight_;
+  --origin.in_flight;
+  counters_.add(counters_.in_flight, -1);
+  slot_freed(sub, origin);
+  finish_if_quiet();
+}
+
+void shard::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                           const http_result& result, const attempt_times& times) {
+  counters_.add(counters_.attempts);
+  if (result.fresh_retry) counters_.add(counters_.fresh_retries);
+  metrics_.count_attempt(result.status);
+  metrics_.attempt_duration.observe(times.finished_unix - times.started_unix);
+  for (const auto& row : rows) {
+    if (row.attempts == 0) {
+      metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+    }
+  }
+  if (result.status >= 200 && result.status < 300) {
+    sub.delivered += static_cast<std::int64_t>(rows.size());
+    for (const auto& row : rows) {
+      sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
+    }
+    sub.consecutive_failures = 0;
+  } else {
+    ++sub.failed_attempts;
+    ++sub.consecutive_failures;
+  }
+  observe_endpoint(sub, result);
+}
+
+void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
+  const auto now = steady::now();
+  const bool pushback = result.status == 429 || result.status == 503;
+  // 5xx and no answer at all say the endpoint is unwell; any other answer says it is alive.
+  // A 503 with Retry-After is pushback, handled by the pause, not a sign of a dead endpoint.
+  const bool unwell =
+      (result.status >= 500 && !(result.status == 503 && !result.retry_after.empty())) ||
+      (result.status == 0 && result.error != proto::transport_error::refused_target);
+  if (unwell) {
+    const bool was_closed = !sub.breaker.blocking();
+    sub.breaker.on_failure(now);
+    if (was_closed && sub.breaker.blocking()) {
+      log_warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
+               std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
+      // Its buffered rows go back to the queue rather than sit on leases while it is down.
+      release_ready(sub);
+    }
+  } else if (result.status != 0) {
+    sub.breaker.on_success();
+  }
+  const bool changed = pushback ? sub.pace.on_pushback(now)
+                                : (result.status >= 200 && result.status < 300 && sub.pace.on_success(now));
+  if (changed) sub.apply_limits(now);
+}
+
+std::chrono::duration<double> shard::lease_margin() const {
+  return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
+}
+
+bool shard::lease_too_short(const storage::claimed_row& row, double now_unix) const {
+  return now_unix + lease_margin().count() > row.lease;
+}
+
+std::string shard::refusal_of(const storage::claimed_row& row, double now_unix) const {
+  auto why = delivery_refusal(row);
+  if (!why.empty() || config_.storage.shape != storage::queue_shape::seed001) return why;
+  const double window = std::chrono::duration<double>(config_.retry.max_age).count();
+  if (now_unix - row.created_at > window) {
+    why = "retry window passed: enqueued " +
+          std::to_string(static_cast<std::int64_t>(now_unix - row.created_at)) + " s ago, limit " +
+          std::to_string(static_cast<std::int64_t>(window)) + " s";
+  }
+  return why;
+}
+
+void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
+  // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
+  // ends, like the rows buffered behind it; otherwise back to the queue.
+  const auto now = steady::now();
+  if (sub.paused_until > now) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at =
+        proto::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
+    out.last_error = "subscriber paused by Retry-After";
+    push_outcome(std::move(out));
+    return;
+  }
+  counters_.add(counters_.released);
+  push_outcome(outcome_for(row, storage::outcome_kind::release));
+}
+
+}  // namespace surge::engine

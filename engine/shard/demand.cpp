@@ -1,0 +1,313 @@
+// How a shard asks the storage thread for rows (how many each subscriber can use soon) and takes
+// the answer into its ready queues (claim by demand: docs/design.md,
+// "Claims and outcome writes").
+#include "engine/shard/shard.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/awaiting.hpp"
+#include "engine/shard/delivery.hpp"
+#include "proto/clock.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
+constexpr int unusable_claim_batch = 64;
+
+}  // namespace
+
+void shard::accept_claims(claim_reply reply) {
+  claim_outstanding_ = false;
+  const auto now = steady::now();
+  for (const auto& asked : reply.asked) {
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    it->second->pending_claim = std::max(0, it->second->pending_claim - asked.rows);
+    it->second->rows_in_answer = 0;
+  }
+  for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
+  pending_total_ = std::max(0, pending_total_);
+  std::vector<subscriber_state*> to_coalesce;
+  // The shared counters move once per answer, not once per row: each move is a write to a cache
+  // line the other threads read.
+  if (!reply.rows.empty()) {
+    counters_.add(counters_.claimed, static_cast<std::int64_t>(reply.rows.size()));
+  }
+  int taken = 0;
+  std::int64_t answer_bytes = 0;
+  for (auto& row : reply.rows) {
+    auto it = subscribers_.find(row.subscriber_id);
+    if (it == subscribers_.end()) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    auto& sub = *it->second;
+    ++sub.rows_in_answer;
+    if (stopping_) {
+      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      continue;
+    }
+    if (sub.settings.coalesce) to_coalesce.push_back(&sub);
+    answer_bytes += static_cast<std::int64_t>(row.payload.size());
+    sub.ready.push_back(std::move(row));
+    watch_tokens(sub);
+    ++taken;
+  }
+  if (taken > 0) {
+    adjust_buffered(taken);
+    held_bytes_ += answer_bytes;
+    // The first answer replaces the cautious guess; later ones move the estimate halfway.
+    const double per_row = static_cast<double>(answer_bytes) / taken;
+    bytes_per_row_ = bytes_per_row_ >= static_cast<double>(config_.scheduler.max_payload_bytes)
+                         ? per_row
+                         : (bytes_per_row_ + per_row) / 2;
+  }
+  // New rows may repeat a key already waiting (or each other): only the newest is kept.
+  std::sort(to_coalesce.begin(), to_coalesce.end());
+  to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
+  for (auto* sub : to_coalesce) coalesce_ready(*sub);
+  accept_tokens(reply, now);
+  // A short answer means the subscriber has nothing more due right now: poll it less often.
+  for (const auto& asked : reply.asked) {
+    if (asked.rows <= 0) continue;  // it asked for tokens only
+    auto it = subscribers_.find(asked.subscriber_id);
+    if (it == subscribers_.end()) continue;
+    auto& sub = *it->second;
+    const int rows = sub.rows_in_answer;
+    const bool more_due = std::find(reply.more_due.begin(), reply.more_due.end(),
+                                    asked.subscriber_id) != reply.more_due.end();
+    if (rows < asked.rows && !more_due) {
+      sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
+                                 config_.scheduler.idle_poll_max);
+      poll_after_of(sub) = now + sub.idle_poll;
+    } else {
+      sub.idle_poll = std::chrono::milliseconds(0);
+    }
+    // A poll that found nothing changes nothing the pump decides on; waking it would only
+    // cancel and re-arm its timer, thousands of times a second on a large, quiet table.
+    if (rows > 0) sub.notify();
+  }
+  // A stopping shard may have been waiting for this answer to finish.
+  finish_if_quiet();
+}
+
+void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
+  if (reply.granted.empty()) {
+    // Not answered (the drain stops claiming, or the cycle failed): the next scan asks again.
+    for (const auto& asked : reply.asked) {
+      if (asked.tokens <= 0) continue;
+      if (auto it = subscribers_.find(asked.subscriber_id); it != subscribers_.end()) {
+        it->second->allowance.unanswered();
+      }
+    }
+    return;
+  }
+  const double now_unix = proto::unix_now();
+  for (const auto& grant : reply.granted) {
+    auto it = subscribers_.find(grant.subscriber_id);
+    if (it == subscribers_.end()) continue;  // gone: its tokens are spent by nobody
+    auto next_token_in = steady::duration::max();
+    if (grant.next_token_at > 0) {
+      // Clamped first: a tiny rate puts the next token ages away, past what the clock can add.
+      const double seconds = std::clamp(grant.next_token_at - now_unix, 0.0, 3600.0);
+      next_token_in = std::chrono::duration_cast<steady::duration>(
+          std::chrono::duration<double>(seconds));
+    }
+    it->second->allowance.granted(grant.tokens, now, next_token_in);
+    it->second->notify();
+  }
+}
+
+void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids), all] { wake_subscribers(ids, all); });
+}
+
+void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
+    const auto now = steady::now();
+    for (const auto id : ids) {
+      auto it = subscribers_.find(id);
+      if (it == subscribers_.end()) continue;
+      // Whatever these buckets saved up while another drain owned the subscriber was that
+      // drain's to spend: starting empty, the two together send at most burst + rate x T.
+      it->second->bucket.empty(now);
+      it->second->wire.empty(now);
+      it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
+      it->second->disowned = false;
+    }
+    wake_subscribers(ids, false);
+  });
+}
+
+void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
+  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
+    for (const auto id : ids) {
+      auto it = subscribers_.find(id);
+      if (it == subscribers_.end()) continue;
+      // Requests already written finish (their outcomes are fenced by their row leases); the
+      // rest give their rows back, so the new owner's sends never overlap ours. The tokens
+      // leased for the subscriber go back once unspent for a lease (take_stale).
+      auto& sub = *it->second;
+      sub.disowned = true;
+      release_ready(sub);
+      sub.notify_wire();
+    }
+  });
+}
+
+void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
+  if (stopping_) return;
+  const auto now = steady::now();
+  // New rows end the idle backoff; pauses, open circuits and buckets still decide in
+  // send_demand, which reads them apart from poll_after.
+  auto wake = [this, now](subscriber_state& sub) {
+    sub.idle_poll = std::chrono::milliseconds(0);
+    poll_after_of(sub) = std::min(poll_after_of(sub), now);
+  };
+  if (all) {
+    for (auto* sub : order_) wake(*sub);
+  } else {
+    for (const auto id : ids) {
+      auto it = subscribers_.find(id);
+      if (it != subscribers_.end()) wake(*it->second);
+    }
+  }
+  // Now rather than at the next demand tick; an answer on its way will be followed by one.
+  if (!claim_outstanding_) send_demand();
+}
+
+asio::awaitable<void> shard::demand_loop() {
+  asio::steady_timer timer(io_);
+  // The first demand goes at once: the subscribers were handed over before the shard started,
+  // and the first claims are what the first sends wait for.
+  while (!stopping_) {
+    if (!claim_outstanding_) send_demand();
+    timer.expires_after(config_.scheduler.demand_interval);
+    co_await timer.async_wait(use_tuple);
+  }
+}
+
+scheduling::token_facts shard::token_facts_of(const subscriber_state& sub,
+                                              steady::time_point now) const {
+  return {.has_rows = !sub.ready.empty(),
+          .claim_pending = sub.pending_claim > 0,
+          .idle_poll = sub.idle_poll > std::chrono::milliseconds(0),
+          .active = sub.settings.active,
+          .unusable = !sub.settings.unusable_reason.empty(),
+          .paused = sub.bucket.paused() || sub.paused_until > now,
+          .circuit_blocking = sub.breaker.blocking(),
+          .probe_due = sub.probe_due(now)};
+}
+
+void shard::watch_tokens(subscriber_state& sub) {
+  if (sub.token_watched) return;
+  sub.token_watched = true;
+  token_watch_.push_back(&sub);
+}
+
+bool shard::token_watch_needed(const subscriber_state& sub) {
+  return !sub.ready.empty() || sub.pending_claim > 0 || sub.allowance.tokens() > 0 ||
+         sub.allowance.asking();
+}
+
+int shard::rows_within_memory() const {
+  const double share = static_cast<double>(config_.scheduler.max_payload_memory) / shard_count_;
+  // Rows asked for and not yet answered will carry about the estimate each.
+  const double per_row = std::max(bytes_per_row_, 64.0);
+  const double free = share - static_cast<double>(held_bytes_) - pending_total_ * per_row;
+  const double rows = std::floor(free / per_row);
+  // With nothing held, one row always fits, however small the share: the drain never stalls.
+  if (held_bytes_ == 0 && pending_total_ == 0) return static_cast<int>(std::clamp(rows, 1.0, 1e9));
+  return static_cast<int>(std::clamp(rows, 0.0, 1e9));
+}
+
+void shard::send_demand() {
+  const auto now = steady::now();
+  const auto& scheduler = config_.scheduler;
+  const scheduling::demand_limits limits{
+      .horizon_seconds = std::chrono::duration<double>(scheduler.claim_horizon).count(),
+      .buffer_per_slot = scheduler.buffer_per_slot,
+      .unusable_batch = unusable_claim_batch,
+      .coalesce_lookahead_rows = scheduler.coalesce_lookahead_rows,
+      .coalesce_lookahead_seconds =
+          std::chrono::duration<double>(scheduler.coalesce_lookahead).count()};
+  std::vector<storage::subscriber_demand> demand;
+  // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
+  // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
+  // no subscriber is always last in line.
+  int budget = std::min(in_flight_cap_ * config_.scheduler.buffer_per_slot -
+                            buffered_ - pending_total_,
+                        rows_within_memory());
+  const std::size_t count = order_.size();
+  std::size_t visited = 0;
+  // Who would join a round, and whether anyone starts one (scheduling::claim_round): without a
+  // subscriber at half of what it may hold, nobody is claimed for.
+  round_candidates_.clear();
+  bool round_started = false;
+  for (; visited < count && budget > 0; ++visited) {
+    const std::size_t at = (demand_cursor_ + visited) % count;
+    // rows_to_claim's first rule, read from the compact array: most of a quiet table is waiting
+    // for its idle poll, and nothing else of theirs need be read.
+    if (now < poll_after_[at]) continue;
+    auto& sub = *order_[at];
+    const scheduling::demand_facts facts{
+        .poll_later = false,  // read above
+        .active = sub.settings.active,
+        .unusable = !sub.settings.unusable_reason.empty(),
+        .paused = sub.bucket.paused() || sub.paused_until > now,
+        .circuit_blocking = sub.breaker.blocking(),
+        .probe_due = sub.probe_due(now),
+        .tokens_now = sub.bucket.tokens_at(now),
+        .rate = sub.bucket.rate(),
+        .in_flight_cap = sub.settings.in_flight_cap,
+        .batch_rows = sub.settings.batch_rows,
+        .coalescing = sub.settings.coalesce.has_value(),
+        .held = static_cast<int>(sub.ready.size()) + sub.pending_claim};
+    const int want =
+        scheduling::rows_to_claim(facts, limits, budget, scheduling::claim_round::join);
+    if (want <= 0) continue;
+    round_started = round_started || scheduling::rows_to_claim(facts, limits, budget) > 0;
+    round_candidates_.push_back({&sub, want});
+    budget -= want;
+  }
+  if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
+  for (const auto& [sub, want] : round_started ? round_candidates_
+                                               : std::span<const round_candidate>{}) {
+    sub->pending_claim += want;
+    pending_total_ += want;
+    demand.push_back({.subscriber_id = sub->settings.id, .rows = want});
+    watch_tokens(*sub);
+  }
+  // Tokens ride in the same message, for every subscriber about to send (the row budget does
+  // not limit them): entries of their own, with no rows.
+  // Tokens left unspent for a whole lease go back the same way, as a negative ask.
+  // Only watched subscribers are visited: one without rows, a claim under way or tokens held or
+  // asked for can neither want tokens nor give any back, and a quiet table of thousands would
+  // otherwise be walked every demand round.
+  std::size_t watched = 0;
+  for (auto* sub : token_watch_) {
+    if (const double stale = sub->allowance.take_stale(now); stale > 0) {
+      demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
+    } else if (sub->allowance.would_ask(sub->settings.rate, now) &&
+               scheduling::wants_tokens(token_facts_of(*sub, now))) {
+      const double tokens = sub->allowance.ask(sub->settings.rate, now);
+      if (tokens > 0) demand.push_back({.subscriber_id = sub->settings.id, .tokens = tokens});
+    }
+    if (token_watch_needed(*sub)) {
+      token_watch_[watched++] = sub;
+    } else {
+      sub->token_watched = false;
+    }
+  }
+  token_watch_.resize(watched);
+  if (demand.empty()) return;
+  claim_outstanding_ = true;
+  storage_.request_claims(index_, std::move(demand));
+}
+
+}  // namespace surge::engine

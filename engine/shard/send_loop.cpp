@@ -1,0 +1,206 @@
+// A subscriber's pump: it gathers the facts, lets scheduling::next_pump_step decide, and
+// carries the decision out; and the slots it waits for, its own, the
+// shard's and its origin's, handed on in turn when an attempt ends.
+#include "engine/shard/shard.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
+#include "engine/awaiting.hpp"
+#include "engine/shard/delivery.hpp"
+#include "proto/clock.hpp"
+
+namespace surge::engine {
+
+namespace asio = boost::asio;
+
+scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub,
+                                            steady::time_point now, double now_unix) {
+  scheduling::pump_facts facts;
+  facts.has_rows = !sub.ready.empty();
+  if (!facts.has_rows) return facts;
+  const auto& front = sub.ready.front();
+  facts.active = sub.settings.active;
+  facts.rate_paused = sub.bucket.paused();
+  facts.unusable = !sub.settings.unusable_reason.empty();
+  // The claim left an oversized payload in the database (storage::claimer): only its size is here.
+  facts.front_too_large =
+      static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
+  facts.front_refused = !refusal_of(front, now_unix).empty();
+  facts.front_lease_too_short = lease_too_short(front, now_unix);
+  facts.paused_until = sub.paused_until;
+  facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
+  if (sub.breaker.current() == circuit_breaker::state::open) {
+    facts.next_probe_at = sub.breaker.next_probe_at();
+  }
+  facts.in_flight = sub.in_flight;
+  facts.in_flight_cap = sub.settings.in_flight_cap;
+  facts.shard_full = in_flight_ >= in_flight_cap_;
+  if (sub.settings.target) {
+    const auto& origin = origin_of(sub);
+    facts.origin_admits = origin.limit.admits_at(now);
+    facts.origin_recount_at = origin.limit.next_recount_at(now);
+    facts.origin_has_waiters = !origin.waiting.empty();
+    facts.origin_floor =
+        scheduling::paced_below_one_slot(sub.settings.rate, origin.limit.best_latency());
+  }
+  facts.origin_turn = sub.origin_turn;
+  facts.batching = sub.settings.batch_rows > 1;
+  if (facts.batching) facts.batch_full = batch_full(sub);
+  facts.batch_wait_since = sub.batch_wait_since;
+  facts.batch_linger = sub.settings.batch_linger;
+  facts.stopping = stopping_;
+  // Both: the bucket paces this process, the allowance is its share of the persisted bucket.
+  facts.token_wait = std::max(sub.bucket.time_until_available(now), sub.allowance.wait());
+  return facts;
+}
+
+asio::awaitable<void> shard::pump(subscriber_state& sub) {
+  using scheduling::pump_action;
+  const auto& limits = config_.scheduler;
+  // The clocks are read once per wake-up: the steps taken before the next wait are
+  // microseconds apart, and an older `now` only ever finds fewer tokens.
+  auto now = steady::now();
+  double now_unix = proto::unix_now();
+  while (!stopping_) {
+    expire_quota_limit(sub, now);
+    const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
+    switch (decision.action) {
+      case pump_action::wait:
+        break;
+      case pump_action::release_buffered:
+        release_ready(sub);
+        continue;
+      case pump_action::dead_letter_buffered:
+        while (!sub.ready.empty()) {
+          auto row = std::move(sub.ready.front());
+          sub.ready.pop_front();
+          dead_letter(std::move(row), sub.settings.unusable_reason);
+        }
+        continue;
+      case pump_action::dead_letter_front_too_large: {
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        const auto size = row.payload_bytes;
+        dead_letter(std::move(row), "payload too large: " + std::to_string(size) +
+                                        " bytes, limit " +
+                                        std::to_string(limits.max_payload_bytes));
+        continue;
+      }
+      case pump_action::dead_letter_front_refused: {
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        auto refusal = refusal_of(row, now_unix);
+        dead_letter(std::move(row), std::move(refusal));
+        continue;
+      }
+      case pump_action::release_front: {
+        // Claimed again on the next round, by whoever then has a lease long enough.
+        auto row = std::move(sub.ready.front());
+        sub.ready.pop_front();
+        adjust_buffered(-1);
+        let_go(row);
+        counters_.add(counters_.released);
+        push_outcome(outcome_for(row, storage::outcome_kind::release));
+        continue;
+      }
+      case pump_action::queue_for_shard_slot:
+        if (!sub.waiting_for_slot) {
+          sub.waiting_for_slot = true;
+          waiting_for_slot_.push(&sub);
+        }
+        break;
+      case pump_action::queue_for_origin: {
+        auto& origin = origin_of(sub);
+        origin.limit.note_blocked();
+        if (sub.waiting_on_origin != &origin) {
+          sub.waiting_on_origin = &origin;
+          origin.waiting.push(&sub);
+        }
+        break;
+      }
+      case pump_action::start_linger:
+        // The token stays in the bucket while the batch fills.
+        sub.batch_wait_since = now;
+        break;
+      case pump_action::send:
+        send_next(sub, now);
+        continue;
+    }
+    if (decision.waits_for_token) {
+      if (!sub.token_wait_since) sub.token_wait_since = now;
+    }
+    // An announced quota's limit ends at its reset, whatever the pump waits for.
+    sub.wake.expires_at(sub.quota_limit ? std::min(decision.wake_at, sub.quota_limit->until)
+                                        : decision.wake_at);
+    co_await sub.wake.async_wait(use_tuple);
+    now = steady::now();
+    now_unix = proto::unix_now();
+  }
+}
+
+void shard::send_next(subscriber_state& sub, steady::time_point now) {
+  if (!sub.allowance.has_token()) return;
+  if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
+  sub.allowance.spend(now);
+  auto& origin = origin_of(sub);
+  sub.origin_turn = false;
+  const bool probe = sub.breaker.current() == circuit_breaker::state::open;
+  sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
+  if (sub.token_wait_since) {
+    add_to(metrics_.token_wait_seconds,
+           std::chrono::duration<double>(now - *sub.token_wait_since).count());
+    sub.token_wait_since.reset();
+  }
+  // One token and one slot per request, however many rows it carries.
+  bool batched = false;
+  auto rows = take_request_rows(sub, batched);
+  adjust_buffered(-static_cast<int>(rows.size()));
+  ++sub.in_flight;
+  ++in_flight_;
+  ++origin.in_flight;
+  const auto ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
+  counters_.add(counters_.in_flight);
+  asio::co_spawn(io_,
+                 attempt(sub, origin, std::move(rows), batched, sub.settings.target,
+                         sub.settings.signer, probe, ticket),
+                 asio::detached);
+}
+
+void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
+  sub.notify();
+  waiting_for_slot_.hand_out(
+      1, [](const subscriber_state& next) { return next.waiting_for_slot; },
+      [](subscriber_state& next) {
+        next.waiting_for_slot = false;
+        next.notify();
+      });
+  wake_origin_waiters(origin);
+}
+
+void shard::wake_origin_waiters(origin_state& origin) {
+  const int admissible = scheduling::origin_wakeups(
+      origin.limit.enabled(), origin.limit.limit(), origin.limit.counted_in_flight(steady::now()));
+  origin.waiting.hand_out(
+      admissible,
+      [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },
+      [](subscriber_state& next) {
+        next.waiting_on_origin = nullptr;
+        next.origin_turn = true;
+        next.notify();
+      });
+}
+
+origin_state& shard::origin_of(subscriber_state& sub) {
+  if (sub.origin_target != sub.settings.target) {
+    // Origin states are never removed, so the pointer stays valid; holding the target it was
+    // found for means a reload's new target, even at a reused address, is looked up again.
+    auto& slot = origins_[sub.settings.target->origin_key];
+    if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, steady::now());
+    sub.origin = slot.get();
+    sub.origin_target = sub.settings.target;
+  }
+  return *sub.origin;
+}
+
+}  // namespace surge::engine

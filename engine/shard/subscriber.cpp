@@ -1,0 +1,207 @@
+#include "engine/shard/subscriber.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/awaiting.hpp"
+#include "proto/event_match.hpp"
+
+namespace surge::engine {
+
+std::string limits_problem(const storage::subscriber_row& row) {
+  if (row.rate_text) return "rate_per_sec " + *row.rate_text + " is not a number";
+  if (!std::isfinite(row.rate_per_sec) || row.rate_per_sec < 0) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", row.rate_per_sec);
+    return "rate_per_sec " + std::string(text) + " is not a finite number >= 0";
+  }
+  if (row.burst_text) return "burst " + *row.burst_text + " is not a number";
+  if (row.burst < 1) return "burst " + std::to_string(row.burst) + " is below 1";
+  return {};
+}
+
+bool sends_now(const storage::subscriber_row& row) {
+  return row.active && row.rate_per_sec > 0 && limits_problem(row).empty();
+}
+
+namespace {
+
+// Another program can store anything in these columns: what cannot be used is clamped or turned
+// off, and said once (relief_problem), rather than stop the subscriber's deliveries.
+void derive_relief(const storage::subscriber_row& row, subscriber_settings& out) {
+  std::string problems;
+  const auto note = [&problems](const std::string& text) {
+    problems += problems.empty() ? text : "; " + text;
+  };
+  out.batch_rows = static_cast<int>(std::clamp<std::int64_t>(row.batch_max, 1, proto::max_batch_rows));
+  if (row.batch_max != out.batch_rows) {
+    note("batch_max " + std::to_string(row.batch_max) + " outside 1.." +
+         std::to_string(proto::max_batch_rows) + ", using " + std::to_string(out.batch_rows));
+  }
+  out.batch_bytes = row.batch_bytes >= 1 && row.batch_bytes <= proto::max_batch_bytes
+                        ? row.batch_bytes
+                        : proto::max_batch_bytes;
+  if (row.batch_bytes != out.batch_bytes) {
+    note("batch_bytes " + std::to_string(row.batch_bytes) + " outside 1.." +
+         std::to_string(proto::max_batch_bytes) + ", using " + std::to_string(out.batch_bytes));
+  }
+  double linger = row.batch_linger;
+  if (!std::isfinite(linger) || linger < 0 || linger > proto::max_batch_linger_seconds) {
+    note("batch_linger outside 0.." + std::to_string(static_cast<int>(proto::max_batch_linger_seconds)) +
+         " s, using 0.5 s");
+    linger = 0.5;
+  }
+  out.batch_linger = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(linger));
+
+  if (row.coalesce_key.empty()) {
+    out.relief_problem = problems;
+    return;
+  }
+  const auto pointer_problem = proto::coalesce_pointer_problem(row.coalesce_key);
+  const auto events_problem = proto::validate_event_patterns(row.coalesce_events);
+  const bool window_ok = std::isfinite(row.coalesce_window) && row.coalesce_window > 0 &&
+                         row.coalesce_window <= proto::max_coalesce_window_seconds;
+  if (!pointer_problem.empty()) {
+    note("coalesce_key '" + row.coalesce_key + "' " + pointer_problem + ", not coalescing");
+  } else if (!events_problem.empty()) {
+    note("coalesce_events: " + events_problem + ", not coalescing");
+  } else if (!window_ok) {
+    note("coalesce_window outside (0, " +
+         std::to_string(static_cast<int>(proto::max_coalesce_window_seconds)) + "] s, not coalescing");
+  } else {
+    out.coalesce = proto::coalesce_rule{.pointer = row.coalesce_key,
+                                        .window_seconds = row.coalesce_window,
+                                        .event_types = row.coalesce_events};
+  }
+  out.relief_problem = problems;
+}
+
+}  // namespace
+
+subscriber_settings derive_settings(const storage::subscriber_row& row,
+                                    const scheduler_config& config) {
+  subscriber_settings out;
+  out.id = row.id;
+  out.url = row.url;
+  out.limits_problem = limits_problem(row);
+  // Unusable limits pause the subscriber rather than guess at what was meant.
+  out.rate = out.limits_problem.empty() ? row.rate_per_sec : 0.0;
+  out.burst = out.limits_problem.empty() ? static_cast<double>(row.burst) : 1.0;
+  out.active = row.active;
+  out.in_flight_cap = row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight)
+                                            : config.per_subscriber_in_flight;
+  out.in_flight_cap = std::max(1, out.in_flight_cap);
+
+  derive_relief(row, out);
+
+  auto parsed = proto::parse_target_url(row.url);
+  if (parsed.value) {
+    out.target = std::make_shared<const proto::target>(std::move(*parsed.value));
+  } else {
+    out.unusable_reason = "malformed URL: " + parsed.error;
+  }
+  const auto scheme = proto::parse_signing_scheme(row.signing);
+  std::string signer_error;
+  if (!scheme) {
+    if (out.unusable_reason.empty()) out.unusable_reason = "unknown signing scheme '" + row.signing + "'";
+  } else if (auto signer = proto::signer::create(*scheme, row.secret, &signer_error)) {
+    out.signer = std::make_shared<const proto::signer>(std::move(*signer));
+  } else if (out.unusable_reason.empty()) {
+    out.unusable_reason = "unusable secret: " + signer_error;
+  }
+  return out;
+}
+
+namespace {
+double seed_for(const storage::subscriber_row& row, double now_unix) {
+  return seeded_tokens(row.tokens, row.tokens_updated_at, row.rate_per_sec,
+                       static_cast<double>(row.burst), now_unix);
+}
+}  // namespace
+
+subscriber_state::subscriber_state(const storage::subscriber_row& row,
+                                   subscriber_settings derived,
+                                   boost::asio::any_io_executor executor, double now_unix,
+                                   const scheduler_config& config)
+    : settings(std::move(derived)),
+      bucket(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
+             std::chrono::steady_clock::now()),
+      wire(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
+           std::chrono::steady_clock::now()),
+      allowance(config.token_lease),
+      pace(row.rate_per_sec, config.adaptive),
+      breaker(config.circuit),
+      wake(std::move(executor)) {}
+
+void subscriber_state::apply_limits(std::chrono::steady_clock::time_point now) {
+  double rate = settings.rate;
+  double burst = settings.burst;
+  if (quota_limit) {
+    // Only ever down: the partner cannot raise the configured limit.
+    rate = std::min(rate, quota_limit->rate);
+    burst = std::min(burst, quota_limit->burst);
+  }
+  bucket.reconfigure(std::min(pace.effective(), rate), burst, now);
+  if (wire.rate() != rate || wire.burst() != std::max(1.0, burst)) {
+    wire.reconfigure(rate, burst, now);
+    notify_wire();
+  }
+}
+
+subscriber_state::wire_step subscriber_state::wire_head_step(
+    std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
+    std::chrono::steady_clock::time_point now) {
+  using verdict = wire_step::verdict;
+  if (paused_until > now) {
+    if (paused_until >= give_up_at) return {verdict::give_up};
+    return {verdict::wait, paused_until};
+  }
+  const auto wait = wire.try_pass(now, fresh_connection);
+  if (wait == std::chrono::steady_clock::duration::zero()) return {verdict::pass};
+  if (wait >= give_up_at - now) return {verdict::give_up};  // a rate of 0, or a token too late
+  return {verdict::wait, now + wait};
+}
+
+std::optional<bool> subscriber_state::wire_now(std::chrono::steady_clock::time_point give_up_at,
+                                               const bool& stopping, bool fresh_connection,
+                                               std::chrono::steady_clock::time_point now) {
+  if (stopping || disowned || now >= give_up_at) return false;
+  if (!wire_line.empty()) return std::nullopt;  // first come first served
+  const auto step = wire_head_step(give_up_at, fresh_connection, now);
+  if (step.what == wire_step::verdict::wait) return std::nullopt;
+  return step.what == wire_step::verdict::pass;
+}
+
+boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
+    std::chrono::steady_clock::time_point give_up_at, const bool& stopping,
+    bool fresh_connection) {
+  using steady = std::chrono::steady_clock;
+  boost::asio::steady_timer timer(wake.get_executor());
+  wire_line.push_back(&timer);
+  bool passed = false;
+  for (;;) {
+    const auto now = steady::now();
+    if (stopping || disowned || now >= give_up_at) break;
+    auto wake_at = give_up_at;  // behind others: until the one ahead leaves, or giving up
+    if (wire_line.front() == &timer) {
+      const auto step = wire_head_step(give_up_at, fresh_connection, now);
+      if (step.what == wire_step::verdict::pass) {
+        passed = true;
+        after_wire_wait(bucket, wire, now);
+        break;
+      }
+      if (step.what == wire_step::verdict::give_up) break;
+      wake_at = step.until;
+    }
+    timer.expires_at(wake_at);
+    co_await timer.async_wait(use_tuple);
+  }
+  const bool was_first = wire_line.front() == &timer;
+  wire_line.erase(std::find(wire_line.begin(), wire_line.end(), &timer));
+  if (was_first && !wire_line.empty()) wire_line.front()->cancel();
+  co_return passed;
+}
+
+}  // namespace surge::engine

@@ -1,0 +1,177 @@
+#pragma once
+// A subscriber as its shard sees it: the parsed configuration and the live scheduling state.
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "engine/limits/adaptive_rate.hpp"
+#include "engine/limits/circuit_breaker.hpp"
+#include "engine/config.hpp"
+#include "engine/memory/node_cache.hpp"
+#include "engine/limits/partner_quota.hpp"
+#include "engine/limits/token_allowance.hpp"
+#include "engine/limits/token_bucket.hpp"
+#include "engine/limits/wire_gate.hpp"
+#include "proto/batch.hpp"
+#include "proto/coalesce.hpp"
+#include "proto/signing.hpp"
+#include "proto/target_policy.hpp"
+#include "storage/claims.hpp"
+#include "storage/subscribers.hpp"
+
+namespace surge::engine {
+
+struct origin_state;
+
+// A subscriber's claimed rows, oldest first; its nodes come back from the shard's own cache.
+using ready_rows = std::deque<storage::claimed_row, node_cache_allocator<storage::claimed_row>>;
+
+struct subscriber_settings {
+  std::int64_t id = 0;
+  std::string url;
+  // Shared so that an attempt in flight keeps the target it started with when a reload swaps
+  // the settings underneath it.
+  std::shared_ptr<const proto::target> target;
+  std::shared_ptr<const proto::signer> signer;
+  double rate = 0;
+  double burst = 1;
+  bool active = true;
+  int in_flight_cap = 1;
+  // Why rows of this subscriber cannot be sent (bad URL, bad secret); empty if fine. They are
+  // dead-lettered with this reason. Inactive is not unusable: it means paused.
+  std::string unusable_reason;
+  // Why its rate or burst cannot be used (not a number, negative, ...); empty if fine. Such a
+  // subscriber is paused (rate 0) until the table is fixed: its rows stay queued.
+  std::string limits_problem;
+  // Batches: rows per request (1: one row per request, no batch format), the body's byte cap,
+  // and how long a partial batch may wait for more rows.
+  int batch_rows = 1;
+  std::int64_t batch_bytes = proto::max_batch_bytes;
+  std::chrono::steady_clock::duration batch_linger{};
+  std::optional<proto::coalesce_rule> coalesce;  // nullopt: off
+  // Stored batch or coalescing values that cannot be used, and what is done instead; empty if
+  // fine. Logged once per value, like limits_problem.
+  std::string relief_problem;
+};
+
+subscriber_settings derive_settings(const storage::subscriber_row& row,
+                                    const scheduler_config& config);
+
+// What is wrong with the row's rate_per_sec or burst, quoting the stored value; empty if fine.
+std::string limits_problem(const storage::subscriber_row& row);
+
+// Whether the drain can send this subscriber's rows now: active, with usable limits and a rate
+// above 0. --until-drained does not wait for the rows of one that cannot (they stay queued).
+bool sends_now(const storage::subscriber_row& row);
+
+struct subscriber_state {
+  subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
+                   boost::asio::any_io_executor executor, double now_unix,
+                   const scheduler_config& config);
+
+  subscriber_settings settings;
+  // The request head every row shares (request_head), and the target it was built for: a reload
+  // that swaps the target makes the next attempt build it again.
+  std::string request_head;
+  std::shared_ptr<const proto::target> request_head_target;
+  // Admits attempts, so no connection is opened for a request that cannot go soon; refills at
+  // pace.effective(), not always the configured rate.
+  token_bucket bucket;
+  // Charged when each request goes on the wire, at the configured limit: what the partner counts.
+  wire_gate wire;
+  // What this process may spend of the subscriber's persisted bucket, which every drainer of it
+  // shares: an attempt starts only with a token from here as well as from `bucket`.
+  token_allowance allowance;
+  std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
+  adaptive_rate pace;
+  // What the partner announces of its quota (engine/limits/partner_quota), and the limit it sets
+  // below the configured one until its window resets (none while the configured limit fits). A
+  // quota spent to the last unit pauses the subscriber instead (paused_until).
+  partner_quota quota;
+  struct announced_limit {
+    double rate = 0;
+    double burst = 1;
+    std::chrono::steady_clock::time_point until{};
+  };
+  std::optional<announced_limit> quota_limit;
+  bool quota_unrecorded = false;  // a newer announcement than the storage thread was given
+  bool quota_noted = false;       // the log said once that the partner's quota paces it
+  circuit_breaker breaker;
+  ready_rows ready;  // claimed, waiting for a token or a slot
+  int in_flight = 0;
+  int pending_claim = 0;  // rows asked of the storage thread, not yet answered
+  int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
+  // Polling backoff for a subscriber whose last claim came back short; when the next poll is
+  // due is kept by the shard (shard::poll_after_of), where the demand scan reads it.
+  std::chrono::milliseconds idle_poll{0};
+  std::size_t scan_index = 0;  // its place in the shard's demand scan
+  std::chrono::steady_clock::time_point paused_until{};
+  // Set while a partial batch waits for more rows (at most the subscriber's batch_linger).
+  std::optional<std::chrono::steady_clock::time_point> batch_wait_since;
+  // Set while the front row waits for a token, to account token wait time.
+  std::optional<std::chrono::steady_clock::time_point> token_wait_since;
+  std::int64_t delivered = 0;
+  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered`
+  std::int64_t failed_attempts = 0;
+  int consecutive_failures = 0;
+  int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)
+  // The largest batch the partner took after refusing a larger one with 413 (for the drain's
+  // life): the configured batch size is capped at it.
+  int batch_fits = INT_MAX;
+  bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
+  bool token_watched = false;     // on the shard's token watch (shard::watch_tokens)
+  // The origin whose concurrency limit it is queued behind, if any (entries left behind in
+  // another origin's queue by a URL change are recognised by this and skipped).
+  origin_state* waiting_on_origin = nullptr;
+  // The origin state of settings.target, and the target it was looked up for (shard::origin_of):
+  // found by its key once per target, not by hashing the key several times per request.
+  origin_state* origin = nullptr;
+  std::shared_ptr<const proto::target> origin_target;
+  bool origin_turn = false;  // woken from the head of that queue: may send before those behind
+  // Another drain owns it now (storage/ownership.hpp): nothing more goes on the wire from here.
+  bool disowned = false;
+  // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
+  boost::asio::steady_timer wake;
+
+  void notify() { wake.cancel(); }
+  // Sets the pacing bucket and the wire gate from the configured limit, lowered by the partner's
+  // announced quota while it lasts (quota_limit) and, for the pacing bucket, by the adaptive
+  // pace. Tokens are kept (clamped); waiters at the gate look again when its limit changed.
+  void apply_limits(std::chrono::steady_clock::time_point now);
+  // Waits, first come first served, until the wire gate lets one more request go and no
+  // Retry-After pause is in force; true when the caller may write now (the token is taken).
+  // False when it gives up: at `give_up_at`, when a pause or a rate of 0 lasts past it, or once
+  // `stopping` (the shard's flag, which outlives the wait) or `disowned` is set.
+  boost::asio::awaitable<bool> wait_for_wire(std::chrono::steady_clock::time_point give_up_at,
+                                             const bool& stopping, bool fresh_connection);
+  // What wait_for_wire would answer without waiting, when it can: true (the token is taken) or
+  // false; nullopt when only waiting can tell (someone is ahead in the line, a pause or the next
+  // token is near). The same rules as the wait's, read at `now`.
+  std::optional<bool> wire_now(std::chrono::steady_clock::time_point give_up_at,
+                               const bool& stopping, bool fresh_connection,
+                               std::chrono::steady_clock::time_point now);
+  // Limits, a pause or the stop flag changed: the waiters at the gate look again.
+  void notify_wire() {
+    for (auto* waiter : wire_line) waiter->cancel();
+  }
+  // The head of the wire line at `now`: pass (the token is taken), give up, or wake at `until`.
+  struct wire_step {
+    enum class verdict { pass, give_up, wait } what = verdict::wait;
+    std::chrono::steady_clock::time_point until{};
+  };
+  wire_step wire_head_step(std::chrono::steady_clock::time_point give_up_at,
+                           bool fresh_connection, std::chrono::steady_clock::time_point now);
+  // An open circuit whose cool-down has passed: one row may go out as the probe.
+  bool probe_due(std::chrono::steady_clock::time_point now) const {
+    return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();
+  }
+};
+
+}  // namespace surge::engine

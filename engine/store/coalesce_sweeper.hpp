@@ -1,0 +1,57 @@
+#pragma once
+// Coalescing across a subscriber's whole due backlog. The shard merges repeats among the rows it
+// has claimed (engine/shard/batching_and_coalescing.cpp), but in a spike a key's repeats lie
+// thousands of rows apart, further than any claim looks ahead. This thread, with its own
+// connection, reads the due rows nobody holds of each coalescing subscriber now and then, applies
+// the rule (proto/coalesce) and marks the rows it replaces, in short write transactions that never
+// touch a leased row.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "engine/observe/counters.hpp"
+#include "proto/id_set.hpp"
+#include "storage/queue_shape.hpp"
+#include "storage/database.hpp"
+
+namespace surge::engine {
+
+struct coalesce_sweeper_config {
+  std::string db_path;
+  std::optional<storage::queue_shape> shape;
+  proto::id_set subscribers;
+  std::chrono::milliseconds interval{1000};   // between sweeps
+  int max_rows = 100'000;                     // rows read per subscriber and sweep
+  // ... and payload bytes: what a sweep holds in memory is bounded whatever the rows carry.
+  std::int64_t max_bytes = 64 * 1024 * 1024;
+  int rows_per_transaction = 1000;            // the write lock is held this briefly
+  // A keyed event is small; a bigger payload is sent as it is, never held by the sweep.
+  std::int64_t max_payload_bytes = 64 * 1024;
+  std::chrono::milliseconds busy_timeout{2000};
+};
+
+class coalesce_sweeper {
+ public:
+  coalesce_sweeper(coalesce_sweeper_config config, drain_counters& counters);
+  ~coalesce_sweeper();  // stops and joins; a lock wait in progress is cut short
+  coalesce_sweeper(const coalesce_sweeper&) = delete;
+  coalesce_sweeper& operator=(const coalesce_sweeper&) = delete;
+
+ private:
+  void run();
+  void sweep_once();
+
+  coalesce_sweeper_config config_;
+  drain_counters& counters_;
+  storage::interruptible_wait lock_wait_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,11 @@
+#include "engine/store/commit_timing.hpp"
+
+namespace surge::engine {
+
+bool outcomes_due(const commit_timing& timing, std::size_t waiting, bool deactivations_waiting,
+                  std::chrono::steady_clock::duration since_last_commit, bool force) {
+  if (waiting == 0 && !deactivations_waiting) return false;
+  return force || waiting >= timing.rows || since_last_commit >= timing.interval;
+}
+
+}  // namespace surge::engine

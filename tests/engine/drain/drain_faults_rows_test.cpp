@@ -1,0 +1,170 @@
+// A fault that belongs to one row stays that row's, through the real CLI: another program's
+// trigger refusing one row's outcome, a row whose attempts count is at its column's limit, rows
+// deleted while in flight, and rows whose payloads would not fit in memory all at once. The
+// other rows are delivered and their outcomes reach the queue (docs/reliability.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "storage/database.hpp"
+#include "tests/engine/drain/drain_faults_support.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/e2e.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto npos = std::string::npos;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::int64_t rows_with_status(test_queue& queue, const std::string& status) {
+  return static_cast<std::int64_t>(queue.sql().number(
+      "SELECT COUNT(*) FROM webhook_delivery WHERE status = ?", {status}));
+}
+
+// Another program's trigger refuses to mark one row done. Before, every outcome batch holding it
+// failed, so after the first few commits nothing more was written and the drain never ended.
+TEST(DrainFaultsRows, ATriggerRefusingOneRowsOutcomeDeadLettersThatRowAndNothingElse) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  const auto rows = queue.add_rows(id, 400);
+  const auto frozen = rows[20];
+  queue.sql().exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF status ON webhook_delivery "
+                   "WHEN NEW.id = " + std::to_string(frozen) +
+                   " AND NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'row is frozen by audit'); "
+                   "END");
+  const auto result = run_surge(dir, fast_drain(queue), 90s);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("(drained)"), npos) << result.out;
+  EXPECT_EQ(rows_with_status(queue, "done"), 399) << result.err;
+  const auto row = queue.row(frozen);
+  EXPECT_EQ(row.status, "dead");
+  EXPECT_NE(row.last_error.find("row is frozen by audit"), npos) << row.last_error;
+  EXPECT_NE(result.err.find("row " + std::to_string(frozen)), npos) << result.err;
+  // Each row was sent once: the outcomes of the others were not lost with the refused one's.
+  const auto per_delivery = deliveries(sink.stop_and_read());
+  EXPECT_EQ(per_delivery.size(), rows.size());
+  for (const auto& [delivery, count] : per_delivery) EXPECT_EQ(count, 1) << delivery;
+}
+
+// The trigger refuses every change of the row, so not even a dead-letter can be written: the row
+// is left to its lease and the others still go through.
+TEST(DrainFaultsRows, ARowWhoseEveryUpdateIsRefusedIsLeftToItsLeaseAndTheOthersGoOn) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  const auto rows = queue.add_rows(id, 200);
+  const auto frozen = rows[7];
+  queue.sql().exec("CREATE TRIGGER refuse_all BEFORE UPDATE OF status ON webhook_delivery "
+                   "WHEN NEW.id = " + std::to_string(frozen) +
+                   " BEGIN SELECT RAISE(ABORT, 'row is frozen'); END");
+  auto args = fast_drain(queue);
+  drop_option(args, "--until-drained-wait");
+  args.erase(std::find(args.begin(), args.end(), "--until-drained"));
+  args.insert(args.end(), {"--duration", "6"});
+  const auto result = run_surge(dir, args, 90s);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(rows_with_status(queue, "done"), 199) << result.err;
+  EXPECT_EQ(queue.row(frozen).status, "pending");
+  EXPECT_NE(result.err.find("left to its lease"), npos) << result.err;
+}
+
+class DrainFaultsRowsOn : public ::testing::TestWithParam<backend> {};
+
+// A row whose attempts column is at the most the column holds: the next count would overflow
+// PostgreSQL's integer (the whole batch refused before) or wrap SQLite's 64 bits. The count is
+// clamped, the row dies at its attempt limit, and every other row is done.
+TEST_P(DrainFaultsRowsOn, AnAttemptsCountAtItsLimitNeitherOverflowsNorStopsTheOthers) {
+  temp_dir dir;
+  SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
+  auto& queue = *queue_held;
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"status": 500}})"});
+  const auto failing = queue.add_subscriber_at(sink, 1000, 100);
+  const auto worn = queue.add_rows(failing, 1).front();
+  const std::string most = GetParam() == backend::postgres ? "2147483647" : "9223372036854775807";
+  queue.sql().exec("UPDATE webhook_delivery SET attempts = " + most + " WHERE id = ?",
+                   {std::to_string(worn)});
+  sink_process good(dir, queue.path());
+  const auto fine = queue.add_subscriber_at(good, 1000, 100);
+  queue.add_rows(fine, 399);
+  const auto result = run_surge(dir, fast_drain(queue), 90s);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(rows_with_status(queue, "done"), 399) << result.err;
+  const auto row = queue.row(worn);
+  EXPECT_EQ(row.status, "dead") << row.last_error;
+  EXPECT_EQ(row.attempts, 2147483647) << "clamped to what every queue's column holds";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainFaultsRowsOn, all_backends(), backend_name);
+
+// An operator deletes a subscriber and its rows while some are in flight: their outcomes have
+// nowhere to go, which the log says as it is, not as another drainer's doing.
+TEST(DrainFaultsRows, RowsDeletedWhileInFlightAreNamedAsDeleted) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 1500}})"});
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  queue.add_rows(id, 20);
+  tools::child_process drain(surge_binary(), fast_drain(queue), dir.file("drain.out"),
+                             dir.file("drain.err"));
+  ASSERT_TRUE(wait_for_requests(sink, 5, 20s));
+  queue.sql().exec("DELETE FROM webhook_delivery WHERE subscriber_id = ?", {std::to_string(id)});
+  queue.sql().exec("DELETE FROM webhook_subscriber WHERE id = ?", {std::to_string(id)});
+  ASSERT_EQ(drain.wait(60s).value_or(-1), 0) << read_file(dir.file("drain.err"));
+  const auto err = read_file(dir.file("drain.err"));
+  EXPECT_NE(err.find("were deleted from the queue while they were in flight"), npos) << err;
+  EXPECT_EQ(err.find("another drainer took them"), npos) << err;
+}
+
+// Rows of 900 KB each to an endpoint that hangs: without a bound on payload bytes the drain
+// held every row max-in-flight and its buffers allow (1.7 GB at 640 in flight). With
+// --max-payload-memory 32 it holds about 36 of them, whatever --max-in-flight says.
+TEST(DrainFaultsRows, ThePayloadBytesHeldStayWithinTheMemoryBound) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"hang": true}})"});
+  const std::string big = "{\"blob\":\"" + std::string(900 * 1024, 'x') + "\"}";
+  for (int i = 0; i < 8; ++i) {
+    const auto id = queue.add_subscriber_at(sink, 1000, 100);
+    queue.add_rows(id, 40, big);
+  }
+  std::vector<std::string> args{"drain", "--db", queue.path(), "--allow-private-targets",
+                                "--max-in-flight", "640", "--per-subscriber-in-flight", "80",
+                                "--max-payload-memory", "32", "--attempt-timeout", "30",
+                                "--lease", "120", "--threads", "2", "--progress-interval", "0.2",
+                                "--origin-latency-tolerance", "0", "--duration", "6", "--grace", "1"};
+  const auto result = run_surge(dir, args, 60s);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  // The progress lines say what was held: in flight plus buffered rows, each 900 KB.
+  std::istringstream lines(result.err);
+  std::string line;
+  int seen = 0;
+  long long most_held = 0;
+  while (std::getline(lines, line)) {
+    const auto in_flight = line.find("in_flight=");
+    const auto buffered = line.find("buffered=");
+    if (in_flight == npos || buffered == npos) continue;
+    ++seen;
+    most_held = std::max(most_held, std::stoll(line.substr(in_flight + 10)) +
+                                        std::stoll(line.substr(buffered + 9)));
+  }
+  ASSERT_GT(seen, 5) << result.err;
+  EXPECT_GT(most_held, 0) << "the hanging endpoint got requests: " << result.err;
+  // 32 MiB / 900 KB is 36 rows; one claim's estimate may overshoot by a few.
+  EXPECT_LE(most_held, 40) << result.err;
+}
+
+}  // namespace
+}  // namespace surge::testing

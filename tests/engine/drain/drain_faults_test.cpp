@@ -1,0 +1,346 @@
+// Fault cases end to end through the real CLI, part one: endpoints
+// that hang, never accept, trickle, reset or answer with hostile bodies. SSRF forms and TLS
+// failures are drain_faults_targets_test.cpp; the queue file and the processes around it,
+// drain_faults_queue_test.cpp.
+// Deadlines are a second or two so that each case stays fast, and all traffic stays on loopback.
+// docs/reliability.md maps each case to what Surge guarantees.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+
+#include "tests/engine/drain/drain_faults_support.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/http_get.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+constexpr auto npos = std::string::npos;
+
+// --- helpers --------------------------------------------------------------------------------
+
+void set_max_in_flight(test_queue& queue, std::int64_t subscriber, int cap) {
+  queue.db().exec("UPDATE webhook_subscriber SET max_in_flight = " + std::to_string(cap) +
+                  " WHERE id = " + std::to_string(subscriber));
+}
+
+// VmHWM (peak resident set) of a live process in bytes; 0 once it has exited.
+std::uint64_t peak_rss_bytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+// A loopback listener that never accepts. Linux completes handshakes into the accept queue by
+// itself, so a plain listener would "accept" at the TCP level; with listen(fd, 0) the queue holds
+// one connection, and once a filler connection occupies it the kernel drops further SYNs, so a
+// connect hangs until the client's own deadline, like a server too busy to answer.
+class never_accepting_listener {
+ public:
+  never_accepting_listener() {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = loopback(0);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listener_, 0);
+    socklen_t length = sizeof address;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    for (int i = 0; i < 3; ++i) fillers_.push_back(start_connect());
+    std::this_thread::sleep_for(100ms);
+  }
+  ~never_accepting_listener() {
+    for (int fd : fillers_) ::close(fd);
+    ::close(listener_);
+  }
+  never_accepting_listener(const never_accepting_listener&) = delete;
+  never_accepting_listener& operator=(const never_accepting_listener&) = delete;
+
+  std::uint16_t port() const { return port_; }
+
+  // Whether a fresh connect completes within `timeout`; it must not, or the test proves nothing.
+  bool connects_within(std::chrono::milliseconds timeout) const {
+    const int fd = start_connect();
+    pollfd wait{fd, POLLOUT, 0};
+    bool connected = false;
+    if (::poll(&wait, 1, static_cast<int>(timeout.count())) == 1) {
+      int error = 0;
+      socklen_t length = sizeof error;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      connected = error == 0;
+    }
+    ::close(fd);
+    return connected;
+  }
+
+ private:
+  static sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    return address;
+  }
+  int start_connect() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in address = loopback(port_);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);  // EINPROGRESS
+    return fd;
+  }
+
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::vector<int> fillers_;
+};
+
+// --- 1. hanging endpoint --------------------------------------------------------------------
+
+TEST(DrainFaults, HangingEndpointIsAbortedAtTheDeadlineWhileAnotherSubscriberIsServed) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"hang": true}})"});
+  const auto hanging = subscriber_at(queue, sink);
+  ASSERT_EQ(hanging, 1);
+  const auto healthy = subscriber_at(queue, sink);
+  const auto hung_rows = queue.add_rows(hanging, 2);
+  const auto healthy_rows = queue.add_rows(healthy, 50);
+
+  // One shard: both subscribers share one reactor thread and one HTTP client.
+  const auto result = run_surge(dir, fast_drain(queue, {"--threads", "1", "--max-attempts", "2"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  const auto requests = sink.stop_and_read();
+  for (auto row : hung_rows) {
+    const auto state = queue.row(row);
+    EXPECT_EQ(state.status, "dead");
+    EXPECT_EQ(state.attempts, 2) << "a timed-out attempt is retried";
+    EXPECT_NE(state.last_error.find("attempt deadline"), npos) << state.last_error;
+    const auto tries = attempts_of(queue, row);
+    ASSERT_EQ(tries.size(), 2u);
+    for (const auto& attempt : tries) {
+      EXPECT_EQ(attempt.error_class, "timeout");
+      EXPECT_GE(attempt.seconds, 0.9) << "given up before the attempt deadline";
+    }
+  }
+  double first_hang = std::numeric_limits<double>::max();
+  double last_healthy = 0;
+  for (const auto& request : requests) {
+    if (request.subscriber_id == hanging) first_hang = std::min(first_hang, request.arrival);
+    if (request.subscriber_id == healthy) last_healthy = std::max(last_healthy, request.arrival);
+  }
+  for (auto row : healthy_rows) EXPECT_EQ(queue.row(row).status, "done");
+  std::size_t healthy_delivered = 0;
+  for (const auto& [id, count] : deliveries(requests)) {
+    if (std::find(healthy_rows.begin(), healthy_rows.end(), id) != healthy_rows.end()) {
+      ++healthy_delivered;
+      EXPECT_EQ(count, 1);
+    }
+  }
+  EXPECT_EQ(healthy_delivered, healthy_rows.size());
+  // The hanging attempts (1 s each, twice) did not hold the healthy subscriber up.
+  EXPECT_LT(last_healthy, first_hang + 2.0);
+}
+
+// --- 2. never accepts -----------------------------------------------------------------------
+
+TEST(DrainFaults, ListenerThatNeverAcceptsIsAbortedAtTheConnectDeadlineAndRetried) {
+  never_accepting_listener listener;
+  ASSERT_FALSE(listener.connects_within(300ms))
+      << "the kernel completed a connect past a full backlog; the test proves nothing";
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto id = queue.add_subscriber("http://placeholder/", 100, 10);
+  queue.set_url(id, "http://127.0.0.1:" + std::to_string(listener.port()) + "/hook/1");
+  const auto rows = queue.add_rows(id, 1);
+
+  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"},
+                                                {.connect = "1", .attempt = "2", .lease = "5"}),
+                                60s);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto state = queue.row(rows.front());
+  EXPECT_EQ(state.status, "dead");
+  EXPECT_EQ(state.attempts, 2) << "a connect timeout is retried";
+  EXPECT_NE(state.last_error.find("connect"), npos) << state.last_error;
+  const auto tries = attempts_of(queue, rows.front());
+  ASSERT_EQ(tries.size(), 2u);
+  for (const auto& attempt : tries) {
+    EXPECT_EQ(attempt.error_class, "connect_timeout");
+    EXPECT_GE(attempt.seconds, 0.9) << "given up before the connect deadline";
+  }
+}
+
+// --- 3. trickled response -------------------------------------------------------------------
+
+TEST(DrainFaults, ResponseTrickledByteByByteIsAbortedAtTheDeadlineAndItsConnectionDropped) {
+  temp_dir dir;
+  test_queue queue(dir);
+  // The status line and headers arrive one byte per 250 ms: a live peer, slower than any deadline.
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"trickle_ms": 250}})"});
+  const auto id = subscriber_at(queue, sink);
+  const auto rows = queue.add_rows(id, 1);
+
+  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto state = queue.row(rows.front());
+  EXPECT_EQ(state.status, "dead");
+  EXPECT_EQ(state.attempts, 2);
+  const auto tries = attempts_of(queue, rows.front());
+  ASSERT_EQ(tries.size(), 2u);
+  for (const auto& attempt : tries) {
+    EXPECT_EQ(attempt.error_class, "timeout");
+    EXPECT_GE(attempt.seconds, 0.9);
+  }
+  const auto requests = of_delivery(sink.stop_and_read(), rows.front());
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests[0].connection_id, requests[1].connection_id)
+      << "a connection with half a response on it was reused";
+}
+
+// --- 4. connection resets -------------------------------------------------------------------
+
+TEST(DrainFaults, ResetsAreClassifiedAndRetriedUntilTheEndpointAnswers) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(),
+                    {.behaviours_json = R"({"1": {"reset_first": 2}, "2": {"reset": true}})"});
+  const auto recovering = subscriber_at(queue, sink);
+  const auto always_reset = subscriber_at(queue, sink);
+  ASSERT_EQ(recovering, 1);
+  ASSERT_EQ(always_reset, 2);
+  const auto recovering_row = queue.add_rows(recovering, 1).front();
+  const auto reset_row = queue.add_rows(always_reset, 1).front();
+
+  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "3"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  auto state = queue.row(recovering_row);
+  EXPECT_EQ(state.status, "done");
+  EXPECT_EQ(state.attempts, 3) << "two resets, then the answer";
+  auto tries = attempts_of(queue, recovering_row);
+  ASSERT_EQ(tries.size(), 3u);
+  EXPECT_EQ(tries[0].error_class, "reset_before_response");
+  EXPECT_EQ(tries[1].error_class, "reset_before_response");
+  EXPECT_EQ(tries[2].status, 200);
+  const auto requests = sink.stop_and_read();
+  const auto recovering_requests = of_delivery(requests, recovering_row);
+  ASSERT_EQ(recovering_requests.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(recovering_requests[i].attempt, static_cast<int>(i) + 1);
+  }
+
+  state = queue.row(reset_row);
+  EXPECT_EQ(state.status, "dead");
+  EXPECT_EQ(state.attempts, 3);
+  EXPECT_NE(state.last_error.find("closed before"), npos) << state.last_error;
+  tries = attempts_of(queue, reset_row);
+  ASSERT_EQ(tries.size(), 3u);
+  for (const auto& attempt : tries) EXPECT_EQ(attempt.error_class, "reset_before_response");
+}
+
+// --- 5. hostile responses -------------------------------------------------------------------
+
+struct watched_drain {
+  int exit_code = -1;
+  std::uint64_t peak_rss = 0;  // bytes
+  std::uint64_t streamed = 0;  // body bytes the sink managed to write
+  std::vector<sink_request> requests;
+};
+
+// Two rows, sent one at a time (so a reused connection shows in the record), to a sink answering
+// with `behaviour`; the drain's peak RSS is sampled from /proc while it runs.
+watched_drain drain_watching_memory(const std::string& behaviour) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": )" + behaviour + "}"});
+  const auto id = subscriber_at(queue, sink);
+  set_max_in_flight(queue, id, 1);
+  const auto rows = queue.add_rows(id, 2);
+
+  tools::child_process drain(surge_binary(),
+                             fast_drain(queue, {"--max-attempts", "1"},
+                                        {.connect = "1", .attempt = "2", .lease = "5"}),
+                             dir.file("drain.out"), dir.file("drain.err"));
+  // VmHWM only grows, and the drain idles for two drained checks (0.5 s) after the last
+  // response before it exits, so polling sees the peak.
+  watched_drain out;
+  std::optional<int> status;
+  const auto give_up = steady::now() + 60s;
+  while (!(status = drain.wait(20ms)) && steady::now() < give_up) {
+    out.peak_rss = std::max(out.peak_rss, peak_rss_bytes(drain.pid()));
+  }
+  if (!status) status = drain.stop(5s);
+  out.exit_code = *status;
+  const auto stats = http_get(sink.port(), "/_sink/stats");
+  if (stats.status == 200) {
+    out.streamed =
+        boost::json::parse(stats.body).at("streamed_body_bytes").to_number<std::uint64_t>();
+  }
+  out.requests = sink.stop_and_read();
+  for (auto row : rows) {
+    const auto state = queue.row(row);
+    EXPECT_EQ(state.status, "done") << "the status (200) decides, whatever the body does: row "
+                                    << row << ": " << state.last_error;
+    EXPECT_EQ(state.attempts, 1);
+    EXPECT_EQ(state.last_status.value_or(0), 200);
+  }
+  return out;
+}
+
+// The drain must read at most its 4 KiB cap of a hostile body, close the connection, go by the
+// status, and keep its memory where a drain of plain answers has it.
+void expect_hostile_body_is_cut(const std::string& behaviour) {
+  constexpr std::uint64_t hundred_mb = 100ull * 1024 * 1024;
+  // The same drain against plain answers: the memory yardstick, whatever the build (a
+  // sanitizer build starts far higher than a plain one).
+  const auto plain = drain_watching_memory(R"({"status": 200})");
+  ASSERT_EQ(plain.exit_code, 0);
+  const auto hostile = drain_watching_memory(behaviour);
+  ASSERT_EQ(hostile.exit_code, 0);
+  ASSERT_GT(plain.peak_rss, 0u) << "could not read the drain's VmHWM";
+  ASSERT_GT(hostile.peak_rss, 0u) << "could not read the drain's VmHWM";
+
+  ASSERT_EQ(hostile.requests.size(), 2u);
+  EXPECT_NE(hostile.requests[0].connection_id, hostile.requests[1].connection_id)
+      << "a connection with an unread body on it was reused";
+  // The sink offered 100 MB or more per row; a drain that stops at its cap lets it write no more
+  // than the loopback socket buffers hold before the connection closes.
+  EXPECT_LT(hostile.streamed, hundred_mb) << "the drain read a hostile body to the end";
+  EXPECT_LT(hostile.peak_rss, plain.peak_rss + 32ull * 1024 * 1024)
+      << "peak RSS " << hostile.peak_rss / (1024 * 1024) << " MiB against "
+      << plain.peak_rss / (1024 * 1024) << " MiB for plain answers";
+  std::cerr << behaviour << ": drain peak RSS " << hostile.peak_rss / 1024 << " KiB (plain "
+            << plain.peak_rss / 1024 << " KiB), sink streamed " << hostile.streamed
+            << " bytes\n";
+}
+
+TEST(DrainFaults, HundredMegabyteBodyIsCutAtTheCapWithFlatMemory) {
+  expect_hostile_body_is_cut(R"({"body_bytes": 104857600})");
+}
+
+TEST(DrainFaults, HugeAnnouncedContentLengthCostsNoMemory) {
+  // A terabyte announced, two bytes sent, the connection held open: the attempt ends at its
+  // deadline with the status it already has.
+  expect_hostile_body_is_cut(R"({"announce_length": 1000000000000})");
+}
+
+TEST(DrainFaults, EndlessChunkedBodyIsCutAtTheCap) {
+  expect_hostile_body_is_cut(R"({"endless_chunked": true})");
+}
+
+}  // namespace
+}  // namespace surge::testing

@@ -1,0 +1,265 @@
+// A partner that enforces a quota and announces it: `surge sink` with a quota of 100 requests per
+// 10 s window, 429 beyond, announced in each header form (or not at all), against subscribers
+// configured at 50/s; and nginx, a peer Surge did not write, whose `limit_req` enforces a rate
+// while a static RateLimit-Policy announces it. Counted at the receiver: refusals, and how much
+// of the quota was used. The pacing rule's timing is tested on a simulated clock
+// (partner_quota_test.cpp).
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "proto/clock.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/nginx.hpp"
+
+namespace surge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int quota = 100;
+constexpr int window_s = 10;
+
+std::string quota_behaviour(const std::string& announce) {
+  return R"({"quota": {"requests": )" + std::to_string(quota) + R"(, "window_s": )" +
+         std::to_string(window_s) + R"(, "announce": ")" + announce + R"("}})";
+}
+
+struct window_count {
+  int accepted = 0;
+  int refused = 0;
+};
+
+// Requests of one subscriber per window of the sink's clock, the windows wholly within the run
+// only (the first and last are partly outside it).
+std::map<std::int64_t, window_count> full_windows(const std::vector<sink_request>& requests,
+                                                  std::int64_t id, double run_start,
+                                                  double run_end) {
+  std::map<std::int64_t, window_count> out;
+  for (const auto& request : requests) {
+    if (request.subscriber_id != id) continue;
+    const auto window = static_cast<std::int64_t>(std::floor(request.arrival / window_s));
+    if (window * window_s < run_start || (window + 1) * window_s > run_end) continue;
+    auto& count = out[window];
+    if (request.status == 429) {
+      ++count.refused;
+    } else if (request.status == 200) {
+      ++count.accepted;
+    }
+  }
+  return out;
+}
+
+int refusals(const std::vector<sink_request>& requests, std::int64_t id) {
+  int refused = 0;
+  for (const auto& request : requests) refused += request.subscriber_id == id && request.status == 429;
+  return refused;
+}
+
+std::map<std::string, double> samples_of(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
+  temp_dir dir;
+  test_queue queue(dir);
+  // Subscribers 1 to 4: the quota unannounced, announced as the IETF draft, and as X-RateLimit-*
+  // with the reset as a Unix time or as seconds left.
+  sink_process sink(dir, queue.path(),
+                    {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
+                                        quota_behaviour("draft") + R"(, "3": )" +
+                                        quota_behaviour("x-epoch") + R"(, "4": )" +
+                                        quota_behaviour("x-seconds") + "}"});
+  const auto silent = queue.add_subscriber_at(sink, 50, 5);
+  const auto draft = queue.add_subscriber_at(sink, 50, 5);
+  const auto x_epoch = queue.add_subscriber_at(sink, 50, 5);
+  ASSERT_EQ(draft, 2);
+  const auto x_seconds = queue.add_subscriber_at(sink, 50, 5);
+  ASSERT_EQ(x_epoch, 3);
+  ASSERT_EQ(x_seconds, 4);
+  // More than the quota lets through in the run: every subscriber is backlogged throughout.
+  for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
+
+  const double started = proto::unix_now();
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--allow-private-targets",
+                              "--duration", "26", "--metrics-listen", "127.0.0.1:0",
+                              "--progress", "off"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  const auto port = metrics_port_from_log(dir.file("drain.err"));
+  ASSERT_NE(port, 0) << "no metrics address in the log";
+  // Once the partner has answered a few times: what it announced, beside the pace it set.
+  std::map<std::string, double> samples;
+  ASSERT_TRUE(eventually(
+      [&] {
+        samples = samples_of(http_get(port, "/metrics").body);
+        return samples.contains("surge_subscriber_announced_remaining{subscriber=\"3\"}") &&
+               samples.contains("surge_subscriber_announced_remaining{subscriber=\"2\"}");
+      },
+      15s, 200ms));
+  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"2\"}"), quota);
+  EXPECT_EQ(samples.at("surge_subscriber_announced_window_seconds{subscriber=\"2\"}"), window_s);
+  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"3\"}"), quota);
+  EXPECT_LE(samples.at("surge_subscriber_announced_reset_seconds{subscriber=\"2\"}"), window_s);
+  EXPECT_LT(samples.at("surge_subscriber_paced_rate{subscriber=\"2\"}"), 50);
+  EXPECT_FALSE(samples.contains("surge_subscriber_announced_remaining{subscriber=\"1\"}"));
+  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
+  const double ended = proto::unix_now();
+  const auto requests = sink.stop_and_read();
+
+  // Unannounced: the partner's wall, hit in every window.
+  const auto before = full_windows(requests, silent, started, ended);
+  ASSERT_GE(before.size(), 2u);
+  for (const auto& [window, count] : before) {
+    EXPECT_GT(count.refused, 0) << "window " << window << ": the unannounced quota was not hit";
+  }
+  // Announced: nothing refused, and at least 95 % of each window's quota used.
+  for (const auto id : {draft, x_epoch, x_seconds}) {
+    EXPECT_EQ(refusals(requests, id), 0) << "subscriber " << id;
+    const auto windows = full_windows(requests, id, started, ended);
+    ASSERT_GE(windows.size(), 2u) << "subscriber " << id;
+    for (const auto& [window, count] : windows) {
+      EXPECT_GE(count.accepted, std::ceil(0.95 * quota))
+          << "subscriber " << id << ", window " << window;
+    }
+  }
+}
+
+// nginx cannot count what is left of a window, but it can announce a policy and enforce it:
+// `limit_req` at 10 r/s (a burst of 5, so that a request delayed a millisecond on its way is not
+// refused), and on /announced a RateLimit-Policy of 100 per 10 s. A policy alone reads as a full
+// window from each answer: Surge, configured at 50/s, keeps to 99 per 10 s after its first
+// request. /silent is the same limiter announcing nothing.
+TEST(DrainPartnerQuota, NginxAnnouncingItsPolicyRefusesNothing) {
+  const auto nginx = nginx_binary();
+  if (!nginx) GTEST_SKIP() << "nginx is not installed (Debian package nginx-light)";
+  temp_dir dir;
+  const auto root = dir.file("nginx");
+  std::filesystem::create_directories(root + "/www");
+  test_queue queue(dir);
+  const auto port = unused_port();
+  const auto base = "http://127.0.0.1:" + std::to_string(port);
+  const auto silent = queue.add_subscriber(base + "/silent", 50, 5);
+  const auto announced = queue.add_subscriber(base + "/announced", 50, 5);
+  for (const auto id : {silent, announced}) queue.add_rows(id, 400);
+  {
+    // `return` answers before limit_req runs: try_files falls through to a named location
+    // (as in drain_partner_limit_test.cpp). An empty add_header value adds no field.
+    std::ofstream conf(root + "/nginx.conf");
+    conf << nginx_conf_prelude(root) << "  log_format partner '$msec $uri $status';\n"
+         << "  access_log " << root << "/access.log partner;\n"
+         << "  limit_req_zone $uri zone=quota:1m rate=10r/s;\n"
+         << "  map $uri $policy { /announced '\"peak\";q=100;w=10'; default ''; }\n"
+         << "  server {\n    listen 127.0.0.1:" << port << ";\n    root " << root << "/www;\n"
+         << "    add_header RateLimit-Policy $policy always;\n"
+         << "    location = /ready { return 204; }\n"
+         << "    location @accepted { return 204; }\n"
+         << "    location / { limit_req zone=quota burst=4 nodelay; limit_req_status 429; "
+         << "try_files /none @accepted; }\n  }\n}\n";
+  }
+  auto server = start_nginx(*nginx, root, port, "/ready", {"-n", "-10"});
+  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
+                                      "--duration", "22", "--progress", "off"});
+  server.stop();
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+
+  std::map<std::string, std::vector<std::pair<double, int>>> by_path;
+  {
+    std::ifstream log(root + "/access.log");
+    std::string line;
+    while (std::getline(log, line)) {
+      std::istringstream fields(line);
+      double at = 0;
+      std::string uri;
+      int status = 0;
+      fields >> at >> uri >> status;
+      by_path[uri].emplace_back(at, status);
+    }
+  }
+  const auto refused = [](const std::vector<std::pair<double, int>>& requests) {
+    return std::count_if(requests.begin(), requests.end(),
+                         [](const auto& r) { return r.second == 429; });
+  };
+  EXPECT_GT(refused(by_path["/silent"]), 0) << "the unannounced limit was not hit";
+  const auto& requests = by_path["/announced"];
+  std::ostringstream refusals;
+  for (const auto& [at, status] : requests) {
+    if (status != 204) refusals << " " << status << " at +" << at - requests.front().first << " s";
+  }
+  EXPECT_EQ(refused(requests), 0) << refusals.str();
+  std::vector<double> accepted;
+  for (const auto& [at, status] : requests) {
+    if (status == 204) accepted.push_back(at);
+  }
+  ASSERT_GE(accepted.size(), 100u);
+  std::sort(accepted.begin(), accepted.end());
+  // From the second request on (the first goes at once): at least 95 % of 100 per 10 s.
+  const double per_second = static_cast<double>(accepted.size() - 2) /
+                            (accepted.back() - accepted[1]);
+  EXPECT_GE(per_second, 0.95 * 10) << accepted.size() << " accepted";
+  EXPECT_LE(per_second, 10.5) << "faster than the announced policy";
+}
+
+class DrainPartnerQuotaStats : public ::testing::TestWithParam<backend> {};
+
+TEST_P(DrainPartnerQuotaStats, TheLatestAnnouncementIsShownByStats) {
+  temp_dir dir;
+  SURGE_QUEUE_FOR(GetParam(), dir, queue);
+  // A quota of 100 a day, announced as the draft says it: after the first burst, what is left
+  // would not last the day at 50/s, so the rest of the rows wait (hence --duration).
+  sink_process sink(dir, queue->path(),
+                    {.behaviours_json = R"({"*": {"quota": {"requests": 100, "window_s": 86400, )"
+                                        R"("announce": "draft"}}})"});
+  const auto id = queue->add_subscriber_at(sink, 50, 5);
+  queue->add_rows(id, 20);
+  const auto drained = run_surge(dir, {"drain", "--db", queue->path(), "--allow-private-targets",
+                                       "--duration", "3", "--progress", "off"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  const auto sent = static_cast<std::int64_t>(sink.stop_and_read().size());
+  EXPECT_GE(sent, 1);
+  EXPECT_LE(sent, 5);
+  EXPECT_NE(drained.err.find("its partner announces"), std::string::npos) << drained.err;
+
+  const auto stats = run_surge(dir, {"stats", "--db", queue->path(), "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const auto json = boost::json::parse(stats.out).as_object();
+  const auto& announced = json.at("announced_quotas").as_array();
+  ASSERT_EQ(announced.size(), 1u) << stats.out;
+  const auto& entry = announced.at(0).as_object();
+  EXPECT_EQ(entry.at("subscriber_id").to_number<std::int64_t>(), id);
+  EXPECT_EQ(entry.at("form").as_string(), "ratelimit");
+  EXPECT_EQ(entry.at("quota").to_number<std::int64_t>(), 100);
+  EXPECT_EQ(entry.at("window_seconds").to_number<double>(), 86400);
+  EXPECT_EQ(entry.at("remaining").to_number<std::int64_t>(), 100 - sent);
+  EXPECT_EQ(entry.at("configured_rate").to_number<double>(), 50);
+  // What is left for the rest of the day would not last at 50/s: the pace is far below it.
+  EXPECT_TRUE(entry.at("paced").as_bool()) << stats.out;
+  EXPECT_LT(entry.at("paced_rate").to_number<double>(), 1) << stats.out;
+  const auto table = run_surge(dir, {"stats", "--db", queue->path()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("100 per 86400 s"), std::string::npos) << table.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainPartnerQuotaStats, all_backends(), backend_name);
+
+}  // namespace
+}  // namespace surge::testing

@@ -1,0 +1,218 @@
+// The one fresh retry of the HTTP client (engine/net/connection_state decides it): a request that
+// fails on a reused keep-alive connection before any response byte goes out once more on a new
+// connection; a request that fails on a new connection, or after the server answered something,
+// does not. A real client on loopback against a peer on plain sockets that closes connections
+// the way servers close idle ones: after reading the next request, without answering it.
+#include "engine/net/http_client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
+namespace surge::engine {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+// What the peer does with the requests it reads on one connection: it answers the first
+// `answered` with a keep-alive 204, then closes the connection on the next, without an answer
+// or after only a status line.
+struct connection_script {
+  int answered = 1;
+  bool partial_then_close = false;
+};
+
+using scripts = std::vector<connection_script>;
+
+// Accepts connections on its own thread, each served on a thread of its own by the script for
+// its place in line (the last script serves every later connection).
+class closing_peer {
+ public:
+  explicit closing_peer(scripts by_connection)
+      : scripts_(std::move(by_connection)),
+        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        port_(acceptor_.local_endpoint().port()),
+        thread_([this] { run(); }) {}
+  ~closing_peer() {
+    done_ = true;
+    boost::system::error_code ignored;
+    tcp::socket poke(io_);  // wakes the blocking accept
+    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ignored);
+    thread_.join();
+    for (auto& server : servers_) server.join();
+  }
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_; }
+  int requests_read() const { return requests_read_; }
+
+ private:
+  void run() {
+    for (std::size_t index = 0;; ++index) {
+      tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec || done_) return;
+      ++connections_;
+      const auto script = scripts_[std::min(index, scripts_.size() - 1)];
+      servers_.emplace_back([this, script, socket = std::move(socket)]() mutable {
+        serve(socket, script);
+      });
+    }
+  }
+
+  void serve(tcp::socket& socket, const connection_script& script) {
+    asio::streambuf input;
+    boost::system::error_code ec;
+    for (int request = 1;; ++request) {
+      // The client's requests here carry no body; the read ends when the client closes.
+      const auto head_bytes = asio::read_until(socket, input, "\r\n\r\n", ec);
+      if (ec) return;
+      input.consume(head_bytes);
+      ++requests_read_;
+      if (request <= script.answered) {
+        asio::write(socket, asio::buffer(std::string_view("HTTP/1.1 204 No Content\r\n\r\n")),
+                    ec);
+        continue;
+      }
+      if (script.partial_then_close) {
+        asio::write(socket, asio::buffer(std::string_view("HTTP/1.1 200 OK\r\n")), ec);
+      }
+      socket.close(ec);
+      return;
+    }
+  }
+
+  scripts scripts_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_;  // read once: the acceptor is busy in another thread's accept
+  std::atomic<bool> done_{false};
+  std::atomic<int> connections_{0};
+  std::atomic<int> requests_read_{0};
+  std::vector<std::thread> servers_;  // touched by the accepting thread only, until joined
+  std::thread thread_;
+};
+
+const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+
+http_client_config client_config() {
+  http_client_config config;
+  config.allow_private_targets = true;
+  config.attempt_timeout = 10s;
+  return config;
+}
+
+// One client sending to one peer. The peer is declared first, so it outlives the client: the
+// client's closing its connections is what ends the peer's reads.
+class client_and_peer {
+ public:
+  explicit client_and_peer(scripts by_connection)
+      : peer(std::move(by_connection)),
+        client_(io_.get_executor(), nullptr, client_config()),
+        target_(proto::parse_target_url("http://127.0.0.1:" + std::to_string(peer.port()) + "/hook")
+                    .value.value()) {}
+
+  // Sends `count` requests at once and runs them to the end.
+  std::vector<http_result> send(int count) {
+    std::vector<http_result> results(static_cast<std::size_t>(count));
+    for (auto& result : results) {
+      asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
+        result = co_await client_.send(target_, request);
+      }, asio::detached);
+    }
+    io_.restart();
+    io_.run();
+    return results;
+  }
+  http_result send_one() { return send(1).at(0); }
+
+  closing_peer peer;
+
+ private:
+  asio::io_context io_;
+  http_client client_;
+  proto::target target_;
+};
+
+void expect_failed_without_answer(const http_result& result) {
+  EXPECT_EQ(result.status, 0);
+  EXPECT_NE(result.error, proto::transport_error::none);
+}
+
+// What the peer saw: connections accepted and requests read.
+void expect_seen(const closing_peer& peer, int connections, int requests) {
+  EXPECT_EQ(peer.connections(), connections);
+  EXPECT_EQ(peer.requests_read(), requests);
+}
+
+TEST(HttpFreshRetry, ARequestLostOnAReusedConnectionGoesOutOnceMoreOnANewOne) {
+  client_and_peer pair(scripts{{.answered = 1}});
+  const auto first = pair.send_one();
+  EXPECT_EQ(first.status, 204) << first.detail;
+  EXPECT_FALSE(first.fresh_retry);
+  // The second request finds the first's connection idle; the peer reads it and closes.
+  const auto second = pair.send_one();
+  EXPECT_EQ(second.status, 204) << second.detail;
+  EXPECT_TRUE(second.fresh_retry);
+  EXPECT_FALSE(second.reused_connection) << "answered on the new connection";
+  expect_seen(pair.peer, 2, 3);
+}
+
+TEST(HttpFreshRetry, TheRetryOpensANewConnectionEvenWithAnotherIdle) {
+  // A server that closed one idle connection has often closed the others too (a restart, its
+  // keep-alive timeout).
+  client_and_peer pair(scripts{{.answered = 1}});
+  // Two requests at once open two connections; both go idle with their one answer spent.
+  for (const auto& result : pair.send(2)) ASSERT_EQ(result.status, 204) << result.detail;
+  ASSERT_EQ(pair.peer.connections(), 2);
+  const auto third = pair.send_one();
+  EXPECT_EQ(third.status, 204) << third.detail;
+  EXPECT_TRUE(third.fresh_retry);
+  expect_seen(pair.peer, 3, 4);
+}
+
+TEST(HttpFreshRetry, ARequestIsRetriedOnlyOnce) {
+  // The retry's new connection fails too: that is the endpoint's answer.
+  client_and_peer pair(scripts{{.answered = 1}, {.answered = 0}});
+  ASSERT_EQ(pair.send_one().status, 204);
+  const auto second = pair.send_one();
+  expect_failed_without_answer(second);
+  EXPECT_TRUE(second.fresh_retry);
+  expect_seen(pair.peer, 2, 3);
+}
+
+TEST(HttpFreshRetry, AFailureOnANewConnectionIsNotRetried) {
+  client_and_peer pair(scripts{{.answered = 0}});
+  const auto result = pair.send_one();
+  expect_failed_without_answer(result);
+  EXPECT_FALSE(result.fresh_retry);
+  expect_seen(pair.peer, 1, 1);
+}
+
+TEST(HttpFreshRetry, AnAnswerCutOffOnAReusedConnectionIsNotRetried) {
+  // The server sent part of an answer: it may have acted on the request, so it is not sent again.
+  client_and_peer pair(scripts{{.answered = 1, .partial_then_close = true}});
+  ASSERT_EQ(pair.send_one().status, 204);
+  const auto second = pair.send_one();
+  expect_failed_without_answer(second);
+  EXPECT_FALSE(second.fresh_retry);
+  expect_seen(pair.peer, 1, 2);
+}
+
+}  // namespace
+}  // namespace surge::engine

@@ -1,0 +1,161 @@
+// The storage thread's end-of-work decisions (engine/store/backlog_watch.hpp), with a clock passed
+// in: when the stuck-row sweep runs, when --until-drained stops, and how often the backlog is
+// counted.
+#include "engine/store/backlog_watch.hpp"
+
+#include <chrono>
+
+#include <gtest/gtest.h>
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = backlog_watch::clock;
+
+constexpr auto interval = 30s;
+const clock::time_point start{1000s};
+
+// One check of a drain that is still busy: rows claimed, some in flight.
+void busy_check(backlog_watch& watch, std::int64_t& claimed) {
+  claimed += 500;
+  watch.observe(false, claimed);
+}
+
+TEST(BacklogWatch, NoSweepWhenTheShardsLookEmptyBetweenTwoClaims) {
+  backlog_watch watch(interval, start);
+  // Before the first claim nothing is in flight: one empty-looking check.
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.sweep_due(200000, start));
+  // Two seconds later, mid-drain, a shard has just finished its last request and the next
+  // claim's answer is on its way: the shards look empty again, but rows were claimed since.
+  watch.observe(true, 59000);
+  EXPECT_FALSE(watch.sweep_due(140000, start + 2s));
+  EXPECT_FALSE(watch.drained(140000, false));
+}
+
+TEST(BacklogWatch, SweepsOnceTheShardsStayOutOfWork) {
+  backlog_watch watch(interval, start);
+  std::int64_t claimed = 0;
+  busy_check(watch, claimed);
+  watch.observe(true, claimed);  // out of work, nothing claimed since the last check
+  EXPECT_FALSE(watch.sweep_due(3, start + 1s)) << "one check is not enough";
+  watch.observe(true, claimed);
+  EXPECT_TRUE(watch.sweep_due(3, start + 2s));
+  watch.swept(start + 2s);
+  // Rows stay outstanding (stuck ones the sweep could not touch): again only after the interval.
+  watch.observe(true, claimed);
+  EXPECT_FALSE(watch.sweep_due(3, start + 3s));
+  watch.observe(true, claimed);
+  EXPECT_TRUE(watch.sweep_due(3, start + 2s + interval));
+}
+
+TEST(BacklogWatch, NoSecondSweepOnceNothingIsOutstanding) {
+  backlog_watch watch(interval, start);
+  watch.observe(true, 0);
+  watch.observe(true, 0);
+  ASSERT_TRUE(watch.sweep_due(0, start));
+  watch.swept(start);
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.sweep_due(0, start + 2 * interval));
+}
+
+TEST(BacklogWatch, SweepsBeforeTheDrainIsCalledDrained) {
+  backlog_watch watch(interval, start);
+  std::int64_t claimed = 0;
+  busy_check(watch, claimed);
+  EXPECT_FALSE(watch.drained(10, false));
+  // The last rows were claimed and delivered between two checks: this check sees rows claimed
+  // since, so the shards do not count as settled, but it is the first quiet one.
+  claimed += 10;
+  watch.observe(true, claimed);
+  EXPECT_FALSE(watch.sweep_due(0, start + 1s));
+  EXPECT_FALSE(watch.drained(0, false));
+  // The next quiet check would end the drain: it sweeps first.
+  watch.observe(true, claimed);
+  EXPECT_TRUE(watch.sweep_due(0, start + 2s));
+  watch.swept(start + 2s);
+  EXPECT_TRUE(watch.drained(0, false));
+}
+
+TEST(BacklogWatch, DrainedNeedsTwoQuietChecksInARow) {
+  backlog_watch watch(interval, start);
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(0, false));
+  // Outcomes or claims waiting at the next check: it does not count, and quiet starts over.
+  watch.interrupted();
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(0, false));
+  watch.observe(true, 0);
+  EXPECT_TRUE(watch.drained(0, false));
+}
+
+TEST(BacklogWatch, NotDrainedWhileWorkIsInFlightOrDueSoon) {
+  backlog_watch watch(interval, start);
+  for (int i = 0; i < 3; ++i) {
+    watch.observe(false, 0);  // the last requests still in flight
+    EXPECT_FALSE(watch.drained(0, false));
+  }
+  for (int i = 0; i < 3; ++i) {
+    watch.observe(true, 0);
+    EXPECT_FALSE(watch.drained(0, true)) << "a retry falls due within the wait";
+  }
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(0, false));
+  watch.observe(true, 0);
+  EXPECT_TRUE(watch.drained(0, false));
+}
+
+TEST(BacklogWatch, PeriodicSweepWaitsOneIntervalFromTheStart) {
+  backlog_watch watch(interval, start);
+  EXPECT_FALSE(watch.periodic_sweep_due(start + interval - 1s));
+  EXPECT_TRUE(watch.periodic_sweep_due(start + interval));
+  watch.swept(start + interval);
+  EXPECT_FALSE(watch.periodic_sweep_due(start + interval + 1s));
+}
+
+const backlog_check_timing timing{.small_backlog = 250ms, .large_backlog = 2s};
+
+TEST(BacklogCheckInterval, ALargeBacklogIsCountedRarelyWhileTheShardsHaveWork) {
+  EXPECT_EQ(backlog_check_interval(timing, 200000, false, 18ms), clock::duration(2s));
+  // Before the first count the backlog is unknown, and taken as large.
+  EXPECT_EQ(backlog_check_interval(timing, -1, false, 0ms), clock::duration(2s));
+}
+
+TEST(BacklogCheckInterval, ASmallBacklogOrIdleShardsAreCheckedOften) {
+  EXPECT_EQ(backlog_check_interval(timing, 1000, false, 100us), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 0, true, 10us), clock::duration(250ms));
+  // Idle shards with rows still due: the end may be near, and the count is cheap.
+  EXPECT_EQ(backlog_check_interval(timing, 20000, true, 2ms), clock::duration(250ms));
+}
+
+TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {
+  // About what counting a million due rows takes: with idle-looking shards bringing each count
+  // 250 ms after the last, the storage thread would be counting about a third of the time.
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, true, 105ms), clock::duration(5250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 1000000, false, 105ms), clock::duration(5250ms));
+  backlog_check_timing looser = timing;
+  looser.count_cost_multiple = 20;
+  EXPECT_EQ(backlog_check_interval(looser, 1000000, false, 105ms), clock::duration(2100ms));
+}
+
+TEST(BacklogCheckInterval, OneStalledCountDoesNotHoldTheEndForMinutes) {
+  // A count that took 10 s (a stalled disk, a busy PostgreSQL server) would mean 200 s.
+  EXPECT_EQ(backlog_check_interval(timing, 50, true, 10s), clock::duration(30s));
+}
+
+TEST(FirstCountDue, WaitsForTheFirstClaimsAnswer) {
+  // The shards ask a moment after start; a count before their answer would hold their claims.
+  EXPECT_FALSE(first_count_due(false, 0ms, 100ms));
+  EXPECT_FALSE(first_count_due(false, 99ms, 100ms));
+  EXPECT_TRUE(first_count_due(true, 1ms, 100ms));
+}
+
+TEST(FirstCountDue, CountsAnywayWhenNoShardAsks) {
+  // Every subscriber paused or inactive: no claim comes, and the counts alone end the drain.
+  EXPECT_TRUE(first_count_due(false, 100ms, 100ms));
+  EXPECT_TRUE(first_count_due(false, 5s, 100ms));
+}
+
+}  // namespace
+}  // namespace surge::engine
