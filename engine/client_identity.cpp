@@ -12,6 +12,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "engine/tls_sessions.hpp"
 
@@ -76,6 +77,12 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
   try {
     identity->context->use_private_key(boost::asio::buffer(key), ssl::context::pem);
   } catch (const boost::system::system_error& error) {
+    // OpenSSL compares the key with the certificate as it loads it.
+    if (ERR_GET_REASON(static_cast<unsigned long>(error.code().value())) ==
+        X509_R_KEY_VALUES_MISMATCH) {
+      throw std::runtime_error("client key " + key_file +
+                               " does not match client certificate " + cert_file);
+    }
     throw std::runtime_error("client key " + key_file +
                              " is not a usable PEM private key: " + error.code().message());
   }
