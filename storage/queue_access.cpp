@@ -159,6 +159,13 @@ bool set_subscriber_active(connection& db, std::int64_t id, bool active) {
       [&](pg::session& server) { return pg::set_subscriber_active(server, id, active); });
 }
 
+void set_subscriber_credentials(connection& db, const subscriber_row& row) {
+  // The same table on either SQLite shape.
+  on_backend(
+      db, [&](SQLite::Database& file) { set_subscriber_credentials(file, row); },
+      [&](pg::session& server) { pg::set_subscriber_credentials(server, row); });
+}
+
 void record_partner_quotas(connection& db, std::span<const partner_quota_row> rows) {
   on_backend(
       db, [&](SQLite::Database& file) { record_partner_quotas(file, rows); },

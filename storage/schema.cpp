@@ -137,13 +137,25 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
   remaining INTEGER NOT NULL, reset_at REAL NOT NULL, seen_at REAL NOT NULL,
   paced_rate REAL NOT NULL, paced_burst REAL NOT NULL, paced_until REAL NOT NULL DEFAULT 0);
 )sql"},
+      // What some partners require besides the signature: extra request headers ("Name: value"
+      // lines) and a TLS client certificate and key (PEM file paths, never their contents). In a
+      // table of Surge's own, keyed by subscriber id, so either shape's subscriber table stays
+      // as its producer made it.
+      {8,
+       {},
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
+  subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
+  client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+)sql"},
   };
   return all;
 }
 
 // The tables of Surge's own that the migrations create.
 constexpr const char* surge_tables[] = {"surge_attempt", "surge_lease", "surge_drainer",
-                                        "surge_owner", "surge_partner_quota"};
+                                        "surge_owner", "surge_partner_quota",
+                                        "surge_subscriber_credential"};
 
 bool has_column(SQLite::Database& db, const char* table, const char* column) {
   SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");

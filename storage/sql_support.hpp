@@ -8,7 +8,9 @@
 
 #include <SQLiteCpp/Statement.h>
 
+#include "proto/extra_headers.hpp"
 #include "proto/id_set.hpp"
+#include "storage/subscribers.hpp"
 
 namespace surge::storage::detail {
 
@@ -45,5 +47,19 @@ inline std::string numbered_placeholders(int first, int count) {
 // A boolean SQL expression selecting `column` values in `which` ("1" when all): integer literals
 // only, so it is safe to splice into statement text; valid SQL for SQLite and PostgreSQL alike.
 std::string id_filter(const proto::id_set& which, std::string_view column);
+
+// Surge's per-subscriber credentials (surge_subscriber_credential), read beside either shape's
+// subscriber rows: the three columns to select, and the join naming the subscriber id column.
+constexpr const char* credential_columns =
+    ", COALESCE(c.headers, ''), COALESCE(c.client_cert, ''), COALESCE(c.client_key, '')";
+inline void read_credentials(const SQLite::Statement& query, int first, subscriber_row& row) {
+  row.extra_headers = proto::decode_header_fields(query.getColumn(first).getString());
+  row.client_cert_file = query.getColumn(first + 1).getString();
+  row.client_key_file = query.getColumn(first + 2).getString();
+}
+inline std::string credential_join(std::string_view subscriber_id) {
+  return " LEFT JOIN surge_subscriber_credential c ON c.subscriber_id = " +
+         std::string(subscriber_id) + " ";
+}
 
 }  // namespace surge::storage::detail

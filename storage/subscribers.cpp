@@ -20,8 +20,12 @@ constexpr const char* batch_columns =
 
 std::string select_columns(SQLite::Database& db) {
   std::string sql = base_columns;
-  if (schema_version(db) >= 3) sql += batch_columns;
-  return sql + " FROM webhook_subscriber ";
+  if (schema_version(db) < 3) return sql + " FROM webhook_subscriber ";
+  sql += batch_columns;
+  // Added by schema 8.
+  if (!db.tableExists("surge_subscriber_credential")) return sql + " FROM webhook_subscriber ";
+  return sql + detail::credential_columns + " FROM webhook_subscriber" +
+         detail::credential_join("webhook_subscriber.id");
 }
 
 bool is_number(const SQLite::Column& column) {
@@ -66,6 +70,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
     row.coalesce_window = query.getColumn(15).getDouble();
     row.coalesce_events = query.getColumn(16).getString();
   }
+  if (query.getColumnCount() > 17) detail::read_credentials(query, 17, row);
   return row;
 }
 
@@ -139,6 +144,25 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
   const int changed = update.exec();
   transaction.commit();
   return changed > 0;
+}
+
+void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row) {
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty()) {
+    SQLite::Statement remove(db, "DELETE FROM surge_subscriber_credential WHERE subscriber_id = ?");
+    remove.bind(1, row.id);
+    remove.exec();
+  } else {
+    SQLite::Statement upsert(db,
+                             "INSERT OR REPLACE INTO surge_subscriber_credential(subscriber_id, "
+                             "headers, client_cert, client_key) VALUES (?, ?, ?, ?)");
+    upsert.bind(1, row.id);
+    upsert.bind(2, proto::encode_header_fields(row.extra_headers));
+    upsert.bind(3, row.client_cert_file);
+    upsert.bind(4, row.client_key_file);
+    upsert.exec();
+  }
+  transaction.commit();
 }
 
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {

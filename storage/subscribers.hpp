@@ -11,6 +11,7 @@
 
 #include <SQLiteCpp/Database.h>
 
+#include "proto/extra_headers.hpp"
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 
@@ -42,6 +43,12 @@ struct subscriber_row {
   // rate_per_sec and burst as stored, SQL-quoted ('fast', NULL), when they are not numbers (another
   // program can write text into any column); the numeric field then reads NaN (rate) or 0 (burst).
   std::optional<std::string> rate_text, burst_text;
+  // Surge's own surge_subscriber_credential table (schema 8; either shape, keyed by subscriber
+  // id): extra request headers in order, and the PEM files of a TLS client certificate and its
+  // key. The files' paths are stored, never their contents: a drain reads them, so a key stays
+  // in a file the operator protects, and a rotated file is picked up on the next reload.
+  std::vector<proto::header_field> extra_headers;
+  std::string client_cert_file, client_key_file;
 };
 
 // Every column of the chosen subscribers (active or not), ordered by id.
@@ -53,7 +60,9 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
 // Writes every column but tokens/tokens_updated_at. False when no such subscriber.
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
-
+// Replaces the row's extra_headers and client certificate files (none at all removes its
+// credentials row); the subscriber tables are not touched. Either SQLite shape.
+void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row);
 
 // The same on either kind of queue (storage/connection.hpp); throw storage::error.
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which = {});
@@ -61,5 +70,6 @@ std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id);
 std::int64_t add_subscriber(connection& db, const subscriber_row& row);
 bool update_subscriber(connection& db, const subscriber_row& row);
 bool set_subscriber_active(connection& db, std::int64_t id, bool active);
+void set_subscriber_credentials(connection& db, const subscriber_row& row);
 
 }  // namespace surge::storage

@@ -110,6 +110,50 @@ void print_relief(const std::vector<storage::subscriber_row>& rows) {
   }
 }
 
+// Subscribers that send extra headers or present a client certificate. Header names only: the
+// values are credentials, and stats output ends up in tickets and terminals.
+std::vector<storage::subscriber_row> credential_subscribers(storage::connection& db) {
+  std::vector<storage::subscriber_row> out;
+  for (auto& row : storage::load_subscribers(db)) {
+    if (!row.extra_headers.empty() || !row.client_cert_file.empty() ||
+        !row.client_key_file.empty()) {
+      out.push_back(std::move(row));
+    }
+  }
+  return out;
+}
+
+std::string header_names(const storage::subscriber_row& row) {
+  std::string names;
+  for (const auto& field : row.extra_headers) names += (names.empty() ? "" : ", ") + field.name;
+  return names.empty() ? "-" : names;
+}
+
+void print_credentials(const std::vector<storage::subscriber_row>& rows) {
+  if (rows.empty()) return;
+  std::printf("\n%-12s %-32s  %s\n", "subscriber", "extra headers (values hidden)",
+              "client certificate (key)");
+  for (const auto& r : rows) {
+    const std::string cert =
+        r.client_cert_file.empty() ? "-" : r.client_cert_file + " (" + r.client_key_file + ")";
+    std::printf("%-12lld %-32s  %s\n", static_cast<long long>(r.id), header_names(r).c_str(),
+                cert.c_str());
+  }
+}
+
+boost::json::array credentials_json(const std::vector<storage::subscriber_row>& rows) {
+  boost::json::array out;
+  for (const auto& r : rows) {
+    boost::json::array names;
+    for (const auto& field : r.extra_headers) names.push_back(boost::json::string(field.name));
+    out.push_back({{"subscriber_id", r.id},
+                   {"headers", std::move(names)},
+                   {"client_cert", r.client_cert_file},
+                   {"client_key", r.client_key_file}});
+  }
+  return out;
+}
+
 // The quota each partner last announced beside the limit configured for it: where they disagree,
 // the drain paced to the partner's (downwards only).
 struct announced_view {
@@ -233,6 +277,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
         }
         out["batching_and_coalescing"] = std::move(relief);
         out["owners"] = owners_json(owners);
+        out["credentials"] = credentials_json(credential_subscribers(db));
         out["announced_quotas"] = announced_json(announced_quotas(db), now);
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
@@ -244,6 +289,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
       print_lease_holders(stats);
       print_owners(owners, now);
       print_relief(relief_subscribers(db));
+      print_credentials(credential_subscribers(db));
       print_announced(announced_quotas(db), now);
       return exit_ok;
     };

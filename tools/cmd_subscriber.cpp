@@ -1,15 +1,19 @@
 // surge subscriber add|list|set|enable|disable: manage endpoints without writing SQL.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "engine/net/client_identity.hpp"
 #include "proto/batch.hpp"
 #include "proto/coalesce.hpp"
 #include "proto/event_match.hpp"
+#include "proto/extra_headers.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/connection.hpp"
@@ -33,7 +37,17 @@ struct subscriber_options {
   std::optional<std::int64_t> batch, batch_bytes;
   std::optional<double> batch_linger, coalesce_window;
   std::optional<std::string> coalesce, coalesce_events;
+  // Credentials (Surge's own table, either shape).
+  std::vector<std::string> headers, remove_headers;
+  bool clear_headers = false;
+  std::optional<std::string> client_cert, client_key;
+  bool no_client_cert = false;
   bool json = false;
+
+  bool changes_credentials() const {
+    return !headers.empty() || !remove_headers.empty() || clear_headers || client_cert ||
+           no_client_cert;
+  }
 };
 
 void add_setting_options(CLI::App* cmd, subscriber_options& o) {
@@ -70,9 +84,72 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
       ->check(finite_in(0.001, proto::max_coalesce_window_seconds));
   cmd->add_option("--coalesce-events", o.coalesce_events,
                   "Event types coalescing applies to, same syntax as --events (default '*')");
+  cmd->add_option("--header", o.headers,
+                  "An extra request header 'Name: value' the partner requires (an API key, "
+                  "'Authorization: Bearer ...'); repeatable; replaces a header of that name. "
+                  "Never one Surge sets itself (Host, Content-*, X-VVV-*, webhook-*, ...)");
+  auto* cert = cmd->add_option("--client-cert", o.client_cert,
+                               "PEM file of the TLS client certificate (chain) presented to the "
+                               "partner (mutual TLS); the path is stored, not the contents");
+  auto* key = cmd->add_option("--client-key", o.client_key,
+                              "PEM file of the client certificate's private key");
+  cert->needs(key);
+  key->needs(cert);
   cmd->add_option("--region", o.region,
                   "seed001 queues only: the ISO country the partner's deliveries are routed by "
                   "(required there when adding)");
+}
+
+// Extra headers and client certificate files. Checked here as the drain will check them, so a
+// value the drain would hold the subscriber for is refused with exit 2 instead. Paths are stored
+// absolute: the drain runs from another directory.
+void apply_credentials(const subscriber_options& o, storage::subscriber_row& row) {
+  auto& fields = row.extra_headers;
+  if (o.clear_headers) fields.clear();
+  for (const auto& name : o.remove_headers) {
+    std::erase_if(fields, [&](const auto& f) { return proto::same_header_name(f.name, name); });
+  }
+  for (const auto& line : o.headers) {
+    std::string error;
+    auto field = proto::parse_header_line(line, &error);
+    if (!error.empty()) throw usage_error("bad --header '" + line + "': " + error);
+    std::erase_if(fields,
+                  [&](const auto& f) { return proto::same_header_name(f.name, field.name); });
+    fields.push_back(std::move(field));
+  }
+  if (o.no_client_cert) {
+    row.client_cert_file.clear();
+    row.client_key_file.clear();
+  }
+  if (o.client_cert && o.client_key) {
+    std::error_code ec;
+    const auto cert = std::filesystem::absolute(*o.client_cert, ec).lexically_normal().string();
+    const auto key = std::filesystem::absolute(*o.client_key, ec).lexically_normal().string();
+    try {
+      engine::load_client_identity(engine::http_client_config{}, cert, key);
+    } catch (const std::exception& error) {
+      throw usage_error(std::string("bad --client-cert/--client-key: ") + error.what());
+    }
+    row.client_cert_file = cert;
+    row.client_key_file = key;
+  }
+}
+
+// What the partner gets besides the signature, for listings: header names only, never their
+// values (they are credentials), and the certificate's files.
+std::string credentials_text(const storage::subscriber_row& row) {
+  std::string parts;
+  if (!row.extra_headers.empty()) {
+    parts += "headers";
+    for (std::size_t i = 0; i < row.extra_headers.size(); ++i) {
+      parts += (i == 0 ? " " : ", ") + row.extra_headers[i].name;
+    }
+  }
+  if (!row.client_cert_file.empty()) {
+    parts += (parts.empty() ? "" : "; ") + std::string("client cert ") + row.client_cert_file +
+             " (key " + row.client_key_file + ")";
+  }
+  return parts.empty() ? "" : " {" + parts + "}";
 }
 
 // A seed001 queue stores only endpoint, secret, events, rate_per_min, burst, region and active:
@@ -172,6 +249,11 @@ boost::json::object to_json(const storage::subscriber_row& row) {
   out["coalesce_key"] = row.coalesce_key;
   out["coalesce_window"] = row.coalesce_window;
   out["coalesce_events"] = row.coalesce_events;
+  boost::json::array header_names;
+  for (const auto& field : row.extra_headers) header_names.push_back(boost::json::string(field.name));
+  out["headers"] = std::move(header_names);  // names only: the values are credentials
+  out["client_cert"] = row.client_cert_file;
+  out["client_key"] = row.client_key_file;
   // A rate stored as something other than a number reads NaN, which JSON cannot carry.
   if (!std::isfinite(row.rate_per_sec)) out["rate_per_sec"] = nullptr;
   return out;
@@ -233,8 +315,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         row.secret = proto::generate_secret(*proto::parse_signing_scheme(row.signing));
       }
       apply_settings(*add_opts, row);
+      apply_credentials(*add_opts, row);
       row.tokens = static_cast<double>(row.burst);
       row.id = storage::add_subscriber(db, row);
+      if (add_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
@@ -264,13 +348,13 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         return exit_ok;
       }
       std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst",
-                  "signing", "max", "url (events) [batch, coalescing]");
+                  "signing", "max", "url (events) [batch, coalescing] {credentials}");
       for (const auto& r : rows) {
-        std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)%s\n",
+        std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)%s%s\n",
                     static_cast<long long>(r.id), r.active ? "yes" : "no", r.rate_per_sec,
                     static_cast<long long>(r.burst), r.signing.c_str(),
                     static_cast<long long>(r.max_in_flight), proto::redact_url(r.url).c_str(),
-                    r.event_types.c_str(), relief_text(r).c_str());
+                    r.event_types.c_str(), relief_text(r).c_str(), credentials_text(r).c_str());
       }
       return exit_ok;
     };
@@ -282,13 +366,22 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   add_queue_shape_option(set, set_opts->shape);
   set->add_option("id", set_opts->id, "Subscriber id")->required();
   add_setting_options(set, *set_opts);
+  set->add_option("--remove-header", set_opts->remove_headers,
+                  "Stop sending the extra header of this name; repeatable");
+  set->add_flag("--clear-headers", set_opts->clear_headers,
+                "Stop sending every extra header (before any --header given)");
+  auto* no_cert = set->add_flag("--no-client-cert", set_opts->no_client_cert,
+                                "Stop presenting a client certificate");
+  no_cert->excludes(set->get_option("--client-cert"));
   set->callback([&action, set_opts] {
     action = [set_opts] {
       auto db = open_migrated(*set_opts);
       check_for_shape(*set_opts, db.shape(), false);
       auto row = must_load(db, set_opts->id);
       apply_settings(*set_opts, row);
+      apply_credentials(*set_opts, row);
       storage::update_subscriber(db, row);
+      if (set_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
       std::cout << "updated subscriber " << row.id << "\n";
       return exit_ok;
     };

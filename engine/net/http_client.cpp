@@ -101,11 +101,16 @@ void http_client::arm_deadline_timer(steady_time at) {
   });
 }
 
-http_client::origin& http_client::origin_for(const proto::target& target) {
-  auto& slot = origins_[target.origin_key];
+http_client::origin& http_client::origin_for(
+    const proto::target& target, const std::shared_ptr<const client_identity>& identity) {
+  // A newline cannot be part of an origin key (proto::parse_target_url), so an identity's pool
+  // never shares a key with a plain one.
+  std::string key = target.origin_key;
+  if (identity) key.append("\nclient-cert ").append(identity->key);
+  auto& slot = origins_[key];
   if (!slot) {
-    slot = std::make_unique<origin>(config_.idle_timeout,
-                                    tls_session_home{&sessions_, target.origin_key});
+    slot = std::make_unique<origin>(config_.idle_timeout, tls_session_home{&sessions_, key},
+                                    identity);
   }
   return *slot;
 }
@@ -258,14 +263,15 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 
 asio::awaitable<http_result> http_client::send(const proto::target& target,
                                                std::string_view request,
-                                               write_gate* gate) {
+                                               write_gate* gate,
+                                               std::shared_ptr<const client_identity> identity) {
   // The clock is read at the start, after a wait at the gate and after the exchange: each
   // reading serves every decision until the next (about 30 ns a reading, several per request
   // otherwise).
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + config_.attempt_timeout;
   http_result result;
-  auto& pool = origin_for(target);
+  auto& pool = origin_for(target, identity);
 
   // Two tries at most: the lifecycle retries only a reused connection's failure, and the retry
   // opens a new one (a server that closed one idle connection has often closed the others too).

@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/context.hpp>
 
+#include "engine/net/client_identity.hpp"
 #include "engine/config.hpp"
 #include "engine/net/connection_state.hpp"
 #include "engine/net/deadline_slots.hpp"
@@ -77,10 +78,12 @@ class http_client {
   // Sends `request`, the whole message's bytes (write_delivery_request), to `target` within the
   // attempt deadline, reusing an idle connection of the origin when one is there. The bytes must
   // stay put until the send returns. Never throws for network failures: they come back as
-  // errors.
+  // errors. With an `identity`, a TLS connection presents its client certificate; connections
+  // and resumption sessions are pooled per origin and identity, never shared between them.
   boost::asio::awaitable<http_result> send(const proto::target& target,
                                            std::string_view request,
-                                           write_gate* gate = nullptr);
+                                           write_gate* gate = nullptr,
+                                           std::shared_ptr<const client_identity> identity = {});
 
   // Closes connections idle for longer than the idle timeout.
   void evict_idle();
@@ -95,7 +98,8 @@ class http_client {
 
   boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
                                               steady_time deadline, http_result& result);
-  origin& origin_for(const proto::target& target);
+  origin& origin_for(const proto::target& target,
+                     const std::shared_ptr<const client_identity>& identity);
   void close(connection_ptr conn);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
   class exchange_watch;
@@ -108,7 +112,8 @@ class http_client {
   http_client_config config_;
   http_client_counters counters_;
   tls_session_cache sessions_;  // this shard's, so no lock between shards
-  // Never erased: each origin's tls_session_home must outlive its connections.
+  // By origin key, and identity key after it when there is one. Never erased: each origin's
+  // tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
   deadline_slots<connection> deadlines_;
   boost::asio::steady_timer deadline_timer_;

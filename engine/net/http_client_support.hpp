@@ -67,8 +67,12 @@ struct http_client::connection {
 };
 
 struct http_client::origin {
-  origin(std::chrono::steady_clock::duration idle_timeout, tls_session_home home)
-      : sessions(std::move(home)), idle(idle_timeout) {}
+  origin(std::chrono::steady_clock::duration idle_timeout, tls_session_home home,
+         std::shared_ptr<const client_identity> who)
+      : identity(std::move(who)), sessions(std::move(home)), idle(idle_timeout) {}
+  // The client certificate its TLS connections present (null: none); its context must outlive
+  // them, hence declared before them.
+  std::shared_ptr<const client_identity> identity;
   tls_session_home sessions;  // declared first: destroyed after the connections that point to it
   idle_list<connection_ptr> idle;
 };

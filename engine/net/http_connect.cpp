@@ -114,7 +114,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return conn;
   }
 
-  auto conn = std::make_unique<connection>(std::move(stream), *tls_);
+  auto conn = std::make_unique<connection>(
+      std::move(stream), pool.identity ? *pool.identity->context : *tls_);
   auto& tls_stream = *conn->secure;
   error_code literal_ec;
   asio::ip::make_address(target.host, literal_ec);
@@ -133,7 +134,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
     result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();
     // Whatever this origin gave before is not offered again: the next try starts afresh.
-    sessions_.forget(target.origin_key);
+    sessions_.forget(pool.sessions.origin_key);
     close(std::move(conn));
     co_return nullptr;
   }

@@ -53,7 +53,7 @@ asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin
     const auto give_up_at =
         prepare_request(request, sub, target, *signer, rows, batched, started_unix);
     subscriber_wire gate(sub, give_up_at, stopping_);
-    result = co_await client_.send(*target, request, &gate);
+    result = co_await client_.send(*target, request, &gate, sub.settings.identity);
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();
@@ -70,7 +70,8 @@ shard::steady::time_point shard::prepare_request(std::string& request, subscribe
   const auto seconds = static_cast<std::int64_t>(started_unix);
   if (batched) {
     write_request(request, build_batch_request(*target, signer, {rows.data(), rows.size()},
-                                               seconds, config_.http.user_agent));
+                                               seconds, config_.http.user_agent,
+                                               extra_headers_of(sub.settings)));
   } else {
     write_delivery_request(request, request_head_for(sub, target), signer, rows.front(),
                            seconds);
@@ -177,9 +178,12 @@ void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
 
 std::string_view shard::request_head_for(subscriber_state& sub,
                                          const std::shared_ptr<const proto::target>& target) {
-  if (sub.request_head_target != target) {
-    sub.request_head = request_head(*target, config_.http.user_agent);
+  if (sub.request_head_target != target ||
+      sub.request_head_extra != sub.settings.extra_headers) {
+    sub.request_head =
+        request_head(*target, config_.http.user_agent, extra_headers_of(sub.settings));
     sub.request_head_target = target;
+    sub.request_head_extra = sub.settings.extra_headers;
   }
   return sub.request_head;
 }

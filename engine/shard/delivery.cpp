@@ -73,15 +73,28 @@ void check_on_wire_rules(const http_request& request) {
   }
 }
 
+// A subscriber's extra headers after Surge's own: a name that would replace or duplicate one of
+// them, or change the framing, never reaches the wire, whoever stored it.
+void add_extra_headers(http_request& request, std::span<const proto::header_field> extra) {
+  for (const auto& field : extra) {
+    if (auto problem = proto::extra_header_problem(field); !problem.empty()) {
+      throw std::invalid_argument("refused extra " + problem);
+    }
+    request.insert(field.name, field.value);
+  }
+}
+
 }  // namespace
 
 http_request build_batch_request(const proto::target& target, const proto::signer& signer,
                                  std::span<const storage::claimed_row> rows,
-                                 std::int64_t unix_seconds, std::string_view user_agent) {
+                                 std::int64_t unix_seconds, std::string_view user_agent,
+                                 std::span<const proto::header_field> extra_headers) {
   http_request request{http::verb::post, target.path, 11};
   request.set(http::field::host, target.host_header);
   request.set(http::field::user_agent, user_agent);
   request.set(http::field::content_type, "application/json");
+  add_extra_headers(request, extra_headers);
   std::vector<std::string_view> types;
   std::vector<std::int64_t> ids;
   std::vector<std::string_view> payloads;
@@ -138,11 +151,13 @@ storage::outcome outcome_in_batch(const storage::outcome& lead,
   return out;
 }
 
-std::string request_head(const proto::target& target, std::string_view user_agent) {
+std::string request_head(const proto::target& target, std::string_view user_agent,
+                         std::span<const proto::header_field> extra_headers) {
   http_request head{http::verb::post, target.path, 11};
   head.set(http::field::host, target.host_header);
   head.set(http::field::user_agent, user_agent);
   head.set(http::field::content_type, "application/json");
+  add_extra_headers(head, extra_headers);
   check_on_wire_rules(head);
   std::string out;
   write_request(out, head);

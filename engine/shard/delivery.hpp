@@ -13,6 +13,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include "engine/net/http_client.hpp"
+#include "proto/extra_headers.hpp"
 #include "proto/retry_policy.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
@@ -38,7 +39,10 @@ std::string delivery_refusal(const storage::claimed_row& row);
 // (subscriber_state), so a request repeats none of its checks or formatting. Throws
 // std::invalid_argument if the request target or a value is unsafe (parse_target_url and the
 // user agent's check at start-up keep that from happening).
-std::string request_head(const proto::target& target, std::string_view user_agent);
+// The subscriber's extra headers follow Content-Type; their names must pass
+// proto::extra_header_name_problem (checked again here: std::invalid_argument otherwise).
+std::string request_head(const proto::target& target, std::string_view user_agent,
+                         std::span<const proto::header_field> extra_headers = {});
 
 // One row's whole request into `out`, cleared first and its capacity kept, so that with a reused
 // buffer a steady stream of deliveries allocates nothing (the signature's text lives in
@@ -60,7 +64,8 @@ void write_request(std::string& out, const http_request& request);
 // retried together. Every payload must be a JSON value (proto::is_json_value).
 http_request build_batch_request(const proto::target& target, const proto::signer& signer,
                                  std::span<const storage::claimed_row> rows,
-                                 std::int64_t unix_seconds, std::string_view user_agent);
+                                 std::int64_t unix_seconds, std::string_view user_agent,
+                                 std::span<const proto::header_field> extra_headers = {});
 
 // The row a batch's outcome is decided for: the first row, with the highest attempt count among
 // them (no row passes the attempt limit) and the latest created_at (a fresh row is not given up

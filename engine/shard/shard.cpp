@@ -33,6 +33,7 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_wor
               {.open_connections = &metrics.open_connections,
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
+      identities_(config.http),
       in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
       rng_(std::random_device{}()) {
   bytes_per_row_ = static_cast<double>(config.scheduler.max_payload_bytes);
@@ -96,6 +97,13 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   const double now_unix = proto::unix_now();
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
+    if (settings.credentials_problem.empty()) {
+      auto found = identities_.get(row.client_cert_file, row.client_key_file);
+      settings.identity = std::move(found.identity);
+      settings.credentials_problem = std::move(found.problem);
+    }
+    // Held, not failed: without what the partner requires every attempt would be refused.
+    if (!settings.credentials_problem.empty()) settings.rate = 0;
     // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
     // that reads the row's limits below see the pause, not the bad values.
     row.rate_per_sec = settings.rate;
@@ -112,6 +120,17 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
         log_warn(who + settings.limits_problem +
                  "; treated as paused: its rows stay queued and --until-drained does not wait "
                  "for them");
+      }
+    }
+    const std::string& credentials_before =
+        it == subscribers_.end() ? std::string() : it->second->settings.credentials_problem;
+    if (settings.credentials_problem != credentials_before) {
+      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
+      if (settings.credentials_problem.empty()) {
+        log_info(who + "its credentials are usable again; sending resumes");
+      } else {
+        log_warn(who + settings.credentials_problem +
+                 "; held: its rows stay queued and --until-drained does not wait for them");
       }
     }
     const std::string& relief_before =
@@ -224,7 +243,9 @@ void shard::publish_metrics() {
     if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
-    if (sub->breaker.persistently_open()) view.blocked.push_back(sub->settings.id);
+    if (sub->breaker.persistently_open() || !sub->settings.credentials_problem.empty()) {
+      view.blocked.push_back(sub->settings.id);
+    }
     if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
     view.subscribers.push_back({.id = sub->settings.id, .delivered = sub->delivered,
                                 .failed = sub->failed_attempts, .in_flight = sub->in_flight,

@@ -188,6 +188,7 @@ class shard final : public shard_endpoint {
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   http_client client_;
+  client_identities identities_;  // the client certificates of this shard's subscribers
   buffer_pool request_buffers_;
   std::thread thread_;
 

@@ -96,6 +96,17 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
 
   derive_relief(row, out);
 
+  for (const auto& field : row.extra_headers) {
+    if (auto problem = proto::extra_header_problem(field); !problem.empty()) {
+      out.credentials_problem = "stored " + problem;
+      break;
+    }
+  }
+  if (!row.extra_headers.empty() && out.credentials_problem.empty()) {
+    out.extra_headers =
+        std::make_shared<const std::vector<proto::header_field>>(row.extra_headers);
+  }
+
   auto parsed = proto::parse_target_url(row.url);
   if (parsed.value) {
     out.target = std::make_shared<const proto::target>(std::move(*parsed.value));

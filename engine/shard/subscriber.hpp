@@ -6,13 +6,16 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
+#include "engine/net/client_identity.hpp"
 #include "engine/config.hpp"
 #include "engine/memory/node_cache.hpp"
 #include "engine/limits/partner_quota.hpp"
@@ -21,6 +24,7 @@
 #include "engine/limits/wire_gate.hpp"
 #include "proto/batch.hpp"
 #include "proto/coalesce.hpp"
+#include "proto/extra_headers.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/claims.hpp"
@@ -59,7 +63,22 @@ struct subscriber_settings {
   // Stored batch or coalescing values that cannot be used, and what is done instead; empty if
   // fine. Logged once per value, like limits_problem.
   std::string relief_problem;
+  // What the partner requires besides the signature: headers sent on every request after
+  // Surge's own (checked by proto::extra_header_problem), and the client certificate its TLS
+  // connections present (null: none). Shared, like the target, with attempts in flight.
+  std::shared_ptr<const std::vector<proto::header_field>> extra_headers;
+  std::shared_ptr<const client_identity> identity;
+  // Why those credentials cannot be used (a refused header, an unreadable or mismatched
+  // certificate or key); empty if fine. Such a subscriber is held, as for limits_problem: its
+  // rows stay queued (sent without what the partner requires they would only be refused), the
+  // reason is logged once, and --until-drained does not wait for them.
+  std::string credentials_problem;
 };
+
+inline std::span<const proto::header_field> extra_headers_of(const subscriber_settings& settings) {
+  if (!settings.extra_headers) return {};
+  return {settings.extra_headers->data(), settings.extra_headers->size()};
+}
 
 subscriber_settings derive_settings(const storage::subscriber_row& row,
                                     const scheduler_config& config);
@@ -81,6 +100,7 @@ struct subscriber_state {
   // that swaps the target makes the next attempt build it again.
   std::string request_head;
   std::shared_ptr<const proto::target> request_head_target;
+  std::shared_ptr<const std::vector<proto::header_field>> request_head_extra;
   // Admits attempts, so no connection is opened for a request that cannot go soon; refills at
   // pace.effective(), not always the configured rate.
   token_bucket bucket;

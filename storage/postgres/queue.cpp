@@ -11,10 +11,20 @@
 namespace surge::storage::pg {
 namespace {
 
-constexpr const char* subscriber_columns =
+constexpr const char* base_columns =
     "SELECT id, url, secret, event_types, rate_per_sec, burst, tokens, tokens_updated_at, "
     "active, signing, max_in_flight, batch_max, batch_bytes, batch_linger, coalesce_key, "
-    "coalesce_window, coalesce_events FROM webhook_subscriber ";
+    "coalesce_window, coalesce_events";
+
+// With Surge's credentials once the queue is migrated that far (`subscriber list` may read one
+// that is not).
+std::string subscriber_columns(session& db) {
+  const bool credentials =
+      db.exec("SELECT to_regclass('surge_subscriber_credential') IS NOT NULL").text(0, 0) == "t";
+  if (!credentials) return std::string(base_columns) + " FROM webhook_subscriber ";
+  return std::string(base_columns) + detail::credential_columns + " FROM webhook_subscriber" +
+         detail::credential_join("webhook_subscriber.id");
+}
 
 subscriber_row read_subscriber(const result& rows, int i) {
   subscriber_row row;
@@ -36,6 +46,11 @@ subscriber_row read_subscriber(const result& rows, int i) {
   row.coalesce_key = rows.text(i, 14);
   row.coalesce_window = rows.real(i, 15);
   row.coalesce_events = rows.text(i, 16);
+  if (rows.columns() > 17) {
+    row.extra_headers = proto::decode_header_fields(rows.text(i, 17));
+    row.client_cert_file = rows.text(i, 18);
+    row.client_key_file = rows.text(i, 19);
+  }
   return row;
 }
 
@@ -147,7 +162,7 @@ std::optional<double> earliest_scheduled(session& db, double now, const proto::i
 }
 
 std::vector<subscriber_row> load_subscribers(session& db, const proto::id_set& which) {
-  const auto rows = db.exec(std::string(subscriber_columns) + "WHERE " +
+  const auto rows = db.exec(subscriber_columns(db) + "WHERE " +
                             detail::id_filter(which, "id") + " ORDER BY id");
   std::vector<subscriber_row> out;
   for (int i = 0; i < rows.rows(); ++i) out.push_back(read_subscriber(rows, i));
@@ -156,7 +171,7 @@ std::vector<subscriber_row> load_subscribers(session& db, const proto::id_set& w
 
 std::optional<subscriber_row> load_subscriber(session& db, std::int64_t id) {
   const auto rows =
-      db.exec(std::string(subscriber_columns) + "WHERE id = $1", params().add(id));
+      db.exec(subscriber_columns(db) + "WHERE id = $1", params().add(id));
   if (rows.rows() == 0) return std::nullopt;
   return read_subscriber(rows, 0);
 }
@@ -188,6 +203,23 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
           "GREATEST((SELECT MAX(id) FROM webhook_subscriber), 1))");
   step.commit();
   return id;
+}
+
+void set_subscriber_credentials(session& db, const subscriber_row& row) {
+  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty()) {
+    db.exec("DELETE FROM surge_subscriber_credential WHERE subscriber_id = $1",
+            params().add(row.id));
+    return;
+  }
+  db.exec("INSERT INTO surge_subscriber_credential(subscriber_id, headers, client_cert, "
+          "client_key) VALUES ($1, $2, $3, $4) ON CONFLICT (subscriber_id) DO UPDATE SET "
+          "headers = EXCLUDED.headers, client_cert = EXCLUDED.client_cert, "
+          "client_key = EXCLUDED.client_key",
+          params()
+              .add(row.id)
+              .add(proto::encode_header_fields(row.extra_headers))
+              .add(row.client_cert_file)
+              .add(row.client_key_file));
 }
 
 bool update_subscriber(session& db, const subscriber_row& row) {

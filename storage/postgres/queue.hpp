@@ -37,6 +37,7 @@ std::optional<subscriber_row> load_subscriber(session& db, std::int64_t id);
 std::int64_t add_subscriber(session& db, const subscriber_row& row);
 bool update_subscriber(session& db, const subscriber_row& row);
 bool set_subscriber_active(session& db, std::int64_t id, bool active);
+void set_subscriber_credentials(session& db, const subscriber_row& row);
 
 std::vector<drainer_ownership> read_ownership(session& db, double now);
 std::vector<dead_row> list_dead(session& db, const dead_selection& which);

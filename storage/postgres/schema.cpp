@@ -12,7 +12,7 @@ namespace {
 
 // Counted apart from SQLite's versions. One step here: the DDL is idempotent, so a queue left at
 // an older version runs it again and only what is missing changes.
-constexpr int postgres_schema_version = 8;
+constexpr int postgres_schema_version = 9;
 
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -91,6 +91,11 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
   reset_at DOUBLE PRECISION NOT NULL, seen_at DOUBLE PRECISION NOT NULL,
   paced_rate DOUBLE PRECISION NOT NULL, paced_burst DOUBLE PRECISION NOT NULL,
   paced_until DOUBLE PRECISION NOT NULL DEFAULT 0);
+-- Extra request headers and TLS client certificate files (paths) per subscriber (SQLite
+-- migration 8).
+CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
+  subscriber_id BIGINT PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
+  client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
 -- New rows are noticed at once (LISTEN surge_new_rows): one notification per inserting
 -- statement, naming its subscribers, or '*' when the list would not fit a notification.
 CREATE OR REPLACE FUNCTION surge_notify_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -115,8 +120,8 @@ bool schema_complete(session& db) {
   const auto found = db.exec(
       "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND "
       "table_name IN ('surge_attempt', 'surge_lease', 'surge_drainer', 'surge_owner', "
-      "'surge_partner_quota')");
-  return found.int64(0, 0) == 5;
+      "'surge_partner_quota', 'surge_subscriber_credential')");
+  return found.int64(0, 0) == 6;
 }
 
 bool has_version_table(session& db) {

@@ -107,6 +107,7 @@ result::~result() {
 }
 result::result(result&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
 int result::rows() const { return PQntuples(handle_); }
+int result::columns() const { return PQnfields(handle_); }
 bool result::is_null(int row, int column) const { return PQgetisnull(handle_, row, column) != 0; }
 std::string_view result::text(int row, int column) const {
   return {PQgetvalue(handle_, row, column),

@@ -47,6 +47,7 @@ class result {
   result(const result&) = delete;
 
   int rows() const;
+  int columns() const;
   bool is_null(int row, int column) const;
   std::string_view text(int row, int column) const;
   std::int64_t int64(int row, int column) const;  // 0 when NULL

@@ -13,7 +13,7 @@
 namespace surge::storage::seed001 {
 namespace {
 
-// Surge's own tables as seed000's migrations 1 to 6 leave them, in one step, plus the notes that
+// Surge's own tables as seed000's migrations 1 to 6 and 8 leave them, in one step, plus the notes that
 // stand in for seed000's last_status/last_error columns.
 constexpr const char* surge_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS surge_schema_version (
@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS surge_owner (
   subscriber_id INTEGER PRIMARY KEY, drainer TEXT NOT NULL, fence INTEGER NOT NULL,
   taken_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
+CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
+  subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
+  client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS surge_delivery_note (
   delivery_id INTEGER PRIMARY KEY, last_status INTEGER, last_error TEXT, noted_at REAL NOT NULL);
 -- Claims read each subscriber's oldest due rows; the shape's own index leads with state.
@@ -41,7 +44,7 @@ CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
 
 constexpr const char* surge_tables[] = {"surge_schema_version", "surge_attempt", "surge_lease",
                                         "surge_drainer",        "surge_owner",
-                                        "surge_delivery_note"};
+                                        "surge_delivery_note", "surge_subscriber_credential"};
 
 bool complete(SQLite::Database& db) {
   for (const char* table : surge_tables) {

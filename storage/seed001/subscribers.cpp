@@ -13,10 +13,21 @@ namespace surge::storage::seed001 {
 namespace {
 
 // A subscriber without a bucket row has not been sent to yet: its bucket is full.
-constexpr const char* select_columns =
+constexpr const char* base_columns =
     "SELECT s.id, s.endpoint, s.secret, s.events, s.rate_per_min, s.burst, b.tokens, "
-    "b.updated_at, s.active, s.region FROM webhook_subscribers s "
-    "LEFT JOIN webhook_buckets b ON b.subscriber_id = s.id ";
+    "b.updated_at, s.active, s.region";
+constexpr const char* from_tables =
+    " FROM webhook_subscribers s LEFT JOIN webhook_buckets b ON b.subscriber_id = s.id ";
+
+// Surge's credentials table is there once Surge has migrated the file; `subscriber list` may
+// read one it has not.
+std::string select_columns(SQLite::Database& db) {
+  if (!db.tableExists("surge_subscriber_credential")) {
+    return std::string(base_columns) + from_tables;
+  }
+  return std::string(base_columns) + detail::credential_columns + from_tables +
+         detail::credential_join("s.id");
+}
 
 bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
 
@@ -53,6 +64,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
   // Signed by the producer at enqueue; the shape knows no batches, coalescing or caps of
   // Surge's, so those keep their off values.
   row.signing = "stored";
+  if (query.getColumnCount() > 10) detail::read_credentials(query, 10, row);
   return row;
 }
 
@@ -80,7 +92,7 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
   SQLite::Statement query(
-      db, std::string(select_columns) + "WHERE " + detail::id_filter(which, "s.id") +
+      db, select_columns(db) + "WHERE " + detail::id_filter(which, "s.id") +
               " ORDER BY s.id");
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read_row(query));
@@ -88,7 +100,7 @@ std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  SQLite::Statement query(db, std::string(select_columns) + "WHERE s.id = ?");
+  SQLite::Statement query(db, select_columns(db) + "WHERE s.id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
   return read_row(query);

@@ -58,6 +58,27 @@ constexpr const char* ec_key_options =
     " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
 }  // namespace
 
+test_certificate make_client_cert(const std::filesystem::path& dir, const test_pki& pki,
+                                  const std::string& name) {
+  const auto at = [&](const std::string& file) { return (dir / file).string(); };
+  const std::filesystem::path log = dir / "openssl.log";
+  const std::string openssl = SURGE_OPENSSL_PATH;
+  {
+    std::ofstream ext(at(name + ".ext"));
+    ext << "basicConstraints=CA:FALSE\n"
+           "keyUsage=critical,digitalSignature\n"
+           "extendedKeyUsage=clientAuth\n";
+  }
+  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") +
+                "' -out '" + at(name + ".csr") + "' -subj '/CN=" + name + "'",
+            log);
+  run_shell(openssl + " x509 -req -in '" + at(name + ".csr") + "' -CA '" + pki.ca_cert +
+                "' -CAkey '" + pki.ca_key + "' -CAcreateserial -out '" + at(name + ".crt") +
+                "' -days 2 -extfile '" + at(name + ".ext") + "'",
+            log);
+  return {at(name + ".crt"), at(name + ".key")};
+}
+
 test_certificate make_self_signed_cert(const std::filesystem::path& dir) {
   const auto at = [&](const char* name) { return (dir / name).string(); };
   const std::string openssl = SURGE_OPENSSL_PATH;

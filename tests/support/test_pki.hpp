@@ -18,6 +18,11 @@ struct test_certificate {
   std::string cert, key;
 };
 
+// A TLS client certificate (extendedKeyUsage clientAuth) for `name`, signed by the test CA:
+// files `name`.crt and `name`.key in `dir`.
+test_certificate make_client_cert(const std::filesystem::path& dir, const test_pki& pki,
+                                  const std::string& name);
+
 // A certificate for localhost and 127.0.0.1 that signs itself: no CA vouches for it.
 test_certificate make_self_signed_cert(const std::filesystem::path& dir);
 

@@ -162,6 +162,66 @@ TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
                                      sample_row().payload, std::string(later["webhook-signature"])));
 }
 
+TEST(DeliveryRequest, ExtraHeadersFollowSurgesOwnInTheirOrder) {
+  const std::vector<proto::header_field> extra = {{"Authorization", "Bearer x"},
+                                                  {"X-Api-Key", "k"}};
+  EXPECT_EQ(request_head(sample_target(), "Surge/test", extra),
+            "POST /hooks/in?x=1 HTTP/1.1\r\nHost: partner.example:8443\r\n"
+            "User-Agent: Surge/test\r\nContent-Type: application/json\r\n"
+            "Authorization: Bearer x\r\nX-Api-Key: k\r\n");
+  const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
+  std::string wire;
+  write_delivery_request(wire, request_head(sample_target(), "ua", extra), signer, sample_row(),
+                         1000);
+  const auto request = parse_request(wire);
+  EXPECT_EQ(request["Authorization"], "Bearer x");
+  EXPECT_EQ(request["X-Api-Key"], "k");
+  EXPECT_EQ(request.body(), sample_row().payload);
+  const storage::claimed_row rows[] = {sample_row(), sample_row()};
+  const auto batch = build_batch_request(sample_target(), signer, rows, 1000, "ua", extra);
+  EXPECT_EQ(batch["Authorization"], "Bearer x");
+  EXPECT_EQ(batch["X-Api-Key"], "k");
+}
+
+TEST(DeliveryRequest, ExtraHeadersThatWouldOverrideOrInjectNeverReachTheWire) {
+  const std::vector<proto::header_field> host = {{"host", "evil.example"}};
+  EXPECT_THROW(request_head(sample_target(), "ua", host), std::invalid_argument);
+  const std::vector<proto::header_field> injected = {{"X-Key", "a\r\nHost: evil"}};
+  EXPECT_THROW(request_head(sample_target(), "ua", injected), std::invalid_argument);
+  const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
+  const storage::claimed_row rows[] = {sample_row()};
+  EXPECT_THROW(build_batch_request(sample_target(), signer, rows, 1000, "ua", host),
+               std::invalid_argument);
+}
+
+// Whatever Surge writes on a request, in every signing scheme and as a batch, is a name an
+// operator's extra header may not take: read from the requests themselves, so a header added to
+// them later is covered without touching the rule's test.
+TEST(DeliveryRequest, EveryHeaderSurgeWritesIsRefusedAsAnExtraHeader) {
+  std::vector<http_request> requests;
+  auto row = sample_row();
+  for (const auto scheme : {proto::signing_scheme::vvv, proto::signing_scheme::standard}) {
+    const auto signer = proto::signer::create(
+        scheme, scheme == proto::signing_scheme::standard ? "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                                                          : "secret").value();
+    requests.push_back(build(sample_target(), signer, row, 1000, "ua"));
+    const storage::claimed_row rows[] = {sample_row(), sample_row()};
+    requests.push_back(build_batch_request(sample_target(), signer, rows, 1000, "ua"));
+  }
+  const auto stored = proto::signer::create(proto::signing_scheme::stored, "s").value();
+  row.stored_signature = std::string(64, 'a');
+  requests.push_back(build(sample_target(), stored, row, 1000, "ua"));
+  std::size_t names = 0;
+  for (const auto& request : requests) {
+    for (const auto& field : request) {
+      ++names;
+      EXPECT_NE(proto::extra_header_name_problem(field.name_string()), "")
+          << field.name_string() << " is written by Surge but allowed as an extra header";
+    }
+  }
+  EXPECT_GT(names, 30u);
+}
+
 TEST(JudgeAttempt, SuccessIsDoneWithAnAttemptRecord) {
   const auto judged = judge_attempt(sample_row(1), 7, answered(204), times_at(1'700'000'010),
                                     proto::retry_policy{}, 3600s, 0.5);

@@ -1,0 +1,118 @@
+#include "engine/net/client_identity.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/system/system_error.hpp>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "engine/net/tls_sessions.hpp"
+
+namespace surge::engine {
+
+namespace ssl = boost::asio::ssl;
+
+namespace {
+
+std::string read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(std::string("cannot read ") + what + " " + path + ": " +
+                             std::strerror(errno));
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    throw std::runtime_error(std::string("cannot read ") + what + " " + path + ": " +
+                             std::strerror(errno));
+  }
+  return bytes;
+}
+
+std::string digest_of(const std::string& cert, const std::string& key) {
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  const bool ok = context != nullptr && EVP_DigestInit_ex(context, EVP_sha256(), nullptr) == 1 &&
+                  EVP_DigestUpdate(context, cert.data(), cert.size()) == 1 &&
+                  EVP_DigestUpdate(context, "\n--\n", 4) == 1 &&
+                  EVP_DigestUpdate(context, key.data(), key.size()) == 1 &&
+                  EVP_DigestFinal_ex(context, digest, &size) == 1;
+  EVP_MD_CTX_free(context);
+  if (!ok) throw std::runtime_error("cannot hash the client certificate");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const client_identity> load_client_identity(const http_client_config& config,
+                                                            const std::string& cert_file,
+                                                            const std::string& key_file) {
+  const auto cert = read_file(cert_file, "client certificate");
+  const auto key = read_file(key_file, "client key");
+  auto identity = std::make_shared<client_identity>();
+  identity->key = digest_of(cert, key);
+  identity->cert_file = cert_file;
+  identity->key_file = key_file;
+  identity->context = make_client_tls_context(config);
+  try {
+    identity->context->use_certificate_chain(boost::asio::buffer(cert));
+  } catch (const boost::system::system_error& error) {
+    throw std::runtime_error("client certificate " + cert_file +
+                             " is not a usable PEM certificate: " + error.code().message());
+  }
+  try {
+    identity->context->use_private_key(boost::asio::buffer(key), ssl::context::pem);
+  } catch (const boost::system::system_error& error) {
+    // OpenSSL compares the key with the certificate as it loads it.
+    if (ERR_GET_REASON(static_cast<unsigned long>(error.code().value())) ==
+        X509_R_KEY_VALUES_MISMATCH) {
+      throw std::runtime_error("client key " + key_file +
+                               " does not match client certificate " + cert_file);
+    }
+    throw std::runtime_error("client key " + key_file +
+                             " is not a usable PEM private key: " + error.code().message());
+  }
+  if (SSL_CTX_check_private_key(identity->context->native_handle()) != 1) {
+    ERR_clear_error();
+    throw std::runtime_error("client key " + key_file + " does not match client certificate " +
+                             cert_file);
+  }
+  return identity;
+}
+
+client_identities::found client_identities::get(const std::string& cert_file,
+                                                const std::string& key_file) {
+  if (cert_file.empty() && key_file.empty()) return {};
+  if (cert_file.empty() || key_file.empty()) {
+    return {nullptr, cert_file.empty() ? "a client key is set without a client certificate"
+                                       : "a client certificate is set without a client key"};
+  }
+  auto& slot = by_files_[{cert_file, key_file}];
+  try {
+    // Read again each time: a rotated file is used from the next reload on, and an unchanged
+    // one keeps its context, its connections and its sessions.
+    const auto cert = read_file(cert_file, "client certificate");
+    const auto key = read_file(key_file, "client key");
+    if (slot && slot->key == digest_of(cert, key)) return {slot, {}};
+    slot = load_client_identity(config_, cert_file, key_file);
+    return {slot, {}};
+  } catch (const std::exception& error) {
+    return {nullptr, error.what()};
+  }
+}
+
+}  // namespace surge::engine

@@ -1,0 +1,123 @@
+// Per-subscriber credentials (extra headers, client certificate files) in Surge's own table, on
+// each kind of queue: seed000 and seed001 SQLite files and PostgreSQL. The shapes' own subscriber
+// tables are never changed by them.
+#include <gtest/gtest.h>
+
+#include <SQLiteCpp/Database.h>
+
+#include "storage/connection.hpp"
+#include "storage/schema.hpp"
+#include "storage/subscribers.hpp"
+#include "tests/support/postgres_server.hpp"
+#include "tests/support/seed001_ddl.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace surge::storage {
+namespace {
+
+subscriber_row new_subscriber() {
+  subscriber_row row;
+  row.url = "https://partner.example/hook";
+  row.secret = "s";
+  row.rate_per_sec = 1;  // whole requests per minute, as seed001 stores them
+  row.region = "DE";
+  return row;
+}
+
+// Sets, replaces and removes the credentials of one subscriber, and checks another keeps none.
+void round_trip(connection& db) {
+  auto row = new_subscriber();
+  row.id = add_subscriber(db, row);
+  auto other = new_subscriber();
+  other.id = add_subscriber(db, other);
+
+  row.extra_headers = {{"Authorization", "Bearer a: b"}, {"X-Api-Key", "k"}};
+  row.client_cert_file = "/etc/surge/partner.crt";
+  row.client_key_file = "/etc/surge/partner.key";
+  set_subscriber_credentials(db, row);
+  auto loaded = load_subscriber(db, row.id);
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->extra_headers, row.extra_headers);
+  EXPECT_EQ(loaded->client_cert_file, row.client_cert_file);
+  EXPECT_EQ(loaded->client_key_file, row.client_key_file);
+  EXPECT_TRUE(load_subscriber(db, other.id)->extra_headers.empty());
+
+  // Changing the subscriber's own settings leaves its credentials alone.
+  loaded->burst = 7;
+  update_subscriber(db, *loaded);
+  const auto all = load_subscribers(db);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].burst, 7);
+  EXPECT_EQ(all[0].extra_headers.size(), 2u);
+  EXPECT_TRUE(all[1].extra_headers.empty());
+  EXPECT_EQ(all[1].client_cert_file, "");
+
+  row.extra_headers = {{"X-Api-Key", "k2"}};
+  row.client_cert_file.clear();
+  row.client_key_file.clear();
+  set_subscriber_credentials(db, row);
+  loaded = load_subscriber(db, row.id);
+  EXPECT_EQ(loaded->extra_headers, row.extra_headers);
+  EXPECT_EQ(loaded->client_cert_file, "");
+
+  row.extra_headers.clear();
+  set_subscriber_credentials(db, row);
+  EXPECT_TRUE(load_subscriber(db, row.id)->extra_headers.empty());
+}
+
+TEST(Credentials, RoundTripOnASeed000File) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  EXPECT_EQ(migrate(db, true), 8);
+  round_trip(db);
+  SQLite::Database raw(dir.file("queue.db"));
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM surge_subscriber_credential").getInt(), 0);
+  // The shared table gained no column for them.
+  EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM pragma_table_info('webhook_subscriber') "
+                           "WHERE name LIKE '%header%' OR name LIKE '%cert%'")
+                .getInt(),
+            0);
+}
+
+TEST(Credentials, RoundTripOnASeed001File) {
+  testing::temp_dir dir;
+  {
+    SQLite::Database raw(dir.file("seed001.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(testing::seed001_ddl);
+  }
+  connection db({.location = dir.file("seed001.db"), .create_if_missing = false});
+  migrate(db);
+  round_trip(db);
+}
+
+TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  migrate(db, true);
+  {
+    SQLite::Database raw(dir.file("queue.db"), SQLite::OPEN_READWRITE);
+    raw.exec("DROP TABLE surge_subscriber_credential; "
+             "DELETE FROM surge_schema_version WHERE version = 8");
+  }
+  connection again({.location = dir.file("queue.db"), .create_if_missing = false});
+  add_subscriber(again, new_subscriber());
+  const auto rows = load_subscribers(again);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].extra_headers.empty());
+  // Migrating brings the table back.
+  EXPECT_EQ(migrate(again), 8);
+  auto row = rows[0];
+  row.extra_headers = {{"X-Api-Key", "k"}};
+  set_subscriber_credentials(again, row);
+  EXPECT_EQ(load_subscriber(again, row.id)->extra_headers, row.extra_headers);
+}
+
+TEST(Credentials, RoundTripOnPostgres) {
+  SURGE_REQUIRE_POSTGRES(server);
+  connection db({.location = server->create_database()});
+  EXPECT_EQ(migrate(db, true), 9);
+  round_trip(db);
+}
+
+}  // namespace
+}  // namespace surge::storage
