@@ -13,8 +13,8 @@
 namespace surge::storage::seed001 {
 namespace {
 
-// Surge's own tables as seed000's migrations 1 to 6 and 8 leave them, in one step, plus the notes that
-// stand in for seed000's last_status/last_error columns.
+// Surge's own tables as seed000's migrations leave them, in one step, plus the notes that stand
+// in for seed000's last_status/last_error columns.
 constexpr const char* surge_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS surge_schema_version (
   version INTEGER PRIMARY KEY, applied_at REAL NOT NULL);
@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS surge_owner (
   subscriber_id INTEGER PRIMARY KEY, drainer TEXT NOT NULL, fence INTEGER NOT NULL,
   taken_at REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS idx_owner_drainer ON surge_owner(drainer);
+CREATE TABLE IF NOT EXISTS surge_partner_quota (
+  subscriber_id INTEGER PRIMARY KEY, form TEXT NOT NULL, quota INTEGER, window_seconds REAL,
+  remaining INTEGER NOT NULL, reset_at REAL NOT NULL, seen_at REAL NOT NULL,
+  paced_rate REAL NOT NULL, paced_burst REAL NOT NULL, paced_until REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
@@ -42,9 +46,10 @@ CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
   ON webhook_deliveries(subscriber_id, next_attempt) WHERE state = 'pending';
 )sql";
 
-constexpr const char* surge_tables[] = {"surge_schema_version", "surge_attempt", "surge_lease",
-                                        "surge_drainer",        "surge_owner",
-                                        "surge_delivery_note", "surge_subscriber_credential"};
+constexpr const char* surge_tables[] = {
+    "surge_schema_version", "surge_attempt",       "surge_lease",
+    "surge_drainer",        "surge_owner",         "surge_delivery_note",
+    "surge_partner_quota",  "surge_subscriber_credential"};
 
 bool complete(SQLite::Database& db) {
   for (const char* table : surge_tables) {

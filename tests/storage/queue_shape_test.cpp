@@ -165,7 +165,7 @@ TEST(QueueShapeFile, MigrateOnASeed001FileAddsOnlySurgesOwnTables) {
   EXPECT_FALSE(has_table(path, "webhook_delivery"));
   for (const char* table : {"surge_schema_version", "surge_attempt", "surge_lease",
                             "surge_drainer", "surge_owner", "surge_delivery_note",
-                            "surge_subscriber_credential"}) {
+                            "surge_partner_quota", "surge_subscriber_credential"}) {
     EXPECT_TRUE(has_table(path, table)) << table;
   }
   // The shape's own tables and index are as its DDL made them; what is added is Surge's.
