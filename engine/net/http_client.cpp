@@ -104,15 +104,19 @@ void http_client::arm_deadline_timer(steady_time at) {
 http_client::origin& http_client::origin_for(
     const proto::target& target, const std::shared_ptr<const client_identity>& identity) {
   // A newline cannot be part of an origin key (proto::parse_target_url), so an identity's pool
-  // never shares a key with a plain one.
-  std::string key = target.origin_key;
-  if (identity) key.append("\nclient-cert ").append(identity->key);
-  auto& slot = origins_[key];
-  if (!slot) {
-    slot = std::make_unique<origin>(config_.idle_timeout, tls_session_home{&sessions_, key},
-                                    identity);
+  // never shares a key with a plain one. The key is put together in a buffer kept for it, so
+  // finding the pool of a send allocates nothing.
+  origin_key_.assign(target.origin_key);
+  if (identity) origin_key_.append("\nclient-cert ").append(identity->key);
+  auto found = origins_.find(origin_key_);
+  if (found == origins_.end()) {
+    found = origins_
+                .emplace(origin_key_, std::make_unique<origin>(
+                                          config_.idle_timeout,
+                                          tls_session_home{&sessions_, origin_key_}, identity))
+                .first;
   }
-  return *slot;
+  return *found->second;
 }
 
 void http_client::close(connection_ptr conn) {

@@ -115,6 +115,7 @@ class http_client {
   // By origin key, and identity key after it when there is one. Never erased: each origin's
   // tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
+  std::string origin_key_;  // origin_for's key, built in place for each send
   deadline_slots<connection> deadlines_;
   boost::asio::steady_timer deadline_timer_;
 };
