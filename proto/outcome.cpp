@@ -157,6 +157,27 @@ status_class classify_status(int status) {
   return status_class::invalid;
 }
 
+bool asks_to_slow_down(int status) {
+  const auto kind = classify_status(status);
+  return kind == status_class::rate_limited || kind == status_class::unavailable;
+}
+
+endpoint_reading read_endpoint(int status, transport_error error, bool names_retry_after) {
+  endpoint_reading out;
+  if (status == 0) {
+    out.unwell = error != transport_error::refused_target;
+    return out;
+  }
+  const auto kind = classify_status(status);
+  out.delivered = kind == status_class::success;
+  out.pushback = asks_to_slow_down(status);
+  out.unwell = (kind == status_class::server_error) ||
+               (kind == status_class::unavailable && !names_retry_after) ||
+               (kind == status_class::invalid && status >= 600);
+  out.alive = !out.unwell;
+  return out;
+}
+
 int next_unpaid_rate_limits(const attempt_result& result, int streak) {
   if (result.error != transport_error::none) return streak;
   if (classify_status(result.status) == status_class::rate_limited && !result.retry_after) {

@@ -31,6 +31,21 @@ enum class status_class { success, redirect, rate_limited, gone, client_error, u
 
 status_class classify_status(int status);
 
+// Whether the partner asks to be sent less (429, 503): Retry-After is honoured on these only.
+bool asks_to_slow_down(int status);
+
+// What one answer says about the endpoint itself, beside what it means for the row (decide()):
+// the circuit breaker and the adaptive pace read it. `status` is 0 when no answer came.
+struct endpoint_reading {
+  bool delivered = false;  // 2xx
+  bool pushback = false;   // 429 or 503: it asks to be sent less
+  // 5xx, or no answer at all: the endpoint is unwell. A 503 that says when to come back is
+  // pushback, not illness; a target our own policy refused says nothing about the endpoint.
+  bool unwell = false;
+  bool alive = false;  // any other answer
+};
+endpoint_reading read_endpoint(int status, transport_error error, bool names_retry_after);
+
 struct attempt_result {
   int status = 0;  // 0 when a transport error happened
   transport_error error = transport_error::none;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "engine/observe/log.hpp"
+#include "proto/outcome.hpp"
 #include "proto/retry_after.hpp"
 
 namespace surge::engine {
@@ -36,7 +37,7 @@ void shard::observe_quota(subscriber_state& sub, const http_result& result,
   // Retry-After wins where it is honoured (429, 503): the quota only paces what is left of its
   // window after it.
   std::optional<std::chrono::seconds> retry_after;
-  if ((result.status == 429 || result.status == 503) && !result.retry_after.empty()) {
+  if (proto::asks_to_slow_down(result.status) && !result.retry_after.empty()) {
     retry_after = proto::parse_retry_after(result.retry_after, times.now, config_.retry_after_cap);
   }
   // This attempt still counts in in_flight: the others are what the partner may not have seen.

@@ -220,7 +220,7 @@ void shard::record_attempt(subscriber_state& sub, std::span<const storage::claim
       metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
     }
   }
-  if (result.status >= 200 && result.status < 300) {
+  if (proto::classify_status(result.status) == proto::status_class::success) {
     sub.delivered += static_cast<std::int64_t>(rows.size());
     for (const auto& row : rows) {
       sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
@@ -235,13 +235,9 @@ void shard::record_attempt(subscriber_state& sub, std::span<const storage::claim
 
 void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
   const auto now = steady::now();
-  const bool pushback = result.status == 429 || result.status == 503;
-  // 5xx and no answer at all say the endpoint is unwell; any other answer says it is alive.
-  // A 503 with Retry-After is pushback, handled by the pause, not a sign of a dead endpoint.
-  const bool unwell =
-      (result.status >= 500 && !(result.status == 503 && !result.retry_after.empty())) ||
-      (result.status == 0 && result.error != proto::transport_error::refused_target);
-  if (unwell) {
+  const auto reading =
+      proto::read_endpoint(result.status, result.error, !result.retry_after.empty());
+  if (reading.unwell) {
     const bool was_closed = !sub.breaker.blocking();
     sub.breaker.on_failure(now);
     if (was_closed && sub.breaker.blocking()) {
@@ -250,11 +246,12 @@ void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
       // Its buffered rows go back to the queue rather than sit on leases while it is down.
       release_ready(sub);
     }
-  } else if (result.status != 0) {
+  } else if (reading.alive) {
     sub.breaker.on_success();
   }
-  const bool changed = pushback ? sub.pace.on_pushback(now)
-                                : (result.status >= 200 && result.status < 300 && sub.pace.on_success(now));
+  const bool changed = reading.pushback    ? sub.pace.on_pushback(now)
+                       : reading.delivered ? sub.pace.on_success(now)
+                                           : false;
   if (changed) sub.apply_limits(now);
 }
 

@@ -266,5 +266,47 @@ TEST(outcome, reasons_are_static_text) {
   EXPECT_EQ(a.reason.data(), b.reason.data());
 }
 
+// What an answer says about the endpoint: the breaker and the adaptive pace read only this.
+TEST(outcome, what_an_answer_says_about_the_endpoint) {
+  struct row {
+    int status;
+    transport_error error;
+    bool names_retry_after;
+    bool delivered, pushback, unwell, alive;
+  };
+  const row rows[] = {
+      {200, transport_error::none, false, true, false, false, true},
+      {204, transport_error::none, false, true, false, false, true},
+      {301, transport_error::none, false, false, false, false, true},
+      {404, transport_error::none, false, false, false, false, true},
+      {410, transport_error::none, false, false, false, false, true},
+      {429, transport_error::none, false, false, true, false, true},
+      {429, transport_error::none, true, false, true, false, true},
+      {500, transport_error::none, false, false, false, true, false},
+      {502, transport_error::none, true, false, false, true, false},
+      // A 503 that says when to come back asks for less; without it, the endpoint is down.
+      {503, transport_error::none, true, false, true, false, true},
+      {503, transport_error::none, false, false, true, true, false},
+      {600, transport_error::none, false, false, false, true, false},
+      {0, transport_error::connect, false, false, false, true, false},
+      {0, transport_error::timeout, false, false, false, true, false},
+      // Our own policy refused the address: nothing is known of the endpoint.
+      {0, transport_error::refused_target, false, false, false, false, false},
+  };
+  for (const auto& r : rows) {
+    const auto reading = read_endpoint(r.status, r.error, r.names_retry_after);
+    const auto where = std::to_string(r.status) + " " + std::string(to_string(r.error)) +
+                       (r.names_retry_after ? " with Retry-After" : "");
+    EXPECT_EQ(reading.delivered, r.delivered) << where;
+    EXPECT_EQ(reading.pushback, r.pushback) << where;
+    EXPECT_EQ(reading.unwell, r.unwell) << where;
+    EXPECT_EQ(reading.alive, r.alive) << where;
+  }
+  EXPECT_TRUE(asks_to_slow_down(429));
+  EXPECT_TRUE(asks_to_slow_down(503));
+  EXPECT_FALSE(asks_to_slow_down(500));
+  EXPECT_FALSE(asks_to_slow_down(200));
+}
+
 }  // namespace
 }  // namespace surge::proto
