@@ -14,7 +14,7 @@ namespace surge::engine {
 using steady = std::chrono::steady_clock;
 
 void storage_worker::reload_subscribers(bool initial) {
-  last_reload_ = steady::now();
+  cadence_.reloaded(steady::now());
   try {
     auto rows = db_->load_subscribers(config_.subscribers);
     sendable_.clear();
@@ -132,11 +132,9 @@ void storage_worker::wake_subscribers(const std::vector<std::int64_t>& ids, bool
 }
 
 void storage_worker::wake_for_new_rows() {
-  const auto interval = config_.storage.new_rows_check_interval;
-  if (interval.count() <= 0) return;
   const auto now = steady::now();
-  if (now - last_new_rows_check_ < interval) return;
-  last_new_rows_check_ = now;
+  if (!cadence_.new_rows_check_due(now)) return;
+  cadence_.new_rows_checked(now);
   try {
     auto found = db_->check_new_rows(proto::unix_now());
     if (!found.any()) return;
@@ -149,7 +147,7 @@ void storage_worker::wake_for_new_rows() {
 }
 
 void storage_worker::check_drained() {
-  last_drained_check_ = steady::now();
+  cadence_.backlog_checked(steady::now());
   // Outcomes held for their commit (engine/store/commit_timing.hpp) would make this check skip; a
   // check comes at most every few hundred milliseconds, so write them now.
   write_outcomes(true);
@@ -162,7 +160,7 @@ void storage_worker::check_drained() {
     const double now = proto::unix_now();
     const auto count_began = steady::now();
     auto outstanding = db_->count_outstanding(now, drainable_);
-    last_count_took_ = steady::now() - count_began;
+    cadence_.backlog_counted(steady::now() - count_began);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
     const auto earliest = db_->earliest_scheduled(now, drainable_);
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,

@@ -18,7 +18,7 @@ namespace surge::engine {
 using steady = std::chrono::steady_clock;
 
 storage_worker::storage_worker(const drain_config& config, drain_metrics& metrics)
-    : config_(config), metrics_(metrics), counters_(metrics.counters) {
+    : config_(config), metrics_(metrics), counters_(metrics.counters), cadence_(config.storage) {
   lock_wait_.timeout = config_.storage.busy_timeout;
 }
 
@@ -43,7 +43,7 @@ void storage_worker::start() {
   reload_subscribers(true);
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   renew_ownership(true);
-  started_at_ = steady::now();
+  cadence_.started(steady::now());
   thread_ = std::thread([this] { run(); });
 }
 
@@ -154,24 +154,13 @@ void storage_worker::run() {
     ping_if_idle();
     publish_wal_counters();
     if (claiming) {
-      const auto now = steady::now();
-      if (now - last_reload_ >= config_.storage.subscriber_reload_interval) {
-        reload_subscribers(false);
-      }
-      if (now - last_ownership_renew_ >= (ownership_awaited_ ? config_.storage.ownership_handoff_poll
-                                                             : config_.storage.ownership_renew)) {
-        renew_ownership();
-      }
       const bool shards_idle = counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
                                counters_.buffered.load(std::memory_order_relaxed) == 0;
-      const auto check_every = backlog_check_interval(
-          {.small_backlog = config_.storage.drained_check_interval,
-           .large_backlog = config_.storage.backlog_refresh_interval},
-          counters_.backlog.load(std::memory_order_relaxed), shards_idle, last_count_took_);
-      if (now - last_drained_check_ >= check_every &&
-          first_count_due(claim_answered_, now - started_at_, config_.storage.first_count_wait)) {
-        check_drained();
-      }
+      const auto due = cadence_.due(
+          steady::now(), counters_.backlog.load(std::memory_order_relaxed), shards_idle);
+      if (due.reload_subscribers) reload_subscribers(false);
+      if (due.renew_ownership) renew_ownership();
+      if (due.count_backlog) check_drained();
     } else {
       // Claiming stopped: the other drains may take the subscribers now, while this one's
       // attempts in flight finish (their rows stay fenced by their row leases).
@@ -223,7 +212,7 @@ void storage_worker::run() {
 }
 
 void storage_worker::renew_ownership(bool initial) {
-  last_ownership_renew_ = steady::now();
+  cadence_.renewed(steady::now());
   storage::ownership_change change;
   try {
     change = db_->renew_ownership(proto::unix_now());
@@ -235,7 +224,7 @@ void storage_worker::renew_ownership(bool initial) {
     log_warn(std::string("renewing ownership leases failed, will retry: ") + error.what());
     return;
   }
-  ownership_awaited_ = change.awaited > 0;
+  cadence_.handoff_awaited(change.awaited > 0);
   counters_.owned_subscribers.store(
       static_cast<std::int64_t>(db_->owned_count(proto::unix_now())),
       std::memory_order_relaxed);
@@ -503,7 +492,7 @@ void storage_worker::answer_claims() {
         last_commit_ = now;
       }
       note_held_subscribers(result.held_subscribers);
-      claim_answered_ = true;
+      cadence_.claim_answered();
       // Claims that fit within the statement timeout again may grow back.
       if (claim_rows_cap_ != SIZE_MAX) {
         claim_rows_cap_ = claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;

@@ -15,8 +15,9 @@
 
 #include "engine/config.hpp"
 #include "engine/observe/counters.hpp"
-#include "engine/store/backlog_watch.hpp"
 #include "engine/observe/metrics.hpp"
+#include "engine/store/backlog_watch.hpp"
+#include "engine/store/cadence.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/drain_store.hpp"
@@ -188,14 +189,8 @@ class storage_worker {
   int unspent_batches_ = 0;
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
   std::chrono::steady_clock::time_point last_commit_{};
-  std::chrono::steady_clock::time_point last_reload_{};
-  std::chrono::steady_clock::time_point last_ownership_renew_{};
-  std::chrono::steady_clock::time_point last_drained_check_{};
-  std::chrono::steady_clock::time_point started_at_{};
-  bool claim_answered_ = false;  // a claim transaction has committed (first_count_due)
-  std::chrono::steady_clock::duration last_count_took_{};  // for backlog_check_interval
+  storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
   std::chrono::steady_clock::time_point last_ping_{};
-  std::chrono::steady_clock::time_point last_new_rows_check_{};
   std::chrono::steady_clock::time_point retry_storage_after_{};
   // Rows of unknown subscribers and rows no claim can match: finding them reads every
   // outstanding row, so it is done seldom (see backlog_watch).
@@ -213,7 +208,6 @@ class storage_worker {
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
   std::size_t claim_rows_cap_ = SIZE_MAX;
   bool ownership_released_ = false;
-  bool ownership_awaited_ = false;  // a handoff to this drain is under way: renew sooner
   std::unique_ptr<storage::drain_store> db_;
 };
 
