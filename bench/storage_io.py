@@ -405,7 +405,7 @@ def main():
     parser.add_argument("--shape", choices=sorted(SHAPES), default="seed000",
                         help="latency: the queue's published shape (docs/queue-shapes.md)")
     parser.add_argument("--receiver", choices=["nginx", "sink"], default="nginx",
-                        help="what answers the deliveries (nginx: 204 at once, issue 12's)")
+                        help="what answers the deliveries (nginx: 204 at once, as e2e.py's nginx_*)")
     parser.add_argument("--rows", type=int, default=50_000, help="wal: rows queued up front")
     parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
                         help="wal: those rows interleaved by event as a producer writes them,"
