@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include <boost/asio/buffer.hpp>
-#include <boost/system/system_error.hpp>
+#include <boost/system/error_code.hpp>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -56,6 +56,11 @@ std::string digest_of(const std::string& cert, const std::string& key) {
   return out;
 }
 
+// The key is never asked a passphrase for: OpenSSL's default would prompt on the terminal (or
+// read standard input), and a shard would wait there for good. With an empty one an encrypted
+// key fails to load at once.
+std::string no_passphrase(std::size_t, ssl::context::password_purpose) { return {}; }
+
 }  // namespace
 
 std::shared_ptr<const client_identity> load_client_identity(const http_client_config& config,
@@ -68,23 +73,32 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
   identity->cert_file = cert_file;
   identity->key_file = key_file;
   identity->context = make_client_tls_context(config);
-  try {
-    identity->context->use_certificate_chain(boost::asio::buffer(cert));
-  } catch (const boost::system::system_error& error) {
+  boost::system::error_code ec;
+  identity->context->set_password_callback(no_passphrase, ec);
+  if (ec) throw std::runtime_error("cannot set up a TLS context: " + ec.message());
+  identity->context->use_certificate_chain(boost::asio::buffer(cert), ec);
+  if (ec) {
     throw std::runtime_error("client certificate " + cert_file +
-                             " is not a usable PEM certificate: " + error.code().message());
+                             " is not a usable PEM certificate: " + ec.message());
   }
-  try {
-    identity->context->use_private_key(boost::asio::buffer(key), ssl::context::pem);
-  } catch (const boost::system::system_error& error) {
+  identity->context->use_private_key(boost::asio::buffer(key), ssl::context::pem, ec);
+  if (ec) {
+    ERR_clear_error();
     // OpenSSL compares the key with the certificate as it loads it.
-    if (ERR_GET_REASON(static_cast<unsigned long>(error.code().value())) ==
-        X509_R_KEY_VALUES_MISMATCH) {
+    if (ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
       throw std::runtime_error("client key " + key_file +
                                " does not match client certificate " + cert_file);
     }
+    // Both PEM forms of an encrypted key say so: "BEGIN ENCRYPTED PRIVATE KEY" (PKCS #8) and
+    // "Proc-Type: 4,ENCRYPTED" (the traditional one).
+    if (key.find("ENCRYPTED") != std::string::npos) {
+      throw std::runtime_error("client key " + key_file +
+                               " is encrypted; encrypted keys are not supported (nothing can "
+                               "type its passphrase): store it decrypted, readable only by the "
+                               "drain's user (" + ec.message() + ")");
+    }
     throw std::runtime_error("client key " + key_file +
-                             " is not a usable PEM private key: " + error.code().message());
+                             " is not a usable PEM private key: " + ec.message());
   }
   if (SSL_CTX_check_private_key(identity->context->native_handle()) != 1) {
     ERR_clear_error();

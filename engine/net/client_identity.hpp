@@ -27,7 +27,8 @@ struct client_identity {
 
 // Builds the identity's context: make_client_tls_context's (peer verification, TLS 1.2 minimum,
 // session callback) plus the certificate chain and key. Throws std::runtime_error naming the
-// file and what is wrong: unreadable, not PEM, or a key that does not match the certificate.
+// file and what is wrong: unreadable, not PEM, an encrypted key (no passphrase is ever asked
+// for), or a key that does not match the certificate.
 std::shared_ptr<const client_identity> load_client_identity(const http_client_config& config,
                                                             const std::string& cert_file,
                                                             const std::string& key_file);

@@ -120,4 +120,13 @@ test_certificate make_expired_cert(const std::filesystem::path& dir, const test_
   return {at("expired.crt"), at("expired.key")};
 }
 
+std::string make_encrypted_key(const std::filesystem::path& dir, const std::string& key_file,
+                               const std::string& name) {
+  const auto out = (dir / name).string();
+  run_shell(std::string(SURGE_OPENSSL_PATH) + " pkey -in '" + key_file +
+                "' -aes256 -passout pass:x -out '" + out + "'",
+            dir / "openssl.log");
+  return out;
+}
+
 }  // namespace surge::testing

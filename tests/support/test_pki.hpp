@@ -30,4 +30,8 @@ test_certificate make_self_signed_cert(const std::filesystem::path& dir);
 // (`openssl ca -startdate/-enddate`: OpenSSL 3.0's `x509 -req` cannot backdate).
 test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki);
 
+// `key_file` encrypted with AES-256 under the passphrase "x" (PKCS #8 PEM), written as `name`.
+std::string make_encrypted_key(const std::filesystem::path& dir, const std::string& key_file,
+                               const std::string& name);
+
 }  // namespace surge::testing

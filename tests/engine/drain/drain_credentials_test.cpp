@@ -253,5 +253,52 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
   for (const auto id : missing_rows) EXPECT_EQ(queue.row(id).status, "done");
 }
 
+// An encrypted key: no passphrase is ever asked for (OpenSSL's default would prompt on the
+// terminal and the shard would wait there). Refused when set, and the subscriber held when its
+// key file becomes one afterwards.
+TEST(DrainCredentials, AnEncryptedKeyIsRefusedWhenSetAndHeldWhenFound) {
+  temp_dir dir;
+  std::filesystem::create_directories(dir.file("pki"));
+  const auto pki = make_test_pki(dir.file("pki"));
+  const auto client = make_client_cert(dir.file("pki"), pki, "partner-client");
+  const auto encrypted = make_encrypted_key(dir.file("pki"), client.key, "encrypted.key");
+
+  test_queue queue(dir);
+  // Held rows are never attempted, so nothing needs to listen.
+  const std::string url = "https://localhost:9/hook";
+  const auto locked = queue.add_subscriber(url, 1000, 100);
+
+  const auto refused_key = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                           std::to_string(locked), "--client-cert", client.cert,
+                                           "--client-key", encrypted});
+  EXPECT_EQ(refused_key.exit_code, 2);
+  EXPECT_NE(refused_key.err.find("--client-cert/--client-key"), std::string::npos)
+      << refused_key.err;
+  EXPECT_NE(refused_key.err.find("client key " + encrypted + " is encrypted"), std::string::npos)
+      << refused_key.err;
+
+  // Usable when set; replaced afterwards by the encrypted key.
+  const auto locked_key = dir.file("locked.key");
+  std::filesystem::copy_file(client.key, locked_key);
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked),
+                 "--client-cert", client.cert, "--client-key", locked_key});
+  std::filesystem::copy_file(encrypted, locked_key,
+                             std::filesystem::copy_options::overwrite_existing);
+
+  const auto locked_rows = queue.add_rows(locked, 3);
+  auto args = drain_args(queue);
+  args.insert(args.end(), {"--ca-file", pki.ca_cert});
+  const auto result = run_surge(dir, args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const auto id : locked_rows) {
+    EXPECT_EQ(queue.row(id).status, "pending") << "row " << id;
+    EXPECT_EQ(queue.row(id).attempts, 0) << "row " << id;
+  }
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(locked) + ": client key " +
+                            locked_key + " is encrypted"),
+            std::string::npos)
+      << result.err;
+}
+
 }  // namespace
 }  // namespace surge::testing
