@@ -253,20 +253,23 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
   for (const auto id : missing_rows) EXPECT_EQ(queue.row(id).status, "done");
 }
 
-// An encrypted key: no passphrase is ever asked for (OpenSSL's default would prompt on the
-// terminal and the shard would wait there). Refused when set, and the subscriber held when its
-// key file becomes one afterwards.
-TEST(DrainCredentials, AnEncryptedKeyIsRefusedWhenSetAndHeldWhenFound) {
+// An encrypted key (no passphrase is ever asked for: OpenSSL's default would prompt on the
+// terminal and the shard would wait there) and a certificate outside its validity period (every
+// handshake would fail) are refused when set, and hold the subscriber when the files become so
+// afterwards.
+TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHeldWhenFound) {
   temp_dir dir;
   std::filesystem::create_directories(dir.file("pki"));
   const auto pki = make_test_pki(dir.file("pki"));
   const auto client = make_client_cert(dir.file("pki"), pki, "partner-client");
   const auto encrypted = make_encrypted_key(dir.file("pki"), client.key, "encrypted.key");
+  const auto expired = make_expired_cert(dir.file("pki"), pki);
 
   test_queue queue(dir);
   // Held rows are never attempted, so nothing needs to listen.
   const std::string url = "https://localhost:9/hook";
   const auto locked = queue.add_subscriber(url, 1000, 100);
+  const auto stale = queue.add_subscriber(url, 1000, 100);
 
   const auto refused_key = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
                                            std::to_string(locked), "--client-cert", client.cert,
@@ -276,26 +279,51 @@ TEST(DrainCredentials, AnEncryptedKeyIsRefusedWhenSetAndHeldWhenFound) {
       << refused_key.err;
   EXPECT_NE(refused_key.err.find("client key " + encrypted + " is encrypted"), std::string::npos)
       << refused_key.err;
+  const auto refused_cert = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                            std::to_string(stale), "--client-cert", expired.cert,
+                                            "--client-key", expired.key});
+  EXPECT_EQ(refused_cert.exit_code, 2);
+  EXPECT_NE(refused_cert.err.find("--client-cert/--client-key"), std::string::npos)
+      << refused_cert.err;
+  EXPECT_NE(refused_cert.err.find("client certificate " + expired.cert + " expired at"),
+            std::string::npos)
+      << refused_cert.err;
 
-  // Usable when set; replaced afterwards by the encrypted key.
-  const auto locked_key = dir.file("locked.key");
-  std::filesystem::copy_file(client.key, locked_key);
+  // Usable when set; replaced afterwards by an encrypted key, and by an expired pair.
+  const auto copy = [&](const std::string& from, const std::string& to) {
+    std::filesystem::copy_file(from, dir.file(to));
+    return dir.file(to);
+  };
+  const auto locked_key = copy(client.key, "locked.key");
+  const auto stale_cert = copy(client.cert, "stale.crt");
+  const auto stale_key = copy(client.key, "stale.key");
   surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked),
                  "--client-cert", client.cert, "--client-key", locked_key});
-  std::filesystem::copy_file(encrypted, locked_key,
-                             std::filesystem::copy_options::overwrite_existing);
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(stale),
+                 "--client-cert", stale_cert, "--client-key", stale_key});
+  const auto overwrite = std::filesystem::copy_options::overwrite_existing;
+  std::filesystem::copy_file(encrypted, locked_key, overwrite);
+  std::filesystem::copy_file(expired.cert, stale_cert, overwrite);
+  std::filesystem::copy_file(expired.key, stale_key, overwrite);
 
   const auto locked_rows = queue.add_rows(locked, 3);
+  const auto stale_rows = queue.add_rows(stale, 3);
   auto args = drain_args(queue);
   args.insert(args.end(), {"--ca-file", pki.ca_cert});
   const auto result = run_surge(dir, args);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (const auto id : locked_rows) {
-    EXPECT_EQ(queue.row(id).status, "pending") << "row " << id;
-    EXPECT_EQ(queue.row(id).attempts, 0) << "row " << id;
+  for (const auto& rows : {locked_rows, stale_rows}) {
+    for (const auto id : rows) {
+      EXPECT_EQ(queue.row(id).status, "pending") << "row " << id;
+      EXPECT_EQ(queue.row(id).attempts, 0) << "row " << id;
+    }
   }
   EXPECT_NE(result.err.find("subscriber " + std::to_string(locked) + ": client key " +
                             locked_key + " is encrypted"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(stale) + ": client certificate " +
+                            stale_cert + " expired at 2020-01-02T00:00:00Z"),
             std::string::npos)
       << result.err;
 }

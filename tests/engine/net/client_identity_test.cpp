@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <openssl/ssl.h>
 
@@ -15,6 +18,16 @@
 
 namespace surge::engine {
 namespace {
+
+// An `openssl ca` date `offset` from now.
+std::string ca_date(std::chrono::seconds offset) {
+  const std::time_t at = std::time(nullptr) + static_cast<std::time_t>(offset.count());
+  std::tm parts{};
+  gmtime_r(&at, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d%H%M%SZ", &parts);
+  return text;
+}
 
 // Calls load_client_identity and returns what it threw, or "" when it loaded.
 std::string load_problem(const std::string& cert, const std::string& key) {
@@ -70,6 +83,47 @@ TEST_F(client_identity_test, an_encrypted_key_is_refused_at_once_as_encrypted) {
   EXPECT_EQ(callback(passphrase, sizeof passphrase, 0,
                      SSL_CTX_get_default_passwd_cb_userdata(context)),
             0);
+}
+
+TEST_F(client_identity_test, an_expired_or_not_yet_valid_certificate_is_refused) {
+  const auto expired = testing::make_expired_cert(pki_dir(), pki);
+  auto problem = load_problem(expired.cert, expired.key);
+  EXPECT_NE(problem.find("client certificate " + expired.cert + " expired at 2020-01-02T00:00:00Z"),
+            std::string::npos)
+      << problem;
+
+  const auto future = testing::make_cert_valid_between(pki_dir(), pki, "future", "20990101000000Z",
+                                                       "20990201000000Z");
+  problem = load_problem(future.cert, future.key);
+  EXPECT_NE(problem.find("client certificate " + future.cert +
+                         " is not valid until 2099-01-01T00:00:00Z"),
+            std::string::npos)
+      << problem;
+
+  client_identities identities{http_client_config{}};
+  for (const auto& cert : {expired, future}) {
+    const auto found = identities.get(cert.cert, cert.key);
+    EXPECT_FALSE(found.identity) << cert.cert;
+    EXPECT_NE(found.problem.find("client certificate " + cert.cert), std::string::npos)
+        << found.problem;
+  }
+}
+
+// A certificate valid when loaded expires while the drain runs: the identity kept for the
+// unchanged files is checked again at each use.
+TEST_F(client_identity_test, a_cached_identity_that_expires_is_refused_from_then_on) {
+  const auto brief = testing::make_cert_valid_between(
+      pki_dir(), pki, "brief", ca_date(std::chrono::seconds(-60)), ca_date(std::chrono::seconds(3)));
+  client_identities identities{http_client_config{}};
+  const auto first = identities.get(brief.cert, brief.key);
+  ASSERT_TRUE(first.identity) << first.problem;
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  const auto later = identities.get(brief.cert, brief.key);
+  EXPECT_FALSE(later.identity);
+  EXPECT_NE(later.problem.find("client certificate " + brief.cert + " expired at "),
+            std::string::npos)
+      << later.problem;
+  EXPECT_EQ(client_certificate_validity_problem(*first.identity), later.problem);
 }
 
 }  // namespace
