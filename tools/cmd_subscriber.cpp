@@ -112,7 +112,9 @@ void apply_credentials(const subscriber_options& o, storage::subscriber_row& row
   for (const auto& line : o.headers) {
     std::string error;
     auto field = proto::parse_header_line(line, &error);
-    if (!error.empty()) throw usage_error("bad --header '" + line + "': " + error);
+    // The problem names the header, never the line: its value is a credential, and usage
+    // errors end up in terminals and tickets.
+    if (!error.empty()) throw usage_error("bad --header: " + error);
     std::erase_if(fields,
                   [&](const auto& f) { return proto::same_header_name(f.name, field.name); });
     fields.push_back(std::move(field));

@@ -115,6 +115,21 @@ TEST(DrainCredentials, HeadersThatWouldOverrideSurgesOwnOrCarryCrLfAreRefusedWit
                                     "Authorization: Bearer x\r\nHost: evil"});
   EXPECT_EQ(crlf.exit_code, 2);
   EXPECT_NE(crlf.err.find("CR/LF"), std::string::npos) << crlf.err;
+  // A refusal names the header and the problem, never the value: it is a credential, and usage
+  // errors end up in terminals and tickets.
+  for (const char* bad : {"Authorization: Bearer s3cret-token\x01",
+                          "Content-Encoding: s3cret-token", "Bearer s3cret-token"}) {
+    const auto refused = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id,
+                                         "--header", bad});
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("--header"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.err.find("s3cret-token"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.out.find("s3cret-token"), std::string::npos) << refused.out;
+  }
+  const auto named = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id, "--header",
+                                     "Content-Encoding: gzip"});
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_NE(named.err.find("header 'Content-Encoding'"), std::string::npos) << named.err;
   const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
   EXPECT_NE(listed.out.find("\"headers\":[]"), std::string::npos) << listed.out;
 }
