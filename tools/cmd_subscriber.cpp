@@ -319,8 +319,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       apply_settings(*add_opts, row);
       apply_credentials(*add_opts, row);
       row.tokens = static_cast<double>(row.burst);
-      row.id = storage::add_subscriber(db, row);
-      if (add_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
+      row.id = storage::add_subscriber(db, row,
+                                       add_opts->changes_credentials()
+                                           ? storage::credentials_write::replace
+                                           : storage::credentials_write::keep);
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
@@ -382,8 +384,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       auto row = must_load(db, set_opts->id);
       apply_settings(*set_opts, row);
       apply_credentials(*set_opts, row);
-      storage::update_subscriber(db, row);
-      if (set_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
+      storage::update_subscriber(db, row,
+                                 set_opts->changes_credentials()
+                                     ? storage::credentials_write::replace
+                                     : storage::credentials_write::keep);
       std::cout << "updated subscriber " << row.id << "\n";
       return exit_ok;
     };

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <SQLiteCpp/Database.h>
 
 #include "storage/connection.hpp"
+#include "storage/error.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -134,6 +136,69 @@ TEST(Credentials, ADeletedSubscribersCredentialsAreNotGivenToTheNextWithItsIdOnP
   deleted_subscribers_take_their_credentials(
       db, "webhook_subscriber",
       "INSERT INTO webhook_subscriber(id, url, secret) VALUES (?, 'https://new.example/', 's')");
+}
+
+// Every write of a credentials row fails (as a full disk or a lost lock would make it fail).
+constexpr const char* sqlite_refusal =
+    "CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+    "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END";
+constexpr const char* postgres_refusal[] = {
+    "CREATE FUNCTION surge_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+    "CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+    "FOR EACH ROW EXECUTE FUNCTION surge_test_refuse()"};
+
+// A subscriber and its credentials are written together or not at all: a partner must never be
+// sent requests without the header its gateway requires.
+template <class Refusal>
+void subscriber_and_credentials_are_one_write(connection& db, const Refusal& refusal) {
+  auto existing = new_subscriber();
+  existing.id = add_subscriber(db, existing);
+  testing::sql_client other(db.location());
+  for (const auto& statement : refusal) other.exec(statement);
+
+  auto row = new_subscriber();
+  row.extra_headers = {{"X-Api-Key", "k"}};
+  EXPECT_THROW(add_subscriber(db, row, credentials_write::replace), error);
+  EXPECT_EQ(load_subscribers(db).size(), 1u);
+
+  existing.burst = 7;
+  existing.extra_headers = {{"X-Api-Key", "k"}};
+  EXPECT_THROW(update_subscriber(db, existing, credentials_write::replace), error);
+  EXPECT_EQ(load_subscriber(db, existing.id)->burst, 10);
+
+  // Without credentials to write, both go through.
+  row.extra_headers.clear();
+  EXPECT_NE(add_subscriber(db, row, credentials_write::replace), 0);
+  EXPECT_EQ(load_subscribers(db).size(), 2u);
+  existing.extra_headers.clear();
+  EXPECT_TRUE(update_subscriber(db, existing, credentials_write::replace));
+  EXPECT_EQ(load_subscriber(db, existing.id)->burst, 7);
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnSeed000) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  migrate(db, true);
+  subscriber_and_credentials_are_one_write(db, std::vector<std::string>{sqlite_refusal});
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnSeed001) {
+  testing::temp_dir dir;
+  {
+    SQLite::Database raw(dir.file("seed001.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(testing::seed001_ddl);
+  }
+  connection db({.location = dir.file("seed001.db"), .create_if_missing = false});
+  migrate(db);
+  subscriber_and_credentials_are_one_write(db, std::vector<std::string>{sqlite_refusal});
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnPostgres) {
+  SURGE_REQUIRE_POSTGRES(server);
+  connection db({.location = server->create_database()});
+  migrate(db, true);
+  subscriber_and_credentials_are_one_write(db, postgres_refusal);
 }
 
 TEST(Credentials, RoundTripOnASeed000File) {

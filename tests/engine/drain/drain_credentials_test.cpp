@@ -343,5 +343,39 @@ TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHe
       << result.err;
 }
 
+// A subscriber and its credentials are written in one transaction: when the credentials cannot
+// be written, the subscriber is not added (nor its settings changed) without them, so a partner
+// is never sent requests lacking the header its gateway requires.
+TEST(DrainCredentials, SubscriberAddAndSetWriteTheSubscriberAndItsCredentialsTogetherOrNeither) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto id = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 10);
+  // Every credentials write fails, as a full disk or a lost lock would make it fail.
+  queue.sql().exec("CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+                   "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+
+  const auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                     "http://127.0.0.1:9/other", "--header", "X-Api-Key: k"});
+  EXPECT_NE(added.exit_code, 0) << added.out;
+  EXPECT_NE(added.err.find("refused by the test"), std::string::npos) << added.err;
+  EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM webhook_subscriber"), 1);
+
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                   "--burst", "7", "--header", "X-Api-Key: k"});
+  EXPECT_NE(set.exit_code, 0) << set.out;
+  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
+                               {std::to_string(id)}),
+            10);
+
+  // Without credentials to write, both work as before.
+  queue.sql().exec("DROP TRIGGER surge_test_refuse");
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--burst", "7",
+                 "--header", "X-Api-Key: k"});
+  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
+                               {std::to_string(id)}),
+            7);
+  EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM surge_subscriber_credential"), 1);
+}
+
 }  // namespace
 }  // namespace surge::testing
