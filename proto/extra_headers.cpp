@@ -25,10 +25,16 @@ bool starts_with_nocase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && same_header_name(text.substr(0, prefix.size()), prefix);
 }
 
-constexpr std::array<std::string_view, 12> reserved_names = {
-    "host",       "user-agent", "content-type", "content-length", "transfer-encoding",
-    "connection", "keep-alive", "te",           "trailer",        "upgrade",
-    "expect",     "proxy-connection"};
+constexpr std::array<std::string_view, 10> reserved_names = {
+    "host", "user-agent", "transfer-encoding", "connection", "keep-alive",
+    "te",   "trailer",    "upgrade",           "expect",     "proxy-connection"};
+
+// Fields that state or protect what the body is: the partner checks the signature over the bytes
+// it reads, so a Content-Encoding, a digest or a second signature scheme would change or
+// contradict what was signed.
+constexpr std::array<std::string_view, 4> body_integrity_names = {"digest", "repr-digest",
+                                                                  "signature", "signature-input"};
+constexpr std::string_view content_prefix = "content-";
 
 // Surge's own families: X-VVV-Event, -Delivery-Id, -Delivery-Ids, -Subscriber, -Attempt,
 // -Batch-Size, -Timestamp, -Signature (engine/delivery.cpp, proto/signing.cpp) and webhook-id,
@@ -61,6 +67,16 @@ std::string extra_header_name_problem(std::string_view name) {
     if (same_header_name(name, reserved)) {
       return "Surge sets " + std::string(name) + " itself (or it would change how the request "
                                                  "is framed); it cannot be overridden";
+    }
+  }
+  if (starts_with_nocase(name, content_prefix)) {
+    return "Content-* fields describe the signed body (its type, length, encoding); Surge sets "
+           "the ones it sends and no other may change how the partner reads the body";
+  }
+  for (const auto reserved : body_integrity_names) {
+    if (same_header_name(name, reserved)) {
+      return std::string(name) +
+             " carries the body's digest or a signature; only Surge's signature headers may";
     }
   }
   for (const auto prefix : reserved_prefixes) {

@@ -16,11 +16,13 @@ struct header_field {
 };
 
 // Why `name` cannot be an extra header's name, or empty when it can. Refused: anything that is
-// not an RFC 9110 token, the names Surge writes on every request (Host, User-Agent, Content-Type,
-// Content-Length, the X-VVV-* and webhook-* families of both signing schemes and the batch
-// headers), and the hop-by-hop and framing fields (Connection, Transfer-Encoding, Keep-Alive,
-// TE, Trailer, Upgrade, Expect, Proxy-Connection) that would change how the request is read.
-// Case-insensitive, as field names are.
+// not an RFC 9110 token, the names Surge writes on every request (Host, User-Agent, the X-VVV-*
+// and webhook-* families of both signing schemes and the batch headers), every Content-* field
+// (Content-Type and Content-Length are Surge's; Content-Encoding and the rest would change how
+// the signed body is read), the fields that carry a body digest or a signature (Digest,
+// Repr-Digest, Signature, Signature-Input), and the hop-by-hop and framing fields (Connection,
+// Transfer-Encoding, Keep-Alive, TE, Trailer, Upgrade, Expect, Proxy-Connection) that would
+// change how the request is read. Case-insensitive, as field names are.
 std::string extra_header_name_problem(std::string_view name);
 
 // The same for a whole field: the name's rule, then the value's (proto/header_value.hpp), as

@@ -9,10 +9,12 @@
 #include "storage/maintenance.hpp"
 #include "storage/partner_quotas.hpp"
 #include "storage/postgres/queue.hpp"
+#include "storage/postgres/session.hpp"
 #include "storage/queue.hpp"
 #include "storage/retention.hpp"
 #include "storage/schema.hpp"
 #include "storage/seed001/queue.hpp"
+#include "storage/sql_support.hpp"
 #include "storage/subscribers.hpp"
 
 namespace surge::storage {
@@ -138,18 +140,67 @@ std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id) {
       [&](pg::session& server) { return pg::load_subscriber(server, id); });
 }
 
-std::int64_t add_subscriber(connection& db, const subscriber_row& row) {
+std::int64_t add_subscriber(connection& db, const subscriber_row& row,
+                            credentials_write credentials) {
+  // The credentials row names the id the insert was given.
+  const auto with_id = [&](std::int64_t id) {
+    auto added = row;
+    added.id = id;
+    return added;
+  };
+  const bool replace = credentials == credentials_write::replace;
+  // On SQLite the shape's insert and the credentials join one write transaction (each function
+  // opens its own only when none is open); on PostgreSQL one transaction holds both.
   return on_queue(
-      db, [&](SQLite::Database& file) { return add_subscriber(file, row); },
-      [&](SQLite::Database& file) { return seed001::add_subscriber(file, row); },
-      [&](pg::session& server) { return pg::add_subscriber(server, row); });
+      db,
+      [&](SQLite::Database& file) {
+        detail::write_transaction step(file);
+        const auto id = add_subscriber(file, row);
+        if (replace) set_subscriber_credentials(file, with_id(id));
+        step.commit();
+        return id;
+      },
+      [&](SQLite::Database& file) {
+        detail::write_transaction step(file);
+        const auto id = seed001::add_subscriber(file, row);
+        if (replace) set_subscriber_credentials(file, with_id(id));
+        step.commit();
+        return id;
+      },
+      [&](pg::session& server) {
+        pg::transaction step(server);
+        const auto id = pg::add_subscriber(server, row);
+        if (replace) pg::set_subscriber_credentials(server, with_id(id));
+        step.commit();
+        return id;
+      });
 }
 
-bool update_subscriber(connection& db, const subscriber_row& row) {
+bool update_subscriber(connection& db, const subscriber_row& row, credentials_write credentials) {
+  const bool replace = credentials == credentials_write::replace;
   return on_queue(
-      db, [&](SQLite::Database& file) { return update_subscriber(file, row); },
-      [&](SQLite::Database& file) { return seed001::update_subscriber(file, row); },
-      [&](pg::session& server) { return pg::update_subscriber(server, row); });
+      db,
+      [&](SQLite::Database& file) {
+        detail::write_transaction step(file);
+        const bool found = update_subscriber(file, row);
+        if (found && replace) set_subscriber_credentials(file, row);
+        step.commit();
+        return found;
+      },
+      [&](SQLite::Database& file) {
+        detail::write_transaction step(file);
+        const bool found = seed001::update_subscriber(file, row);
+        if (found && replace) set_subscriber_credentials(file, row);
+        step.commit();
+        return found;
+      },
+      [&](pg::session& server) {
+        pg::transaction step(server);
+        const bool found = pg::update_subscriber(server, row);
+        if (found && replace) pg::set_subscriber_credentials(server, row);
+        step.commit();
+        return found;
+      });
 }
 
 bool set_subscriber_active(connection& db, std::int64_t id, bool active) {

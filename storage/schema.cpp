@@ -140,13 +140,20 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
       // What some partners require besides the signature: extra request headers ("Name: value"
       // lines) and a TLS client certificate and key (PEM file paths, never their contents). In a
       // table of Surge's own, keyed by subscriber id, so either shape's subscriber table stays
-      // as its producer made it.
+      // as its producer made it. SQLite hands the id of the highest deleted row to the next
+      // insert, so a subscriber's credentials are deleted with it by a trigger; otherwise the
+      // next partner would inherit its Authorization header and client certificate. The
+      // trigger only adds to the producer's DELETE: its statements stay as they were.
       {8,
        {},
        R"sql(
 CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
+  AFTER DELETE ON webhook_subscriber BEGIN
+  DELETE FROM surge_subscriber_credential WHERE subscriber_id = OLD.id;
+END;
 )sql"},
   };
   return all;
@@ -156,11 +163,19 @@ CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
 constexpr const char* surge_tables[] = {"surge_attempt", "surge_lease", "surge_drainer",
                                         "surge_owner", "surge_partner_quota",
                                         "surge_subscriber_credential"};
+// And the triggers they create.
+constexpr const char* surge_triggers[] = {"surge_subscriber_credential_gone"};
 
 bool has_column(SQLite::Database& db, const char* table, const char* column) {
   SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
   query.bind(1, table);
   query.bind(2, column);
+  return query.executeStep();
+}
+
+bool has_trigger(SQLite::Database& db, const char* name) {
+  SQLite::Statement query(db, "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?");
+  query.bind(1, name);
   return query.executeStep();
 }
 
@@ -187,6 +202,9 @@ void apply(SQLite::Database& db, const migration& step) {
 bool schema_complete(SQLite::Database& db) {
   for (const char* table : surge_tables) {
     if (!db.tableExists(table)) return false;
+  }
+  for (const char* trigger : surge_triggers) {
+    if (!has_trigger(db, trigger)) return false;
   }
   for (const auto& step : migrations()) {
     for (const auto& column : step.columns) {

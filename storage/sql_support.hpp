@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <SQLiteCpp/Statement.h>
+#include <SQLiteCpp/Transaction.h>
+#include <sqlite3.h>
 
 #include "proto/extra_headers.hpp"
 #include "proto/id_set.hpp"
@@ -28,6 +31,24 @@ class statement_use {
 
  private:
   SQLite::Statement& statement_;
+};
+
+// A write transaction (BEGIN IMMEDIATE), or a part of the caller's when one is open already: a
+// function that writes in a transaction of its own can also be one step of a larger one, which
+// then commits or rolls back everything together.
+class write_transaction {
+ public:
+  explicit write_transaction(SQLite::Database& db) {
+    if (sqlite3_get_autocommit(db.getHandle()) != 0) {
+      own_.emplace(db, SQLite::TransactionBehavior::IMMEDIATE);
+    }
+  }
+  void commit() {
+    if (own_) own_->commit();
+  }
+
+ private:
+  std::optional<SQLite::Transaction> own_;
 };
 
 // A row's attempts as the drain counts from it: within 0 and one below the narrowest column

@@ -110,7 +110,7 @@ std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  detail::write_transaction transaction(db);
   SQLite::Statement insert(
       db,
       "INSERT INTO webhook_subscriber(url, secret, event_types, rate_per_sec, burst, active, "
@@ -132,7 +132,7 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  detail::write_transaction transaction(db);
   SQLite::Statement update(
       db,
       "UPDATE webhook_subscriber SET url = ?, secret = ?, event_types = ?, rate_per_sec = ?, "
@@ -147,7 +147,7 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  detail::write_transaction transaction(db);
   if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty()) {
     SQLite::Statement remove(db, "DELETE FROM surge_subscriber_credential WHERE subscriber_id = ?");
     remove.bind(1, row.id);

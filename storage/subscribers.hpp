@@ -64,11 +64,20 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
 // credentials row); the subscriber tables are not touched. Either SQLite shape.
 void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row);
 
-// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+// Whether add_subscriber/update_subscriber also write the row's credentials.
+enum class credentials_write { keep, replace };
+
+// The same on either kind of queue (storage/connection.hpp); throw storage::error. With
+// credentials_write::replace, add_subscriber and update_subscriber also do what
+// set_subscriber_credentials does, in the same transaction: a partner is never left with its
+// settings written and the header or certificate it requires missing (or the reverse). An
+// update of no such subscriber writes nothing.
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which = {});
 std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id);
-std::int64_t add_subscriber(connection& db, const subscriber_row& row);
-bool update_subscriber(connection& db, const subscriber_row& row);
+std::int64_t add_subscriber(connection& db, const subscriber_row& row,
+                            credentials_write credentials = credentials_write::keep);
+bool update_subscriber(connection& db, const subscriber_row& row,
+                       credentials_write credentials = credentials_write::keep);
 bool set_subscriber_active(connection& db, std::int64_t id, bool active);
 void set_subscriber_credentials(connection& db, const subscriber_row& row);
 

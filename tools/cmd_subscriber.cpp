@@ -112,7 +112,9 @@ void apply_credentials(const subscriber_options& o, storage::subscriber_row& row
   for (const auto& line : o.headers) {
     std::string error;
     auto field = proto::parse_header_line(line, &error);
-    if (!error.empty()) throw usage_error("bad --header '" + line + "': " + error);
+    // The problem names the header, never the line: its value is a credential, and usage
+    // errors end up in terminals and tickets.
+    if (!error.empty()) throw usage_error("bad --header: " + error);
     std::erase_if(fields,
                   [&](const auto& f) { return proto::same_header_name(f.name, field.name); });
     fields.push_back(std::move(field));
@@ -317,8 +319,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       apply_settings(*add_opts, row);
       apply_credentials(*add_opts, row);
       row.tokens = static_cast<double>(row.burst);
-      row.id = storage::add_subscriber(db, row);
-      if (add_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
+      row.id = storage::add_subscriber(db, row,
+                                       add_opts->changes_credentials()
+                                           ? storage::credentials_write::replace
+                                           : storage::credentials_write::keep);
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
@@ -380,8 +384,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       auto row = must_load(db, set_opts->id);
       apply_settings(*set_opts, row);
       apply_credentials(*set_opts, row);
-      storage::update_subscriber(db, row);
-      if (set_opts->changes_credentials()) storage::set_subscriber_credentials(db, row);
+      storage::update_subscriber(db, row,
+                                 set_opts->changes_credentials()
+                                     ? storage::credentials_write::replace
+                                     : storage::credentials_write::keep);
       std::cout << "updated subscriber " << row.id << "\n";
       return exit_ok;
     };

@@ -27,14 +27,22 @@ struct client_identity {
 
 // Builds the identity's context: make_client_tls_context's (peer verification, TLS 1.2 minimum,
 // session callback) plus the certificate chain and key. Throws std::runtime_error naming the
-// file and what is wrong: unreadable, not PEM, or a key that does not match the certificate.
+// file and what is wrong: unreadable, not PEM, an encrypted key (no passphrase is ever asked
+// for), a key that does not match the certificate, or a certificate outside its validity
+// period.
 std::shared_ptr<const client_identity> load_client_identity(const http_client_config& config,
                                                             const std::string& cert_file,
                                                             const std::string& key_file);
 
+// Why the identity's certificate cannot be presented now (not yet valid, or expired, by its
+// notBefore/notAfter against the current time), or empty. Partners refuse such a certificate in
+// the handshake, so every attempt with it would fail.
+std::string client_certificate_validity_problem(const client_identity& identity);
+
 // One shard's identities by file pair. get() reads both files each time it is asked (on every
 // subscriber reload: two small reads) and builds a new context only when their contents
-// changed. Not thread-safe: each shard has its own.
+// changed. The certificate's validity period is checked at every get(), as time passes. Not
+// thread-safe: each shard has its own.
 class client_identities {
  public:
   explicit client_identities(http_client_config config) : config_(std::move(config)) {}

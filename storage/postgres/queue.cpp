@@ -192,7 +192,9 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
         .int64(0, 0);
   }
   values.add(row.id);
-  transaction step(db);
+  // One step of the caller's transaction when it has one (add_subscriber with credentials).
+  std::optional<transaction> step;
+  if (!db.in_transaction()) step.emplace(db);
   const auto id = db.exec("INSERT INTO webhook_subscriber(" + columns + ", id) VALUES (" +
                               placeholders + ", $17) RETURNING id",
                           values)
@@ -201,7 +203,7 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
   // INSERT without an id (a producer's, or ours) does not collide.
   db.exec("SELECT setval(pg_get_serial_sequence('webhook_subscriber', 'id'), "
           "GREATEST((SELECT MAX(id) FROM webhook_subscriber), 1))");
-  step.commit();
+  if (step) step->commit();
   return id;
 }
 

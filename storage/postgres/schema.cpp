@@ -92,9 +92,11 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
   paced_rate DOUBLE PRECISION NOT NULL, paced_burst DOUBLE PRECISION NOT NULL,
   paced_until DOUBLE PRECISION NOT NULL DEFAULT 0);
 -- Extra request headers and TLS client certificate files (paths) per subscriber (SQLite
--- migration 8).
+-- migration 8). Deleted with their subscriber: an id given again (explicitly, or by an identity
+-- that was reset) must not hand the next partner the old one's credentials.
 CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
-  subscriber_id BIGINT PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
+  subscriber_id BIGINT PRIMARY KEY REFERENCES webhook_subscriber(id) ON DELETE CASCADE,
+  headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
 -- New rows are noticed at once (LISTEN surge_new_rows): one notification per inserting
 -- statement, naming its subscribers, or '*' when the list would not fit a notification.

@@ -1,6 +1,7 @@
 // Surge's own tables on a seed001 queue. The shape's tables (webhook_subscribers,
 // webhook_deliveries, webhook_buckets) belong to its producer and worker: they are never created
-// or altered here, only indexed once for per-subscriber claims.
+// or altered here, only indexed once for per-subscriber claims, and given one trigger that
+// deletes a deleted subscriber's credentials from Surge's table.
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
@@ -39,12 +40,20 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
 CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+-- SQLite gives a deleted subscriber's id to the next one inserted: its credentials go with it,
+-- or the next partner would be sent them.
+CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
+  AFTER DELETE ON webhook_subscribers BEGIN
+  DELETE FROM surge_subscriber_credential WHERE subscriber_id = OLD.id;
+END;
 CREATE TABLE IF NOT EXISTS surge_delivery_note (
   delivery_id INTEGER PRIMARY KEY, last_status INTEGER, last_error TEXT, noted_at REAL NOT NULL);
 -- Claims read each subscriber's oldest due rows; the shape's own index leads with state.
 CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
   ON webhook_deliveries(subscriber_id, next_attempt) WHERE state = 'pending';
 )sql";
+
+constexpr const char* credential_trigger = "surge_subscriber_credential_gone";
 
 constexpr const char* surge_tables[] = {
     "surge_schema_version", "surge_attempt",       "surge_lease",
@@ -57,7 +66,10 @@ bool complete(SQLite::Database& db) {
   }
   SQLite::Statement index(db, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?");
   index.bind(1, due_index);
-  return index.executeStep();
+  if (!index.executeStep()) return false;
+  SQLite::Statement trigger(db, "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?");
+  trigger.bind(1, credential_trigger);
+  return trigger.executeStep();
 }
 
 }  // namespace

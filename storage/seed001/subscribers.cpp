@@ -107,7 +107,7 @@ std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  detail::write_transaction transaction(db);
   SQLite::Statement insert(db,
                            "INSERT INTO webhook_subscribers(endpoint, secret, events, "
                            "rate_per_min, burst, region, active, id) "
@@ -125,7 +125,7 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  detail::write_transaction transaction(db);
   SQLite::Statement update(db,
                            "UPDATE webhook_subscribers SET endpoint = ?, secret = ?, events = ?, "
                            "rate_per_min = ?, burst = ?, region = ?, active = ? WHERE id = ?");

@@ -28,6 +28,24 @@ TEST(extra_headers, surge_own_and_framing_names_are_refused_in_any_case) {
   }
 }
 
+// A partner verifies the signature over the body it reads: nothing may tell it to decode the
+// body differently, or offer it another digest or signature to check instead.
+TEST(extra_headers, content_fields_and_body_integrity_names_are_refused_in_any_case) {
+  for (const char* name :
+       {"Content-Encoding", "content-encoding", "CONTENT-ENCODING", "Content-Language",
+        "Content-Range", "Content-Location", "Content-Disposition", "Content-MD5",
+        "Content-Digest", "content-x-anything", "Digest", "digest", "Repr-Digest",
+        "REPR-DIGEST", "Signature", "signature", "Signature-Input", "signature-INPUT"}) {
+    EXPECT_NE(extra_header_name_problem(name), "") << name;
+    EXPECT_NE(extra_header_problem({name, "gzip"}), "") << name;
+  }
+  // Only the whole prefix or the exact names: near misses are a partner's own headers.
+  for (const char* name : {"X-Content-Id", "Contents", "Content", "X-Signature-Key", "Digests",
+                           "X-Digest", "Signatures"}) {
+    EXPECT_EQ(extra_header_name_problem(name), "") << name;
+  }
+}
+
 TEST(extra_headers, names_must_be_tokens) {
   EXPECT_NE(extra_header_name_problem(""), "");
   EXPECT_NE(extra_header_name_problem("Bad Name"), "");

@@ -3,13 +3,19 @@
 // tables are never changed by them.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <SQLiteCpp/Database.h>
 
 #include "storage/connection.hpp"
+#include "storage/error.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/seed001_ddl.hpp"
+#include "tests/support/sql_client.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace surge::storage {
@@ -65,6 +71,136 @@ void round_trip(connection& db) {
   EXPECT_TRUE(load_subscriber(db, row.id)->extra_headers.empty());
 }
 
+// The producer deletes a subscriber with its own plain SQL and inserts the next one with the same
+// id, as SQLite does by itself when the deleted row was the highest (PostgreSQL when the producer
+// names ids): the new partner must start without the old one's header and certificate.
+void deleted_subscribers_take_their_credentials(connection& db, const std::string& table,
+                                                const std::string& insert_with_id) {
+  auto kept = new_subscriber();
+  kept.id = add_subscriber(db, kept);
+  auto gone = new_subscriber();
+  gone.id = add_subscriber(db, gone);
+  for (auto* row : {&kept, &gone}) {
+    row->extra_headers = {{"Authorization", "Bearer old-partner"}};
+    row->client_cert_file = "/etc/surge/old.crt";
+    row->client_key_file = "/etc/surge/old.key";
+    set_subscriber_credentials(db, *row);
+  }
+
+  testing::sql_client producer(db.location());
+  EXPECT_EQ(producer.exec("DELETE FROM " + table + " WHERE id = ?", {std::to_string(gone.id)}),
+            1);
+  std::int64_t next = 0;
+  if (insert_with_id.empty()) {
+    next = add_subscriber(db, new_subscriber());
+  } else {
+    producer.exec(insert_with_id, {std::to_string(gone.id)});
+    next = gone.id;
+  }
+  ASSERT_EQ(next, gone.id) << "the test needs the id given again";
+  const auto fresh = load_subscriber(db, next);
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(fresh->extra_headers.empty());
+  EXPECT_EQ(fresh->client_cert_file, "");
+  EXPECT_EQ(fresh->client_key_file, "");
+  EXPECT_EQ(producer.number("SELECT COUNT(*) FROM surge_subscriber_credential WHERE "
+                            "subscriber_id = ?",
+                            {std::to_string(gone.id)}),
+            0);
+  // The other subscriber keeps its own.
+  EXPECT_EQ(load_subscriber(db, kept.id)->extra_headers, kept.extra_headers);
+}
+
+TEST(Credentials, ADeletedSubscribersCredentialsAreNotGivenToTheNextWithItsIdOnSeed000) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  migrate(db, true);
+  deleted_subscribers_take_their_credentials(db, "webhook_subscriber", "");
+}
+
+TEST(Credentials, ADeletedSubscribersCredentialsAreNotGivenToTheNextWithItsIdOnSeed001) {
+  testing::temp_dir dir;
+  {
+    SQLite::Database raw(dir.file("seed001.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(testing::seed001_ddl);
+  }
+  connection db({.location = dir.file("seed001.db"), .create_if_missing = false});
+  migrate(db);
+  deleted_subscribers_take_their_credentials(db, "webhook_subscribers", "");
+}
+
+TEST(Credentials, ADeletedSubscribersCredentialsAreNotGivenToTheNextWithItsIdOnPostgres) {
+  SURGE_REQUIRE_POSTGRES(server);
+  connection db({.location = server->create_database()});
+  migrate(db, true);
+  deleted_subscribers_take_their_credentials(
+      db, "webhook_subscriber",
+      "INSERT INTO webhook_subscriber(id, url, secret) VALUES (?, 'https://new.example/', 's')");
+}
+
+// Every write of a credentials row fails (as a full disk or a lost lock would make it fail).
+constexpr const char* sqlite_refusal =
+    "CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+    "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END";
+constexpr const char* postgres_refusal[] = {
+    "CREATE FUNCTION surge_test_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+    "CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+    "FOR EACH ROW EXECUTE FUNCTION surge_test_refuse()"};
+
+// A subscriber and its credentials are written together or not at all: a partner must never be
+// sent requests without the header its gateway requires.
+template <class Refusal>
+void subscriber_and_credentials_are_one_write(connection& db, const Refusal& refusal) {
+  auto existing = new_subscriber();
+  existing.id = add_subscriber(db, existing);
+  testing::sql_client other(db.location());
+  for (const auto& statement : refusal) other.exec(statement);
+
+  auto row = new_subscriber();
+  row.extra_headers = {{"X-Api-Key", "k"}};
+  EXPECT_THROW(add_subscriber(db, row, credentials_write::replace), error);
+  EXPECT_EQ(load_subscribers(db).size(), 1u);
+
+  existing.burst = 7;
+  existing.extra_headers = {{"X-Api-Key", "k"}};
+  EXPECT_THROW(update_subscriber(db, existing, credentials_write::replace), error);
+  EXPECT_EQ(load_subscriber(db, existing.id)->burst, 10);
+
+  // Without credentials to write, both go through.
+  row.extra_headers.clear();
+  EXPECT_NE(add_subscriber(db, row, credentials_write::replace), 0);
+  EXPECT_EQ(load_subscribers(db).size(), 2u);
+  existing.extra_headers.clear();
+  EXPECT_TRUE(update_subscriber(db, existing, credentials_write::replace));
+  EXPECT_EQ(load_subscriber(db, existing.id)->burst, 7);
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnSeed000) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  migrate(db, true);
+  subscriber_and_credentials_are_one_write(db, std::vector<std::string>{sqlite_refusal});
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnSeed001) {
+  testing::temp_dir dir;
+  {
+    SQLite::Database raw(dir.file("seed001.db"), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(testing::seed001_ddl);
+  }
+  connection db({.location = dir.file("seed001.db"), .create_if_missing = false});
+  migrate(db);
+  subscriber_and_credentials_are_one_write(db, std::vector<std::string>{sqlite_refusal});
+}
+
+TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnPostgres) {
+  SURGE_REQUIRE_POSTGRES(server);
+  connection db({.location = server->create_database()});
+  migrate(db, true);
+  subscriber_and_credentials_are_one_write(db, postgres_refusal);
+}
+
 TEST(Credentials, RoundTripOnASeed000File) {
   testing::temp_dir dir;
   connection db({.location = dir.file("queue.db")});
@@ -96,7 +232,8 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
   migrate(db, true);
   {
     SQLite::Database raw(dir.file("queue.db"), SQLite::OPEN_READWRITE);
-    raw.exec("DROP TABLE surge_subscriber_credential; "
+    raw.exec("DROP TRIGGER surge_subscriber_credential_gone; "
+             "DROP TABLE surge_subscriber_credential; "
              "DELETE FROM surge_schema_version WHERE version = 8");
   }
   connection again({.location = dir.file("queue.db"), .create_if_missing = false});

@@ -90,8 +90,10 @@ test_certificate make_self_signed_cert(const std::filesystem::path& dir) {
   return {at("self-signed.crt"), at("self-signed.key")};
 }
 
-test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki) {
-  const auto at = [&](const char* name) { return (dir / name).string(); };
+test_certificate make_cert_valid_between(const std::filesystem::path& dir, const test_pki& pki,
+                                         const std::string& name, const std::string& not_before,
+                                         const std::string& not_after) {
+  const auto at = [&](const std::string& file) { return (dir / file).string(); };
   const std::filesystem::path log = dir / "openssl.log";
   const std::string openssl = SURGE_OPENSSL_PATH;
   std::filesystem::create_directories(dir / "ca-new");
@@ -109,15 +111,28 @@ test_certificate make_expired_cert(const std::filesystem::path& dir, const test_
               "[any_name]\ncommonName = supplied\n"
               "[server_ext]\n" << server_extensions;
   }
-  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at("expired.key") +
-                "' -out '" + at("expired.csr") + "' -subj '/CN=localhost'",
+  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") +
+                "' -out '" + at(name + ".csr") + "' -subj '/CN=localhost'",
             log);
   run_shell(openssl + " ca -batch -notext -config '" + at("ca.cnf") + "' -cert '" + pki.ca_cert +
-                "' -keyfile '" + pki.ca_key + "' -in '" + at("expired.csr") + "' -out '" +
-                at("expired.crt") + "' -startdate 200101000000Z -enddate 200102000000Z" +
+                "' -keyfile '" + pki.ca_key + "' -in '" + at(name + ".csr") + "' -out '" +
+                at(name + ".crt") + "' -startdate " + not_before + " -enddate " + not_after +
                 " -extensions server_ext",
             log);
-  return {at("expired.crt"), at("expired.key")};
+  return {at(name + ".crt"), at(name + ".key")};
+}
+
+test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki) {
+  return make_cert_valid_between(dir, pki, "expired", "200101000000Z", "200102000000Z");
+}
+
+std::string make_encrypted_key(const std::filesystem::path& dir, const std::string& key_file,
+                               const std::string& name) {
+  const auto out = (dir / name).string();
+  run_shell(std::string(SURGE_OPENSSL_PATH) + " pkey -in '" + key_file +
+                "' -aes256 -passout pass:x -out '" + out + "'",
+            dir / "openssl.log");
+  return out;
 }
 
 }  // namespace surge::testing

@@ -30,4 +30,14 @@ test_certificate make_self_signed_cert(const std::filesystem::path& dir);
 // (`openssl ca -startdate/-enddate`: OpenSSL 3.0's `x509 -req` cannot backdate).
 test_certificate make_expired_cert(const std::filesystem::path& dir, const test_pki& pki);
 
+// A certificate for localhost from the test CA valid from `not_before` to `not_after`
+// (`openssl ca` dates: YYMMDDHHMMSSZ or YYYYMMDDHHMMSSZ, UTC): files `name`.crt and `name`.key.
+test_certificate make_cert_valid_between(const std::filesystem::path& dir, const test_pki& pki,
+                                         const std::string& name, const std::string& not_before,
+                                         const std::string& not_after);
+
+// `key_file` encrypted with AES-256 under the passphrase "x" (PKCS #8 PEM), written as `name`.
+std::string make_encrypted_key(const std::filesystem::path& dir, const std::string& key_file,
+                               const std::string& name);
+
 }  // namespace surge::testing

@@ -115,6 +115,21 @@ TEST(DrainCredentials, HeadersThatWouldOverrideSurgesOwnOrCarryCrLfAreRefusedWit
                                     "Authorization: Bearer x\r\nHost: evil"});
   EXPECT_EQ(crlf.exit_code, 2);
   EXPECT_NE(crlf.err.find("CR/LF"), std::string::npos) << crlf.err;
+  // A refusal names the header and the problem, never the value: it is a credential, and usage
+  // errors end up in terminals and tickets.
+  for (const char* bad : {"Authorization: Bearer s3cret-token\x01",
+                          "Content-Encoding: s3cret-token", "Bearer s3cret-token"}) {
+    const auto refused = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id,
+                                         "--header", bad});
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("--header"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.err.find("s3cret-token"), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.out.find("s3cret-token"), std::string::npos) << refused.out;
+  }
+  const auto named = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id, "--header",
+                                     "Content-Encoding: gzip"});
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_NE(named.err.find("header 'Content-Encoding'"), std::string::npos) << named.err;
   const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
   EXPECT_NE(listed.out.find("\"headers\":[]"), std::string::npos) << listed.out;
 }
@@ -251,6 +266,115 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
   ASSERT_EQ(run_surge(dir, args).exit_code, 0);
   for (const auto id : mismatched_rows) EXPECT_EQ(queue.row(id).status, "done");
   for (const auto id : missing_rows) EXPECT_EQ(queue.row(id).status, "done");
+}
+
+// An encrypted key (no passphrase is ever asked for: OpenSSL's default would prompt on the
+// terminal and the shard would wait there) and a certificate outside its validity period (every
+// handshake would fail) are refused when set, and hold the subscriber when the files become so
+// afterwards.
+TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHeldWhenFound) {
+  temp_dir dir;
+  std::filesystem::create_directories(dir.file("pki"));
+  const auto pki = make_test_pki(dir.file("pki"));
+  const auto client = make_client_cert(dir.file("pki"), pki, "partner-client");
+  const auto encrypted = make_encrypted_key(dir.file("pki"), client.key, "encrypted.key");
+  const auto expired = make_expired_cert(dir.file("pki"), pki);
+
+  test_queue queue(dir);
+  // Held rows are never attempted, so nothing needs to listen.
+  const std::string url = "https://localhost:9/hook";
+  const auto locked = queue.add_subscriber(url, 1000, 100);
+  const auto stale = queue.add_subscriber(url, 1000, 100);
+
+  const auto refused_key = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                           std::to_string(locked), "--client-cert", client.cert,
+                                           "--client-key", encrypted});
+  EXPECT_EQ(refused_key.exit_code, 2);
+  EXPECT_NE(refused_key.err.find("--client-cert/--client-key"), std::string::npos)
+      << refused_key.err;
+  EXPECT_NE(refused_key.err.find("client key " + encrypted + " is encrypted"), std::string::npos)
+      << refused_key.err;
+  const auto refused_cert = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                            std::to_string(stale), "--client-cert", expired.cert,
+                                            "--client-key", expired.key});
+  EXPECT_EQ(refused_cert.exit_code, 2);
+  EXPECT_NE(refused_cert.err.find("--client-cert/--client-key"), std::string::npos)
+      << refused_cert.err;
+  EXPECT_NE(refused_cert.err.find("client certificate " + expired.cert + " expired at"),
+            std::string::npos)
+      << refused_cert.err;
+
+  // Usable when set; replaced afterwards by an encrypted key, and by an expired pair.
+  const auto copy = [&](const std::string& from, const std::string& to) {
+    std::filesystem::copy_file(from, dir.file(to));
+    return dir.file(to);
+  };
+  const auto locked_key = copy(client.key, "locked.key");
+  const auto stale_cert = copy(client.cert, "stale.crt");
+  const auto stale_key = copy(client.key, "stale.key");
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked),
+                 "--client-cert", client.cert, "--client-key", locked_key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(stale),
+                 "--client-cert", stale_cert, "--client-key", stale_key});
+  const auto overwrite = std::filesystem::copy_options::overwrite_existing;
+  std::filesystem::copy_file(encrypted, locked_key, overwrite);
+  std::filesystem::copy_file(expired.cert, stale_cert, overwrite);
+  std::filesystem::copy_file(expired.key, stale_key, overwrite);
+
+  const auto locked_rows = queue.add_rows(locked, 3);
+  const auto stale_rows = queue.add_rows(stale, 3);
+  auto args = drain_args(queue);
+  args.insert(args.end(), {"--ca-file", pki.ca_cert});
+  const auto result = run_surge(dir, args);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const auto& rows : {locked_rows, stale_rows}) {
+    for (const auto id : rows) {
+      EXPECT_EQ(queue.row(id).status, "pending") << "row " << id;
+      EXPECT_EQ(queue.row(id).attempts, 0) << "row " << id;
+    }
+  }
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(locked) + ": client key " +
+                            locked_key + " is encrypted"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(stale) + ": client certificate " +
+                            stale_cert + " expired at 2020-01-02T00:00:00Z"),
+            std::string::npos)
+      << result.err;
+}
+
+// A subscriber and its credentials are written in one transaction: when the credentials cannot
+// be written, the subscriber is not added (nor its settings changed) without them, so a partner
+// is never sent requests lacking the header its gateway requires.
+TEST(DrainCredentials, SubscriberAddAndSetWriteTheSubscriberAndItsCredentialsTogetherOrNeither) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto id = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 10);
+  // Every credentials write fails, as a full disk or a lost lock would make it fail.
+  queue.sql().exec("CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+                   "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+
+  const auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                     "http://127.0.0.1:9/other", "--header", "X-Api-Key: k"});
+  EXPECT_NE(added.exit_code, 0) << added.out;
+  EXPECT_NE(added.err.find("refused by the test"), std::string::npos) << added.err;
+  EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM webhook_subscriber"), 1);
+
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                   "--burst", "7", "--header", "X-Api-Key: k"});
+  EXPECT_NE(set.exit_code, 0) << set.out;
+  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
+                               {std::to_string(id)}),
+            10);
+
+  // Without credentials to write, both work as before.
+  queue.sql().exec("DROP TRIGGER surge_test_refuse");
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--burst", "7",
+                 "--header", "X-Api-Key: k"});
+  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
+                               {std::to_string(id)}),
+            7);
+  EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM surge_subscriber_credential"), 1);
 }
 
 }  // namespace
