@@ -76,15 +76,15 @@ std::string no_passphrase(std::size_t, ssl::context::password_purpose) { return 
 
 }  // namespace
 
-std::string client_certificate_validity_problem(const client_identity& identity) {
+std::string client_certificate_validity_problem(const client_identity& identity, std::time_t now) {
   if (!identity.context) return {};
   X509* cert = SSL_CTX_get0_certificate(identity.context->native_handle());
   if (cert == nullptr) return {};
-  // X509_cmp_current_time: -1 when the time is at or before now, 1 when after, 0 on error.
+  // X509_cmp_time: -1 when the time is at or before `now`, 1 when after, 0 on error.
   const ASN1_TIME* not_before = X509_get0_notBefore(cert);
   const ASN1_TIME* not_after = X509_get0_notAfter(cert);
-  const int started = X509_cmp_current_time(not_before);
-  const int ends = X509_cmp_current_time(not_after);
+  const int started = X509_cmp_time(not_before, &now);
+  const int ends = X509_cmp_time(not_after, &now);
   if (started == 0 || ends == 0) {
     return "client certificate " + identity.cert_file + " has unreadable validity dates";
   }
@@ -141,14 +141,15 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
     throw std::runtime_error("client key " + key_file + " does not match client certificate " +
                              cert_file);
   }
-  if (auto problem = client_certificate_validity_problem(*identity); !problem.empty()) {
+  if (auto problem = client_certificate_validity_problem(*identity, std::time(nullptr));
+      !problem.empty()) {
     throw std::runtime_error(problem);
   }
   return identity;
 }
 
 client_identities::found client_identities::get(const std::string& cert_file,
-                                                const std::string& key_file) {
+                                                const std::string& key_file, std::time_t now) {
   if (cert_file.empty() && key_file.empty()) return {};
   if (cert_file.empty() || key_file.empty()) {
     return {nullptr, cert_file.empty() ? "a client key is set without a client certificate"
@@ -169,7 +170,7 @@ client_identities::found client_identities::get(const std::string& cert_file,
   }
   // Checked at every use, not only at loading: a certificate that was valid when loaded expires
   // while the drain runs, and every handshake with it would then fail.
-  if (auto problem = client_certificate_validity_problem(*slot); !problem.empty()) {
+  if (auto problem = client_certificate_validity_problem(*slot, now); !problem.empty()) {
     return {nullptr, std::move(problem)};
   }
   return {slot, {}};

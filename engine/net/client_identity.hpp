@@ -5,6 +5,7 @@
 // the identity as well as the origin, so a connection or session made with one certificate never
 // carries a request of a subscriber with another one, or with none.
 #include <cstddef>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,10 +35,10 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
                                                             const std::string& cert_file,
                                                             const std::string& key_file);
 
-// Why the identity's certificate cannot be presented now (not yet valid, or expired, by its
-// notBefore/notAfter against the current time), or empty. Partners refuse such a certificate in
-// the handshake, so every attempt with it would fail.
-std::string client_certificate_validity_problem(const client_identity& identity);
+// Why the identity's certificate cannot be presented at `now` (not yet valid, or expired, by
+// its notBefore/notAfter), or empty. Partners refuse such a certificate in the handshake, so
+// every attempt with it would fail.
+std::string client_certificate_validity_problem(const client_identity& identity, std::time_t now);
 
 // One shard's identities by file pair. get() reads both files each time it is asked (on every
 // subscriber reload: two small reads) and builds a new context only when their contents
@@ -51,8 +52,9 @@ class client_identities {
     std::shared_ptr<const client_identity> identity;  // null when none is configured or on error
     std::string problem;  // why the configured files cannot be used; empty if fine
   };
-  // Neither file named: no identity. One without the other is a problem.
-  found get(const std::string& cert_file, const std::string& key_file);
+  // Neither file named: no identity. One without the other is a problem. The certificate must
+  // be valid at `now`.
+  found get(const std::string& cert_file, const std::string& key_file, std::time_t now);
   std::size_t size() const { return by_files_.size(); }
 
  private:

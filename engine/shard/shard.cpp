@@ -98,7 +98,8 @@ void shard::update_subscribers(std::vector<storage::subscriber_row> rows) {
   for (auto& row : rows) {
     auto settings = derive_settings(row, config_.scheduler);
     if (settings.credentials_problem.empty()) {
-      auto found = identities_.get(row.client_cert_file, row.client_key_file);
+      auto found = identities_.get(row.client_cert_file, row.client_key_file,
+                                   static_cast<std::time_t>(proto::unix_now()));
       settings.identity = std::move(found.identity);
       settings.credentials_problem = std::move(found.problem);
     }

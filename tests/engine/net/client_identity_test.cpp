@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include <openssl/ssl.h>
 
@@ -54,7 +53,7 @@ TEST_F(client_identity_test, a_valid_pair_loads) {
   const auto client = testing::make_client_cert(pki_dir(), pki, "client");
   EXPECT_EQ(load_problem(client.cert, client.key), "");
   client_identities identities{http_client_config{}};
-  const auto found = identities.get(client.cert, client.key);
+  const auto found = identities.get(client.cert, client.key, std::time(nullptr));
   EXPECT_TRUE(found.identity);
   EXPECT_EQ(found.problem, "");
 }
@@ -70,7 +69,7 @@ TEST_F(client_identity_test, an_encrypted_key_is_refused_at_once_as_encrypted) {
   EXPECT_NE(problem.find("not supported"), std::string::npos) << problem;
 
   client_identities identities{http_client_config{}};
-  const auto found = identities.get(client.cert, encrypted);
+  const auto found = identities.get(client.cert, encrypted, std::time(nullptr));
   EXPECT_FALSE(found.identity);
   EXPECT_NE(found.problem.find("is encrypted"), std::string::npos) << found.problem;
 
@@ -102,7 +101,7 @@ TEST_F(client_identity_test, an_expired_or_not_yet_valid_certificate_is_refused)
 
   client_identities identities{http_client_config{}};
   for (const auto& cert : {expired, future}) {
-    const auto found = identities.get(cert.cert, cert.key);
+    const auto found = identities.get(cert.cert, cert.key, std::time(nullptr));
     EXPECT_FALSE(found.identity) << cert.cert;
     EXPECT_NE(found.problem.find("client certificate " + cert.cert), std::string::npos)
         << found.problem;
@@ -115,15 +114,17 @@ TEST_F(client_identity_test, a_cached_identity_that_expires_is_refused_from_then
   const auto brief = testing::make_cert_valid_between(
       pki_dir(), pki, "brief", ca_date(std::chrono::seconds(-60)), ca_date(std::chrono::seconds(3)));
   client_identities identities{http_client_config{}};
-  const auto first = identities.get(brief.cert, brief.key);
+  const std::time_t now = std::time(nullptr);
+  const auto first = identities.get(brief.cert, brief.key, now);
   ASSERT_TRUE(first.identity) << first.problem;
-  std::this_thread::sleep_for(std::chrono::seconds(4));
-  const auto later = identities.get(brief.cert, brief.key);
+  // Four seconds on, past its end: the same files, the cached context, now refused.
+  const auto later = identities.get(brief.cert, brief.key, now + 4);
   EXPECT_FALSE(later.identity);
   EXPECT_NE(later.problem.find("client certificate " + brief.cert + " expired at "),
             std::string::npos)
       << later.problem;
-  EXPECT_EQ(client_certificate_validity_problem(*first.identity), later.problem);
+  EXPECT_EQ(client_certificate_validity_problem(*first.identity, now + 4), later.problem);
+  EXPECT_EQ(client_certificate_validity_problem(*first.identity, now), "");
 }
 
 }  // namespace
