@@ -92,11 +92,12 @@ TEST(DrainFaults, WriteLockHeldBeyondTheBusyTimeoutIsLoggedAndEveryOutcomeIsKept
                              dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_TRUE(wait_for_requests(sink, 3, 10s)) << "the drain sent nothing";
   // No CLI flag sets the drain's busy timeout (5 s, storage_worker_config::busy_timeout).
-  // Outcomes ride in the next claim's transaction, and the first transaction to wait may carry
-  // none (the attempts in flight answer 1 s later); it fails at 5 s, the next one carries the
-  // outcomes and waits after it. 16 s leaves that one's 5 s plus a margin for a slow machine,
-  // whose sleeps between lock checks overrun, so an outcome write is surely refused.
-  lock_holder(queue.path()).hold_for(16s);
+  // Outcomes ride in the next claim's transaction, and the first transactions to wait may carry
+  // none: a claim made before the attempts in flight answered (1 s later), then the ownership
+  // renewal that fell due meanwhile; each fails at 5 s, and the outcome write waits after them.
+  // 22 s leaves two of them plus its own 5 s and a margin for a slow machine, whose sleeps
+  // between lock checks overrun, so an outcome write is surely refused.
+  lock_holder(queue.path()).hold_for(22s);
   const auto status = drain.wait(60s);
   ASSERT_TRUE(status.has_value()) << "the drain did not finish";
   std::ifstream err_file(dir.file("drain.err"));
