@@ -102,7 +102,7 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   const double started = proto::unix_now();
   tools::child_process drain(surge_binary(),
                              {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--duration", "26", "--metrics-listen", "127.0.0.1:0",
+                              "--duration", "35", "--metrics-listen", "127.0.0.1:0",
                               "--progress", "off"},
                              dir.file("drain.out"), dir.file("drain.err"));
   const auto port = metrics_port_from_log(dir.file("drain.err"));
