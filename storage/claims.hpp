@@ -40,6 +40,9 @@ struct subscriber_demand {
   // Tokens asked of its persisted bucket in the same cycle (storage/token_leases.hpp); 0: none;
   // below 0: leased tokens given back.
   double tokens = 0;
+  // Refill ahead the ask may take as well, as a debt (proto::take_tokens): the asker's own
+  // estimate of how long until it can ask again. The store's own reserve applies when larger.
+  double reserve_seconds = 0;
 };
 
 struct lease_ref {

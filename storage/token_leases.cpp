@@ -1,5 +1,7 @@
 #include "storage/token_leases.hpp"
 
+#include <algorithm>
+
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/persisted_bucket.hpp"
@@ -70,7 +72,8 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
       detail::statement_use use(read_);
       if (!read_bucket(read_, entry.subscriber_id, bucket)) continue;
     }
-    const auto take = proto::take_tokens(bucket, entry.tokens, now, reserve_seconds_);
+    const auto take = proto::take_tokens(bucket, entry.tokens, now,
+                                         std::max(reserve_seconds_, entry.reserve_seconds));
     grant.tokens = take.taken;
     grant.next_token_at = take.next_token_at;
     if (take.taken > 0) write_bucket(write_, entry.subscriber_id, take.left, now);

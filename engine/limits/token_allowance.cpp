@@ -8,7 +8,7 @@ namespace surge::engine {
 
 bool token_allowance::would_ask(double rate, clock::time_point now) const {
   if (rate <= 0 || asked_ || now < next_ask_at_) return false;
-  const double low_water = std::max(1.0, rate * config_.ask_ahead_seconds);
+  const double low_water = std::max(1.0, rate * ahead_seconds());
   return tokens_ < low_water;
 }
 
@@ -17,11 +17,16 @@ double token_allowance::ask(double rate, clock::time_point now) {
   const double lease = std::max(1.0, rate * config_.lease_seconds);
   const double want = std::ceil(std::max(1.0, lease - tokens_));
   asked_ = true;
+  asked_at_ = now;
   return want;
 }
 
 void token_allowance::granted(double tokens, clock::time_point now,
                               clock::duration next_token_in) {
+  if (asked_) {
+    const double round_trip = std::chrono::duration<double>(now - asked_at_).count();
+    round_trip_seconds_ = std::max(round_trip, 0.75 * round_trip_seconds_);
+  }
   asked_ = false;
   tokens_ += std::max(0.0, tokens);
   if (tokens > 0) {
@@ -30,6 +35,11 @@ void token_allowance::granted(double tokens, clock::time_point now,
   } else {
     next_ask_at_ = now + std::min<clock::duration>(next_token_in, config_.paused_recheck);
   }
+}
+
+double token_allowance::ahead_seconds() const {
+  return std::min(config_.lease_seconds / 2,
+                  std::max(config_.ask_ahead_seconds, 1.5 * round_trip_seconds_));
 }
 
 double token_allowance::take_stale(clock::time_point now) {

@@ -12,7 +12,8 @@ struct token_lease_config {
   // ones leave less unspent in one drainer's hands while another waits.
   double lease_seconds = 1.0;
   // A new lease is asked for once fewer tokens than this much refill are left, so that the
-  // storage round trip rarely leaves a subscriber without one.
+  // storage round trip rarely leaves a subscriber without one. A slower round trip, as measured
+  // from the asks' answers, raises it (ahead_seconds()).
   double ask_ahead_seconds = 0.05;
   // After an answer that found the bucket paused (rate 0 in the table), asked again this late.
   std::chrono::milliseconds paused_recheck{1000};
@@ -51,6 +52,13 @@ class token_allowance {
   void ask_now() { next_ask_at_ = {}; }
   bool asking() const { return asked_; }
 
+  // The refill an ask must cover until its answer is here: the configured look-ahead, or more
+  // when the asks' answers have been slower (one and a half round trips, the slowest of the
+  // last few), at most half a lease. It sets both when to ask again and how much of the
+  // bucket's coming refill the ask may reserve: a bucket with a small burst, left to refill
+  // while the answer travels, would fill and lose the rest.
+  double ahead_seconds() const;
+
   // The pump's wait for a token of this allowance: zero when one is here, else max(): the
   // demand scan asks when an ask is due, and the answer wakes the pump.
   clock::duration wait() const {
@@ -68,6 +76,8 @@ class token_allowance {
   token_lease_config config_;
   double tokens_ = 0;
   bool asked_ = false;
+  clock::time_point asked_at_{};
+  double round_trip_seconds_ = 0;  // rises at once with a slow answer, decays over a few
   clock::time_point next_ask_at_{};
   clock::time_point last_used_{};  // last grant or spend
 };

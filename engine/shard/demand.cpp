@@ -296,7 +296,11 @@ void shard::send_demand() {
     } else if (sub->allowance.would_ask(sub->settings.rate, now) &&
                scheduling::wants_tokens(token_facts_of(*sub, now))) {
       const double tokens = sub->allowance.ask(sub->settings.rate, now);
-      if (tokens > 0) demand.push_back({.subscriber_id = sub->settings.id, .tokens = tokens});
+      if (tokens > 0) {
+        demand.push_back({.subscriber_id = sub->settings.id,
+                          .tokens = tokens,
+                          .reserve_seconds = sub->allowance.ahead_seconds()});
+      }
     }
     if (token_watch_needed(*sub)) {
       token_watch_[watched++] = sub;

@@ -348,7 +348,8 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
     auto& grant = grants.emplace_back();
     grant.subscriber_id = entry.subscriber_id;
     if (found == buckets.end()) continue;
-    const auto take = proto::take_tokens(found->second, entry.tokens, now, reserve_seconds_);
+    const auto take = proto::take_tokens(found->second, entry.tokens, now,
+                                         std::max(reserve_seconds_, entry.reserve_seconds));
     grant.tokens = take.taken;
     grant.next_token_at = take.next_token_at;
     if (take.taken > 0) {

@@ -28,9 +28,11 @@ class TokenLeases : public ::testing::Test {
                                           " FROM webhook_subscriber WHERE id = " +
                                           std::to_string(sub_));
   }
-  std::vector<token_grant> lease(token_leaser& leaser, double tokens, double now) {
+  std::vector<token_grant> lease(token_leaser& leaser, double tokens, double now,
+                                 double reserve_seconds = 0) {
     SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
-    const std::vector<subscriber_demand> demand{{.subscriber_id = sub_, .tokens = tokens}};
+    const std::vector<subscriber_demand> demand{
+        {.subscriber_id = sub_, .tokens = tokens, .reserve_seconds = reserve_seconds}};
     auto grants = leaser.lease(demand, now);
     transaction.commit();
     return grants;
@@ -49,6 +51,20 @@ TEST_F(TokenLeases, TakesWholeTokensRefilledToNowAndWritesWhatIsLeft) {
   EXPECT_EQ(grants[0].tokens, 4);
   EXPECT_DOUBLE_EQ(stored("tokens"), 0.5);
   EXPECT_DOUBLE_EQ(stored("tokens_updated_at"), 1000.5);
+}
+
+TEST_F(TokenLeases, AnAskMayReserveMoreOfTheComingRefillThanTheStoresOwnReserve) {
+  // The asker's answers are slow: it reserves a second of refill, as a debt.
+  token_leaser leaser(db_, 0.25);
+  const auto grants = lease(leaser, 10, 1000.5, 1.0);  // 4.5 now + 2/s x 1 s
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].tokens, 6);
+  EXPECT_DOUBLE_EQ(stored("tokens"), -1.5);
+  // A smaller reserve asked for leaves the store's own.
+  set_bucket(3.5, 1000);
+  const auto own = lease(leaser, 10, 1000.5, 0.01);  // 4.5 + 2/s x 0.25 s
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].tokens, 5);
 }
 
 TEST_F(TokenLeases, AnEmptyBucketIsReadNotWrittenAndSaysWhenItsNextTokenIsDue) {

@@ -1,6 +1,7 @@
 // The partner's own limiter is the judge: nginx `limit_req` set to exactly
-// each subscriber's published rate and burst must refuse nothing, while every backlogged
-// subscriber still gets at least 95 % of its rate. nginx's `burst=b-1 nodelay` admits b requests
+// each subscriber's published rate and burst must refuse nothing, and every row goes (how near
+// its rate a backlogged subscriber stays is proved on a simulated clock, in
+// tests/engine/limits/). nginx's `burst=b-1 nodelay` admits b requests
 // at once and then one per interval, measured from the arrival of the first: a bucket of
 // capacity b, charged when a request arrives.
 #include <gtest/gtest.h>
@@ -139,11 +140,6 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
     // The strict property: the partner's limiter never had to refuse.
     EXPECT_TRUE(refusals.empty()) << label << " refused:" << refusals;
     EXPECT_EQ(static_cast<int>(accepted.size()), p.rows) << label;
-    if (accepted.size() < 2) continue;
-    // Backlogged from the first request to the last: after the first burst, the rate.
-    const double span = accepted.back() - accepted.front();
-    const double achieved = (static_cast<double>(accepted.size()) - p.burst) / span;
-    EXPECT_GE(achieved, 0.95 * p.rate) << label << " achieved " << achieved << "/s";
   }
   EXPECT_EQ(refused, 0) << "nginx refused " << refused << " of " << total << " requests";
   EXPECT_EQ(queue.count_by_status()["done"], [&] {

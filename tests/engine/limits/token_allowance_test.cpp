@@ -2,6 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/limits/token_bucket.hpp"
+#include "proto/persisted_bucket.hpp"
+
 namespace surge::engine {
 namespace {
 
@@ -107,6 +114,81 @@ TEST(TokenAllowance, WhatIsLeftIsTakenOnceToGoBack) {
   EXPECT_EQ(allowance.take_unspent(), 4);
   EXPECT_EQ(allowance.take_unspent(), 0);
   EXPECT_FALSE(allowance.has_token());
+}
+
+// A backlogged subscriber whose tokens come in leases from the persisted bucket, as on
+// PostgreSQL or beside other drainers, on a simulated clock: each ask is answered by the bucket
+// one storage round trip later, and the pump's own bucket gates every send. Over a minute it
+// keeps the rate, and no window holds more than burst + rate * T.
+struct leased_pace {
+  double rate;
+  int burst;
+};
+
+std::vector<double> backlogged_send_times(leased_pace pace, clock::duration round_trip) {
+  constexpr double store_reserve_seconds = 0.05;  // storage's default token reserve
+  const auto unix_seconds = [](clock::time_point at) {
+    return std::chrono::duration<double>(at - t0).count();
+  };
+  proto::persisted_bucket stored{.tokens = static_cast<double>(pace.burst), .updated_at = 0,
+                                 .rate = pace.rate, .burst = static_cast<double>(pace.burst)};
+  token_bucket own(pace.rate, pace.burst, pace.burst, t0);
+  token_allowance allowance;
+  double asked = 0;
+  double reserve_seconds = 0;
+  clock::time_point answer_at = clock::time_point::max();
+  std::vector<double> sent;
+  for (auto now = t0; now < t0 + 60s; now += 1ms) {
+    if (now >= answer_at) {
+      const auto take = proto::take_tokens(stored, asked, unix_seconds(now),
+                                           std::max(store_reserve_seconds, reserve_seconds));
+      stored.tokens = take.left;
+      stored.updated_at = unix_seconds(now);
+      const auto next_token_in =
+          take.next_token_at > 0
+              ? std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(
+                    std::max(0.0, take.next_token_at - unix_seconds(now))))
+              : clock::duration::max();
+      allowance.granted(take.taken, now, next_token_in);
+      answer_at = clock::time_point::max();
+    }
+    if (const double want = allowance.ask(pace.rate, now); want > 0) {
+      asked = want;
+      reserve_seconds = allowance.ahead_seconds();
+      answer_at = now + round_trip;
+    }
+    while (allowance.has_token() && own.try_take(now)) {
+      allowance.spend(now);
+      sent.push_back(unix_seconds(now));
+    }
+  }
+  return sent;
+}
+
+TEST(TokenAllowance, ABackloggedSubscriberKeepsItsRateThroughLeasesAndStaysWithinItsLimit) {
+  for (const auto pace : {leased_pace{20, 5}, leased_pace{50, 1}, leased_pace{2.5, 3},
+                          leased_pace{100, 20}}) {
+    for (const auto round_trip : {2ms, 20ms, 80ms}) {
+      const auto sent = backlogged_send_times(pace, round_trip);
+      const std::string label = std::to_string(pace.rate) + "/s, burst " +
+                                std::to_string(pace.burst) + ", round trip " +
+                                std::to_string(round_trip.count()) + " ms";
+      ASSERT_GT(sent.size(), 2u) << label;
+      for (double window : {0.1, 0.5, 1.0, 3.0}) {
+        std::size_t first = 0;
+        std::size_t most = 0;
+        for (std::size_t last = 0; last < sent.size(); ++last) {
+          while (sent[last] - sent[first] > window) ++first;
+          most = std::max(most, last - first + 1);
+        }
+        EXPECT_LE(static_cast<double>(most), pace.burst + pace.rate * window + 1e-9)
+            << label << ", window " << window << " s";
+      }
+      const double achieved = (static_cast<double>(sent.size()) - pace.burst) /
+                              (sent.back() - sent.front());
+      EXPECT_GE(achieved, 0.98 * pace.rate) << label;
+    }
+  }
 }
 
 }  // namespace
