@@ -11,7 +11,8 @@ using surge::proto::signer;
 using surge::proto::signing_scheme;
 
 std::string payload_of_size(std::size_t size) {
-  std::string payload = R"({"event":"video.trending","video_id":"v_8f3a2c","views":1234567,"data":")";
+  std::string payload =
+      R"({"event":"video.trending","video_id":"v_8f3a2c","views":1234567,"data":")";
   while (payload.size() + 2 < size) payload.push_back(static_cast<char>('a' + payload.size() % 26));
   payload += "\"}";
   return payload;

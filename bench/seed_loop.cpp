@@ -95,16 +95,17 @@ class seed_loop {
   const endpoint& endpoint_of(std::int64_t subscriber_id) {
     auto& slot = endpoints_[subscriber_id];
     if (!slot) {
-      SQLite::Statement query(db_, "SELECT url, secret, signing FROM webhook_subscriber WHERE id = ?");
+      SQLite::Statement query(db_,
+                              "SELECT url, secret, signing FROM webhook_subscriber WHERE id = ?");
       query.bind(1, subscriber_id);
       if (!query.executeStep()) throw std::runtime_error("unknown subscriber");
       auto parsed = surge::proto::parse_target_url(query.getColumn(0).getString());
       if (!parsed.value || parsed.value->tls) throw std::runtime_error("need a plain http URL");
       const auto scheme = surge::proto::parse_signing_scheme(query.getColumn(2).getString());
-      slot = std::make_unique<endpoint>(endpoint{
-          *parsed.value,
-          surge::proto::signer::create(scheme.value_or(surge::proto::signing_scheme::vvv),
-                                       query.getColumn(1).getString())});
+      slot = std::make_unique<endpoint>(
+          endpoint{*parsed.value,
+                   surge::proto::signer::create(scheme.value_or(surge::proto::signing_scheme::vvv),
+                                                query.getColumn(1).getString())});
       if (!slot->signer) throw std::runtime_error("unusable secret");
     }
     return *slot;
@@ -169,7 +170,10 @@ class seed_loop {
       audit.bind(3, a.number);
       audit.bind(4, a.started);
       audit.bind(5, a.finished);
-      if (a.status) audit.bind(6, a.status); else audit.bind(6);
+      if (a.status)
+        audit.bind(6, a.status);
+      else
+        audit.bind(6);
       audit.exec();
       audit.reset();
     }

@@ -61,8 +61,8 @@ class bench_queue {
     insert.bind(3, emitted_at);
     insert.bind(4, emitted_at);
     for (int i = 0; i < per_subscriber * bench_subscribers; ++i) {
-      const int subscriber = layout == row_layout::interleaved ? i % bench_subscribers
-                                                               : i / per_subscriber;
+      const int subscriber =
+          layout == row_layout::interleaved ? i % bench_subscribers : i / per_subscriber;
       insert.bind(1, subscribers_[static_cast<std::size_t>(subscriber)]);
       insert.exec();
       insert.reset();
@@ -111,9 +111,13 @@ void BM_storage_claim(benchmark::State& state, row_layout layout) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK_CAPTURE(BM_storage_claim, interleaved, row_layout::interleaved)
-    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_storage_claim, contiguous, row_layout::contiguous)
-    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
 
 // Writes `batch` done outcomes, each with its attempt record, in one transaction. Untimed: the
 // rows are put back to pending under a known lease so every fence holds.
@@ -134,15 +138,16 @@ void BM_storage_outcomes(benchmark::State& state, row_layout layout) {
       out.last_status = 200;
       out.finished_at = emitted_at + 2;
       out.has_attempt = true;
-      out.attempt = {out.delivery_id, ids.getColumn(1).getInt64(), 1, emitted_at + 1,
-                     emitted_at + 2, 200, ""};
+      out.attempt = {
+          out.delivery_id, ids.getColumn(1).getInt64(), 1, emitted_at + 1, emitted_at + 2, 200, ""};
     }
   }
   for (auto _ : state) {
     state.PauseTiming();
     queue.db().exec(
         "UPDATE webhook_delivery SET status = 'pending', attempts = 0, delivered_at = NULL, "
-        "locked_until = " + std::to_string(lease));
+        "locked_until = " +
+        std::to_string(lease));
     state.ResumeTiming();
     const auto report = writer.write(outcomes);
     if (report.applied != batch) {
@@ -153,9 +158,13 @@ void BM_storage_outcomes(benchmark::State& state, row_layout layout) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK_CAPTURE(BM_storage_outcomes, interleaved, row_layout::interleaved)
-    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_storage_outcomes, contiguous, row_layout::contiguous)
-    ->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
@@ -177,8 +186,8 @@ void BM_ownership_renew(benchmark::State& state) {
   std::vector<ownership_keeper> keepers;
   keepers.reserve(drains);
   for (int i = 0; i < drains; ++i) {
-    keepers.emplace_back(queue.db(), "surge@bench-" + std::to_string(i) + ":1", surge::proto::id_set{},
-                         4.0);
+    keepers.emplace_back(queue.db(), "surge@bench-" + std::to_string(i) + ":1",
+                         surge::proto::id_set{}, 4.0);
   }
   double now = emitted_at;
   // Settle: releases and takes until every drain holds its share.

@@ -19,15 +19,15 @@ namespace surge::engine {
 using namespace std::chrono_literals;
 
 struct http_client_config {
-  std::chrono::milliseconds connect_timeout = 4s;   // TCP connect (and each address tried)
-  std::chrono::milliseconds attempt_timeout = 8s;   // resolve + connect + TLS + request + response
+  std::chrono::milliseconds connect_timeout = 4s;  // TCP connect (and each address tried)
+  std::chrono::milliseconds attempt_timeout = 8s;  // resolve + connect + TLS + request + response
   // Idle keep-alive connections are closed before common server idle timeouts (Node.js and
   // Apache close after 5 s) so that a reused connection is rarely already half-closed.
   std::chrono::milliseconds idle_timeout = 4s;
-  std::size_t max_response_body = 4096;   // kept only for diagnostics
+  std::size_t max_response_body = 4096;  // kept only for diagnostics
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;
-  std::optional<std::string> ca_file;     // instead of the system trust store
+  std::optional<std::string> ca_file;  // instead of the system trust store
   // TLS sessions each shard keeps for resumption, over all origins (engine/net/tls_sessions.hpp):
   // as many new connections can start at once and all resume.
   std::size_t tls_sessions = 4096;
@@ -37,8 +37,8 @@ struct http_client_config {
 };
 
 struct scheduler_config {
-  int per_subscriber_in_flight = 16;   // when the subscriber's max_in_flight column is 0
-  int max_in_flight = 4096;            // whole process; split evenly across shards
+  int per_subscriber_in_flight = 16;  // when the subscriber's max_in_flight column is 0
+  int max_in_flight = 4096;           // whole process; split evenly across shards
   // Claims ask for the rows a subscriber can send within this horizon, so a claimed row waits
   // for a token at most this long (far below the lease).
   std::chrono::milliseconds claim_horizon = 500ms;
@@ -94,8 +94,8 @@ struct storage_worker_config {
   // The first backlog count waits for the shards' first claims to be answered, or this long
   // when none is asked (engine/store/backlog_watch.hpp, first_count_due).
   std::chrono::milliseconds first_count_wait = 100ms;
-  std::chrono::milliseconds backlog_refresh_interval = 2s;   // while it is large
-  std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
+  std::chrono::milliseconds backlog_refresh_interval = 2s;  // while it is large
+  std::chrono::milliseconds error_backoff = 500ms;          // after a failed claim or write
   // How often the storage loop asks whether another connection committed (PRAGMA
   // data_version, about a microsecond) and, if so, which subscribers got new due rows: those
   // are woken at once instead of at their next idle poll. 0 turns the wake off (polls only).

@@ -75,8 +75,8 @@ std::string status_text(const drain_metrics& metrics, double rate) {
                 static_cast<long long>(metrics.failing_subscribers()),
                 static_cast<long long>(c.in_flight.load()),
                 static_cast<long long>(c.buffered.load()),
-                static_cast<long long>(c.delivered.load()),
-                static_cast<long long>(c.dead.load()), eta_text(backlog, rate).c_str());
+                static_cast<long long>(c.delivered.load()), static_cast<long long>(c.dead.load()),
+                eta_text(backlog, rate).c_str());
   return line;
 }
 
@@ -122,7 +122,8 @@ void note_other_drainers(storage::connection& db, const proto::id_set& subscribe
 
 drain_summary run_drain(const drain_config& input) {
   drain_config config = input;
-  if (config.threads <= 0) config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (config.threads <= 0)
+    config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   {
     // Migrations are additive, so running them here keeps a drain usable on a database that
     // only the steady-state drainer has touched so far.
@@ -158,8 +159,8 @@ drain_summary run_drain(const drain_config& input) {
   drain_summary summary;
   const auto started = std::chrono::steady_clock::now();
 
-  stop_sequence stop({.grace = config.shutdown_grace,
-                      .final_write_window = config.storage.final_write_window});
+  stop_sequence stop(
+      {.grace = config.shutdown_grace, .final_write_window = config.storage.final_write_window});
   std::function<void(stop_sequence::action)> perform;
   auto arm_stop_timer = [&] {
     const auto deadline = stop.next_deadline();
@@ -177,8 +178,7 @@ drain_summary run_drain(const drain_config& input) {
   };
   perform = [&](stop_sequence::action next) {
     switch (next) {
-      case stop_sequence::action::none:
-        return;
+      case stop_sequence::action::none: return;
       case stop_sequence::action::begin_stop:
         storage.stop_claiming();
         for (auto& s : shards) s->begin_stop();
@@ -190,9 +190,7 @@ drain_summary run_drain(const drain_config& input) {
         for (auto& s : shards) s->abandon();
         arm_stop_timer();
         return;
-      case stop_sequence::action::abandon_writes:
-        storage.abandon();
-        return;
+      case stop_sequence::action::abandon_writes: storage.abandon(); return;
       case stop_sequence::action::ignore_repeat:
         log_info("ignoring a repeated stop signal");
         return;
@@ -227,12 +225,12 @@ drain_summary run_drain(const drain_config& input) {
     });
   };
 
-  std::function<void(boost::system::error_code, int)> on_signal =
-      [&](boost::system::error_code ec, int signal_number) {
-        if (ec) return;
-        request_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM", true);
-        signals.async_wait(on_signal);
-      };
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
+                                                                      int signal_number) {
+    if (ec) return;
+    request_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM", true);
+    signals.async_wait(on_signal);
+  };
   signals.async_wait(on_signal);
 
   storage.on_drained([&] {
@@ -272,12 +270,14 @@ drain_summary run_drain(const drain_config& input) {
     server.emplace(control, *config.metrics_listen,
                    metrics_server::handlers{
                        .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },
-                       .unhealthy_reason = [&] {
-                         return metrics.unhealthy_reason(std::chrono::seconds(10),
-                                                         std::chrono::seconds(2));
-                       }});
-    log_info("metrics on http://" + config.metrics_listen->substr(0, config.metrics_listen->rfind(':')) +
-             ":" + std::to_string(server->port()) + "/metrics");
+                       .unhealthy_reason =
+                           [&] {
+                             return metrics.unhealthy_reason(std::chrono::seconds(10),
+                                                             std::chrono::seconds(2));
+                           }});
+    log_info("metrics on http://" +
+             config.metrics_listen->substr(0, config.metrics_listen->rfind(':')) + ":" +
+             std::to_string(server->port()) + "/metrics");
   }
 
   // On a terminal: one status line redrawn every second. Otherwise: a log line now and then.
@@ -297,7 +297,8 @@ drain_summary run_drain(const drain_config& input) {
       const auto now = std::chrono::steady_clock::now();
       const double seconds = std::chrono::duration<double>(now - last_tick).count();
       const auto delivered = counters.delivered.load();
-      const double rate = seconds > 0 ? static_cast<double>(delivered - delivered_before) / seconds : 0;
+      const double rate =
+          seconds > 0 ? static_cast<double>(delivered - delivered_before) / seconds : 0;
       // Smoothed over a few ticks so the ETA does not jump with every burst.
       smoothed_rate = smoothed_rate == 0 ? rate : 0.7 * smoothed_rate + 0.3 * rate;
       delivered_before = delivered;
@@ -314,8 +315,8 @@ drain_summary run_drain(const drain_config& input) {
 
   storage.start();
   for (auto& s : shards) s->start();
-  log_info("draining " + storage::printable_location(config.storage.db_path) + " with " + std::to_string(config.threads) +
-           " shards");
+  log_info("draining " + storage::printable_location(config.storage.db_path) + " with " +
+           std::to_string(config.threads) + " shards");
 
   control.run();
   sweeper.reset();

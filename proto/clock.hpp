@@ -8,8 +8,7 @@ namespace surge::proto {
 
 // Current wall-clock time as Unix seconds with a fraction, the queue's time unit.
 inline double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace surge::proto

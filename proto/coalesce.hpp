@@ -14,8 +14,8 @@ namespace surge::proto {
 inline constexpr double max_coalesce_window_seconds = 3600;
 
 struct coalesce_rule {
-  std::string pointer;        // RFC 6901 JSON pointer into the payload, e.g. "/data/video_id"
-  double window_seconds = 10;  // rows further apart than this are never merged
+  std::string pointer;            // RFC 6901 JSON pointer into the payload, e.g. "/data/video_id"
+  double window_seconds = 10;     // rows further apart than this are never merged
   std::string event_types = "*";  // which rows the rule applies to (event_match syntax)
 };
 
@@ -49,6 +49,5 @@ std::vector<std::int64_t> plan_coalescing(std::span<const coalesce_candidate> ca
                                           double window_seconds);
 
 // The created_at of the oldest row `keeper` stands for once `merged` is merged into it.
-double stands_since_after_merge(const coalesce_candidate& keeper,
-                                const coalesce_candidate& merged);
+double stands_since_after_merge(const coalesce_candidate& keeper, const coalesce_candidate& merged);
 }  // namespace surge::proto

@@ -58,9 +58,8 @@ std::string entry_problem(std::string_view entry) {
 }  // namespace
 
 bool event_matches(std::string_view patterns, std::string_view event_type) {
-  return any_entry(patterns, [&](std::string_view entry) {
-    return entry_matches(entry, event_type);
-  });
+  return any_entry(patterns,
+                   [&](std::string_view entry) { return entry_matches(entry, event_type); });
 }
 
 std::string validate_event_patterns(std::string_view patterns) {

@@ -17,9 +17,7 @@ bool is_tchar(char c) {
   return specials.find(c) != std::string_view::npos;
 }
 
-char lower(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-}
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
 
 bool starts_with_nocase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && same_header_name(text.substr(0, prefix.size()), prefix);
@@ -65,8 +63,9 @@ std::string extra_header_name_problem(std::string_view name) {
   }
   for (const auto reserved : reserved_names) {
     if (same_header_name(name, reserved)) {
-      return "Surge sets " + std::string(name) + " itself (or it would change how the request "
-                                                 "is framed); it cannot be overridden";
+      return "Surge sets " + std::string(name) +
+             " itself (or it would change how the request "
+             "is framed); it cannot be overridden";
     }
   }
   if (starts_with_nocase(name, content_prefix)) {

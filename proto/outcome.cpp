@@ -74,7 +74,9 @@ std::string_view transport_reason(transport_error error) {
   return "unknown transport error";
 }
 
-milliseconds to_millis(std::chrono::seconds s) { return std::chrono::duration_cast<milliseconds>(s); }
+milliseconds to_millis(std::chrono::seconds s) {
+  return std::chrono::duration_cast<milliseconds>(s);
+}
 
 decision dead(std::string_view reason) {
   decision d;
@@ -90,7 +92,8 @@ decision counted_failure(std::string_view reason, int attempts_before,
                          std::optional<milliseconds> fixed_delay, double unit_random) {
   const int attempts_made = attempts_before < INT_MAX ? std::max(attempts_before, 0) + 1 : INT_MAX;
   if (policy.attempts_exhausted(attempts_made)) return dead("attempt limit");
-  const milliseconds delay = fixed_delay ? *fixed_delay : policy.backoff(attempts_made, unit_random);
+  const milliseconds delay =
+      fixed_delay ? *fixed_delay : policy.backoff(attempts_made, unit_random);
   if (policy.past_window(age, delay)) return dead("retry window");
   decision d;
   d.what = verdict::retry;
@@ -108,8 +111,8 @@ decision rate_limited(const attempt_result& result, int attempts_before,
   if (!result.retry_after && unpaid_rate_limits >= policy.config().max_unpaid_rate_limits) {
     // Past the cap the 429 is an ordinary failure, so the attempt limit bounds it; the subscriber
     // still pauses, by the growing backoff when the row is retried.
-    decision d = counted_failure(http_reason(429), attempts_before, age, policy, std::nullopt,
-                                 unit_random);
+    decision d =
+        counted_failure(http_reason(429), attempts_before, age, policy, std::nullopt, unit_random);
     d.pause_subscriber = d.what == verdict::retry ? d.delay : pause;
     return d;
   }
@@ -187,15 +190,14 @@ int next_unpaid_rate_limits(const attempt_result& result, int streak) {
 }
 
 decision decide(const attempt_result& result, int attempts_before,
-                std::chrono::duration<double> age, const retry_policy& policy,
-                double unit_random, int unpaid_rate_limits) {
+                std::chrono::duration<double> age, const retry_policy& policy, double unit_random,
+                int unpaid_rate_limits) {
   if (result.error != transport_error::none) {
     return counted_failure(transport_reason(result.error), attempts_before, age, policy,
                            std::nullopt, unit_random);
   }
   switch (classify_status(result.status)) {
-    case status_class::success:
-      return decision{};
+    case status_class::success: return decision{};
     case status_class::gone: {
       decision d = dead("410 gone");
       d.deactivate_subscriber = true;
@@ -206,8 +208,8 @@ decision decide(const attempt_result& result, int attempts_before,
     case status_class::unavailable:
       if (result.retry_after) {
         const milliseconds pause = to_millis(*result.retry_after);
-        decision d = counted_failure(http_reason(503), attempts_before, age, policy, pause,
-                                     unit_random);
+        decision d =
+            counted_failure(http_reason(503), attempts_before, age, policy, pause, unit_random);
         d.pause_subscriber = pause;
         return d;
       }
@@ -218,10 +220,9 @@ decision decide(const attempt_result& result, int attempts_before,
                              std::nullopt, unit_random);
     case status_class::client_error:
     case status_class::server_error:
-      return counted_failure(http_reason(result.status), attempts_before, age, policy,
-                             std::nullopt, unit_random);
-    case status_class::invalid:
-      break;
+      return counted_failure(http_reason(result.status), attempts_before, age, policy, std::nullopt,
+                             unit_random);
+    case status_class::invalid: break;
   }
   return counted_failure("invalid http status", attempts_before, age, policy, std::nullopt,
                          unit_random);

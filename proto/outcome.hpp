@@ -12,22 +12,30 @@ namespace surge::proto {
 // apart. `ambiguous` failures happened after the request was (perhaps) fully sent.
 enum class transport_error {
   none,
-  resolve,           // DNS lookup failed
-  refused_target,    // every resolved address is refused by the target policy
-  connect,           // TCP connect refused / unreachable
+  resolve,         // DNS lookup failed
+  refused_target,  // every resolved address is refused by the target policy
+  connect,         // TCP connect refused / unreachable
   connect_timeout,
-  tls,               // handshake or certificate verification failed
-  send,              // failed while writing the request
+  tls,                    // handshake or certificate verification failed
+  send,                   // failed while writing the request
   reset_before_response,  // connection closed/reset after the request, before a response byte
-  receive,           // failed while reading a started response
-  timeout,           // the whole-attempt deadline passed
-  protocol,          // unparseable response
+  receive,                // failed while reading a started response
+  timeout,                // the whole-attempt deadline passed
+  protocol,               // unparseable response
 };
 
 std::string_view to_string(transport_error error);
 
-enum class status_class { success, redirect, rate_limited, gone, client_error, unavailable,
-                          server_error, invalid };
+enum class status_class {
+  success,
+  redirect,
+  rate_limited,
+  gone,
+  client_error,
+  unavailable,
+  server_error,
+  invalid
+};
 
 status_class classify_status(int status);
 
@@ -69,8 +77,8 @@ struct decision {
 // 429s without a usable Retry-After before this answer (see next_unpaid_rate_limits): from
 // policy.max_unpaid_rate_limits on, such a 429 uses up an attempt like any other failure.
 decision decide(const attempt_result& result, int attempts_before,
-                std::chrono::duration<double> age, const retry_policy& policy,
-                double unit_random, int unpaid_rate_limits = 0);
+                std::chrono::duration<double> age, const retry_policy& policy, double unit_random,
+                int unpaid_rate_limits = 0);
 
 // The subscriber's streak after `result`: one more for a 429 without a usable Retry-After, zero
 // after any other answer; a transport error (no answer) leaves it as it was.

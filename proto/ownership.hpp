@@ -16,8 +16,8 @@
 namespace surge::proto {
 
 struct live_drainer {
-  std::string name;     // "surge@host:pid"
-  id_set subscribers;   // what its --subscribers allows it to take
+  std::string name;    // "surge@host:pid"
+  id_set subscribers;  // what its --subscribers allows it to take
 };
 
 struct subscriber_owner {
@@ -51,8 +51,9 @@ ownership_plan plan_ownership(std::string_view self, std::span<const std::int64_
                               std::span<const subscriber_owner> owners, double now);
 
 // What a renewal sees without reading every subscriber and owner: the live drainers (ordered by
-// name), a fingerprint of the subscriber table, and how many ownerships name this drainer. Reading all of them costs about 1 ms per
-// 1,000 subscribers, under the queue's write lock, every second, on every drainer.
+// name), a fingerprint of the subscriber table, and how many ownerships name this drainer. Reading
+// all of them costs about 1 ms per 1,000 subscribers, under the queue's write lock, every second,
+// on every drainer.
 struct renewal_view {
   std::vector<live_drainer> live;
   std::int64_t subscriber_count = 0;
@@ -63,8 +64,8 @@ struct renewal_view {
 // What the last renewal that read everything (and applied its plan) saw.
 struct full_renewal {
   renewal_view view;
-  double at = 0;          // Unix seconds
-  bool awaiting = false;  // its plan had subscribers assigned to us still owned by another
+  double at = 0;                 // Unix seconds
+  bool awaiting = false;         // its plan had subscribers assigned to us still owned by another
   std::int64_t owned_after = 0;  // ownerships naming this drainer once its plan was applied
 };
 
@@ -73,8 +74,8 @@ struct full_renewal {
 // subscribers as at the last full renewal, no subscriber awaited from another drainer, this
 // drainer's heartbeat never lapsed since (`alive_until` of the last renewal is still ahead), and
 // as many ownerships name it as its plan left: none was taken by a drainer that judged its
-// heartbeat otherwise (a clock far off, a heartbeat another program rewrote). A full renewal also runs at least
-// every `full_every` seconds, for a change the fingerprint cannot see.
+// heartbeat otherwise (a clock far off, a heartbeat another program rewrote). A full renewal also
+// runs at least every `full_every` seconds, for a change the fingerprint cannot see.
 bool heartbeat_is_enough(const std::optional<full_renewal>& last, const renewal_view& view,
                          double now, double alive_until, double full_every);
 

@@ -19,8 +19,8 @@ struct persisted_bucket {
 double tokens_at(const persisted_bucket& bucket, double now);
 
 struct token_take {
-  double taken = 0;   // whole tokens, at most what was asked
-  double left = 0;    // the bucket's tokens after the take, to be written with `now`
+  double taken = 0;  // whole tokens, at most what was asked
+  double left = 0;   // the bucket's tokens after the take, to be written with `now`
   // When nothing could be taken: when the next whole token will be there (Unix seconds), or 0
   // when never (rate <= 0).
   double next_token_at = 0;

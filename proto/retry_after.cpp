@@ -10,9 +10,8 @@ using std::int64_t;
 
 constexpr std::array<std::string_view, 7> short_days = {"Mon", "Tue", "Wed", "Thu",
                                                         "Fri", "Sat", "Sun"};
-constexpr std::array<std::string_view, 7> long_days = {"Monday", "Tuesday",  "Wednesday",
-                                                       "Thursday", "Friday", "Saturday",
-                                                       "Sunday"};
+constexpr std::array<std::string_view, 7> long_days = {
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
 constexpr std::array<std::string_view, 12> months = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
@@ -169,10 +168,9 @@ std::optional<date_time> parse_rfc850(std::string_view text, int64_t now_seconds
   date_time t;
   int64_t weekday = 0;
   int64_t two_digit_year = 0;
-  if (!(c.one_of(long_days, weekday) && c.literal(", ") && c.number(2, t.day) &&
-        c.literal("-") && c.month(t.month) && c.literal("-") && c.number(2, two_digit_year) &&
-        c.literal(" ") && c.time_of_day(t.hour, t.minute, t.second) && c.literal(" GMT") &&
-        c.done())) {
+  if (!(c.one_of(long_days, weekday) && c.literal(", ") && c.number(2, t.day) && c.literal("-") &&
+        c.month(t.month) && c.literal("-") && c.number(2, two_digit_year) && c.literal(" ") &&
+        c.time_of_day(t.hour, t.minute, t.second) && c.literal(" GMT") && c.done())) {
     return std::nullopt;
   }
   const int64_t now_days = floor_div(now_seconds, 86400);

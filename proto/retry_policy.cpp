@@ -25,10 +25,11 @@ std::chrono::milliseconds retry_policy::backoff(int failed_attempts, double unit
   if (config_.rule == backoff_rule::added_jitter) {
     // base × 2^n is the nominal delay one failure later (nominal_delay counts from 2^0).
     const auto doubled = nominal_delay(std::max(failed_attempts, 0) + 1).count();
-    const auto jitter = std::llround(static_cast<double>(std::max<std::int64_t>(
-                                         config_.added_jitter.count(), 0)) * u);
+    const auto jitter = std::llround(
+        static_cast<double>(std::max<std::int64_t>(config_.added_jitter.count(), 0)) * u);
     const auto cap = std::max<std::chrono::milliseconds::rep>(config_.max_delay.count(), 0);
-    return std::chrono::milliseconds(std::min<std::chrono::milliseconds::rep>(doubled + jitter, cap));
+    return std::chrono::milliseconds(
+        std::min<std::chrono::milliseconds::rep>(doubled + jitter, cap));
   }
   const auto nominal = nominal_delay(failed_attempts).count();
   // Rounding the half up keeps the result at or above the exact half of an odd nominal delay.

@@ -60,8 +60,7 @@ void for_each_token(std::string_view text, F&& f) {
 }
 
 // Standard Webhooks libraries accept a bare base64 secret as well as `whsec_<base64>`.
-std::optional<std::vector<std::string>> standard_keys(std::string_view secret,
-                                                      std::string* error) {
+std::optional<std::vector<std::string>> standard_keys(std::string_view secret, std::string* error) {
   std::vector<std::string> keys;
   bool bad = false;
   for_each_token(secret, [&](std::string_view token) {
@@ -151,8 +150,8 @@ std::string stored_signature_problem(std::string_view stored) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
   });
   if (stored.size() == hex_digits && lower_hex) return {};
-  return "stored signature is not " + std::to_string(hex_digits) +
-         " lowercase hex characters (" + std::to_string(stored.size()) + " characters" +
+  return "stored signature is not " + std::to_string(hex_digits) + " lowercase hex characters (" +
+         std::to_string(stored.size()) + " characters" +
          (lower_hex ? ")" : ", not all lowercase hex)");
 }
 
@@ -274,9 +273,8 @@ signed_fields signer::sign(std::string_view message_id, std::int64_t unix_second
     return out;
   }
   std::array<char, 24> timestamp_digits{};
-  const auto written = std::to_chars(timestamp_digits.data(),
-                                     timestamp_digits.data() + timestamp_digits.size(),
-                                     unix_seconds);
+  const auto written = std::to_chars(
+      timestamp_digits.data(), timestamp_digits.data() + timestamp_digits.size(), unix_seconds);
   const std::string_view timestamp(timestamp_digits.data(),
                                    static_cast<std::size_t>(written.ptr - timestamp_digits.data()));
   if (scheme_ == signing_scheme::vvv) {

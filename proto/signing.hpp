@@ -41,9 +41,9 @@ std::string stored_signature_problem(std::string_view stored);
 // What a producer of such a queue stores at enqueue: lowercase hex HMAC-SHA256(secret, payload).
 std::string stored_signature_for(std::string_view secret, std::string_view payload);
 
-// Header fields a signed request carries: 2 for vvv, 3 for standard, 1 for stored. The values are kept in
-// the object itself, so signing a request allocates nothing; only a secret with more rotated
-// keys than fit (about four) spills them to the heap.
+// Header fields a signed request carries: 2 for vvv, 3 for standard, 1 for stored. The values are
+// kept in the object itself, so signing a request allocates nothing; only a secret with more
+// rotated keys than fit (about four) spills them to the heap.
 class signed_fields {
  public:
   std::size_t size() const { return count_; }

@@ -47,9 +47,8 @@ bool ends_in_number(std::string_view host) {
 }
 
 bool valid_host_name(std::string_view host) {
-  return !host.empty() &&
-         host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-._") ==
-             std::string_view::npos;
+  return !host.empty() && host.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-._") ==
+                              std::string_view::npos;
 }
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -197,8 +196,8 @@ target_parse parse_target_url(std::string_view url) {
   // (boostorg/url#770); after an authority a real path is empty or starts with '/'.
   const std::string_view path = u.encoded_path();
   if (u.has_authority() && !path.empty() && !path.starts_with('/')) {
-    const std::string name = std::string(u.encoded_host()) +
-                             std::string(path.substr(0, path.find_first_of("/:")));
+    const std::string name =
+        std::string(u.encoded_host()) + std::string(path.substr(0, path.find_first_of("/:")));
     return failure("unsupported host '" + name + "': a name may not begin with an IPv4 address");
   }
 
@@ -206,9 +205,7 @@ target_parse parse_target_url(std::string_view url) {
   t.tls = scheme == "https";
   bool bracketed = false;
   switch (u.host_type()) {
-    case boost::urls::host_type::ipv4:
-      t.host = u.host_ipv4_address().to_string();
-      break;
+    case boost::urls::host_type::ipv4: t.host = u.host_ipv4_address().to_string(); break;
     case boost::urls::host_type::ipv6:
       t.host = u.host_ipv6_address().to_string();
       bracketed = true;
@@ -224,8 +221,7 @@ target_parse parse_target_url(std::string_view url) {
     }
     case boost::urls::host_type::ipvfuture:
       return failure("unsupported IP literal '" + std::string(u.encoded_host()) + "'");
-    case boost::urls::host_type::none:
-      return failure("URL has no host");
+    case boost::urls::host_type::none: return failure("URL has no host");
   }
 
   const std::uint16_t default_port = t.tls ? 443 : 80;

@@ -42,17 +42,17 @@ struct ip_address {
 
 enum class address_class {
   public_routable,
-  unspecified,     // 0.0.0.0/8, ::
-  loopback,        // 127/8, ::1
-  private_use,     // RFC 1918
-  shared_cgnat,    // 100.64/10
-  link_local,      // 169.254/16, fe80::/10
-  metadata,        // 169.254.169.254, fd00:ec2::254 and friends
+  unspecified,   // 0.0.0.0/8, ::
+  loopback,      // 127/8, ::1
+  private_use,   // RFC 1918
+  shared_cgnat,  // 100.64/10
+  link_local,    // 169.254/16, fe80::/10
+  metadata,      // 169.254.169.254, fd00:ec2::254 and friends
   multicast,
   broadcast,
-  reserved,        // 240/4, IETF protocol assignments, benchmarking, other special-purpose
-  documentation,   // TEST-NET-1/2/3, 2001:db8::/32
-  unique_local,    // fc00::/7
+  reserved,       // 240/4, IETF protocol assignments, benchmarking, other special-purpose
+  documentation,  // TEST-NET-1/2/3, 2001:db8::/32
+  unique_local,   // fc00::/7
 };
 
 std::string_view to_string(address_class kind);

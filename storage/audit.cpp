@@ -58,7 +58,8 @@ window_excess worst_window(std::span<const double> sorted, const audit_limit& li
   return worst;
 }
 
-subscriber_audit audit_attempts(std::int64_t subscriber_id, std::span<const attempt_sample> attempts,
+subscriber_audit audit_attempts(std::int64_t subscriber_id,
+                                std::span<const attempt_sample> attempts,
                                 const std::optional<audit_limit>& limit) {
   subscriber_audit out;
   out.subscriber_id = subscriber_id;
@@ -140,14 +141,12 @@ std::vector<audit_entry> read_attempts(SQLite::Database& db,
                                        const proto::id_set& which, bool with_delivered) {
   // A batch POST left one record per row; its first row's record stands for the request.
   const bool batches = schema_version(db) >= 3;
-  SQLite::Statement query(db,
-                          std::string("SELECT subscriber_id, started_at, finished_at, "
-                                      "COALESCE(status_code, 0), ") +
-                              (batches ? "batch_size" : "1") + " FROM surge_attempt WHERE " +
-                              (batches ? "(batch_lead IS NULL OR batch_lead = delivery_id) AND "
-                                       : "") +
-                              detail::id_filter(which, "subscriber_id") +
-                              " ORDER BY subscriber_id, started_at");
+  SQLite::Statement query(
+      db, std::string("SELECT subscriber_id, started_at, finished_at, "
+                      "COALESCE(status_code, 0), ") +
+              (batches ? "batch_size" : "1") + " FROM surge_attempt WHERE " +
+              (batches ? "(batch_lead IS NULL OR batch_lead = delivery_id) AND " : "") +
+              detail::id_filter(which, "subscriber_id") + " ORDER BY subscriber_id, started_at");
   audit_collector collect(std::move(limits), with_delivered);
   while (query.executeStep()) {
     collect.add(query.getColumn(0).getInt64(),

@@ -17,7 +17,7 @@ namespace surge::storage {
 struct attempt_sample {
   double started_at = 0;
   double finished_at = 0;
-  int status_code = 0;  // 0: no response
+  int status_code = 0;    // 0: no response
   std::int64_t rows = 1;  // queue rows the request carried (a batch POST carries several)
 };
 
@@ -78,7 +78,8 @@ struct window_excess {
 window_excess worst_window(std::span<const double> sorted, const audit_limit& limit);
 
 // The audit of one subscriber's attempts, in any order.
-subscriber_audit audit_attempts(std::int64_t subscriber_id, std::span<const attempt_sample> attempts,
+subscriber_audit audit_attempts(std::int64_t subscriber_id,
+                                std::span<const attempt_sample> attempts,
                                 const std::optional<audit_limit>& limit);
 
 // 2xx answers per whole Unix second of started_at, ascending, seconds without any left out.

@@ -9,8 +9,7 @@
 namespace surge::storage {
 
 checkpointer::checkpointer(const std::string& path)
-    : db_(open_database({.path = path, .create_if_missing = false})),
-      thread_([this] { run(); }) {}
+    : db_(open_database({.path = path, .create_if_missing = false})), thread_([this] { run(); }) {}
 
 checkpointer::~checkpointer() {
   {

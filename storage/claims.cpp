@@ -220,8 +220,7 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
       read.bind(limit_index, entry.rows);
       while (read.executeStep()) read_claimed(read, lease, rows.emplace_back());
     }
-    sweep_.after_seek(entry.subscriber_id, std::span<const claimed_row>(rows).subspan(first),
-                      now);
+    sweep_.after_seek(entry.subscriber_id, std::span<const claimed_row>(rows).subspan(first), now);
   }
   // Every read is done (the write transaction keeps the rows as read), so the leases are written
   // sixteen at a time across subscribers.
@@ -275,9 +274,10 @@ void claimer::sweep(std::span<const subscriber_demand> demand, double now, doubl
   }
 }
 
-claimer::window_outcome claimer::sweep_window(std::unordered_map<std::int64_t, int>& wanted, int& total, double now,
-                           double lease, std::int64_t max_payload_bytes,
-                           std::vector<claimed_row>& rows) {
+claimer::window_outcome claimer::sweep_window(std::unordered_map<std::int64_t, int>& wanted,
+                                              int& total, double now, double lease,
+                                              std::int64_t max_payload_bytes,
+                                              std::vector<claimed_row>& rows) {
   auto& scan = *sweep_statement_;
   detail::statement_use use(scan);
   const auto from = sweep_.cursor();
@@ -360,9 +360,8 @@ bool claimer::lease_one(std::int64_t id, double lease, double now) {
   return write.exec() == 1;
 }
 
-void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t first,
-                            double lease, double now, std::vector<bool>& leased,
-                            std::size_t leased_from) {
+void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t first, double lease,
+                            double now, std::vector<bool>& leased, std::size_t leased_from) {
   {
     auto& write = *lease_rows_statement_;
     detail::statement_use use(write);
@@ -370,8 +369,8 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
     write.bind(2, now);
     for (int i = 0; i < rows_per_lease; ++i) write.bind(i + 3, rows[first + i].id);
     if (write.exec() == rows_per_lease) {
-      std::fill_n(leased.begin() + static_cast<std::ptrdiff_t>(first - leased_from),
-                  rows_per_lease, true);
+      std::fill_n(leased.begin() + static_cast<std::ptrdiff_t>(first - leased_from), rows_per_lease,
+                  true);
       return;
     }
   }
@@ -437,8 +436,7 @@ bool sweep_cursor::sweeping(std::int64_t subscriber, double now) const {
   // A row can fall due behind the cursor without the sweep passing it (a retry, a lease that
   // expired, a replay): each subscriber seeks at least once every recheck_seconds.
   const auto found = sweeping_.find(subscriber);
-  return found != sweeping_.end() && now - found->second < recheck_seconds &&
-         now >= found->second;
+  return found != sweeping_.end() && now - found->second < recheck_seconds && now >= found->second;
 }
 
 void sweep_cursor::after_seek(std::int64_t subscriber, std::span<const claimed_row> found,
@@ -447,8 +445,7 @@ void sweep_cursor::after_seek(std::int64_t subscriber, std::span<const claimed_r
     sweeping_.erase(subscriber);  // nothing due: it has nothing to sweep either
     return;
   }
-  const auto first = std::min_element(found.begin(), found.end(), [](const auto& a,
-                                                                       const auto& b) {
+  const auto first = std::min_element(found.begin(), found.end(), [](const auto& a, const auto& b) {
                        return a.id < b.id;
                      })->id;
   if (cursor_ == 0) cursor_ = first;  // the sweep starts at the first rows a claim finds

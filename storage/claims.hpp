@@ -21,7 +21,7 @@ struct claimed_row {
   std::int64_t id = 0;
   std::int64_t subscriber_id = 0;
   std::string event_type;
-  std::string payload;  // empty when the payload is over the claim's size cap
+  std::string payload;             // empty when the payload is over the claim's size cap
   std::int64_t payload_bytes = 0;  // the stored payload's size, measured in SQL
   std::int64_t attempts = 0;
   double next_attempt_at = 0;
@@ -94,7 +94,7 @@ class sweep_cursor {
   static std::int64_t window_ids(std::size_t subscribers);
 
  private:
-  std::int64_t cursor_ = 0;  // 0: not placed yet
+  std::int64_t cursor_ = 0;                            // 0: not placed yet
   std::unordered_map<std::int64_t, double> sweeping_;  // swept subscribers, since when
   std::int64_t pinned_by_ = 0;  // who stopped the cursor last time, since when
   double pinned_since_ = 0;
@@ -177,14 +177,15 @@ class claimer {
     at_table_end,      // the sweep reached the table's last row
   };
   window_outcome sweep_window(std::unordered_map<std::int64_t, int>& wanted, int& total, double now,
-                    double lease, std::int64_t max_payload_bytes, std::vector<claimed_row>& rows);
+                              double lease, std::int64_t max_payload_bytes,
+                              std::vector<claimed_row>& rows);
 
   SQLite::Database& db_;
   std::string owner_;
   std::unique_ptr<SQLite::Statement> due_rows_statement_;
   std::unique_ptr<SQLite::Statement> lease_row_statement_;
-  std::unique_ptr<SQLite::Statement> lease_rows_statement_;    // sixteen rows
-  std::unique_ptr<SQLite::Statement> leased_rows_statement_;   // which of sixteen it reached
+  std::unique_ptr<SQLite::Statement> lease_rows_statement_;   // sixteen rows
+  std::unique_ptr<SQLite::Statement> leased_rows_statement_;  // which of sixteen it reached
   std::unique_ptr<SQLite::Statement> release_statement_;
   std::unique_ptr<SQLite::Statement> sweep_statement_;
   std::unique_ptr<SQLite::Statement> last_id_statement_;

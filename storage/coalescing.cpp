@@ -8,8 +8,7 @@
 namespace surge::storage {
 
 std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
-                                              double now, int limit,
-                                              std::int64_t max_payload_bytes,
+                                              double now, int limit, std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes) {
   // The partial index on (subscriber_id, next_attempt_at) serves the scan.
   SQLite::Statement query(

@@ -26,8 +26,7 @@ struct backlog_row {
 // `max_total_bytes` of payload (reading stops once that is passed); payloads over
 // `max_payload_bytes` are not read.
 std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
-                                              double now, int limit,
-                                              std::int64_t max_payload_bytes,
+                                              double now, int limit, std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes);
 
 struct replacement {
@@ -47,8 +46,7 @@ int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, doub
 
 // SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
 std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subscriber_id,
-                                              double now, int limit,
-                                              std::int64_t max_payload_bytes,
+                                              double now, int limit, std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes);
 int mark_coalesced(connection& db, std::span<const replacement> rows, double now);
 

@@ -55,14 +55,12 @@ error from_sqlite(const SQLite::Exception& failure) {
     case SQLITE_LOCKED: return error(failure.what(), error::kind::busy);
     case SQLITE_FULL: return error(failure.what(), error::kind::disk_full);
     case SQLITE_READONLY:
-    case SQLITE_PERM:
-      return error(failure.what(), error::kind::read_only);
+    case SQLITE_PERM: return error(failure.what(), error::kind::read_only);
     // A constraint or trigger (RAISE) refused the row, or a value does not fit.
     case SQLITE_CONSTRAINT:
     case SQLITE_MISMATCH:
     case SQLITE_TOOBIG:
-    case SQLITE_RANGE:
-      return error(failure.what(), error::kind::row_rejected);
+    case SQLITE_RANGE: return error(failure.what(), error::kind::row_rejected);
     default: break;
   }
   // A prepared statement whose table was dropped fails when SQLite prepares it again.

@@ -17,8 +17,7 @@ constexpr double not_owned_recheck_seconds = 1.0;
 }  // namespace
 
 cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, claimer& claims,
-                             token_leaser& tokens,
-                             std::span<const outcome> outcomes,
+                             token_leaser& tokens, std::span<const outcome> outcomes,
                              std::span<const std::int64_t> deactivate,
                              std::span<const subscriber_demand> demand, double now,
                              double lease_seconds, std::int64_t max_payload_bytes,

@@ -34,8 +34,7 @@ struct cycle_result {
 // With `owners`, rows and tokens are asked only for subscribers it owns when the transaction
 // has begun (tokens may still be given back for any): the fence of ownership leases.
 cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, claimer& claims,
-                             token_leaser& tokens,
-                             std::span<const outcome> outcomes,
+                             token_leaser& tokens, std::span<const outcome> outcomes,
                              std::span<const std::int64_t> deactivate,
                              std::span<const subscriber_demand> demand, double now,
                              double lease_seconds,

@@ -13,7 +13,7 @@
 namespace surge::storage {
 
 struct dead_selection {
-  proto::id_set subscribers;           // default: every subscriber
+  proto::id_set subscribers;            // default: every subscriber
   std::optional<double> created_since;  // rows with created_at >= this
   std::optional<std::int64_t> limit;    // the newest N (by created_at, then id)
 };

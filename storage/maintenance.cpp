@@ -18,7 +18,8 @@ std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::
       "UPDATE webhook_delivery SET status = 'dead', locked_until = 0, "
       "last_error = 'unknown subscriber ' || subscriber_id "
       "WHERE status IN ('pending', 'retry') AND next_attempt_at <= ?1 AND locked_until <= ?1 "
-      "AND " + filter + " AND subscriber_id NOT IN (SELECT id FROM webhook_subscriber)");
+      "AND " +
+          filter + " AND subscriber_id NOT IN (SELECT id FROM webhook_subscriber)");
   update.bind(1, now);
   const auto changed = update.exec();
   transaction.commit();
@@ -36,8 +37,8 @@ std::string malformed_condition(bool lease_records) {
   const std::string unrecorded =
       lease_records ? " AND locked_until NOT IN (SELECT lease FROM surge_lease)" : "";
   return "status IN ('pending', 'retry') AND (typeof(locked_until) NOT IN " + numbers +
-         " OR (locked_until > ?2" + unrecorded + ") OR (typeof(next_attempt_at) NOT IN " +
-         numbers + " AND locked_until <= ?1))";
+         " OR (locked_until > ?2" + unrecorded + ") OR (typeof(next_attempt_at) NOT IN " + numbers +
+         " AND locked_until <= ?1))";
 }
 
 }  // namespace
@@ -49,8 +50,8 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
   const bool lease_records = db.tableExists("surge_lease");
   {
     SQLite::Statement query(db, "SELECT id FROM webhook_delivery WHERE " +
-                                    malformed_condition(lease_records) +
-                                    " AND " + detail::id_filter(which, "subscriber_id"));
+                                    malformed_condition(lease_records) + " AND " +
+                                    detail::id_filter(which, "subscriber_id"));
     query.bind(1, now);
     query.bind(2, lease_horizon);
     while (query.executeStep()) ids.push_back(query.getColumn(0).getInt64());
@@ -62,12 +63,14 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
   SQLite::Statement update(
       db,
       "UPDATE webhook_delivery SET status = 'dead', locked_until = 0, last_error = CASE "
-      "WHEN typeof(locked_until) NOT IN " + numbers +
+      "WHEN typeof(locked_until) NOT IN " +
+          numbers +
           " THEN 'malformed locked_until: ' || quote(locked_until) "
           "WHEN locked_until > ?2 THEN 'implausible locked_until: ' || locked_until || "
           "' is ' || CAST(round(locked_until - ?1) AS INTEGER) || ' s ahead, beyond any lease' "
           "ELSE 'malformed next_attempt_at: ' || quote(next_attempt_at) END "
-          "WHERE id = ?3 AND " + malformed_condition(lease_records) + " RETURNING last_error");
+          "WHERE id = ?3 AND " +
+          malformed_condition(lease_records) + " RETURNING last_error");
   for (const std::int64_t id : ids) {
     detail::statement_use use(update);
     update.bind(1, now);
@@ -119,11 +122,10 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
 
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
                                          const proto::id_set& which) {
-  SQLite::Statement query(
-      db,
-      "SELECT MIN(MAX(next_attempt_at, created_at)) FROM webhook_delivery "
-      "WHERE status IN ('pending', 'retry') AND locked_until <= ?1 AND " +
-          detail::id_filter(which, "subscriber_id"));
+  SQLite::Statement query(db,
+                          "SELECT MIN(MAX(next_attempt_at, created_at)) FROM webhook_delivery "
+                          "WHERE status IN ('pending', 'retry') AND locked_until <= ?1 AND " +
+                              detail::id_filter(which, "subscriber_id"));
   query.bind(1, now);
   if (!query.executeStep() || query.getColumn(0).isNull()) return std::nullopt;
   return query.getColumn(0).getDouble();

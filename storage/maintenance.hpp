@@ -53,7 +53,7 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
                                             const proto::id_set& which, const std::string& self);
 
 // The same on either kind of queue (storage/connection.hpp); throw storage::error.
-std::vector<lease_holder> other_live_owners(connection& db, double now,
-                                            const proto::id_set& which, const std::string& self);
+std::vector<lease_holder> other_live_owners(connection& db, double now, const proto::id_set& which,
+                                            const std::string& self);
 
 }  // namespace surge::storage

@@ -101,7 +101,8 @@ outcome_writer::outcome_writer(SQLite::Database& db)
       coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
       attempts_(db),
       deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)),
-      exists_(std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
+      exists_(
+          std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
       stands_for_(std::make_unique<SQLite::Statement>(db, stands_for_sql)) {}
 
 outcome_writer::~outcome_writer() = default;
@@ -142,8 +143,7 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
         bind_status(statement, next++, item.last_status);
         bind_text(statement, next++, item.last_error);
         break;
-      case outcome_kind::release:
-        break;
+      case outcome_kind::release: break;
       case outcome_kind::coalesced:
         bind_text(statement, next++, item.last_error);
         statement.bind(next++, item.coalesced_into);

@@ -18,8 +18,8 @@ struct attempt_record {
   std::int64_t attempt = 0;  // 1-based number of this attempt
   double started_at = 0;
   double finished_at = 0;
-  int status_code = 0;       // 0 when no response
-  std::string error_class;   // empty on a response
+  int status_code = 0;      // 0 when no response
+  std::string error_class;  // empty on a response
   // A batch POST records one attempt per row: each names the batch's first row and its size,
   // so the audit counts POSTs (what a partner's limit counts) apart from rows.
   std::int64_t batch_lead = 0;  // 0: sent alone
@@ -27,10 +27,10 @@ struct attempt_record {
 };
 
 enum class outcome_kind {
-  done,     // status done, delivered_at set
-  retry,    // status retry, next_attempt_at set
-  dead,     // status dead
-  release,  // nothing about the row changes but the lease (unsent at shutdown)
+  done,       // status done, delivered_at set
+  retry,      // status retry, next_attempt_at set
+  dead,       // status dead
+  release,    // nothing about the row changes but the lease (unsent at shutdown)
   coalesced,  // status done without being sent: `coalesced_into` was sent in its place
 };
 
@@ -38,16 +38,16 @@ struct outcome {
   std::int64_t delivery_id = 0;
   double lease = 0;  // the fence: written only while locked_until still equals this
   outcome_kind kind = outcome_kind::done;
-  std::int64_t attempts = 0;      // new attempts value (done/retry/dead)
-  double next_attempt_at = 0;     // retry
-  int last_status = 0;            // 0: no response
-  std::string last_error;         // reason text; empty on success
-  double finished_at = 0;         // delivered_at for done
+  std::int64_t attempts = 0;        // new attempts value (done/retry/dead)
+  double next_attempt_at = 0;       // retry
+  int last_status = 0;              // 0: no response
+  std::string last_error;           // reason text; empty on success
+  double finished_at = 0;           // delivered_at for done
   std::int64_t coalesced_into = 0;  // coalesced: the row sent instead
   // coalesced: the created_at of the oldest row this one stood for; the row sent instead takes
   // it on (coalesced_since), so the window counts along the chain.
   double coalesced_since = 0;
-  bool has_attempt = false;       // whether `attempt` is to be recorded
+  bool has_attempt = false;  // whether `attempt` is to be recorded
   attempt_record attempt;
 };
 
@@ -77,8 +77,7 @@ class outcome_applier {
   virtual write_report apply(std::span<const outcome> batch,
                              std::span<const std::int64_t> deactivate) = 0;
   // apply() in one BEGIN IMMEDIATE transaction of its own.
-  write_report write(std::span<const outcome> batch,
-                     std::span<const std::int64_t> deactivate = {});
+  write_report write(std::span<const outcome> batch, std::span<const std::int64_t> deactivate = {});
 
  protected:
   SQLite::Database& db_;

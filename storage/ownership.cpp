@@ -135,15 +135,15 @@ ownership_change ownership_keeper::renew(double now) {
   {
     SQLite::Statement query(db_,
                             "SELECT COUNT(*), COALESCE(MAX(id), 0), (SELECT COUNT(*) FROM "
-                            "surge_owner WHERE drainer = ?) FROM " + subscriber_table_);
+                            "surge_owner WHERE drainer = ?) FROM " +
+                                subscriber_table_);
     query.bind(1, name_);
     query.executeStep();
     view.subscriber_count = query.getColumn(0).getInt64();
     view.highest_subscriber_id = query.getColumn(1).getInt64();
     view.owned_by_self = query.getColumn(2).getInt64();
   }
-  if (proto::heartbeat_is_enough(last_full_, view, now, alive_until_,
-                                 full_renewal_every_seconds)) {
+  if (proto::heartbeat_is_enough(last_full_, view, now, alive_until_, full_renewal_every_seconds)) {
     transaction.commit();
     alive_until_ = alive_until;
     return {};
@@ -230,10 +230,14 @@ std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now) 
   while (query.executeStep()) {
     const std::string name = query.getColumn(0).getString();
     if (drainers.empty() || drainers.back().name != name) {
-      drainers.push_back({name, query.getColumn(1).getString(), query.getColumn(2).getDouble(),
-                          query.getColumn(3).getDouble(), {}});
+      drainers.push_back({name,
+                          query.getColumn(1).getString(),
+                          query.getColumn(2).getDouble(),
+                          query.getColumn(3).getDouble(),
+                          {}});
     }
-    if (!query.getColumn(4).isNull()) drainers.back().subscribers.push_back(query.getColumn(4).getInt64());
+    if (!query.getColumn(4).isNull())
+      drainers.back().subscribers.push_back(query.getColumn(4).getInt64());
   }
   return drainers;
 }

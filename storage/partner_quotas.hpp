@@ -20,11 +20,11 @@ struct partner_quota_row {
   // Which header form said it: "ratelimit" (a RateLimit item), "ratelimit-policy" (a policy
   // alone) or "x-ratelimit".
   std::string form;
-  std::optional<std::int64_t> quota;           // q, or X-RateLimit-Limit, when announced
-  std::optional<double> window_seconds;        // the policy's w, when announced
-  std::int64_t remaining = 0;                  // units left until the reset
-  double reset_at = 0;                         // Unix seconds
-  double seen_at = 0;                          // when the response said so
+  std::optional<std::int64_t> quota;     // q, or X-RateLimit-Limit, when announced
+  std::optional<double> window_seconds;  // the policy's w, when announced
+  std::int64_t remaining = 0;            // units left until the reset
+  double reset_at = 0;                   // Unix seconds
+  double seen_at = 0;                    // when the response said so
   // The pace the drain set from it: the configured limit when it fits, lower until paced_until.
   double paced_rate = 0;
   double paced_burst = 0;

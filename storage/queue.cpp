@@ -14,8 +14,8 @@
 
 namespace surge::storage {
 
-std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
-                        std::string_view payload, double now, int count) {
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
+                        double now, int count) {
   if (count < 1) throw std::invalid_argument("emit_event: count must be at least 1");
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
 
@@ -60,8 +60,7 @@ void add_lease_holders(SQLite::Database& db, double now, const proto::id_set& wh
   const std::string filter = detail::id_filter(which, "d.subscriber_id");
   // A file Surge has not migrated to version 2 yet: no Surge claimer can have leased anything.
   const bool recorded = db.tableExists("surge_lease");
-  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) +
-                                           "')"
+  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) + "')"
                                      : "'" + std::string(lease_owner_other) + "'";
   const std::string join = recorded ? " LEFT JOIN surge_lease l ON l.lease = d.locked_until" : "";
   SQLite::Statement query(db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) " +
@@ -86,12 +85,11 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   // One pass over the table, grouped by (subscriber, status); done and dead rows have to be read
   // anyway to be counted, so the due/leased figures ride along instead of taking a second query.
   SQLite::Statement query(
-      db,
-      std::string("SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
-                  "SUM(locked_until > :now), MIN(MAX(next_attempt_at, created_at)), ") +
-          (schema_version(db) >= 3 ? "SUM(coalesced_into IS NOT NULL)" : "0") +
-          " FROM webhook_delivery WHERE " +
-          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id, status");
+      db, std::string("SELECT subscriber_id, status, COUNT(*), SUM(next_attempt_at <= :now), "
+                      "SUM(locked_until > :now), MIN(MAX(next_attempt_at, created_at)), ") +
+              (schema_version(db) >= 3 ? "SUM(coalesced_into IS NOT NULL)" : "0") +
+              " FROM webhook_delivery WHERE " + detail::id_filter(which, "subscriber_id") +
+              " GROUP BY subscriber_id, status");
   query.bind(":now", now);
 
   std::map<std::int64_t, subscriber_counts> by_subscriber;
@@ -112,8 +110,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
       counts.leased += query.getColumn(4).getInt64();
       // A row is as old as the later of when it was queued and when it fell due: producers
       // queue rows with next_attempt_at = 0 (the schema's default), which is not 56 years late.
-      counts.oldest_due_age =
-          std::max(counts.oldest_due_age, now - query.getColumn(5).getDouble());
+      counts.oldest_due_age = std::max(counts.oldest_due_age, now - query.getColumn(5).getDouble());
     }
   }
 
@@ -150,9 +147,12 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
   SQLite::Statement query(
       db,
       "SELECT (SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
-      "AND next_attempt_at <= :now AND " + filter + ") + "
-      "(SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
-      "AND next_attempt_at > :now AND locked_until > :now AND " + filter + ")");
+      "AND next_attempt_at <= :now AND " +
+          filter +
+          ") + "
+          "(SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
+          "AND next_attempt_at > :now AND locked_until > :now AND " +
+          filter + ")");
   query.bind(":now", now);
   query.executeStep();
   return query.getColumn(0).getInt64();

@@ -15,15 +15,15 @@ namespace surge::storage {
 
 // Inserts one pending row per active subscriber whose event_types match, `count` times, in one
 // BEGIN IMMEDIATE transaction. Returns the number of rows inserted.
-std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
-                        std::string_view payload, double now, int count = 1);
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
+                        double now, int count = 1);
 
 struct status_counts {
   std::int64_t pending = 0, retry = 0, done = 0, dead = 0;
-  std::int64_t coalesced = 0;        // done rows never sent: a newer row went in their place
-  std::int64_t due_now = 0;          // pending/retry with next_attempt_at <= now
-  std::int64_t leased = 0;           // pending/retry with locked_until > now
-  double oldest_due_age = 0;         // now - min(next_attempt_at) over due rows, 0 if none
+  std::int64_t coalesced = 0;  // done rows never sent: a newer row went in their place
+  std::int64_t due_now = 0;    // pending/retry with next_attempt_at <= now
+  std::int64_t leased = 0;     // pending/retry with locked_until > now
+  double oldest_due_age = 0;   // now - min(next_attempt_at) over due rows, 0 if none
   // The leased rows by holder: a Surge claimer's owner string ("surge@host:pid"), or
   // lease_owner_other for a lease no Surge claimer recorded (the steady-state drainer).
   std::map<std::string, std::int64_t> leased_by;

@@ -91,8 +91,9 @@ int migrate(connection& db, bool create_if_empty) {
         [](pg::session& server) { return pg::migrate(server); });
   }
   if (create_if_empty && look.finding.empty) {
-    throw error(look.finding.problem + ". Surge creates only seed000 queues: seed001's tables "
-                                       "come from that shape's own migrations",
+    throw error(look.finding.problem +
+                    ". Surge creates only seed000 queues: seed001's tables "
+                    "come from that shape's own migrations",
                 error::kind::bad_shape);
   }
   usable_shape(look.finding);
@@ -236,13 +237,11 @@ std::vector<drainer_ownership> read_ownership(connection& db, double now) {
       [&](pg::session& server) { return pg::read_ownership(server, now); });
 }
 
-std::vector<lease_holder> other_live_owners(connection& db, double now,
-                                            const proto::id_set& which, const std::string& self) {
+std::vector<lease_holder> other_live_owners(connection& db, double now, const proto::id_set& which,
+                                            const std::string& self) {
   return on_queue(
       db, [&](SQLite::Database& file) { return other_live_owners(file, now, which, self); },
-      [&](SQLite::Database& file) {
-        return seed001::other_live_owners(file, now, which, self);
-      },
+      [&](SQLite::Database& file) { return seed001::other_live_owners(file, now, which, self); },
       [&](pg::session& server) { return pg::other_live_owners(server, now, which, self); });
 }
 
@@ -271,16 +270,18 @@ std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
 std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,
                                                       const proto::id_set& which) {
   return on_queue(
-      db, [&](SQLite::Database& file) { return backlog_by_subscriber(file, overdue_before, which); },
+      db,
+      [&](SQLite::Database& file) { return backlog_by_subscriber(file, overdue_before, which); },
       [&](SQLite::Database& file) {
         return seed001::backlog_by_subscriber(file, overdue_before, which);
       },
-      [&](pg::session& server) { return pg::backlog_by_subscriber(server, overdue_before, which); });
+      [&](pg::session& server) {
+        return pg::backlog_by_subscriber(server, overdue_before, which);
+      });
 }
 
 std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subscriber_id,
-                                              double now, int limit,
-                                              std::int64_t max_payload_bytes,
+                                              double now, int limit, std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes) {
   // Coalescing marks rows done without sending them; seed001 has no such state.
   return on_queue(

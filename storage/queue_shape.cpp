@@ -107,8 +107,8 @@ const std::vector<shape_table>& tables_of(queue_shape shape) {
   return shape == queue_shape::seed001 ? seed001 : seed000;
 }
 
-shape_finding classify_queue(std::span<const found_table> tables,
-                             std::optional<queue_shape> named, std::string_view location) {
+shape_finding classify_queue(std::span<const found_table> tables, std::optional<queue_shape> named,
+                             std::string_view location) {
   shape_finding out;
   const std::string where(location);
   if (named) {
@@ -143,7 +143,8 @@ shape_finding classify_queue(std::span<const found_table> tables,
     out.empty = true;
     out.problem = "the queue " + where +
                   " is empty: it holds no tables. Point --db at the queue your producers write, "
-                  "or create a seed000 queue with `surge migrate --db " + where + "`";
+                  "or create a seed000 queue with `surge migrate --db " +
+                  where + "`";
     return out;
   }
   std::vector<std::string> names;

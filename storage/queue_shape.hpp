@@ -40,8 +40,8 @@ struct shape_finding {
 // when the database holds tables of both shapes; a named shape must be complete, whatever else
 // is there. A shape is complete when all its tables exist with every column its programs use.
 // `location` (printable) goes into the messages.
-shape_finding classify_queue(std::span<const found_table> tables,
-                             std::optional<queue_shape> named, std::string_view location);
+shape_finding classify_queue(std::span<const found_table> tables, std::optional<queue_shape> named,
+                             std::string_view location);
 
 // Why a PostgreSQL queue at `location` cannot be used as seed001: that shape is a SQLite queue.
 std::string seed001_not_on_postgres(std::string_view location);

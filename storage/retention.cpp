@@ -67,8 +67,8 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, const retent
                       prune_result& result, std::vector<std::chrono::microseconds>& held,
                       const std::function<void(const prune_result&)>& progress) {
   const std::string finished = o.dead ? shape.done_or_dead : shape.done;
-  const std::string old_enough = finished + " AND " + shape.finished_at + " < ?2 AND " +
-                                 shape.free_at("?3");
+  const std::string old_enough =
+      finished + " AND " + shape.finished_at + " < ?2 AND " + shape.free_at("?3");
   SQLite::Statement find(db, "SELECT id FROM " + std::string(shape.deliveries) +
                                  " WHERE id > ?1 AND " + old_enough + " ORDER BY id LIMIT ?4");
   find.bind(2, o.cutoff);
@@ -131,8 +131,8 @@ void prune_orphans(SQLite::Database& db, const prune_options& o, const std::stri
 void prune_attempts(SQLite::Database& db, const prune_options& o, const retention_shape& shape,
                     prune_result& result, std::vector<std::chrono::microseconds>& held,
                     const std::function<void(const prune_result&)>& progress) {
-  prune_orphans(db, o, "surge_attempt", "id", "a.finished_at < ?2", shape, result.attempts,
-                result, held, progress);
+  prune_orphans(db, o, "surge_attempt", "id", "a.finished_at < ?2", shape, result.attempts, result,
+                held, progress);
   if (shape.notes != nullptr) {
     std::int64_t notes = 0;
     prune_orphans(db, o, shape.notes, "delivery_id", "1", shape, notes, result, held, progress);

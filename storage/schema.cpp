@@ -160,9 +160,9 @@ END;
 }
 
 // The tables of Surge's own that the migrations create.
-constexpr const char* surge_tables[] = {"surge_attempt", "surge_lease", "surge_drainer",
-                                        "surge_owner", "surge_partner_quota",
-                                        "surge_subscriber_credential"};
+constexpr const char* surge_tables[] = {"surge_attempt",       "surge_lease",
+                                        "surge_drainer",       "surge_owner",
+                                        "surge_partner_quota", "surge_subscriber_credential"};
 // And the triggers they create.
 constexpr const char* surge_triggers[] = {"surge_subscriber_credential_gone"};
 

@@ -33,9 +33,7 @@ std::uint64_t free_bytes_beside(const std::string& path) {
   return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
 }
 
-int page_bytes_of(SQLite::Database& db) {
-  return db.execAndGet("PRAGMA page_size").getInt();
-}
+int page_bytes_of(SQLite::Database& db) { return db.execAndGet("PRAGMA page_size").getInt(); }
 
 class sqlite_drain_store final : public drain_store {
   // Defined first: its return type is deduced, so it must be seen before its callers.
@@ -91,8 +89,8 @@ class sqlite_drain_store final : public drain_store {
                                std::span<const subscriber_demand> demand, double now,
                                double lease_seconds, std::int64_t max_payload_bytes) override {
     return translated([&] {
-      return storage::write_and_claim(db_, *writer_, claims_, tokens_, outcomes, deactivate,
-                                      demand, now, lease_seconds, max_payload_bytes, &owners_);
+      return storage::write_and_claim(db_, *writer_, claims_, tokens_, outcomes, deactivate, demand,
+                                      now, lease_seconds, max_payload_bytes, &owners_);
     });
   }
   write_report write_outcomes(std::span<const outcome> outcomes,
@@ -113,8 +111,7 @@ class sqlite_drain_store final : public drain_store {
   }
   malformed_rows dead_letter_malformed(double now, double lease_horizon,
                                        const proto::id_set& which) override {
-    return translated(
-        [&] { return shape_.dead_letter_malformed(db_, now, lease_horizon, which); });
+    return translated([&] { return shape_.dead_letter_malformed(db_, now, lease_horizon, which); });
   }
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
     return translated([&] { return shape_.count_outstanding(db_, now, which); });
@@ -137,7 +134,8 @@ class sqlite_drain_store final : public drain_store {
       log_ = log;
     } else if (log != log_) {
       log_lost_ = true;
-      return "the queue's write-ahead log " + path_ + "-wal was deleted or replaced while "
+      return "the queue's write-ahead log " + path_ +
+             "-wal was deleted or replaced while "
              "draining (every other program's write to the queue fails meanwhile)";
     }
     return {};
@@ -209,14 +207,14 @@ const sqlite_queue_shape& seed000_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<outcome_writer>(db);
       },
-      .load_subscribers = [](SQLite::Database& db, const proto::id_set& which) {
-        return load_subscribers(db, which);
-      },
+      .load_subscribers = [](SQLite::Database& db,
+                             const proto::id_set& which) { return load_subscribers(db, which); },
       .dead_letter_orphans = dead_letter_orphans,
       .dead_letter_malformed = dead_letter_malformed,
-      .count_outstanding = [](SQLite::Database& db, double now, const proto::id_set& which) {
-        return count_outstanding(db, now, which);
-      },
+      .count_outstanding =
+          [](SQLite::Database& db, double now, const proto::id_set& which) {
+            return count_outstanding(db, now, which);
+          },
       .earliest_scheduled = earliest_scheduled,
   };
   return shape;
@@ -230,8 +228,8 @@ queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named
 
 std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
   if (is_postgres_location(config.location)) {
-    if (config.shape == queue_shape::seed001) throw error(seed001_not_on_postgres(config.location),
-                                                          error::kind::bad_shape);
+    if (config.shape == queue_shape::seed001)
+      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
     return open_postgres_drain_store(config);
   }
   try {

@@ -28,9 +28,7 @@ std::string select_columns(SQLite::Database& db) {
          detail::credential_join("webhook_subscriber.id");
 }
 
-bool is_number(const SQLite::Column& column) {
-  return column.isInteger() || column.isFloat();
-}
+bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
 
 // As SQLite's quote() would show it, for messages about a value that is not a number.
 std::string quoted(const SQLite::Column& column) {

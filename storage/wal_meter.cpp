@@ -15,8 +15,7 @@ int checkpoint_frames_for(int configured, std::uint64_t free_bytes, int page_byt
   return std::min(configured, std::max(min_checkpoint_frames, static_cast<int>(room)));
 }
 
-wal_meter::wal_meter(SQLite::Database& db, wal_meter_config config)
-    : db_(db), config_(config) {
+wal_meter::wal_meter(SQLite::Database& db, wal_meter_config config) : db_(db), config_(config) {
   // The WAL may hold other connections' frames already: a passive checkpoint (harmless, and
   // useful at start) reports its length, so the first commit counts only its own frames.
   int frames = 0;

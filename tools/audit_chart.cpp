@@ -82,8 +82,8 @@ std::string script(const std::string& png_path, const std::string& data_path,
   const int columns = series.size() > 1 ? 2 : 1;
   const int rows = static_cast<int>((series.size() + columns - 1) / columns);
   std::ostringstream gp;
-  gp << "set terminal pngcairo size " << (columns == 1 ? 1000 : 1400) << ","
-     << 90 + 260 * rows << " font 'sans,9'\n"
+  gp << "set terminal pngcairo size " << (columns == 1 ? 1000 : 1400) << "," << 90 + 260 * rows
+     << " font 'sans,9'\n"
      << "set output " << quoted(png_path) << "\n"
      << "set key top right horizontal font 'sans,8' opaque\n"
      << "set grid ytics lc rgb '#dddddd'\n"

@@ -96,9 +96,8 @@ void print_table(const std::vector<storage::audit_entry>& entries) {
     std::printf("%10lld %9s %6s %9lld %9lld %9lld %14s %16s %22s %10s %8.1f %8.1f %8.1f  %s\n",
                 static_cast<long long>(a.subscriber_id), rate, burst,
                 static_cast<long long>(a.attempts), static_cast<long long>(a.rows),
-                static_cast<long long>(a.successes), in_1s,
-                in_60s, worst, achieved, a.latency_p50 * 1000, a.latency_p90 * 1000,
-                a.latency_p99 * 1000, verdict);
+                static_cast<long long>(a.successes), in_1s, in_60s, worst, achieved,
+                a.latency_p50 * 1000, a.latency_p90 * 1000, a.latency_p99 * 1000, verdict);
   }
   if (entries.empty()) std::printf("(no attempts recorded)\n");
 }

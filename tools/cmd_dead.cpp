@@ -93,8 +93,8 @@ int list(const dead_options& o) {
     std::cout << boost::json::serialize(out) << "\n";
     return exit_ok;
   }
-  std::printf("%10s %10s %-24s %8s %6s %-20s  %s\n", "id", "subscriber", "event_type",
-              "attempts", "status", "created_at", "last_error");
+  std::printf("%10s %10s %-24s %8s %6s %-20s  %s\n", "id", "subscriber", "event_type", "attempts",
+              "status", "created_at", "last_error");
   for (const auto& r : rows) {
     const std::string status = r.last_status ? std::to_string(r.last_status) : "-";
     std::printf("%10lld %10lld %-24s %8lld %6s %-20s  %s\n", static_cast<long long>(r.id),
@@ -119,8 +119,8 @@ int replay(const dead_options& o) {
   if (o.json) {
     boost::json::array inactive;
     for (const auto id : report.inactive_subscribers) inactive.push_back(id);
-    std::cout << boost::json::serialize(boost::json::object{
-                     {"replayed", report.replayed}, {"inactive_subscribers", inactive}})
+    std::cout << boost::json::serialize(boost::json::object{{"replayed", report.replayed},
+                                                            {"inactive_subscribers", inactive}})
               << "\n";
     return exit_ok;
   }
@@ -145,8 +145,9 @@ void add_dead_command(CLI::App& app, command_action& action) {
 
   auto list_opts = std::make_shared<dead_options>();
   auto* list_cmd = group->add_subcommand(
-      "list", "Show dead rows, newest first (id, subscriber, event, attempts, last status and "
-              "error, created_at).");
+      "list",
+      "Show dead rows, newest first (id, subscriber, event, attempts, last status and "
+      "error, created_at).");
   add_selection_options(list_cmd, *list_opts);
   list_cmd->add_option("--limit", list_opts->limit, "Show at most N rows (default 100)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}));
@@ -159,8 +160,7 @@ void add_dead_command(CLI::App& app, command_action& action) {
       "pending with attempts 0, due now and created_at now (a fresh retry window), in one "
       "transaction. last_status/last_error are kept until the next attempt.");
   add_selection_options(replay_cmd, *replay_opts);
-  replay_cmd
-      ->add_option("--limit", replay_opts->limit, "Replay only the newest N selected rows")
+  replay_cmd->add_option("--limit", replay_opts->limit, "Replay only the newest N selected rows")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}));
   replay_cmd->callback(
       [&action, replay_opts] { action = [replay_opts] { return replay(*replay_opts); }; });

@@ -41,8 +41,7 @@ constexpr demo_subscriber demo_subscribers[] = {
     {"dashboard", "video.*", 400, 40, "standard", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
     {"cache-warmer", "video.trending, video.rank_updated", 80, 10, "vvv", "demo-secret-cache", 1,
      "/video_id"},
-    {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner",
-     50},
+    {"partner-per-minute", "video.rank_updated", 120.0 / 60.0, 5, "vvv", "demo-secret-partner", 50},
     {"flaky", "video.trending, video.velocity_changed", 500, 50, "vvv", "demo-secret-flaky"},
     {"broken", "video.rank_updated", 20, 5, "standard", "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"},
 };
@@ -88,8 +87,9 @@ void add_demo_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "demo", "Create a queue with a viral spike, start `surge sink`, drain it and report.");
   auto opts = std::make_shared<demo_options>();
-  cmd->add_option("--dir", opts->dir, "Working directory for the queue file and sink records "
-                                      "(default: a new temporary directory)");
+  cmd->add_option("--dir", opts->dir,
+                  "Working directory for the queue file and sink records "
+                  "(default: a new temporary directory)");
   cmd->add_option("--scale", opts->scale, "Multiply the spike's size")->check(CLI::Range(1, 100));
   cmd->add_flag("--keep", opts->keep, "Keep the working directory");
   cmd->callback([&action, opts] {
@@ -104,9 +104,7 @@ void add_demo_command(CLI::App& app, command_action& action) {
       fs::create_directories(dir);
       const auto db_path = (dir / "queue.db").string();
       fs::remove(db_path);
-      {
-        std::ofstream(dir / "behaviours.json") << demo_behaviours;
-      }
+      { std::ofstream(dir / "behaviours.json") << demo_behaviours; }
       storage::connection db({.location = db_path});
       storage::migrate(db, true);
 
@@ -115,12 +113,14 @@ void add_demo_command(CLI::App& app, command_action& action) {
       fs::remove(port_file);
       child_process sink(self_executable(),
                          {"sink", "--listen", "127.0.0.1:0", "--db", db_path, "--port-file",
-                          port_file, "--behaviours", (dir / "behaviours.json").string(),
-                          "--record", (dir / "sink.csv").string()},
+                          port_file, "--behaviours", (dir / "behaviours.json").string(), "--record",
+                          (dir / "sink.csv").string()},
                          (dir / "sink.out").string(), (dir / "sink.err").string());
       const auto port = wait_for_file(port_file, std::chrono::seconds(10));
-      if (!port) throw std::runtime_error("surge sink did not start; see " + (dir / "sink.err").string());
-      const std::string base = "http://127.0.0.1:" + std::string(port->substr(0, port->find('\n'))) + "/hook/";
+      if (!port)
+        throw std::runtime_error("surge sink did not start; see " + (dir / "sink.err").string());
+      const std::string base =
+          "http://127.0.0.1:" + std::string(port->substr(0, port->find('\n'))) + "/hook/";
 
       std::int64_t id = 0;
       for (const auto& s : demo_subscribers) {
@@ -137,8 +137,9 @@ void add_demo_command(CLI::App& app, command_action& action) {
         row.coalesce_key = s.coalesce;
         row.coalesce_events = "video.rank_updated";
         storage::add_subscriber(db, row);
-        std::printf("  subscriber %lld %-19s %8.2f/s burst %-4lld %-8s events %s", static_cast<long long>(id),
-                    s.name, s.rate, static_cast<long long>(s.burst), s.signing, s.events);
+        std::printf("  subscriber %lld %-19s %8.2f/s burst %-4lld %-8s events %s",
+                    static_cast<long long>(id), s.name, s.rate, static_cast<long long>(s.burst),
+                    s.signing, s.events);
         if (s.batch > 1) std::printf(" (batches of %lld)", static_cast<long long>(s.batch));
         if (*s.coalesce) std::printf(" (rank updates coalesced by %s)", s.coalesce);
         std::printf("\n");
@@ -147,14 +148,16 @@ void add_demo_command(CLI::App& app, command_action& action) {
       const double now = proto::unix_now();
       const int scale = opts->scale;
       std::int64_t rows = 0;
-      rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now, 400 * scale);
-      rows += storage::emit_event(db, "video.velocity_changed", R"({"video_id":"v1","velocity":42.5})", now, 1200 * scale);
+      rows += storage::emit_event(db, "video.trending", R"({"video_id":"v1","views":1048576})", now,
+                                  400 * scale);
+      rows += storage::emit_event(db, "video.velocity_changed",
+                                  R"({"video_id":"v1","velocity":42.5})", now, 1200 * scale);
       // Each video's rank changes several times within seconds: the cache warmer needs only the
       // latest, the per-minute partner takes them all, in batches.
       for (int update = 0; update < demo_rank_updates; ++update) {
         for (int video = 0; video < demo_videos; ++video) {
-          const std::string payload = R"({"video_id":"v)" + std::to_string(video) +
-                                      R"(","rank":)" + std::to_string(update + 1) + "}";
+          const std::string payload = R"({"video_id":"v)" + std::to_string(video) + R"(","rank":)" +
+                                      std::to_string(update + 1) + "}";
           rows += storage::emit_event(db, "video.rank_updated", payload, now, scale);
         }
       }

@@ -9,7 +9,6 @@
 
 namespace surge::tools {
 
-
 void add_drain_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "drain",

@@ -13,7 +13,9 @@ void add_migrate_command(CLI::App& app, command_action& action) {
       "migrate", "Create the queue tables if absent and apply Surge's additive migrations.");
   auto db_path = std::make_shared<std::string>();
   auto shape = std::make_shared<std::string>();
-  cmd->add_option("--db", *db_path, "Queue: a SQLite file (created if missing) or a postgresql:// URI")->required();
+  cmd->add_option("--db", *db_path,
+                  "Queue: a SQLite file (created if missing) or a postgresql:// URI")
+      ->required();
   add_queue_shape_option(cmd, *shape);
   cmd->callback([&action, db_path, shape] {
     action = [db_path, shape] {
@@ -22,8 +24,8 @@ void add_migrate_command(CLI::App& app, command_action& action) {
       // The one command that may create a queue: seed000's tables in an empty database. On a
       // seed001 queue only Surge's own tables are added.
       const int after = storage::migrate(db, true);
-      std::cout << "schema version " << after
-                << (after == before ? " (already current)" : "") << "\n";
+      std::cout << "schema version " << after << (after == before ? " (already current)" : "")
+                << "\n";
       return exit_ok;
     };
   });

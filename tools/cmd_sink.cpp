@@ -110,13 +110,15 @@ void add_sink_command(CLI::App& app, command_action& action) {
       "with per-subscriber behaviours and records every request.");
   command->add_option("--listen", options->listen, "HOST:PORT to listen on; port 0 picks one")
       ->required();
-  command->add_option("--db", options->db,
-                      "The queue (a file or a postgresql:// URI) whose subscribers sign the "
-                      "requests")
+  command
+      ->add_option("--db", options->db,
+                   "The queue (a file or a postgresql:// URI) whose subscribers sign the "
+                   "requests")
       ->required()
       ->check(existing_queue());
-  auto* cert = command->add_option("--tls-cert", options->tls_cert,
-                                   "PEM certificate chain: serve HTTPS (TLS 1.2+)")
+  auto* cert = command
+                   ->add_option("--tls-cert", options->tls_cert,
+                                "PEM certificate chain: serve HTTPS (TLS 1.2+)")
                    ->check(CLI::ExistingFile);
   auto* key = command->add_option("--tls-key", options->tls_key, "PEM private key for --tls-cert")
                   ->check(CLI::ExistingFile);
@@ -128,8 +130,9 @@ void add_sink_command(CLI::App& app, command_action& action) {
                    "that clients refuse it")
       ->check(CLI::IsMember({"1.1", "1.2", "1.3"}))
       ->needs(cert);
-  command->add_option("--behaviours", options->behaviours,
-                      "JSON file: per-subscriber answers keyed by id, \"*\" for the default")
+  command
+      ->add_option("--behaviours", options->behaviours,
+                   "JSON file: per-subscriber answers keyed by id, \"*\" for the default")
       ->check(CLI::ExistingFile);
   command->add_option("--record", options->record,
                       "CSV of every request: arrival,subscriber_id,delivery_id,attempt,verdict,"

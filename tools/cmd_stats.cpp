@@ -26,9 +26,13 @@ namespace {
 boost::json::object to_json(const storage::status_counts& counts) {
   boost::json::object leased_by;
   for (const auto& [owner, rows] : counts.leased_by) leased_by[owner] = rows;
-  return {{"pending", counts.pending}, {"retry", counts.retry},   {"done", counts.done},
+  return {{"pending", counts.pending},
+          {"retry", counts.retry},
+          {"done", counts.done},
           {"coalesced", counts.coalesced},
-          {"dead", counts.dead},       {"due_now", counts.due_now}, {"leased", counts.leased},
+          {"dead", counts.dead},
+          {"due_now", counts.due_now},
+          {"leased", counts.leased},
           {"leased_by", std::move(leased_by)},
           {"oldest_due_age_seconds", counts.oldest_due_age}};
 }
@@ -52,8 +56,7 @@ void print_lease_holders(const storage::queue_stats& stats) {
 // Which live drain owns which subscribers (ownership leases: only the owner sends).
 void print_owners(const std::vector<storage::drainer_ownership>& drainers, double now) {
   if (drainers.empty()) return;
-  std::printf("\n%-32s %11s %8s %10s  %s\n", "owner", "subscribers", "seen_s", "allowed",
-              "owned");
+  std::printf("\n%-32s %11s %8s %10s  %s\n", "owner", "subscribers", "seen_s", "allowed", "owned");
   for (const auto& d : drainers) {
     std::string owned;
     for (const auto id : d.subscribers) owned += (owned.empty() ? "" : ",") + std::to_string(id);
@@ -80,9 +83,8 @@ void print_row(const std::string& label, const storage::status_counts& c) {
   std::printf("%-12s %10lld %8lld %10lld %9lld %8lld %9lld %8lld %12.1f\n", label.c_str(),
               static_cast<long long>(c.pending), static_cast<long long>(c.retry),
               static_cast<long long>(c.done), static_cast<long long>(c.coalesced),
-              static_cast<long long>(c.dead),
-              static_cast<long long>(c.due_now), static_cast<long long>(c.leased),
-              c.oldest_due_age);
+              static_cast<long long>(c.dead), static_cast<long long>(c.due_now),
+              static_cast<long long>(c.leased), c.oldest_due_age);
 }
 
 // Subscribers with batches or coalescing on: what shapes their traffic besides the rate.
@@ -101,9 +103,9 @@ void print_relief(const std::vector<storage::subscriber_row>& rows) {
   for (const auto& r : rows) {
     char window[32];
     std::snprintf(window, sizeof window, "%g", r.coalesce_window);
-    const std::string coalesce = r.coalesce_key.empty() ? "-"
-                                                        : r.coalesce_key + " (" + window + " s, " +
-                                                              r.coalesce_events + ")";
+    const std::string coalesce =
+        r.coalesce_key.empty() ? "-"
+                               : r.coalesce_key + " (" + window + " s, " + r.coalesce_events + ")";
     std::printf("%-12lld %6lld %10lld %7.2fs  %s\n", static_cast<long long>(r.id),
                 static_cast<long long>(r.batch_max), static_cast<long long>(r.batch_bytes),
                 r.batch_linger, coalesce.c_str());
@@ -282,8 +284,8 @@ void add_stats_command(CLI::App& app, command_action& action) {
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
-      std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s\n", "subscriber", "pending",
-                  "retry", "done", "coalesced", "dead", "due_now", "leased", "oldest_due_s");
+      std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s\n", "subscriber", "pending", "retry",
+                  "done", "coalesced", "dead", "due_now", "leased", "oldest_due_s");
       for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
       print_row("total", stats.total);
       print_lease_holders(stats);

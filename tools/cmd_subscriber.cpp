@@ -54,7 +54,8 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
   cmd->add_option("--url", o.url, "Endpoint URL (http or https); validated, not resolved");
   cmd->add_option("--secret", o.secret,
                   "Signing secret (default: a new random one; whsec_ form for standard)");
-  cmd->add_option("--events", o.events, "Event filter: '*', exact types, 'video.*', comma-separated");
+  cmd->add_option("--events", o.events,
+                  "Event filter: '*', exact types, 'video.*', comma-separated");
   auto* rate = cmd->add_option("--rate", o.rate, "Requests per second (0 pauses)")
                    ->check(finite_in(0.0, 1e9));
   auto* per_minute = cmd->add_option("--rate-per-minute", o.rate_per_minute,
@@ -163,25 +164,31 @@ void check_for_shape(const subscriber_options& o, storage::queue_shape shape, bo
     return;
   }
   const std::pair<bool, const char*> unsupported[] = {
-      {o.signing.has_value(), "--signing"},           {o.max_in_flight.has_value(), "--max-in-flight"},
-      {o.batch.has_value(), "--batch"},               {o.batch_bytes.has_value(), "--batch-bytes"},
-      {o.batch_linger.has_value(), "--batch-linger"}, {o.coalesce.has_value(), "--coalesce"},
+      {o.signing.has_value(), "--signing"},
+      {o.max_in_flight.has_value(), "--max-in-flight"},
+      {o.batch.has_value(), "--batch"},
+      {o.batch_bytes.has_value(), "--batch-bytes"},
+      {o.batch_linger.has_value(), "--batch-linger"},
+      {o.coalesce.has_value(), "--coalesce"},
       {o.coalesce_window.has_value(), "--coalesce-window"},
       {o.coalesce_events.has_value(), "--coalesce-events"}};
   for (const auto& [given, flag] : unsupported) {
     if (given) {
-      throw usage_error(std::string(flag) + " has no column on a seed001 queue "
-                                            "(webhook_subscribers)");
+      throw usage_error(std::string(flag) +
+                        " has no column on a seed001 queue "
+                        "(webhook_subscribers)");
     }
   }
   if (adding && (!o.region || o.region->empty())) {
-    throw usage_error("a seed001 queue routes each subscriber by region: give --region (an ISO "
-                      "country code such as DE)");
+    throw usage_error(
+        "a seed001 queue routes each subscriber by region: give --region (an ISO "
+        "country code such as DE)");
   }
   const double per_minute = o.rate ? *o.rate * 60 : o.rate_per_minute.value_or(0);
   if (per_minute != std::round(per_minute)) {
-    throw usage_error("a seed001 queue stores whole requests per minute (rate_per_min): give "
-                      "--rate-per-minute N");
+    throw usage_error(
+        "a seed001 queue stores whole requests per minute (rate_per_min): give "
+        "--rate-per-minute N");
   }
 }
 
@@ -240,11 +247,15 @@ void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
 // URLs are redacted (proto::redact_url): partners put tokens in them, and listings end up in
 // tickets and terminals.
 boost::json::object to_json(const storage::subscriber_row& row) {
-  boost::json::object out{{"id", row.id},           {"url", proto::redact_url(row.url)},
-          {"event_types", row.event_types}, {"rate_per_sec", row.rate_per_sec},
-          {"burst", row.burst},     {"active", row.active},
-          {"signing", row.signing}, {"max_in_flight", row.max_in_flight},
-          {"tokens", row.tokens}};
+  boost::json::object out{{"id", row.id},
+                          {"url", proto::redact_url(row.url)},
+                          {"event_types", row.event_types},
+                          {"rate_per_sec", row.rate_per_sec},
+                          {"burst", row.burst},
+                          {"active", row.active},
+                          {"signing", row.signing},
+                          {"max_in_flight", row.max_in_flight},
+                          {"tokens", row.tokens}};
   out["batch_max"] = row.batch_max;
   out["batch_bytes"] = row.batch_bytes;
   out["batch_linger"] = row.batch_linger;
@@ -252,7 +263,8 @@ boost::json::object to_json(const storage::subscriber_row& row) {
   out["coalesce_window"] = row.coalesce_window;
   out["coalesce_events"] = row.coalesce_events;
   boost::json::array header_names;
-  for (const auto& field : row.extra_headers) header_names.push_back(boost::json::string(field.name));
+  for (const auto& field : row.extra_headers)
+    header_names.push_back(boost::json::string(field.name));
   out["headers"] = std::move(header_names);  // names only: the values are credentials
   out["client_cert"] = row.client_cert_file;
   out["client_key"] = row.client_key_file;
@@ -295,12 +307,14 @@ storage::subscriber_row must_load(storage::connection& db, std::int64_t id) {
 }  // namespace
 
 void add_subscriber_command(CLI::App& app, command_action& action) {
-  auto* group = app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers.");
+  auto* group =
+      app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers.");
   group->require_subcommand(1, 1);
 
   auto add_opts = std::make_shared<subscriber_options>();
   auto* add = group->add_subcommand("add", "Add a subscriber and print its id.");
-  add->add_option("--db", add_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  add->add_option("--db", add_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required();
   add_queue_shape_option(add, add_opts->shape);
   add_setting_options(add, *add_opts);
   add->get_option("--url")->required();
@@ -311,8 +325,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       const auto shape = db.shape();
       check_for_shape(*add_opts, shape, true);
       storage::subscriber_row row;
-      row.signing = shape == storage::queue_shape::seed001 ? "stored"
-                                                           : add_opts->signing.value_or("vvv");
+      row.signing =
+          shape == storage::queue_shape::seed001 ? "stored" : add_opts->signing.value_or("vvv");
       if (!add_opts->secret) {
         row.secret = proto::generate_secret(*proto::parse_signing_scheme(row.signing));
       }
@@ -336,7 +350,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   auto list_opts = std::make_shared<subscriber_options>();
   auto* list = group->add_subcommand("list", "List subscribers.");
-  list->add_option("--db", list_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  list->add_option("--db", list_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required();
   add_queue_shape_option(list, list_opts->shape);
   list->add_flag("--json", list_opts->json, "Print JSON");
   list->callback([&action, list_opts] {
@@ -351,8 +366,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
-      std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst",
-                  "signing", "max", "url (events) [batch, coalescing] {credentials}");
+      std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst", "signing",
+                  "max", "url (events) [batch, coalescing] {credentials}");
       for (const auto& r : rows) {
         std::printf("%6lld %-8s %10.3f %6lld %-9s %5lld  %s (%s)%s%s\n",
                     static_cast<long long>(r.id), r.active ? "yes" : "no", r.rate_per_sec,
@@ -366,7 +381,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   auto set_opts = std::make_shared<subscriber_options>();
   auto* set = group->add_subcommand("set", "Change a subscriber's settings.");
-  set->add_option("--db", set_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  set->add_option("--db", set_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required();
   add_queue_shape_option(set, set_opts->shape);
   set->add_option("id", set_opts->id, "Subscriber id")->required();
   add_setting_options(set, *set_opts);
@@ -395,10 +411,11 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
 
   for (const bool enable : {true, false}) {
     auto opts = std::make_shared<subscriber_options>();
-    auto* cmd = group->add_subcommand(enable ? "enable" : "disable",
-                                      enable ? "Mark a subscriber active."
-                                             : "Mark a subscriber inactive.");
-    cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+    auto* cmd =
+        group->add_subcommand(enable ? "enable" : "disable",
+                              enable ? "Mark a subscriber active." : "Mark a subscriber inactive.");
+    cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+        ->required();
     add_queue_shape_option(cmd, opts->shape);
     cmd->add_option("id", opts->id, "Subscriber id")->required();
     cmd->callback([&action, opts, enable] {

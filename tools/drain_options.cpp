@@ -36,16 +36,20 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--until-drained-wait", o.until_drained_wait,
                   "With --until-drained, also wait for retries scheduled within this many "
                   "seconds")
-      ->capture_default_str()->check(finite_in(0.0, 86400.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 86400.0));
   cmd->add_option("--duration", o.duration, "Stop after this many seconds")
       ->check(finite_in(0.001, max_seconds));
   cmd->add_option("--max-in-flight", o.max_in_flight, "Requests in flight, whole process")
-      ->capture_default_str()->check(CLI::Range(1, 1'000'000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--per-subscriber-in-flight", o.per_subscriber_in_flight,
                   "Requests in flight per subscriber whose max_in_flight column is 0")
-      ->capture_default_str()->check(CLI::Range(1, 100'000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100'000));
   cmd->add_option("--lease", o.lease, "Seconds a claimed row stays leased to this process")
-      ->capture_default_str()->check(finite_in(5.0, 86400.0));
+      ->capture_default_str()
+      ->check(finite_in(5.0, 86400.0));
   // Unset, these follow the queue's shape (storage::retry_defaults).
   cmd->add_option("--max-attempts", o.max_attempts,
                   "Attempts before a row is dead (default 8; 12 on a seed001 queue)")
@@ -65,73 +69,92 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->each([&o](const std::string&) { o.retry_given.max_delay = true; });
   cmd->add_option("--retry-after-cap", o.retry_after_cap,
                   "Longest Retry-After honoured, in seconds")
-      ->capture_default_str()->check(finite_in(0.0, 7 * 86400.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 7 * 86400.0));
   cmd->add_flag("--allow-private-targets", o.allow_private_targets,
                 "Allow loopback and private addresses (tests and local benchmarks)");
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle instead of the system trust store")
       ->check(CLI::ExistingFile);
   cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
                   "Rows with a larger payload are dead-lettered instead of sent")
-      ->capture_default_str()->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30));
   cmd->add_option("--max-payload-memory", o.max_payload_memory_mib,
                   "MiB of payloads the drain holds at once (claimed rows buffered and in "
                   "flight); claims take no more rows than fit, so memory stays bounded whatever "
                   "the rows carry")
-      ->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   cmd->add_option("--circuit-failures", o.circuit_failures,
                   "Consecutive failures (5xx, no answer) that open a subscriber's circuit")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--circuit-max-cooldown", o.circuit_max_cooldown,
                   "Longest wait between probes of an open circuit, in seconds")
-      ->capture_default_str()->check(finite_in(1.0, 3600.0));
+      ->capture_default_str()
+      ->check(finite_in(1.0, 3600.0));
   cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
                   "exceeds this many times the best seen (plus --origin-latency-slack); 0 "
                   "turns it off")
-      ->capture_default_str()->check(finite_in(0.0, 100.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 100.0));
   cmd->add_option("--origin-latency-slack", o.origin_latency_slack,
                   "Seconds of latency over tolerance x the best seen that an origin may show "
                   "before its requests in flight shrink; sets the queue at a fast origin")
-      ->capture_default_str()->check(finite_in(0.0, 10.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 10.0));
   cmd->add_option("--token-lease", o.token_lease,
                   "Seconds of refill taken from a subscriber's persisted bucket per lease; every "
                   "drainer of the subscriber spends from that one bucket")
-      ->capture_default_str()->check(finite_in(0.01, 60.0));
+      ->capture_default_str()
+      ->check(finite_in(0.01, 60.0));
   cmd->add_option("--idle-poll-min", o.idle_poll_min,
                   "Seconds before a subscriber whose claim came back short is asked again "
                   "(doubling up to --idle-poll-max)")
-      ->capture_default_str()->check(finite_in(0.001, 86400.0));
+      ->capture_default_str()
+      ->check(finite_in(0.001, 86400.0));
   cmd->add_option("--idle-poll-max", o.idle_poll_max,
                   "Longest wait between polls of an idle subscriber, in seconds; rows other "
                   "programs queue wake it sooner (--new-rows-check-interval)")
-      ->capture_default_str()->check(finite_in(0.001, 86400.0));
+      ->capture_default_str()
+      ->check(finite_in(0.001, 86400.0));
   cmd->add_option("--new-rows-check-interval", o.new_rows_check_interval,
                   "Seconds between checks for rows queued by other programs, whose "
                   "subscribers are then asked at once (0: only the idle polls find them)")
-      ->capture_default_str()->check(finite_in(0.0, 60.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 60.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
-      ->capture_default_str()->check(finite_in(0.01, 600.0));
+      ->capture_default_str()
+      ->check(finite_in(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
-      ->capture_default_str()->check(finite_in(0.01, 3600.0));
+      ->capture_default_str()
+      ->check(finite_in(0.01, 3600.0));
   cmd->add_option("--grace", o.shutdown_grace,
                   "Seconds in-flight attempts may take to finish after a stop signal")
-      ->capture_default_str()->check(finite_in(0.0, 3600.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 3600.0));
   cmd->add_option("--progress-interval", o.progress_interval,
                   "Seconds between progress log lines (0: none)")
-      ->capture_default_str()->check(finite_in(0.0, 3600.0));
+      ->capture_default_str()
+      ->check(finite_in(0.0, 3600.0));
   cmd->add_option("--log-level", o.log_level, "debug, info, warn or error")
-      ->capture_default_str()->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   cmd->add_option("--log-format", o.log_format, "text or json (one object per line)")
-      ->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--progress", o.progress,
                   "auto: a live status line on a terminal, else log lines every "
                   "--progress-interval; on: always the status line; off: neither")
-      ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--metrics-listen", o.metrics_listen,
                   "HOST:PORT for Prometheus /metrics and /healthz (port 0 picks one)");
   cmd->add_option("--metrics-subscribers", o.metrics_subscribers,
                   "Per-subscriber series for at most this many, the busiest first")
-      ->capture_default_str()->check(CLI::Range(std::size_t{0}, std::size_t{10000}));
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{0}, std::size_t{10000}));
 }
 
 engine::drain_config to_drain_config(const drain_cli_options& o) {
@@ -210,8 +233,8 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
     throw usage_error("--lease must be at least twice --attempt-timeout plus one second");
   }
   const std::string& level = o.log_level;
-  engine::set_log_level(level == "debug"  ? engine::log_level::debug
-                        : level == "warn" ? engine::log_level::warn
+  engine::set_log_level(level == "debug"   ? engine::log_level::debug
+                        : level == "warn"  ? engine::log_level::warn
                         : level == "error" ? engine::log_level::error
                                            : engine::log_level::info);
   return config;
@@ -221,18 +244,19 @@ void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
   // A count the database could not give at the stop is unknown, not a number.
   const std::string remaining = s.remaining < 0 ? "unknown" : std::to_string(s.remaining);
-  std::printf("summary: delivered=%lld retried=%lld dead=%lld released=%lld coalesced=%lld "
-              "lost_leases=%lld attempts=%lld remaining=%s storage_errors=%lld unwritten=%lld "
-              "tls_full=%lld tls_resumed=%lld duration=%.1fs rate=%.0f/s%s\n",
-              static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
-              static_cast<long long>(s.dead), static_cast<long long>(s.released),
-              static_cast<long long>(s.coalesced),
-              static_cast<long long>(s.lost_leases), static_cast<long long>(s.attempts),
-              remaining.c_str(), static_cast<long long>(s.storage_errors),
-              static_cast<long long>(s.unwritten), static_cast<long long>(s.tls_full_handshakes),
-              static_cast<long long>(s.tls_resumed_handshakes), seconds,
-              seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
-              s.drained ? " (drained)" : "");
+  std::printf(
+      "summary: delivered=%lld retried=%lld dead=%lld released=%lld coalesced=%lld "
+      "lost_leases=%lld attempts=%lld remaining=%s storage_errors=%lld unwritten=%lld "
+      "tls_full=%lld tls_resumed=%lld duration=%.1fs rate=%.0f/s%s\n",
+      static_cast<long long>(s.delivered), static_cast<long long>(s.retried),
+      static_cast<long long>(s.dead), static_cast<long long>(s.released),
+      static_cast<long long>(s.coalesced), static_cast<long long>(s.lost_leases),
+      static_cast<long long>(s.attempts), remaining.c_str(),
+      static_cast<long long>(s.storage_errors), static_cast<long long>(s.unwritten),
+      static_cast<long long>(s.tls_full_handshakes),
+      static_cast<long long>(s.tls_resumed_handshakes), seconds,
+      seconds > 0 ? static_cast<double>(s.delivered) / seconds : 0.0,
+      s.drained ? " (drained)" : "");
   std::fflush(stdout);
 }
 

@@ -45,9 +45,11 @@ struct drain_cli_options {
   std::int64_t max_payload_memory_mib =
       detail::drain_defaults.scheduler.max_payload_memory / (1024 * 1024);
   int circuit_failures = detail::drain_defaults.scheduler.circuit.failure_threshold;
-  double circuit_max_cooldown = detail::seconds(detail::drain_defaults.scheduler.circuit.max_cooldown);
+  double circuit_max_cooldown =
+      detail::seconds(detail::drain_defaults.scheduler.circuit.max_cooldown);
   double origin_latency_tolerance = detail::drain_defaults.scheduler.origin.latency_tolerance;
-  double origin_latency_slack = detail::seconds(detail::drain_defaults.scheduler.origin.latency_slack);
+  double origin_latency_slack =
+      detail::seconds(detail::drain_defaults.scheduler.origin.latency_slack);
   double idle_poll_min = detail::seconds(detail::drain_defaults.scheduler.idle_poll_min);
   double token_lease = detail::drain_defaults.scheduler.token_lease.lease_seconds;
   double idle_poll_max = detail::seconds(detail::drain_defaults.scheduler.idle_poll_max);

@@ -3,7 +3,6 @@
 #include <iostream>
 #include <string>
 
-
 #include "storage/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/config_file.hpp"
@@ -11,12 +10,13 @@
 
 int main(int argc, char** argv) {
   using namespace surge::tools;
-  CLI::App app{"surge: drains webhook delivery spikes from a SQLite or PostgreSQL queue, within every "
-               "subscriber's rate limit."};
+  CLI::App app{
+      "surge: drains webhook delivery spikes from a SQLite or PostgreSQL queue, within every "
+      "subscriber's rate limit."};
   app.name("surge");
   app.require_subcommand(1, 1);
-  app.set_version_flag("--version", std::string("surge ") + surge_version() + " (commit " +
-                                        surge_commit() + ")");
+  app.set_version_flag(
+      "--version", std::string("surge ") + surge_version() + " (commit " + surge_commit() + ")");
 
   command_action action;
   add_migrate_command(app, action);

@@ -43,6 +43,7 @@ std::string self_executable();
 std::optional<std::string> find_program(const std::string& name);
 
 // Waits until `path` exists and is non-empty, returning its content; nullopt on timeout.
-std::optional<std::string> wait_for_file(const std::string& path, std::chrono::milliseconds timeout);
+std::optional<std::string> wait_for_file(const std::string& path,
+                                         std::chrono::milliseconds timeout);
 
 }  // namespace surge::tools

@@ -23,7 +23,8 @@ bool adaptive_rate::on_success(time_point now) {
   // Step at most ten times a second: the bucket is reconfigured on every change.
   if (seconds < 0.1) return false;
   last_increase_ = now;
-  effective_ = std::min(configured_, effective_ + configured_ * config_.increase_per_second * seconds);
+  effective_ =
+      std::min(configured_, effective_ + configured_ * config_.increase_per_second * seconds);
   if (effective_ >= configured_) reduced_ = false;
   return true;
 }

@@ -6,10 +6,8 @@ namespace surge::engine {
 
 bool circuit_breaker::try_admit(time_point now) {
   switch (state_) {
-    case state::closed:
-      return true;
-    case state::probing:
-      return false;
+    case state::closed: return true;
+    case state::probing: return false;
     case state::open:
       if (now < open_until_) return false;
       state_ = state::probing;
@@ -35,8 +33,7 @@ void circuit_breaker::on_failure(time_point now) {
       cooldown_ = std::min(config_.max_cooldown, cooldown_ * 2);
       open(now);
       return;
-    case state::open:
-      return;  // a request from before the circuit opened
+    case state::open: return;  // a request from before the circuit opened
   }
 }
 

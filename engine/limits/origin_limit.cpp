@@ -56,8 +56,9 @@ constexpr auto bucket_width = std::chrono::milliseconds(50);
 // The first of the (sorted) buckets at or after `bucket`.
 template <typename Buckets>
 auto first_from(Buckets& buckets, origin_limit::ticket bucket) {
-  return std::lower_bound(buckets.begin(), buckets.end(), bucket,
-                          [](const auto& entry, origin_limit::ticket t) { return entry.first < t; });
+  return std::lower_bound(
+      buckets.begin(), buckets.end(), bucket,
+      [](const auto& entry, origin_limit::ticket t) { return entry.first < t; });
 }
 }  // namespace
 

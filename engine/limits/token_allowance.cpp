@@ -21,8 +21,7 @@ double token_allowance::ask(double rate, clock::time_point now) {
   return want;
 }
 
-void token_allowance::granted(double tokens, clock::time_point now,
-                              clock::duration next_token_in) {
+void token_allowance::granted(double tokens, clock::time_point now, clock::duration next_token_in) {
   if (asked_) {
     const double round_trip = std::chrono::duration<double>(now - asked_at_).count();
     round_trip_seconds_ = std::max(round_trip, 0.75 * round_trip_seconds_);

@@ -11,8 +11,7 @@ namespace {
 double capacity_for(double burst) { return std::max(1.0, burst); }
 }  // namespace
 
-token_bucket::token_bucket(double rate_per_sec, double burst, double initial_tokens,
-                           time_point now)
+token_bucket::token_bucket(double rate_per_sec, double burst, double initial_tokens, time_point now)
     : rate_(rate_per_sec),
       capacity_(capacity_for(burst)),
       tokens_(std::clamp(initial_tokens, 0.0, capacity_for(burst))),

@@ -40,8 +40,8 @@ wire_gate::wire_gate(double rate_per_sec, double burst, double initial_tokens, t
 wire_gate::duration wire_gate::margin_for(double rate_per_sec, double burst) {
   if (rate_per_sec <= 0) return duration::zero();
   const double share = burst >= 2 ? headroom_share * (burst - 1) : share_without_headroom;
-  const auto part = std::chrono::duration_cast<duration>(
-      std::chrono::duration<double>(share / rate_per_sec));
+  const auto part =
+      std::chrono::duration_cast<duration>(std::chrono::duration<double>(share / rate_per_sec));
   return std::min(max_margin, part);
 }
 

@@ -93,8 +93,7 @@ std::string client_certificate_validity_problem(const client_identity& identity,
            printable_time(not_before);
   }
   if (ends < 0) {
-    return "client certificate " + identity.cert_file + " expired at " +
-           printable_time(not_after);
+    return "client certificate " + identity.cert_file + " expired at " + printable_time(not_after);
   }
   return {};
 }
@@ -122,8 +121,8 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
     ERR_clear_error();
     // OpenSSL compares the key with the certificate as it loads it.
     if (ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
-      throw std::runtime_error("client key " + key_file +
-                               " does not match client certificate " + cert_file);
+      throw std::runtime_error("client key " + key_file + " does not match client certificate " +
+                               cert_file);
     }
     // Both PEM forms of an encrypted key say so: "BEGIN ENCRYPTED PRIVATE KEY" (PKCS #8) and
     // "Proc-Type: 4,ENCRYPTED" (the traditional one).
@@ -131,7 +130,8 @@ std::shared_ptr<const client_identity> load_client_identity(const http_client_co
       throw std::runtime_error("client key " + key_file +
                                " is encrypted; encrypted keys are not supported (nothing can "
                                "type its passphrase): store it decrypted, readable only by the "
-                               "drain's user (" + ec.message() + ")");
+                               "drain's user (" +
+                               ec.message() + ")");
     }
     throw std::runtime_error("client key " + key_file +
                              " is not a usable PEM private key: " + ec.message());

@@ -29,8 +29,7 @@ void connection_lifecycle::on_idle_check(bool input_pending) {
   if (phase_ == connection_phase::idle && input_pending) phase_ = connection_phase::closed;
 }
 
-bool connection_lifecycle::retry_on_fresh_connection(steady_time now,
-                                                     steady_time deadline) const {
+bool connection_lifecycle::retry_on_fresh_connection(steady_time now, steady_time deadline) const {
   return failed_ && exchanges_ > 1 && !response_started_ && now < deadline;
 }
 

@@ -21,13 +21,13 @@ enum class connection_phase { connecting, busy, idle, closed };
 // its framing is certain: otherwise the next request could read this one's leftovers (or a
 // response the server sent on its own) as its answer.
 struct response_end {
-  bool final_status = false;  // a final (non-1xx) status line and header were read
+  bool final_status = false;         // a final (non-1xx) status line and header were read
   bool switching_protocols = false;  // 101: the connection no longer speaks HTTP/1.1 to us
-  bool keep_alive = false;    // the server keeps it open (HTTP/1.1 without close, or 1.0
-                              // with keep-alive) and the body is not delimited by EOF
-  bool read_whole = false;    // the whole body was read
-  bool bytes_left = false;    // bytes beyond the response were already received
-  bool early = false;         // response bytes arrived before the request was fully written
+  bool keep_alive = false;           // the server keeps it open (HTTP/1.1 without close, or 1.0
+                                     // with keep-alive) and the body is not delimited by EOF
+  bool read_whole = false;           // the whole body was read
+  bool bytes_left = false;           // bytes beyond the response were already received
+  bool early = false;                // response bytes arrived before the request was fully written
 };
 
 // The one reuse rule: every condition must hold.

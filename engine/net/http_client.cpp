@@ -23,10 +23,10 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using proto::transport_error;
+using detail::connection_view;
 using detail::count;
 using detail::is_timeout;
-using detail::connection_view;
+using proto::transport_error;
 
 struct http_client::exchange_outcome {
   int status = 0;
@@ -38,8 +38,7 @@ struct http_client::exchange_outcome {
 };
 
 http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::context> tls,
-                         http_client_config config,
-                         http_client_counters counters)
+                         http_client_config config, http_client_counters counters)
     : executor_(std::move(executor)),
       tls_(std::move(tls)),
       config_(std::move(config)),
@@ -186,11 +185,11 @@ constexpr auto token_for = [] {
 }();
 
 template <class Stream, class Outcome>
-asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
-                                   connection_view view, beast::flat_buffer& buffer,
-                                   connection_lifecycle& lifecycle, std::string_view request,
-                                   steady_time deadline, const bool& deadline_passed,
-                                   const http_client_config& config, Outcome& out) {
+asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest, connection_view view,
+                                   beast::flat_buffer& buffer, connection_lifecycle& lifecycle,
+                                   std::string_view request, steady_time deadline,
+                                   const bool& deadline_passed, const http_client_config& config,
+                                   Outcome& out) {
   lifecycle.on_exchange_start();
   // The client's deadline timer ends the operations at `deadline` (http_client::watch);
   // Beast's own would be armed and cancelled around each one.
@@ -266,8 +265,7 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest,
 }  // namespace
 
 asio::awaitable<http_result> http_client::send(const proto::target& target,
-                                               std::string_view request,
-                                               write_gate* gate,
+                                               std::string_view request, write_gate* gate,
                                                std::shared_ptr<const client_identity> identity) {
   // The clock is read at the start, after a wait at the gate and after the exchange: each
   // reading serves every decision until the next (about 30 ns a reading, several per request

@@ -51,9 +51,8 @@ struct http_client_counters {
 
 class http_client {
  public:
-  http_client(boost::asio::any_io_executor executor,
-              std::shared_ptr<boost::asio::ssl::context> tls, http_client_config config,
-              http_client_counters counters = {});
+  http_client(boost::asio::any_io_executor executor, std::shared_ptr<boost::asio::ssl::context> tls,
+              http_client_config config, http_client_counters counters = {});
   ~http_client();
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;
@@ -80,8 +79,7 @@ class http_client {
   // stay put until the send returns. Never throws for network failures: they come back as
   // errors. With an `identity`, a TLS connection presents its client certificate; connections
   // and resumption sessions are pooled per origin and identity, never shared between them.
-  boost::asio::awaitable<http_result> send(const proto::target& target,
-                                           std::string_view request,
+  boost::asio::awaitable<http_result> send(const proto::target& target, std::string_view request,
                                            write_gate* gate = nullptr,
                                            std::shared_ptr<const client_identity> identity = {});
 

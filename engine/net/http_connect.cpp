@@ -24,9 +24,9 @@ namespace beast = boost::beast;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-using proto::transport_error;
 using detail::count;
 using detail::is_timeout;
+using proto::transport_error;
 
 namespace {
 
@@ -59,9 +59,9 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   } else {
     tcp::resolver resolver(executor_);
     asio::steady_timer timer(executor_, connect_deadline);
-    auto winner = co_await (resolver.async_resolve(target.host, std::to_string(target.port),
-                                                   awaitable_tuple) ||
-                            timer.async_wait(awaitable_tuple));
+    auto winner = co_await (
+        resolver.async_resolve(target.host, std::to_string(target.port), awaitable_tuple) ||
+        timer.async_wait(awaitable_tuple));
     if (winner.index() == 1) {
       result.error = transport_error::resolve;
       result.detail = "resolving " + target.host + " timed out";
@@ -91,8 +91,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   }
   if (allowed.empty()) {
     result.error = transport_error::refused_target;
-    result.detail = refused.empty() ? "no address for " + target.host
-                                    : "refused non-public address " + refused;
+    result.detail =
+        refused.empty() ? "no address for " + target.host : "refused non-public address " + refused;
     co_return nullptr;
   }
 
@@ -100,8 +100,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   stream.expires_at(connect_deadline);
   auto [connect_ec, endpoint] = co_await stream.async_connect(allowed, awaitable_tuple);
   if (connect_ec) {
-    result.error = is_timeout(connect_ec) ? transport_error::connect_timeout
-                                          : transport_error::connect;
+    result.error =
+        is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
     result.detail = "connecting to " + target.host + ": " + connect_ec.message();
     co_return nullptr;
   }
@@ -114,8 +114,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return conn;
   }
 
-  auto conn = std::make_unique<connection>(
-      std::move(stream), pool.identity ? *pool.identity->context : *tls_);
+  auto conn = std::make_unique<connection>(std::move(stream),
+                                           pool.identity ? *pool.identity->context : *tls_);
   auto& tls_stream = *conn->secure;
   error_code literal_ec;
   asio::ip::make_address(target.host, literal_ec);
@@ -139,7 +139,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
   count(SSL_session_reused(tls_stream.native_handle()) == 1 ? counters_.tls_resumed_handshakes
-                                                             : counters_.tls_full_handshakes,
+                                                            : counters_.tls_full_handshakes,
         1);
   conn->lifecycle.on_connected();
   co_return conn;

@@ -46,8 +46,7 @@ void response_reader::start_parser() {
   prepare_for_header(*parser_, config_);
   // The interim responses already read count against the one header budget, so a peer cannot
   // stretch the header phase by splitting it into many small 1xx responses.
-  parser_->header_limit(
-      static_cast<std::uint32_t>(config_.max_response_header - header_bytes_));
+  parser_->header_limit(static_cast<std::uint32_t>(config_.max_response_header - header_bytes_));
   parser_->eager(false);
   in_body_ = false;
 }

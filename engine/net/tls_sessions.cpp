@@ -30,8 +30,7 @@ int on_new_session(SSL* ssl, SSL_SESSION* session) {
 std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& config) {
   auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                       ssl::context::no_tlsv1_1);
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
   SSL_CTX* native = context->native_handle();
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   // Early data is never sent: a replayed 0-RTT POST would be a duplicate delivery.
@@ -52,9 +51,7 @@ std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& 
   return context;
 }
 
-void tls_session_cache::touch(entry& e) {
-  recency_.splice(recency_.begin(), recency_, e.recency);
-}
+void tls_session_cache::touch(entry& e) { recency_.splice(recency_.begin(), recency_, e.recency); }
 
 void tls_session_cache::store(const std::string& origin_key, session_ptr session) {
   if (!session || SSL_SESSION_is_resumable(session.get()) != 1 || capacity_ == 0) return;

@@ -24,7 +24,7 @@ struct drain_counters {
   std::atomic<std::int64_t> buffered{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
   std::atomic<std::int64_t> storage_errors{0};
-  std::atomic<std::int64_t> backlog{-1};       // due rows at the last check, -1 unknown
+  std::atomic<std::int64_t> backlog{-1};           // due rows at the last check, -1 unknown
   std::atomic<std::int64_t> owned_subscribers{0};  // ownership leases held (storage/ownership)
   // The storage connection's commits that wrote to the WAL, and the frames (pages) they wrote.
   std::atomic<std::int64_t> wal_commits{0};

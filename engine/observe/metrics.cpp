@@ -92,12 +92,12 @@ drain_metrics::drain_metrics(std::size_t shards)
 }
 
 namespace {
-std::int64_t steady_ticks() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
+std::int64_t steady_ticks() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 }  // namespace
 
-void drain_metrics::beat_storage() { storage_beat_.store(steady_ticks(), std::memory_order_relaxed); }
+void drain_metrics::beat_storage() {
+  storage_beat_.store(steady_ticks(), std::memory_order_relaxed);
+}
 
 void drain_metrics::beat_shard(std::size_t shard) {
   if (shard < shard_beats_.size()) {
@@ -105,8 +105,9 @@ void drain_metrics::beat_shard(std::size_t shard) {
   }
 }
 
-std::string drain_metrics::unhealthy_reason(std::chrono::steady_clock::duration storage_max_age,
-                                            std::chrono::steady_clock::duration shard_max_age) const {
+std::string drain_metrics::unhealthy_reason(
+    std::chrono::steady_clock::duration storage_max_age,
+    std::chrono::steady_clock::duration shard_max_age) const {
   const auto now = steady_ticks();
   if (now - storage_beat_.load(std::memory_order_relaxed) > storage_max_age.count()) {
     return "database not reachable";
@@ -247,11 +248,15 @@ std::string drain_metrics::render(std::size_t top) const {
   header(out, "surge_deliveries_total", "counter",
          "Rows finished by outcome: done, retry (rescheduled), dead, released (lease given back), "
          "coalesced (done without a request: a newer row with the same key was sent instead).");
-  value_line(out, "surge_deliveries_total{outcome=\"done\"}", static_cast<double>(c.delivered.load()));
-  value_line(out, "surge_deliveries_total{outcome=\"retry\"}", static_cast<double>(c.retried.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"done\"}",
+             static_cast<double>(c.delivered.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"retry\"}",
+             static_cast<double>(c.retried.load()));
   value_line(out, "surge_deliveries_total{outcome=\"dead\"}", static_cast<double>(c.dead.load()));
-  value_line(out, "surge_deliveries_total{outcome=\"released\"}", static_cast<double>(c.released.load()));
-  value_line(out, "surge_deliveries_total{outcome=\"coalesced\"}", static_cast<double>(c.coalesced.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"released\"}",
+             static_cast<double>(c.released.load()));
+  value_line(out, "surge_deliveries_total{outcome=\"coalesced\"}",
+             static_cast<double>(c.coalesced.load()));
 
   header(out, "surge_attempts_total", "counter", "HTTP attempts by status class.");
   static constexpr const char* class_names[] = {"2xx", "3xx", "4xx", "429", "5xx", "transport"};
@@ -286,8 +291,8 @@ std::string drain_metrics::render(std::size_t top) const {
   counter("surge_wal_commits_total",
           "Commits of the storage thread's connection that wrote to the WAL.",
           c.wal_commits.load());
-  counter("surge_wal_frames_total",
-          "WAL frames (pages) written by the storage thread's commits.", c.wal_frames.load());
+  counter("surge_wal_frames_total", "WAL frames (pages) written by the storage thread's commits.",
+          c.wal_frames.load());
   counter("surge_new_row_wakes_total",
           "Times rows queued by another connection woke their subscribers before the idle poll.",
           c.new_row_wakes.load());
@@ -304,7 +309,8 @@ std::string drain_metrics::render(std::size_t top) const {
   gauge("surge_owned_subscribers",
         "Subscribers this drain owns through ownership leases (only the owner sends).",
         static_cast<double>(c.owned_subscribers.load()));
-  gauge("surge_backlog_rows", "Due or leased rows of the drained subscribers (refreshed every few seconds).",
+  gauge("surge_backlog_rows",
+        "Due or leased rows of the drained subscribers (refreshed every few seconds).",
         static_cast<double>(std::max<std::int64_t>(0, c.backlog.load())));
   gauge("surge_oldest_due_age_seconds", "Age of the oldest due row (refreshed every few seconds).",
         oldest_due_age.load());
@@ -358,11 +364,14 @@ std::string drain_metrics::render(std::size_t top) const {
     double (*value)(const subscriber_snapshot&);
   };
   static constexpr series per_subscriber[] = {
-      {"surge_subscriber_delivered_total", "counter", "Rows delivered, per subscriber (busiest only).",
+      {"surge_subscriber_delivered_total", "counter",
+       "Rows delivered, per subscriber (busiest only).",
        [](const subscriber_snapshot& s) { return static_cast<double>(s.delivered); }},
-      {"surge_subscriber_failed_attempts_total", "counter", "Failed attempts, per subscriber (busiest only).",
+      {"surge_subscriber_failed_attempts_total", "counter",
+       "Failed attempts, per subscriber (busiest only).",
        [](const subscriber_snapshot& s) { return static_cast<double>(s.failed); }},
-      {"surge_subscriber_in_flight_requests", "gauge", "Requests in flight, per subscriber (busiest only).",
+      {"surge_subscriber_in_flight_requests", "gauge",
+       "Requests in flight, per subscriber (busiest only).",
        [](const subscriber_snapshot& s) { return static_cast<double>(s.in_flight); }},
       {"surge_subscriber_buffered_rows", "gauge", "Buffered rows, per subscriber (busiest only).",
        [](const subscriber_snapshot& s) { return static_cast<double>(s.buffered); }},

@@ -44,7 +44,7 @@ struct announced_snapshot {
   double remaining = 0;                  // units left until the reset
   double reset_in = 0;                   // seconds until the reset
   bool paced = false;                    // paced below the configured limit because of it
-  double paced_rate = 0;                 // requests per second in force (the configured rate when not)
+  double paced_rate = 0;  // requests per second in force (the configured rate when not)
 };
 
 struct subscriber_snapshot {
@@ -69,14 +69,15 @@ struct drain_metrics {
   explicit drain_metrics(std::size_t shards = 1);
 
   drain_counters counters;
-  std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(attempt_class::count)> attempts_by_class{};
+  std::array<std::atomic<std::int64_t>, static_cast<std::size_t>(attempt_class::count)>
+      attempts_by_class{};
   std::atomic<std::int64_t> open_connections{0};
   std::atomic<std::int64_t> tls_handshakes_full{0};
   std::atomic<std::int64_t> tls_handshakes_resumed{0};  // an earlier connection's session
   std::atomic<double> token_wait_seconds{0};
   std::atomic<double> oldest_due_age{0};
-  histogram attempt_duration;   // seconds
-  histogram due_lag;            // seconds from due to first attempt
+  histogram attempt_duration;  // seconds
+  histogram due_lag;           // seconds from due to first attempt
   histogram claim_rows;
   histogram claim_duration;
   histogram commit_rows;

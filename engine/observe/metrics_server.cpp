@@ -25,11 +25,13 @@ tcp::endpoint parse_listen_address(const std::string& text) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos) throw std::invalid_argument("expected HOST:PORT, got " + text);
   std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   // A bare ":PORT" would mean every interface: the metrics then reach whoever can reach the
   // host, so that must be said explicitly.
   if (host.empty()) {
-    throw std::invalid_argument("no host in " + text + " (127.0.0.1:PORT for this machine only, "
+    throw std::invalid_argument("no host in " + text +
+                                " (127.0.0.1:PORT for this machine only, "
                                 "0.0.0.0:PORT or [::]:PORT for every interface)");
   }
   unsigned port = 0;

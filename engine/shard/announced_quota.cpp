@@ -48,9 +48,7 @@ void shard::observe_quota(subscriber_state& sub, const http_result& result,
   const auto now = steady::now();
   const auto until = now + std::chrono::duration_cast<steady::duration>(pace->until - times.now);
   switch (pace->kind) {
-    case proto::pace_kind::configured:
-      sub.quota_limit.reset();
-      break;
+    case proto::pace_kind::configured: sub.quota_limit.reset(); break;
     case proto::pace_kind::reduced:
       sub.quota_limit = subscriber_state::announced_limit{pace->rate, pace->burst, until};
       break;

@@ -41,9 +41,8 @@ class subscriber_wire final : public http_client::write_gate {
 // The coroutine keeps only what lives across the send: a frame over Asio's recycling limit
 // (1,020 bytes) is a malloc and free of its own in every attempt, and everything before and
 // after the send is plain code in the two functions below.
-asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin,
-                                     attempt_rows rows, bool batched,
-                                     std::shared_ptr<const proto::target> target,
+asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin, attempt_rows rows,
+                                     bool batched, std::shared_ptr<const proto::target> target,
                                      std::shared_ptr<const proto::signer> signer, bool probe,
                                      origin_limit::ticket origin_ticket) {
   const double started_unix = proto::unix_now();
@@ -69,12 +68,11 @@ shard::steady::time_point shard::prepare_request(std::string& request, subscribe
                                                  double started_unix) {
   const auto seconds = static_cast<std::int64_t>(started_unix);
   if (batched) {
-    write_request(request, build_batch_request(*target, signer, {rows.data(), rows.size()},
-                                               seconds, config_.http.user_agent,
-                                               extra_headers_of(sub.settings)));
+    write_request(request,
+                  build_batch_request(*target, signer, {rows.data(), rows.size()}, seconds,
+                                      config_.http.user_agent, extra_headers_of(sub.settings)));
   } else {
-    write_delivery_request(request, request_head_for(sub, target), signer, rows.front(),
-                           seconds);
+    write_delivery_request(request, request_head_for(sub, target), signer, rows.front(), seconds);
   }
   // The partner counts arrivals, so the limit is charged again right before the write; an
   // attempt gives up there before its lease (the batch's shortest) gets too short to finish
@@ -86,8 +84,8 @@ shard::steady::time_point shard::prepare_request(std::string& request, subscribe
 }
 
 void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
-                           bool batched, const http_result& result, double started_unix,
-                           bool probe, origin_limit::ticket origin_ticket) {
+                           bool batched, const http_result& result, double started_unix, bool probe,
+                           origin_limit::ticket origin_ticket) {
   for (const auto& row : rows) let_go(row);
   if (result.not_sent) {
     if (probe) sub.breaker.on_probe_unsent(steady::now());
@@ -135,13 +133,15 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
   if (batched) {
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
-    if (const auto fits = proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
+    if (const auto fits =
+            proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
       split_refused_batch(sub, rows, judged.outcome, lead, static_cast<int>(*fits), times);
       attempt_ended(sub, origin, origin_ticket);
       return;
     }
     for (const auto& row : rows) {
-      auto out = outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
+      auto out =
+          outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
       count_outcome(out.kind);
       push_outcome(std::move(out));
     }
@@ -178,8 +178,7 @@ void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
 
 std::string_view shard::request_head_for(subscriber_state& sub,
                                          const std::shared_ptr<const proto::target>& target) {
-  if (sub.request_head_target != target ||
-      sub.request_head_extra != sub.settings.extra_headers) {
+  if (sub.request_head_target != target || sub.request_head_extra != sub.settings.extra_headers) {
     sub.request_head =
         request_head(*target, config_.http.user_agent, extra_headers_of(sub.settings));
     sub.request_head_target = target;

@@ -69,8 +69,8 @@ void shard::coalesce_ready(subscriber_state& sub) {
   for (const auto& row : sub.ready) {
     // A payload left in the database for its size has no key here: it is sent (or refused) as
     // usual.
-    auto key = row.payload.empty() ? std::nullopt
-                                   : proto::coalesce_key(rule, row.event_type, row.payload);
+    auto key =
+        row.payload.empty() ? std::nullopt : proto::coalesce_key(rule, row.event_type, row.payload);
     candidates.push_back({.id = row.id,
                           .created_at = row.created_at,
                           .key = std::move(key),

@@ -67,8 +67,8 @@ void check_on_wire_rules(const http_request& request) {
   }
   for (const auto& field : request) {
     if (const auto problem = proto::header_value_problem(field.value()); !problem.empty()) {
-      throw std::invalid_argument("unsafe " + std::string(field.name_string()) + " header: " +
-                                  std::string(problem));
+      throw std::invalid_argument("unsafe " + std::string(field.name_string()) +
+                                  " header: " + std::string(problem));
     }
   }
 }
@@ -117,7 +117,8 @@ http_request build_batch_request(const proto::target& target, const proto::signe
   if (!rows.empty()) request.set("X-VVV-Subscriber", std::to_string(rows.front().subscriber_id));
   request.set("X-VVV-Attempt", std::to_string(attempt));
   request.body() = proto::batch_body(payloads);
-  const auto signed_fields = signer.sign(proto::batch_message_id(ids), unix_seconds, request.body());
+  const auto signed_fields =
+      signer.sign(proto::batch_message_id(ids), unix_seconds, request.body());
   for (std::size_t i = 0; i < signed_fields.size(); ++i) {
     request.set(signed_fields.name(i), signed_fields.value(i));
   }
@@ -170,8 +171,7 @@ namespace {
 
 void append_field(std::string& out, std::string_view name, std::string_view value) {
   if (const auto problem = proto::header_value_problem(value); !problem.empty()) {
-    throw std::invalid_argument("unsafe " + std::string(name) + " header: " +
-                                std::string(problem));
+    throw std::invalid_argument("unsafe " + std::string(name) + " header: " + std::string(problem));
   }
   out.append(name).append(": ").append(value).append("\r\n");
 }
@@ -194,10 +194,9 @@ void write_delivery_request(std::string& out, std::string_view head, const proto
   append_number_field(out, "X-VVV-Attempt", row.attempts + 1);
   char message_id[28] = "msg_";
   const auto id_end = std::to_chars(message_id + 4, std::end(message_id), row.id).ptr;
-  const auto signed_fields =
-      signer.sign(std::string_view(message_id, id_end), unix_seconds, row.payload,
-                  row.stored_signature ? std::string_view(*row.stored_signature)
-                                       : std::string_view());
+  const auto signed_fields = signer.sign(
+      std::string_view(message_id, id_end), unix_seconds, row.payload,
+      row.stored_signature ? std::string_view(*row.stored_signature) : std::string_view());
   for (std::size_t i = 0; i < signed_fields.size(); ++i) {
     append_field(out, signed_fields.name(i), signed_fields.value(i));
   }
@@ -253,7 +252,8 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
   classified.status = result.status;
   classified.error = result.error;
   if (!result.retry_after.empty()) {
-    classified.retry_after = proto::parse_retry_after(result.retry_after, times.now, retry_after_cap);
+    classified.retry_after =
+        proto::parse_retry_after(result.retry_after, times.now, retry_after_cap);
   }
   const auto age = std::chrono::duration<double>(times.finished_unix - row.created_at);
   const auto decision = proto::decide(classified, static_cast<int>(row.attempts), age, policy,
@@ -261,9 +261,7 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
   judged.unpaid_rate_limits = proto::next_unpaid_rate_limits(classified, unpaid_rate_limits);
   out.attempts = decision.counts_attempt ? attempt_number : row.attempts;
   switch (decision.what) {
-    case proto::verdict::done:
-      out.kind = storage::outcome_kind::done;
-      break;
+    case proto::verdict::done: out.kind = storage::outcome_kind::done; break;
     case proto::verdict::retry:
       out.kind = storage::outcome_kind::retry;
       out.next_attempt_at =

@@ -48,9 +48,10 @@ std::string request_head(const proto::target& target, std::string_view user_agen
 // buffer a steady stream of deliveries allocates nothing (the signature's text lives in
 // proto::signed_fields) and goes out in one write each: `head`,
 // X-VVV-Event, X-VVV-Delivery-Id, X-VVV-Subscriber, X-VVV-Attempt, the signature headers of the
-// subscriber's scheme for this attempt's timestamp (or the row's stored signature, verbatim), Content-Length, and the stored payload unchanged. The
-// Standard Webhooks id is "msg_<row id>", stable across retries. Throws std::invalid_argument if
-// a value would be unsafe on the wire (delivery_refusal keeps such rows from getting here).
+// subscriber's scheme for this attempt's timestamp (or the row's stored signature, verbatim),
+// Content-Length, and the stored payload unchanged. The Standard Webhooks id is "msg_<row id>",
+// stable across retries. Throws std::invalid_argument if a value would be unsafe on the wire
+// (delivery_refusal keeps such rows from getting here).
 void write_delivery_request(std::string& out, std::string_view head, const proto::signer& signer,
                             const storage::claimed_row& row, std::int64_t unix_seconds);
 
@@ -96,7 +97,8 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
 // What `lead`'s judgement (judge_attempt on batch_lead) means for one row of its batch of
 // `batch_size`: the same kind, delay and error, the row's own fence and attempt count, and an
 // attempt record naming the batch.
-storage::outcome outcome_in_batch(const storage::outcome& lead, const storage::claimed_row& lead_row,
+storage::outcome outcome_in_batch(const storage::outcome& lead,
+                                  const storage::claimed_row& lead_row,
                                   const storage::claimed_row& row, std::int64_t batch_size);
 
 // A row handed back or closed without an attempt (release, dead-letter, reschedule).

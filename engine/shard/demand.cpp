@@ -115,8 +115,8 @@ void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
     if (grant.next_token_at > 0) {
       // Clamped first: a tiny rate puts the next token ages away, past what the clock can add.
       const double seconds = std::clamp(grant.next_token_at - now_unix, 0.0, 3600.0);
-      next_token_in = std::chrono::duration_cast<steady::duration>(
-          std::chrono::duration<double>(seconds));
+      next_token_in =
+          std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds));
     }
     it->second->allowance.granted(grant.tokens, now, next_token_in);
     it->second->notify();
@@ -240,9 +240,9 @@ void shard::send_demand() {
   // The shard as a whole buffers at most a few rows per in-flight slot, so that under a global
   // cap no claimed row waits near its lease. The scan starts where the last budget ran out, so
   // no subscriber is always last in line.
-  int budget = std::min(in_flight_cap_ * config_.scheduler.buffer_per_slot -
-                            buffered_ - pending_total_,
-                        rows_within_memory());
+  int budget =
+      std::min(in_flight_cap_ * config_.scheduler.buffer_per_slot - buffered_ - pending_total_,
+               rows_within_memory());
   const std::size_t count = order_.size();
   std::size_t visited = 0;
   // Who would join a round, and whether anyone starts one (scheduling::claim_round): without a
@@ -276,8 +276,8 @@ void shard::send_demand() {
     budget -= want;
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
-  for (const auto& [sub, want] : round_started ? round_candidates_
-                                               : std::span<const round_candidate>{}) {
+  for (const auto& [sub, want] :
+       round_started ? round_candidates_ : std::span<const round_candidate>{}) {
     sub->pending_claim += want;
     pending_total_ += want;
     demand.push_back({.subscriber_id = sub->settings.id, .rows = want});

@@ -79,16 +79,15 @@ int rows_to_claim(const demand_facts& facts, const demand_limits& limits, int bu
     // few in-flight slots so a fast subscriber stays fed between claim rounds. A batch
     // subscriber's request carries up to batch_rows rows.
     const double sendable = std::floor(facts.tokens_now + facts.rate * limits.horizon_seconds);
-    const double buffer_cap =
-        static_cast<double>(facts.in_flight_cap) * limits.buffer_per_slot;
+    const double buffer_cap = static_cast<double>(facts.in_flight_cap) * limits.buffer_per_slot;
     limit = static_cast<int>(std::min(sendable, buffer_cap)) * facts.batch_rows;
     if (facts.coalescing) {
       // Repeats of a key merge only while they wait together: claim further ahead, but no
       // more than it can send well within a lease.
-      const double ahead = std::floor(facts.rate * facts.batch_rows *
-                                      limits.coalesce_lookahead_seconds);
-      limit = std::max(limit, static_cast<int>(std::min<double>(
-                                  limits.coalesce_lookahead_rows, ahead)));
+      const double ahead =
+          std::floor(facts.rate * facts.batch_rows * limits.coalesce_lookahead_seconds);
+      limit = std::max(limit,
+                       static_cast<int>(std::min<double>(limits.coalesce_lookahead_rows, ahead)));
     }
   }
   // Topped up only once at most half of it is held: a claim has a fixed cost (its statement,

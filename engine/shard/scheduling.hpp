@@ -21,11 +21,11 @@ struct pump_facts {
   bool rate_paused = false;  // a rate of 0 (set, or because its limits are unusable)
   bool unusable = false;     // bad URL or secret: its rows are dead-lettered
   // About the row at the front of its ready queue:
-  bool front_too_large = false;       // payload over the cap, left in the database
-  bool front_refused = false;         // a value that may not reach a header
-  bool front_lease_too_short = false;  // could not finish within its lease
-  clock::time_point paused_until{};   // Retry-After
-  bool circuit_blocking = false;      // open with no probe due yet, or probing
+  bool front_too_large = false;                    // payload over the cap, left in the database
+  bool front_refused = false;                      // a value that may not reach a header
+  bool front_lease_too_short = false;              // could not finish within its lease
+  clock::time_point paused_until{};                // Retry-After
+  bool circuit_blocking = false;                   // open with no probe due yet, or probing
   std::optional<clock::time_point> next_probe_at;  // when the open circuit's probe is due
   int in_flight = 0;
   int in_flight_cap = 1;
@@ -52,16 +52,16 @@ struct pump_facts {
 };
 
 enum class pump_action {
-  wait,                          // until wake_at, or until something notifies the pump
-  release_buffered,              // inactive or paused: the rows go back to the queue
-  dead_letter_buffered,          // unusable subscriber
+  wait,                  // until wake_at, or until something notifies the pump
+  release_buffered,      // inactive or paused: the rows go back to the queue
+  dead_letter_buffered,  // unusable subscriber
   dead_letter_front_too_large,
   dead_letter_front_refused,
-  release_front,                 // its lease is too short to start it
+  release_front,  // its lease is too short to start it
   queue_for_shard_slot,
   queue_for_origin,
-  start_linger,                  // a partial batch starts waiting now (then wait)
-  send,                          // take the token and send the next request
+  start_linger,  // a partial batch starts waiting now (then wait)
+  send,          // take the token and send the next request
 };
 
 struct pump_decision {
@@ -92,9 +92,9 @@ struct demand_facts {
 };
 
 struct demand_limits {
-  double horizon_seconds = 0.5;   // rows it can send within this are claimed
-  int buffer_per_slot = 2;        // ... but no more than this many per in-flight slot
-  int unusable_batch = 64;        // rows of an unusable subscriber claimed to be dead-lettered
+  double horizon_seconds = 0.5;  // rows it can send within this are claimed
+  int buffer_per_slot = 2;       // ... but no more than this many per in-flight slot
+  int unusable_batch = 64;       // rows of an unusable subscriber claimed to be dead-lettered
   int coalesce_lookahead_rows = 256;
   double coalesce_lookahead_seconds = 20;
 };

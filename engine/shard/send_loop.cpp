@@ -14,8 +14,8 @@ namespace surge::engine {
 
 namespace asio = boost::asio;
 
-scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub,
-                                            steady::time_point now, double now_unix) {
+scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub, steady::time_point now,
+                                            double now_unix) {
   scheduling::pump_facts facts;
   facts.has_rows = !sub.ready.empty();
   if (!facts.has_rows) return facts;
@@ -66,11 +66,8 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
     expire_quota_limit(sub, now);
     const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
     switch (decision.action) {
-      case pump_action::wait:
-        break;
-      case pump_action::release_buffered:
-        release_ready(sub);
-        continue;
+      case pump_action::wait: break;
+      case pump_action::release_buffered: release_ready(sub); continue;
       case pump_action::dead_letter_buffered:
         while (!sub.ready.empty()) {
           auto row = std::move(sub.ready.front());
@@ -123,9 +120,7 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         // The token stays in the bucket while the batch fills.
         sub.batch_wait_since = now;
         break;
-      case pump_action::send:
-        send_next(sub, now);
-        continue;
+      case pump_action::send: send_next(sub, now); continue;
     }
     if (decision.waits_for_token) {
       if (!sub.token_wait_since) sub.token_wait_since = now;
@@ -179,8 +174,8 @@ void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
 }
 
 void shard::wake_origin_waiters(origin_state& origin) {
-  const int admissible = scheduling::origin_wakeups(
-      origin.limit.enabled(), origin.limit.limit(), origin.limit.counted_in_flight(steady::now()));
+  const int admissible = scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(),
+                                                    origin.limit.counted_in_flight(steady::now()));
   origin.waiting.hand_out(
       admissible,
       [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },

@@ -60,7 +60,8 @@ void shard::join() {
 }
 
 void shard::on_subscribers(std::vector<storage::subscriber_row> rows) {
-  asio::post(io_, [this, rows = std::move(rows)]() mutable { update_subscribers(std::move(rows)); });
+  asio::post(io_,
+             [this, rows = std::move(rows)]() mutable { update_subscribers(std::move(rows)); });
 }
 
 void shard::on_claimed(claim_reply reply) {
@@ -248,8 +249,10 @@ void shard::publish_metrics() {
       view.blocked.push_back(sub->settings.id);
     }
     if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
-    view.subscribers.push_back({.id = sub->settings.id, .delivered = sub->delivered,
-                                .failed = sub->failed_attempts, .in_flight = sub->in_flight,
+    view.subscribers.push_back({.id = sub->settings.id,
+                                .delivered = sub->delivered,
+                                .failed = sub->failed_attempts,
+                                .in_flight = sub->in_flight,
                                 .buffered = static_cast<std::int64_t>(sub->ready.size()),
                                 .rate_limit = sub->settings.rate,
                                 .paused = sub->paused_until > now,
@@ -259,10 +262,11 @@ void shard::publish_metrics() {
   // Only the busiest can make the scrape's top list, so keep the hand-off small.
   const std::size_t keep = config_.metrics_top_subscribers;
   if (view.subscribers.size() > keep) {
-    std::nth_element(view.subscribers.begin(), view.subscribers.begin() + static_cast<std::ptrdiff_t>(keep),
-                     view.subscribers.end(), [](const auto& a, const auto& b) {
-                       return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
-                     });
+    std::nth_element(
+        view.subscribers.begin(), view.subscribers.begin() + static_cast<std::ptrdiff_t>(keep),
+        view.subscribers.end(), [](const auto& a, const auto& b) {
+          return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
+        });
     view.subscribers.resize(keep);
   }
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));

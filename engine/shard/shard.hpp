@@ -85,14 +85,13 @@ class shard final : public shard_endpoint {
   // would run out before the attempt could finish).
   steady::time_point prepare_request(std::string& request, subscriber_state& sub,
                                      const std::shared_ptr<const proto::target>& target,
-                                     const proto::signer& signer,
-                                     const attempt_rows& rows, bool batched,
-                                     double started_unix);
+                                     const proto::signer& signer, const attempt_rows& rows,
+                                     bool batched, double started_unix);
   // Everything an attempt's result changes once the send is over: its outcome, the
   // subscriber's state, the in-flight counts.
   void settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
-                      bool batched, const http_result& result, double started_unix,
-                      bool probe, origin_limit::ticket origin_ticket);
+                      bool batched, const http_result& result, double started_unix, bool probe,
+                      origin_limit::ticket origin_ticket);
   // A batch the partner refused as too large (proto::batch_rows_after): its rows are due again
   // at once, unattempted, and the subscriber's batches are at most `fits` rows from now on.
   void split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
@@ -211,7 +210,7 @@ class shard final : public shard_endpoint {
   int in_flight_ = 0;
   int in_flight_cap_;
   bool claim_outstanding_ = false;
-  int buffered_ = 0;       // rows in this shard's ready queues
+  int buffered_ = 0;  // rows in this shard's ready queues
   // Payload bytes of the rows in the ready queues and in flight (scheduler.max_payload_memory).
   std::int64_t held_bytes_ = 0;
   // Payload bytes per claimed row, for turning the free bytes into rows to ask for: the most a

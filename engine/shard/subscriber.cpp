@@ -34,7 +34,8 @@ void derive_relief(const storage::subscriber_row& row, subscriber_settings& out)
   const auto note = [&problems](const std::string& text) {
     problems += problems.empty() ? text : "; " + text;
   };
-  out.batch_rows = static_cast<int>(std::clamp<std::int64_t>(row.batch_max, 1, proto::max_batch_rows));
+  out.batch_rows =
+      static_cast<int>(std::clamp<std::int64_t>(row.batch_max, 1, proto::max_batch_rows));
   if (row.batch_max != out.batch_rows) {
     note("batch_max " + std::to_string(row.batch_max) + " outside 1.." +
          std::to_string(proto::max_batch_rows) + ", using " + std::to_string(out.batch_rows));
@@ -48,8 +49,8 @@ void derive_relief(const storage::subscriber_row& row, subscriber_settings& out)
   }
   double linger = row.batch_linger;
   if (!std::isfinite(linger) || linger < 0 || linger > proto::max_batch_linger_seconds) {
-    note("batch_linger outside 0.." + std::to_string(static_cast<int>(proto::max_batch_linger_seconds)) +
-         " s, using 0.5 s");
+    note("batch_linger outside 0.." +
+         std::to_string(static_cast<int>(proto::max_batch_linger_seconds)) + " s, using 0.5 s");
     linger = 0.5;
   }
   out.batch_linger = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -69,7 +70,8 @@ void derive_relief(const storage::subscriber_row& row, subscriber_settings& out)
     note("coalesce_events: " + events_problem + ", not coalescing");
   } else if (!window_ok) {
     note("coalesce_window outside (0, " +
-         std::to_string(static_cast<int>(proto::max_coalesce_window_seconds)) + "] s, not coalescing");
+         std::to_string(static_cast<int>(proto::max_coalesce_window_seconds)) +
+         "] s, not coalescing");
   } else {
     out.coalesce = proto::coalesce_rule{.pointer = row.coalesce_key,
                                         .window_seconds = row.coalesce_window,
@@ -90,8 +92,8 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   out.rate = out.limits_problem.empty() ? row.rate_per_sec : 0.0;
   out.burst = out.limits_problem.empty() ? static_cast<double>(row.burst) : 1.0;
   out.active = row.active;
-  out.in_flight_cap = row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight)
-                                            : config.per_subscriber_in_flight;
+  out.in_flight_cap =
+      row.max_in_flight > 0 ? static_cast<int>(row.max_in_flight) : config.per_subscriber_in_flight;
   out.in_flight_cap = std::max(1, out.in_flight_cap);
 
   derive_relief(row, out);
@@ -103,8 +105,7 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
     }
   }
   if (!row.extra_headers.empty() && out.credentials_problem.empty()) {
-    out.extra_headers =
-        std::make_shared<const std::vector<proto::header_field>>(row.extra_headers);
+    out.extra_headers = std::make_shared<const std::vector<proto::header_field>>(row.extra_headers);
   }
 
   auto parsed = proto::parse_target_url(row.url);
@@ -116,7 +117,8 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   const auto scheme = proto::parse_signing_scheme(row.signing);
   std::string signer_error;
   if (!scheme) {
-    if (out.unusable_reason.empty()) out.unusable_reason = "unknown signing scheme '" + row.signing + "'";
+    if (out.unusable_reason.empty())
+      out.unusable_reason = "unknown signing scheme '" + row.signing + "'";
   } else if (auto signer = proto::signer::create(*scheme, row.secret, &signer_error)) {
     out.signer = std::make_shared<const proto::signer>(std::move(*signer));
   } else if (out.unusable_reason.empty()) {
@@ -132,8 +134,7 @@ double seed_for(const storage::subscriber_row& row, double now_unix) {
 }
 }  // namespace
 
-subscriber_state::subscriber_state(const storage::subscriber_row& row,
-                                   subscriber_settings derived,
+subscriber_state::subscriber_state(const storage::subscriber_row& row, subscriber_settings derived,
                                    boost::asio::any_io_executor executor, double now_unix,
                                    const scheduler_config& config)
     : settings(std::move(derived)),
@@ -186,8 +187,7 @@ std::optional<bool> subscriber_state::wire_now(std::chrono::steady_clock::time_p
 }
 
 boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
-    std::chrono::steady_clock::time_point give_up_at, const bool& stopping,
-    bool fresh_connection) {
+    std::chrono::steady_clock::time_point give_up_at, const bool& stopping, bool fresh_connection) {
   using steady = std::chrono::steady_clock;
   boost::asio::steady_timer timer(wake.get_executor());
   wire_line.push_back(&timer);

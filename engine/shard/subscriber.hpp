@@ -126,7 +126,7 @@ struct subscriber_state {
   circuit_breaker breaker;
   ready_rows ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
-  int pending_claim = 0;  // rows asked of the storage thread, not yet answered
+  int pending_claim = 0;   // rows asked of the storage thread, not yet answered
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
   // due is kept by the shard (shard::poll_after_of), where the demand scan reads it.
@@ -186,8 +186,8 @@ struct subscriber_state {
     enum class verdict { pass, give_up, wait } what = verdict::wait;
     std::chrono::steady_clock::time_point until{};
   };
-  wire_step wire_head_step(std::chrono::steady_clock::time_point give_up_at,
-                           bool fresh_connection, std::chrono::steady_clock::time_point now);
+  wire_step wire_head_step(std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
+                           std::chrono::steady_clock::time_point now);
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();

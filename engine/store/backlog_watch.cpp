@@ -11,9 +11,8 @@ std::chrono::steady_clock::duration backlog_check_interval(
   const bool large = backlog < 0 || backlog > timing.large_from;
   const std::chrono::steady_clock::duration base =
       large && !shards_idle ? timing.large_backlog : timing.small_backlog;
-  const std::chrono::steady_clock::duration spaced =
-      std::min<std::chrono::steady_clock::duration>(last_count_took * timing.count_cost_multiple,
-                                                    timing.longest_wait);
+  const std::chrono::steady_clock::duration spaced = std::min<std::chrono::steady_clock::duration>(
+      last_count_took * timing.count_cost_multiple, timing.longest_wait);
   return std::max(base, spaced);
 }
 

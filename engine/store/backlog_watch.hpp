@@ -14,8 +14,8 @@ namespace surge::engine {
 // `count_cost_multiple` times as long as the last count took: the count scans the due index
 // on the storage thread (about 100 ms at a million due rows on SQLite, 50 ms at 100,000 on a
 // PostgreSQL queue the drain is turning over), which claims and writes nothing meanwhile, so
-// its share of that thread (and the server's work on it) stays under 1 / count_cost_multiple. The wait is
-// capped, so that one count slowed by a stalled disk or a busy server does not hold
+// its share of that thread (and the server's work on it) stays under 1 / count_cost_multiple. The
+// wait is capped, so that one count slowed by a stalled disk or a busy server does not hold
 // --until-drained for minutes after the last row.
 struct backlog_check_timing {
   std::chrono::milliseconds small_backlog;  // the drained-check interval

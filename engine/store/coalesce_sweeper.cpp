@@ -53,19 +53,18 @@ void coalesce_sweeper::run() {
 }
 
 void coalesce_sweeper::sweep_once() {
-  storage::connection db(
-      {.location = config_.db_path,
-       .create_if_missing = false,
-       .lock_wait = &lock_wait_,
-       .shape = config_.shape});
+  storage::connection db({.location = config_.db_path,
+                          .create_if_missing = false,
+                          .lock_wait = &lock_wait_,
+                          .shape = config_.shape});
   for (const auto& subscriber : storage::load_subscribers(db, config_.subscribers)) {
     if (!subscriber.active || subscriber.coalesce_key.empty()) continue;
     // The same rule the shard applies, with the same checks on stored values.
     const auto settings = derive_settings(subscriber, scheduler_config{});
     if (!settings.coalesce) continue;
-    const auto rows = storage::read_unheld_due_rows(db, subscriber.id, proto::unix_now(),
-                                                    config_.max_rows, config_.max_payload_bytes,
-                                                    config_.max_bytes);
+    const auto rows =
+        storage::read_unheld_due_rows(db, subscriber.id, proto::unix_now(), config_.max_rows,
+                                      config_.max_payload_bytes, config_.max_bytes);
     std::vector<proto::coalesce_candidate> candidates;
     candidates.reserve(rows.size());
     for (const auto& row : rows) {
@@ -95,10 +94,10 @@ void coalesce_sweeper::sweep_once() {
     for (auto& mark : marks) mark.stands_since = *keepers.at(mark.replaced_by).stands_since;
     for (std::size_t at = 0; at < marks.size(); at += config_.rows_per_transaction) {
       if (lock_wait_.give_up) return;
-      const auto count = std::min(marks.size() - at,
-                                  static_cast<std::size_t>(config_.rows_per_transaction));
-      const int marked = storage::mark_coalesced(
-          db, std::span(marks).subspan(at, count), proto::unix_now());
+      const auto count =
+          std::min(marks.size() - at, static_cast<std::size_t>(config_.rows_per_transaction));
+      const int marked =
+          storage::mark_coalesced(db, std::span(marks).subspan(at, count), proto::unix_now());
       counters_.add(counters_.coalesced, marked);
     }
   }

@@ -24,11 +24,11 @@ struct coalesce_sweeper_config {
   std::string db_path;
   std::optional<storage::queue_shape> shape;
   proto::id_set subscribers;
-  std::chrono::milliseconds interval{1000};   // between sweeps
-  int max_rows = 100'000;                     // rows read per subscriber and sweep
+  std::chrono::milliseconds interval{1000};  // between sweeps
+  int max_rows = 100'000;                    // rows read per subscriber and sweep
   // ... and payload bytes: what a sweep holds in memory is bounded whatever the rows carry.
   std::int64_t max_bytes = 64 * 1024 * 1024;
-  int rows_per_transaction = 1000;            // the write lock is held this briefly
+  int rows_per_transaction = 1000;  // the write lock is held this briefly
   // A keyed event is small; a bigger payload is sent as it is, never held by the sweep.
   std::int64_t max_payload_bytes = 64 * 1024;
   std::chrono::milliseconds busy_timeout{2000};

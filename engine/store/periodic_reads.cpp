@@ -58,10 +58,10 @@ void storage_worker::sweep_malformed_rows() {
   counters_.add(counters_.dead, found.total());
   log_warn("dead-lettered " + std::to_string(found.total()) +
            " rows no claim could ever match (next_attempt_at not a number: " +
-           std::to_string(found.next_attempt_at) + ", locked_until not a number: " +
-           std::to_string(found.locked_until) + ", locked_until beyond any lease: " +
-           std::to_string(found.far_lease) + "); last_error says which, `surge dead replay` " +
-           "puts them back");
+           std::to_string(found.next_attempt_at) +
+           ", locked_until not a number: " + std::to_string(found.locked_until) +
+           ", locked_until beyond any lease: " + std::to_string(found.far_lease) +
+           "); last_error says which, `surge dead replay` " + "puts them back");
 }
 
 void storage_worker::update_drainable() {
@@ -167,7 +167,7 @@ void storage_worker::check_drained() {
                                   std::memory_order_relaxed);
     metrics_.beat_storage();
     backlog_watch_.observe(counters_.in_flight.load() == 0 && counters_.buffered.load() == 0,
-                       rows_handed_out_);
+                           rows_handed_out_);
     if (backlog_watch_.sweep_due(outstanding, steady::now())) {
       sweep_stuck_rows();
       outstanding = db_->count_outstanding(now, drainable_);

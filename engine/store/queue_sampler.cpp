@@ -29,11 +29,10 @@ void queue_sampler::run() {
   while (!stopping_) {
     lock.unlock();
     try {
-      storage::connection db(
-          {.location = config_.db_path,
-           .create_if_missing = false,
-           .read_only = true,
-           .shape = config_.shape});
+      storage::connection db({.location = config_.db_path,
+                              .create_if_missing = false,
+                              .read_only = true,
+                              .shape = config_.shape});
       const double overdue_before =
           proto::unix_now() - static_cast<double>(config_.overdue_after.count());
       drain_metrics::queue_view view;

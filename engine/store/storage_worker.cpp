@@ -134,8 +134,7 @@ void storage_worker::run() {
       inbox_.deactivate.clear();
       for (auto& request : inbox_.claims) pending_claims_.push_back(std::move(request));
       inbox_.claims.clear();
-      pending_unspent_.insert(pending_unspent_.end(), inbox_.unspent.begin(),
-                              inbox_.unspent.end());
+      pending_unspent_.insert(pending_unspent_.end(), inbox_.unspent.begin(), inbox_.unspent.end());
       inbox_.unspent.clear();
       unspent_batches_ += std::exchange(inbox_.unspent_batches, 0);
       std::move(inbox_.quotas.begin(), inbox_.quotas.end(), std::back_inserter(pending_quotas_));
@@ -156,8 +155,8 @@ void storage_worker::run() {
     if (claiming) {
       const bool shards_idle = counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
                                counters_.buffered.load(std::memory_order_relaxed) == 0;
-      const auto due = cadence_.due(
-          steady::now(), counters_.backlog.load(std::memory_order_relaxed), shards_idle);
+      const auto due = cadence_.due(steady::now(),
+                                    counters_.backlog.load(std::memory_order_relaxed), shards_idle);
       if (due.reload_subscribers) reload_subscribers(false);
       if (due.renew_ownership) renew_ownership();
       if (due.count_backlog) check_drained();
@@ -206,7 +205,8 @@ void storage_worker::run() {
       // Outcomes that could not be written yet: keep trying until the database takes them or
       // the stop's deadline passes (abandon()).
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, config_.storage.error_backoff, [this] { return lock_wait_.give_up.load(); });
+      wake_.wait_for(lock, config_.storage.error_backoff,
+                     [this] { return lock_wait_.give_up.load(); });
     }
   }
 }
@@ -225,9 +225,8 @@ void storage_worker::renew_ownership(bool initial) {
     return;
   }
   cadence_.handoff_awaited(change.awaited > 0);
-  counters_.owned_subscribers.store(
-      static_cast<std::int64_t>(db_->owned_count(proto::unix_now())),
-      std::memory_order_relaxed);
+  counters_.owned_subscribers.store(static_cast<std::int64_t>(db_->owned_count(proto::unix_now())),
+                                    std::memory_order_relaxed);
   if (!change.lost.empty()) {
     log_warn("lost ownership of " + std::to_string(change.lost.size()) + " subscribers (first " +
              std::to_string(change.lost.front()) +
@@ -297,9 +296,9 @@ void storage_worker::write_quotas(bool force) {
                    [](const auto& a, const auto& b) { return a.subscriber_id < b.subscriber_id; });
   std::vector<storage::partner_quota_row> latest;
   for (std::size_t i = 0; i < pending_quotas_.size(); ++i) {
-    const bool last_of_its_subscriber = i + 1 == pending_quotas_.size() ||
-                                        pending_quotas_[i + 1].subscriber_id !=
-                                            pending_quotas_[i].subscriber_id;
+    const bool last_of_its_subscriber =
+        i + 1 == pending_quotas_.size() ||
+        pending_quotas_[i + 1].subscriber_id != pending_quotas_[i].subscriber_id;
     if (last_of_its_subscriber) latest.push_back(std::move(pending_quotas_[i]));
   }
   pending_quotas_.clear();
@@ -320,7 +319,7 @@ void storage_worker::write_outcomes(bool force) {
   if (!outcomes_due_now(now, force)) return;
   const std::size_t full = config_.storage.outcome_commits.rows;
   std::size_t limit = full;
-  std::size_t offset = 0;  // outcomes committed (or settled) so far
+  std::size_t offset = 0;              // outcomes committed (or settled) so far
   std::vector<storage::outcome> held;  // rows another session holds locked: a later batch
   auto deactivate = std::exchange(pending_deactivate_, {});
   try {
@@ -398,7 +397,8 @@ void storage_worker::settle_refused(const storage::outcome& refused, const stora
   std::string reason = std::string("the database refused this row's outcome: ") + why.what();
   constexpr std::size_t reason_limit = 300;
   if (reason.size() > reason_limit) reason = reason.substr(0, reason_limit) + "...";
-  if (refused.kind != storage::outcome_kind::dead && refused.kind != storage::outcome_kind::release) {
+  if (refused.kind != storage::outcome_kind::dead &&
+      refused.kind != storage::outcome_kind::release) {
     auto dead = refused;
     dead.kind = storage::outcome_kind::dead;
     dead.last_error = reason;
@@ -441,11 +441,10 @@ void storage_worker::note_written(const storage::write_report& report, std::size
   }
   const auto taken = report.lost_leases.size() - report.deleted.size();
   if (taken == 0) return;
-  const auto first = std::find_if(report.lost_leases.begin(), report.lost_leases.end(),
-                                  [&](std::int64_t id) {
-                                    return std::find(report.deleted.begin(), report.deleted.end(),
-                                                     id) == report.deleted.end();
-                                  });
+  const auto first =
+      std::find_if(report.lost_leases.begin(), report.lost_leases.end(), [&](std::int64_t id) {
+        return std::find(report.deleted.begin(), report.deleted.end(), id) == report.deleted.end();
+      });
   log_warn("lost the lease of " + std::to_string(taken) + " rows (first id " +
            std::to_string(*first) + "): another drainer took them after the lease expired");
 }
@@ -460,7 +459,8 @@ void storage_worker::answer_claims() {
     if (steady::now() < retry_storage_after_ || queue_lost_) return;
   }
   std::vector<storage::subscriber_demand> all;
-  for (const auto& [shard, demand] : pending_claims_) all.insert(all.end(), demand.begin(), demand.end());
+  for (const auto& [shard, demand] : pending_claims_)
+    all.insert(all.end(), demand.begin(), demand.end());
   cap_claim(all);
   std::vector<storage::claimed_row> rows;
   std::vector<storage::token_grant> granted;
@@ -478,10 +478,10 @@ void storage_worker::answer_claims() {
                       : std::span<const std::int64_t>();
     try {
       const double lease_seconds = std::chrono::duration<double>(config_.storage.lease).count();
-      auto result = db_->write_and_claim(
-          outcomes, deactivate, all, proto::unix_now(), lease_seconds,
-          static_cast<std::int64_t>(
-              std::min<std::size_t>(config_.scheduler.max_payload_bytes, INT64_MAX)));
+      auto result =
+          db_->write_and_claim(outcomes, deactivate, all, proto::unix_now(), lease_seconds,
+                               static_cast<std::int64_t>(std::min<std::size_t>(
+                                   config_.scheduler.max_payload_bytes, INT64_MAX)));
       const auto took = steady::now() - now;
       if (with_outcomes) {
         note_written(result.written, pending_outcomes_.size(), took);
@@ -495,7 +495,8 @@ void storage_worker::answer_claims() {
       cadence_.claim_answered();
       // Claims that fit within the statement timeout again may grow back.
       if (claim_rows_cap_ != SIZE_MAX) {
-        claim_rows_cap_ = claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
+        claim_rows_cap_ =
+            claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
       }
       rows = std::move(result.claimed);
       rows_handed_out_ += static_cast<std::int64_t>(rows.size());
@@ -523,8 +524,8 @@ void storage_worker::answer_claims() {
         for (const auto& entry : all) asked += static_cast<std::size_t>(std::max(entry.rows, 0));
         claim_rows_cap_ = std::max<std::size_t>(1, std::min(claim_rows_cap_, asked) / 2);
         log_warn(std::string("a claim was cancelled by the statement timeout; claiming at most ") +
-                 std::to_string(claim_rows_cap_) + " rows at a time until they fit: " +
-                 error.what());
+                 std::to_string(claim_rows_cap_) +
+                 " rows at a time until they fit: " + error.what());
         break;
       }
       retry_storage_after_ = now + config_.storage.error_backoff;
@@ -543,7 +544,8 @@ void storage_worker::answer_claims() {
     replies[static_cast<std::size_t>(shard)].asked = std::move(demand);
   }
   for (auto& row : rows) {
-    replies[static_cast<std::size_t>(row.subscriber_id % shard_count)].rows.push_back(std::move(row));
+    replies[static_cast<std::size_t>(row.subscriber_id % shard_count)].rows.push_back(
+        std::move(row));
   }
   for (const auto& grant : granted) {
     replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);

@@ -1,6 +1,6 @@
 #pragma once
-// The storage thread: the one connection of a drain that claims and writes (storage/drain_store.hpp,
-// a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
+// The storage thread: the one connection of a drain that claims and writes
+// (storage/drain_store.hpp, a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
 // batches; it answers claims, pushes subscriber settings back and wakes shards when other
 // programs queue rows.
 #include <atomic>
@@ -105,7 +105,9 @@ class storage_worker {
   // Set when --until-drained finds nothing due, leased or in flight.
   void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
   // Called on the storage thread when the queue file is no longer the one it opened.
-  void on_fatal(std::function<void(std::string)> callback) { fatal_callback_ = std::move(callback); }
+  void on_fatal(std::function<void(std::string)> callback) {
+    fatal_callback_ = std::move(callback);
+  }
   // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
   std::int64_t remaining() const { return remaining_; }
   // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.

@@ -145,8 +145,8 @@ class postgres_drain_store final : public drain_store {
   void give_back_tokens(std::span<const unspent_tokens> tokens, double now) override {
     std::vector<subscriber_demand> returns;
     for (const auto& entry : tokens) {
-      if (entry.tokens > 0) returns.push_back({.subscriber_id = entry.subscriber_id,
-                                               .tokens = -entry.tokens});
+      if (entry.tokens > 0)
+        returns.push_back({.subscriber_id = entry.subscriber_id, .tokens = -entry.tokens});
     }
     if (returns.empty()) return;
     pg::transaction step(db_);
@@ -288,7 +288,7 @@ class postgres_drain_store final : public drain_store {
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
   std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
-  pg::ownership_keeper owners_;  // after db_ and owner_, which it uses
+  pg::ownership_keeper owners_;                 // after db_ and owner_, which it uses
 };
 
 std::vector<token_grant> postgres_drain_store::lease_tokens(
@@ -358,9 +358,10 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
     }
   }
   if (!written_ids.empty()) {
-    db_.exec("UPDATE webhook_subscriber s SET tokens = b.tokens, tokens_updated_at = $3 "
-             "FROM unnest($1::bigint[], $2::float8[]) AS b(id, tokens) WHERE s.id = b.id",
-             params().add_array(written_ids).add_array(written_tokens).add(now));
+    db_.exec(
+        "UPDATE webhook_subscriber s SET tokens = b.tokens, tokens_updated_at = $3 "
+        "FROM unnest($1::bigint[], $2::float8[]) AS b(id, tokens) WHERE s.id = b.id",
+        params().add_array(written_ids).add_array(written_tokens).add(now));
   }
   return grants;
 }
@@ -420,10 +421,11 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
   }
   if (rows.empty()) return rows;
   // Who holds the lease, for `surge stats`; rows of leases an hour past are pruned now and then.
-  db_.exec("INSERT INTO surge_lease(lease, owner, claimed_at) VALUES ($1, $2, $3) "
-           "ON CONFLICT (lease) DO UPDATE SET owner = excluded.owner, "
-           "claimed_at = excluded.claimed_at",
-           params().add(lease).add(owner_).add(now));
+  db_.exec(
+      "INSERT INTO surge_lease(lease, owner, claimed_at) VALUES ($1, $2, $3) "
+      "ON CONFLICT (lease) DO UPDATE SET owner = excluded.owner, "
+      "claimed_at = excluded.claimed_at",
+      params().add(lease).add(owner_).add(now));
   if (claims_until_prune_-- <= 0) {
     claims_until_prune_ = claims_between_prunes - 1;
     db_.exec("DELETE FROM surge_lease WHERE lease < $1",

@@ -32,10 +32,11 @@ std::string newest_first(const dead_selection& which, params& values) {
 std::vector<dead_row> list_dead(session& db, const dead_selection& which) {
   params values;
   const std::string where = selection_sql(which, values);
-  const auto found = db.exec("SELECT id, subscriber_id, event_type, attempts, last_status, "
-                             "last_error, created_at FROM webhook_delivery WHERE " +
-                                 where + newest_first(which, values),
-                             values);
+  const auto found = db.exec(
+      "SELECT id, subscriber_id, event_type, attempts, last_status, "
+      "last_error, created_at FROM webhook_delivery WHERE " +
+          where + newest_first(which, values),
+      values);
   std::vector<dead_row> rows;
   for (int i = 0; i < found.rows(); ++i) {
     dead_row& row = rows.emplace_back();
@@ -56,8 +57,8 @@ replay_report replay_dead(session& db, const dead_selection& which, double now) 
   std::string where = selection_sql(which, values);
   // With a limit the newest rows are chosen by a subquery, as `dead list` would show them.
   if (which.limit) {
-    where = "id IN (SELECT id FROM webhook_delivery WHERE " + where +
-            newest_first(which, values) + ")";
+    where =
+        "id IN (SELECT id FROM webhook_delivery WHERE " + where + newest_first(which, values) + ")";
   }
   transaction step(db);
   const auto replayed = db.exec(
@@ -70,9 +71,9 @@ replay_report replay_dead(session& db, const dead_selection& which, double now) 
   replay_report report;
   report.replayed = replayed.rows();
   std::vector<std::int64_t> ids(subscribers.begin(), subscribers.end());
-  const auto active = db.exec(
-      "SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[]) AND active <> 0",
-      params().add_array(ids));
+  const auto active =
+      db.exec("SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[]) AND active <> 0",
+              params().add_array(ids));
   std::set<std::int64_t> sendable;
   for (int i = 0; i < active.rows(); ++i) sendable.insert(active.int64(i, 0));
   for (const auto id : ids) {
@@ -91,10 +92,11 @@ std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, boo
   }
   audit_collector collect(std::move(limits), with_delivered);
   // A batch POST left one record per row; its first row's record stands for the request.
-  db.exec("DECLARE surge_audit NO SCROLL CURSOR FOR SELECT subscriber_id, started_at, "
-          "finished_at, COALESCE(status_code, 0), batch_size FROM surge_attempt WHERE "
-          "(batch_lead IS NULL OR batch_lead = delivery_id) AND " +
-          detail::id_filter(which, "subscriber_id") + " ORDER BY subscriber_id, started_at");
+  db.exec(
+      "DECLARE surge_audit NO SCROLL CURSOR FOR SELECT subscriber_id, started_at, "
+      "finished_at, COALESCE(status_code, 0), batch_size FROM surge_attempt WHERE "
+      "(batch_lead IS NULL OR batch_lead = delivery_id) AND " +
+      detail::id_filter(which, "subscriber_id") + " ORDER BY subscriber_id, started_at");
   while (true) {
     const auto batch = db.exec("FETCH 10000 FROM surge_audit");
     if (batch.rows() == 0) break;

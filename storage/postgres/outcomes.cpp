@@ -61,7 +61,8 @@ const std::string& outcomes_sql() {
 const std::string& outcomes_stepping_over_sql() {
   static const std::string text =
       "WITH taken AS (SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) "
-      "FOR UPDATE SKIP LOCKED), written AS (" + std::string(outcome_set) +
+      "FOR UPDATE SKIP LOCKED), written AS (" +
+      std::string(outcome_set) +
       " AND d.id IN (SELECT id FROM taken) RETURNING d.id) "
       "SELECT t.id, w.id IS NOT NULL FROM taken t LEFT JOIN written w ON w.id = t.id";
   return text;
@@ -69,7 +70,8 @@ const std::string& outcomes_stepping_over_sql() {
 
 // Around a direct write: a lock held by another session fails it within this, and the savepoint
 // lets the same transaction write the batch again stepping over the held rows.
-constexpr const char* direct_write_begin = "SAVEPOINT surge_outcomes; SET LOCAL lock_timeout = '100ms'";
+constexpr const char* direct_write_begin =
+    "SAVEPOINT surge_outcomes; SET LOCAL lock_timeout = '100ms'";
 
 // The rows sent in place of coalesced ones stand for their history from now on (the window
 // counts along the chain); a target another session holds keeps what it had.
@@ -208,15 +210,15 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
     }
     if (!delivery.empty()) {
       db.exec(attempts_sql, params()
-                                 .add_array(delivery)
-                                 .add_array(subscriber)
-                                 .add_array(number)
-                                 .add_array(started)
-                                 .add_array(finished)
-                                 .add_array(codes)
-                                 .add_array(classes)
-                                 .add_array(lead_ids)
-                                 .add_array(sizes));
+                                .add_array(delivery)
+                                .add_array(subscriber)
+                                .add_array(number)
+                                .add_array(started)
+                                .add_array(finished)
+                                .add_array(codes)
+                                .add_array(classes)
+                                .add_array(lead_ids)
+                                .add_array(sizes));
     }
   }
   if (!deactivate.empty()) {
@@ -230,7 +232,8 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
     if (!missing.empty()) {
       const auto present = db.exec("SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[])",
                                    params().add_array(missing));
-      for (int i = 0; i < present.rows(); ++i) report.held_subscribers.push_back(present.int64(i, 0));
+      for (int i = 0; i < present.rows(); ++i)
+        report.held_subscribers.push_back(present.int64(i, 0));
     }
   }
   return report;

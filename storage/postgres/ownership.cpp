@@ -52,16 +52,17 @@ ownership_change ownership_keeper::renew(double now) {
   const double alive_until = now + heartbeat_seconds_;
   transaction step(db_);
   db_.exec("SELECT pg_advisory_xact_lock($1)", params().add(ownership_lock_key));
-  db_.exec("INSERT INTO surge_drainer(name, subscribers, started_at, seen_at, expires_at) "
-           "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
-           "subscribers = excluded.subscribers, seen_at = excluded.seen_at, "
-           "expires_at = excluded.expires_at",
-           params()
-               .add(owner_)
-               .add(detail::selection_text(allowed_))
-               .add(started_at_)
-               .add(now)
-               .add(alive_until));
+  db_.exec(
+      "INSERT INTO surge_drainer(name, subscribers, started_at, seen_at, expires_at) "
+      "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
+      "subscribers = excluded.subscribers, seen_at = excluded.seen_at, "
+      "expires_at = excluded.expires_at",
+      params()
+          .add(owner_)
+          .add(detail::selection_text(allowed_))
+          .add(started_at_)
+          .add(now)
+          .add(alive_until));
   std::vector<proto::live_drainer> live;
   std::vector<std::string> gone;
   const auto drainers = db_.exec(
@@ -108,16 +109,18 @@ ownership_change ownership_keeper::renew(double now) {
   }
   const auto plan = proto::plan_ownership(owner_, subscribers, view.live, owners, now);
   if (!plan.take.empty()) {
-    db_.exec("INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
-             "SELECT id, $2, 1, $3 FROM unnest($1::bigint[]) AS id "
-             "ON CONFLICT (subscriber_id) DO UPDATE SET drainer = excluded.drainer, "
-             "fence = surge_owner.fence + 1, taken_at = excluded.taken_at",
-             params().add_array(plan.take).add(owner_).add(now));
+    db_.exec(
+        "INSERT INTO surge_owner(subscriber_id, drainer, fence, taken_at) "
+        "SELECT id, $2, 1, $3 FROM unnest($1::bigint[]) AS id "
+        "ON CONFLICT (subscriber_id) DO UPDATE SET drainer = excluded.drainer, "
+        "fence = surge_owner.fence + 1, taken_at = excluded.taken_at",
+        params().add_array(plan.take).add(owner_).add(now));
   }
   if (!plan.release.empty()) {
-    db_.exec("UPDATE surge_owner SET drainer = '' WHERE subscriber_id = ANY($1::bigint[]) "
-             "AND drainer = $2",
-             params().add_array(plan.release).add(owner_));
+    db_.exec(
+        "UPDATE surge_owner SET drainer = '' WHERE subscriber_id = ANY($1::bigint[]) "
+        "AND drainer = $2",
+        params().add_array(plan.release).add(owner_));
   }
   db_.exec("DELETE FROM surge_drainer WHERE expires_at < $1",
            params().add(now - detail::dead_drainer_keep_seconds));

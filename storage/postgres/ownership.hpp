@@ -17,8 +17,7 @@ namespace surge::storage::pg {
 class ownership_keeper {
  public:
   // `db` must outlive the keeper.
-  ownership_keeper(session& db, std::string owner, proto::id_set allowed,
-                   double heartbeat_seconds);
+  ownership_keeper(session& db, std::string owner, proto::id_set allowed, double heartbeat_seconds);
 
   // Renews this drain's heartbeat and, when the drainers or subscribers changed, takes and
   // releases subscribers by the shared plan. Its own transaction.

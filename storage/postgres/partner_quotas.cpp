@@ -20,17 +20,22 @@ void record_partner_quotas(session& db, std::span<const partner_quota_row> rows)
     } else {
       values.add_null();
     }
-    values.add(row.remaining).add(row.reset_at).add(row.seen_at).add(row.paced_rate)
-        .add(row.paced_burst).add(row.paced_until);
-    db.exec("INSERT INTO surge_partner_quota(subscriber_id, form, quota, window_seconds, "
-            "remaining, reset_at, seen_at, paced_rate, paced_burst, paced_until) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (subscriber_id) DO "
-            "UPDATE SET form = EXCLUDED.form, quota = EXCLUDED.quota, "
-            "window_seconds = EXCLUDED.window_seconds, remaining = EXCLUDED.remaining, "
-            "reset_at = EXCLUDED.reset_at, seen_at = EXCLUDED.seen_at, "
-            "paced_rate = EXCLUDED.paced_rate, paced_burst = EXCLUDED.paced_burst, "
-            "paced_until = EXCLUDED.paced_until",
-            values);
+    values.add(row.remaining)
+        .add(row.reset_at)
+        .add(row.seen_at)
+        .add(row.paced_rate)
+        .add(row.paced_burst)
+        .add(row.paced_until);
+    db.exec(
+        "INSERT INTO surge_partner_quota(subscriber_id, form, quota, window_seconds, "
+        "remaining, reset_at, seen_at, paced_rate, paced_burst, paced_until) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (subscriber_id) DO "
+        "UPDATE SET form = EXCLUDED.form, quota = EXCLUDED.quota, "
+        "window_seconds = EXCLUDED.window_seconds, remaining = EXCLUDED.remaining, "
+        "reset_at = EXCLUDED.reset_at, seen_at = EXCLUDED.seen_at, "
+        "paced_rate = EXCLUDED.paced_rate, paced_burst = EXCLUDED.paced_burst, "
+        "paced_until = EXCLUDED.paced_until",
+        values);
   }
   step.commit();
 }

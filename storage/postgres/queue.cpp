@@ -87,11 +87,12 @@ std::int64_t emit_event(session& db, std::string_view event_type, std::string_vi
   }
   // One statement for every row: the subscribers as an array, each repeated `count` times.
   const auto inserted =
-      db.exec("INSERT INTO webhook_delivery(subscriber_id, event_type, payload, status, "
-              "attempts, next_attempt_at, locked_until, created_at) "
-              "SELECT s, $2, $3, 'pending', 0, $4, 0, $4 FROM unnest($1::bigint[]) AS s, "
-              "generate_series(1, $5) ORDER BY s",
-              params().add_array(targets).add(event_type).add(payload).add(now).add(count))
+      db.exec(
+            "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, status, "
+            "attempts, next_attempt_at, locked_until, created_at) "
+            "SELECT s, $2, $3, 'pending', 0, $4, 0, $4 FROM unnest($1::bigint[]) AS s, "
+            "generate_series(1, $5) ORDER BY s",
+            params().add_array(targets).add(event_type).add(payload).add(now).add(count))
           .affected();
   step.commit();
   return inserted;
@@ -143,10 +144,11 @@ queue_stats read_stats(session& db, double now, const proto::id_set& which) {
 
 std::int64_t count_outstanding(session& db, double now, const proto::id_set& which) {
   return db
-      .exec("SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
-            "AND (next_attempt_at <= $1 OR locked_until > $1) AND " +
-                detail::id_filter(which, "subscriber_id"),
-            params().add(now))
+      .exec(
+          "SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
+          "AND (next_attempt_at <= $1 OR locked_until > $1) AND " +
+              detail::id_filter(which, "subscriber_id"),
+          params().add(now))
       .int64(0, 0);
 }
 
@@ -162,16 +164,15 @@ std::optional<double> earliest_scheduled(session& db, double now, const proto::i
 }
 
 std::vector<subscriber_row> load_subscribers(session& db, const proto::id_set& which) {
-  const auto rows = db.exec(subscriber_columns(db) + "WHERE " +
-                            detail::id_filter(which, "id") + " ORDER BY id");
+  const auto rows =
+      db.exec(subscriber_columns(db) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
   std::vector<subscriber_row> out;
   for (int i = 0; i < rows.rows(); ++i) out.push_back(read_subscriber(rows, i));
   return out;
 }
 
 std::optional<subscriber_row> load_subscriber(session& db, std::int64_t id) {
-  const auto rows =
-      db.exec(subscriber_columns(db) + "WHERE id = $1", params().add(id));
+  const auto rows = db.exec(subscriber_columns(db) + "WHERE id = $1", params().add(id));
   if (rows.rows() == 0) return std::nullopt;
   return read_subscriber(rows, 0);
 }
@@ -183,12 +184,14 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
       "url, secret, event_types, rate_per_sec, burst, active, signing, max_in_flight, "
       "batch_max, batch_bytes, batch_linger, coalesce_key, coalesce_window, coalesce_events, "
       "tokens, tokens_updated_at";
-  const std::string placeholders = "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                                   "$14, $15, $16";
+  const std::string placeholders =
+      "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+      "$14, $15, $16";
   if (row.id == 0) {
-    return db.exec("INSERT INTO webhook_subscriber(" + columns + ") VALUES (" + placeholders +
-                       ") RETURNING id",
-                   values)
+    return db
+        .exec("INSERT INTO webhook_subscriber(" + columns + ") VALUES (" + placeholders +
+                  ") RETURNING id",
+              values)
         .int64(0, 0);
   }
   values.add(row.id);
@@ -201,8 +204,9 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
                       .int64(0, 0);
   // An explicit id leaves the identity's sequence behind; move it past, so that the next
   // INSERT without an id (a producer's, or ours) does not collide.
-  db.exec("SELECT setval(pg_get_serial_sequence('webhook_subscriber', 'id'), "
-          "GREATEST((SELECT MAX(id) FROM webhook_subscriber), 1))");
+  db.exec(
+      "SELECT setval(pg_get_serial_sequence('webhook_subscriber', 'id'), "
+      "GREATEST((SELECT MAX(id) FROM webhook_subscriber), 1))");
   if (step) step->commit();
   return id;
 }
@@ -213,25 +217,27 @@ void set_subscriber_credentials(session& db, const subscriber_row& row) {
             params().add(row.id));
     return;
   }
-  db.exec("INSERT INTO surge_subscriber_credential(subscriber_id, headers, client_cert, "
-          "client_key) VALUES ($1, $2, $3, $4) ON CONFLICT (subscriber_id) DO UPDATE SET "
-          "headers = EXCLUDED.headers, client_cert = EXCLUDED.client_cert, "
-          "client_key = EXCLUDED.client_key",
-          params()
-              .add(row.id)
-              .add(proto::encode_header_fields(row.extra_headers))
-              .add(row.client_cert_file)
-              .add(row.client_key_file));
+  db.exec(
+      "INSERT INTO surge_subscriber_credential(subscriber_id, headers, client_cert, "
+      "client_key) VALUES ($1, $2, $3, $4) ON CONFLICT (subscriber_id) DO UPDATE SET "
+      "headers = EXCLUDED.headers, client_cert = EXCLUDED.client_cert, "
+      "client_key = EXCLUDED.client_key",
+      params()
+          .add(row.id)
+          .add(proto::encode_header_fields(row.extra_headers))
+          .add(row.client_cert_file)
+          .add(row.client_key_file));
 }
 
 bool update_subscriber(session& db, const subscriber_row& row) {
   params values;
   add_settings(values, row).add(row.id);
-  return db.exec("UPDATE webhook_subscriber SET url = $1, secret = $2, event_types = $3, "
-                 "rate_per_sec = $4, burst = $5, active = $6, signing = $7, max_in_flight = $8, "
-                 "batch_max = $9, batch_bytes = $10, batch_linger = $11, coalesce_key = $12, "
-                 "coalesce_window = $13, coalesce_events = $14 WHERE id = $15",
-                 values)
+  return db.exec(
+               "UPDATE webhook_subscriber SET url = $1, secret = $2, event_types = $3, "
+               "rate_per_sec = $4, burst = $5, active = $6, signing = $7, max_in_flight = $8, "
+               "batch_max = $9, batch_bytes = $10, batch_linger = $11, coalesce_key = $12, "
+               "coalesce_window = $13, coalesce_events = $14 WHERE id = $15",
+               values)
              .affected() > 0;
 }
 
@@ -264,9 +270,9 @@ std::vector<lease_holder> other_live_owners(session& db, double now, const proto
                                             const std::string& self) {
   std::vector<lease_holder> holders;
   // Usually no other drain holds a live lease; the join would read every outstanding row.
-  const auto any = db.exec(
-      "SELECT EXISTS (SELECT 1 FROM surge_lease WHERE lease > $1 AND owner <> $2)",
-      params().add(now).add(self));
+  const auto any =
+      db.exec("SELECT EXISTS (SELECT 1 FROM surge_lease WHERE lease > $1 AND owner <> $2)",
+              params().add(now).add(self));
   if (any.rows() == 0 || any.text(0, 0) != "t") return holders;
   const auto rows = db.exec(
       "SELECT l.owner, d.subscriber_id, COUNT(*) FROM webhook_delivery d "

@@ -166,9 +166,10 @@ int migrate(session& db) {
   if (schema_version(db) < postgres_schema_version || !schema_complete(db)) {
     db.exec(shared_ddl);
     db.exec(surge_ddl);
-    db.exec("INSERT INTO surge_schema_version(version, applied_at) VALUES ($1, $2) "
-            "ON CONFLICT DO NOTHING",
-            params().add(postgres_schema_version).add(proto::unix_now()));
+    db.exec(
+        "INSERT INTO surge_schema_version(version, applied_at) VALUES ($1, $2) "
+        "ON CONFLICT DO NOTHING",
+        params().add(postgres_schema_version).add(proto::unix_now()));
   }
   step.commit();
   return schema_version(db);

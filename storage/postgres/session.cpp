@@ -128,8 +128,7 @@ std::int64_t result::affected() const {
   return count && *count ? std::strtoll(count, nullptr, 10) : 0;
 }
 
-session::session(std::string uri, session_limits limits)
-    : uri_(std::move(uri)), limits_(limits) {
+session::session(std::string uri, session_limits limits) : uri_(std::move(uri)), limits_(limits) {
   ensure_connected();
 }
 
@@ -163,10 +162,12 @@ void session::wait_socket(short events, std::chrono::steady_clock::time_point de
     pollfd watched{.fd = PQsocket(conn_), .events = events, .revents = 0};
     if (watched.fd < 0) {
       drop_connection();
-      throw error("lost the connection to PostgreSQL " + std::string(what), error::kind::unreachable);
+      throw error("lost the connection to PostgreSQL " + std::string(what),
+                  error::kind::unreachable);
     }
     const auto wait = std::min<steady_clock::duration>(slice, deadline - now);
-    const int ready = ::poll(&watched, 1, static_cast<int>(duration_cast<milliseconds>(wait).count()) + 1);
+    const int ready =
+        ::poll(&watched, 1, static_cast<int>(duration_cast<milliseconds>(wait).count()) + 1);
     if (ready > 0) return;
     if (ready < 0 && errno != EINTR) {
       drop_connection();
@@ -228,7 +229,8 @@ void session::ensure_connected() {
   connect();
   ++connections_;
   // Quiet: a NOTICE for "already exists" and the like would go to stderr otherwise.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
   const std::string bounds = bounds_statement();
   PQsendQuery(conn_, bounds.c_str());
   checked(await_result(bounds), bounds);
@@ -323,11 +325,11 @@ result session::checked(pg_result* handle, std::string_view sql) {
     return out;
   }
   const char* state = handle ? PQresultErrorField(handle, PG_DIAG_SQLSTATE) : nullptr;
-  std::string message = handle ? PQresultErrorMessage(handle)
-                               : (conn_ ? PQerrorMessage(conn_) : "no connection");
+  std::string message =
+      handle ? PQresultErrorMessage(handle) : (conn_ ? PQerrorMessage(conn_) : "no connection");
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  const bool lost = !conn_ || PQstatus(conn_) != CONNECTION_OK ||
-                    (state && is_connection_failure(state));
+  const bool lost =
+      !conn_ || PQstatus(conn_) != CONNECTION_OK || (state && is_connection_failure(state));
   sql.remove_prefix(std::min(sql.find_first_not_of(" \n"), sql.size()));
   std::string first_line(sql.substr(0, sql.find('\n')));
   if (first_line.size() > 60) first_line = first_line.substr(0, 60) + "…";

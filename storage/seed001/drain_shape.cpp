@@ -35,12 +35,15 @@ const claim_statements& seed001_claim_statements() {
                     " AND +state = 'pending'",
       .leased_rows = "SELECT id FROM webhook_deliveries WHERE id IN (" +
                      detail::numbered_placeholders(2, rows) + ") AND leased_until = ?1",
-      .sweep = [] {
-        std::string text = claimed_columns;
-        text.replace(text.find(":max_payload"), 12, "?1");
-        return text + "NOT INDEXED WHERE id >= ?2 AND id < ?3 AND state = 'pending' "
-                      "AND next_attempt <= ?4 AND " + free_at("?4") + " ORDER BY id";
-      }(),
+      .sweep =
+          [] {
+            std::string text = claimed_columns;
+            text.replace(text.find(":max_payload"), 12, "?1");
+            return text +
+                   "NOT INDEXED WHERE id >= ?2 AND id < ?3 AND state = 'pending' "
+                   "AND next_attempt <= ?4 AND " +
+                   free_at("?4") + " ORDER BY id";
+          }(),
       .release = "UPDATE webhook_deliveries SET leased_until = 0 WHERE id = ? AND leased_until = ?",
       .last_id = "SELECT COALESCE(MAX(id), 0) FROM webhook_deliveries",
   };
@@ -51,13 +54,15 @@ const claim_statements& seed001_claim_statements() {
 // on first use); a rate that is not a number reads as none.
 const bucket_statements& seed001_bucket_statements() {
   static const bucket_statements statements{
-      .read = "SELECT COALESCE(b.tokens, s.burst), COALESCE(b.updated_at, 0), "
-              "CASE WHEN typeof(s.rate_per_min) IN ('integer', 'real') "
-              "THEN s.rate_per_min / 60.0 END, s.burst FROM webhook_subscribers s "
-              "LEFT JOIN webhook_buckets b ON b.subscriber_id = s.id WHERE s.id = ?1",
-      .write = "INSERT INTO webhook_buckets(tokens, updated_at, subscriber_id) VALUES (?1, ?2, ?3) "
-               "ON CONFLICT(subscriber_id) DO UPDATE SET tokens = excluded.tokens, "
-               "updated_at = excluded.updated_at",
+      .read =
+          "SELECT COALESCE(b.tokens, s.burst), COALESCE(b.updated_at, 0), "
+          "CASE WHEN typeof(s.rate_per_min) IN ('integer', 'real') "
+          "THEN s.rate_per_min / 60.0 END, s.burst FROM webhook_subscribers s "
+          "LEFT JOIN webhook_buckets b ON b.subscriber_id = s.id WHERE s.id = ?1",
+      .write =
+          "INSERT INTO webhook_buckets(tokens, updated_at, subscriber_id) VALUES (?1, ?2, ?3) "
+          "ON CONFLICT(subscriber_id) DO UPDATE SET tokens = excluded.tokens, "
+          "updated_at = excluded.updated_at",
   };
   return statements;
 }
@@ -65,8 +70,9 @@ const bucket_statements& seed001_bucket_statements() {
 const change_statements& seed001_change_statements() {
   static const change_statements statements{
       .max_id = "SELECT COALESCE(MAX(id), 0) FROM webhook_deliveries",
-      .added = "SELECT id, subscriber_id, state = 'pending' AND next_attempt <= :now "
-               "FROM webhook_deliveries WHERE id > :after ORDER BY id LIMIT :limit",
+      .added =
+          "SELECT id, subscriber_id, state = 'pending' AND next_attempt <= :now "
+          "FROM webhook_deliveries WHERE id > :after ORDER BY id LIMIT :limit",
   };
   return statements;
 }

@@ -37,12 +37,13 @@ std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   std::vector<std::pair<std::int64_t, std::int64_t>> dead;
   {
-    SQLite::Statement update(
-        db, "UPDATE webhook_deliveries SET state = 'dead', leased_until = 0 "
-            "WHERE state = 'pending' AND next_attempt <= ?1 AND " + free_at("?1") + " AND " +
-            detail::id_filter(which, "subscriber_id") +
-            " AND subscriber_id NOT IN (SELECT id FROM webhook_subscribers) "
-            "RETURNING id, subscriber_id");
+    SQLite::Statement update(db,
+                             "UPDATE webhook_deliveries SET state = 'dead', leased_until = 0 "
+                             "WHERE state = 'pending' AND next_attempt <= ?1 AND " +
+                                 free_at("?1") + " AND " +
+                                 detail::id_filter(which, "subscriber_id") +
+                                 " AND subscriber_id NOT IN (SELECT id FROM webhook_subscribers) "
+                                 "RETURNING id, subscriber_id");
     update.bind(1, now);
     while (update.executeStep()) {
       dead.emplace_back(update.getColumn(0).getInt64(), update.getColumn(1).getInt64());
@@ -79,7 +80,8 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
               "WHEN leased_until > ?2 THEN 'implausible leased_until: ' || leased_until || "
               "' is ' || CAST(round(leased_until - ?1) AS INTEGER) || ' s ahead, beyond any "
               "lease' ELSE 'malformed next_attempt: ' || quote(next_attempt) END "
-              "FROM webhook_deliveries WHERE id = ?3 AND " + malformed_condition(lease_records));
+              "FROM webhook_deliveries WHERE id = ?3 AND " +
+              malformed_condition(lease_records));
   SQLite::Statement update(db,
                            "UPDATE webhook_deliveries SET state = 'dead', leased_until = 0 "
                            "WHERE id = ?");
@@ -124,10 +126,11 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
     if (!any.executeStep() || any.getColumn(0).getInt() == 0) return holders;
   }
   SQLite::Statement query(
-      db, "SELECT l.owner, d.subscriber_id, COUNT(*) FROM webhook_deliveries d "
-          "JOIN surge_lease l ON l.lease = d.leased_until "
-          "WHERE d.state = 'pending' AND d.leased_until > ?1 AND l.owner <> ?2 AND " +
-              detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2 ORDER BY 1, 2");
+      db,
+      "SELECT l.owner, d.subscriber_id, COUNT(*) FROM webhook_deliveries d "
+      "JOIN surge_lease l ON l.lease = d.leased_until "
+      "WHERE d.state = 'pending' AND d.leased_until > ?1 AND l.owner <> ?2 AND " +
+          detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2 ORDER BY 1, 2");
   query.bind(1, now);
   query.bind(2, self);
   while (query.executeStep()) {

@@ -58,9 +58,8 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     int changed = 0;
     switch (item.kind) {
       case outcome_kind::done:
-        changed = fenced(delivered_, item, [&](SQLite::Statement& s, int& next) {
-          s.bind(next++, item.attempts);
-        });
+        changed = fenced(delivered_, item,
+                         [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
         break;
       case outcome_kind::retry:
         changed = fenced(retry_, item, [&](SQLite::Statement& s, int& next) {
@@ -69,9 +68,8 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
         });
         break;
       case outcome_kind::dead:
-        changed = fenced(dead_, item, [&](SQLite::Statement& s, int& next) {
-          s.bind(next++, item.attempts);
-        });
+        changed = fenced(dead_, item,
+                         [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
         break;
       // A coalesced row would end done without being sent, which this shape cannot say; its
       // subscribers never coalesce (storage/seed001/queue.hpp), so none comes, and were one to,

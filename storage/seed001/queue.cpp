@@ -24,8 +24,8 @@ std::int64_t whole_seconds(double unix_seconds) {
 
 }  // namespace
 
-std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
-                        std::string_view payload, double now, int count) {
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
+                        double now, int count) {
   if (count < 1) throw std::invalid_argument("emit_event: count must be at least 1");
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   struct target {
@@ -71,10 +71,13 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
   // A pending row with attempts behind it is what seed000 calls a retry.
   SQLite::Statement query(
-      db, "SELECT subscriber_id, state, attempt > 0, COUNT(*), SUM(next_attempt <= :now), "
-          "SUM(" + held_at(":now") + "), MIN(MAX(next_attempt, enqueued_at)) "
-          "FROM webhook_deliveries WHERE " + detail::id_filter(which, "subscriber_id") +
-          " GROUP BY 1, 2, 3");
+      db,
+      "SELECT subscriber_id, state, attempt > 0, COUNT(*), SUM(next_attempt <= :now), "
+      "SUM(" +
+          held_at(":now") +
+          "), MIN(MAX(next_attempt, enqueued_at)) "
+          "FROM webhook_deliveries WHERE " +
+          detail::id_filter(which, "subscriber_id") + " GROUP BY 1, 2, 3");
   query.bind(":now", now);
   std::map<std::int64_t, subscriber_counts> by_subscriber;
   while (query.executeStep()) {
@@ -91,14 +94,12 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
       (query.getColumn(2).getInt() != 0 ? counts.retry : counts.pending) += rows;
       counts.due_now += query.getColumn(4).getInt64();
       counts.leased += query.getColumn(5).getInt64();
-      counts.oldest_due_age =
-          std::max(counts.oldest_due_age, now - query.getColumn(6).getDouble());
+      counts.oldest_due_age = std::max(counts.oldest_due_age, now - query.getColumn(6).getDouble());
     }
   }
   // The holders of leased rows: a lease a Surge claim recorded, or anyone else's (the worker's).
   const bool recorded = db.tableExists("surge_lease");
-  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) +
-                                           "')"
+  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) + "')"
                                      : "'" + std::string(lease_owner_other) + "'";
   SQLite::Statement holders(
       db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) FROM webhook_deliveries d" +
@@ -120,11 +121,14 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
   // Due rows, then held rows not yet due, counted apart as on seed000 (the first count reads
   // only the index).
   const std::string filter = detail::id_filter(which, "subscriber_id");
-  SQLite::Statement query(
-      db, "SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
-          "AND next_attempt <= :now AND " + filter + ") + "
-          "(SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
-          "AND next_attempt > :now AND " + held_at(":now") + " AND " + filter + ")");
+  SQLite::Statement query(db,
+                          "SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
+                          "AND next_attempt <= :now AND " +
+                              filter +
+                              ") + "
+                              "(SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
+                              "AND next_attempt > :now AND " +
+                              held_at(":now") + " AND " + filter + ")");
   query.bind(":now", now);
   query.executeStep();
   return query.getColumn(0).getInt64();
@@ -132,10 +136,10 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
 
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
                                          const proto::id_set& which) {
-  SQLite::Statement query(
-      db, "SELECT MIN(MAX(next_attempt, enqueued_at)) FROM webhook_deliveries "
-          "WHERE state = 'pending' AND " + free_at("?1") + " AND " +
-          detail::id_filter(which, "subscriber_id"));
+  SQLite::Statement query(db,
+                          "SELECT MIN(MAX(next_attempt, enqueued_at)) FROM webhook_deliveries "
+                          "WHERE state = 'pending' AND " +
+                              free_at("?1") + " AND " + detail::id_filter(which, "subscriber_id"));
   query.bind(1, now);
   if (!query.executeStep() || query.getColumn(0).isNull()) return std::nullopt;
   return query.getColumn(0).getDouble();
@@ -144,10 +148,11 @@ std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
                                                       const proto::id_set& which) {
   SQLite::Statement query(
-      db, "SELECT subscriber_id, COUNT(*), SUM(next_attempt < ?1 AND enqueued_at < ?1) "
-          "FROM webhook_deliveries INDEXED BY " + std::string(due_index) +
-          " WHERE state = 'pending' AND " + detail::id_filter(which, "subscriber_id") +
-          " GROUP BY subscriber_id");
+      db,
+      "SELECT subscriber_id, COUNT(*), SUM(next_attempt < ?1 AND enqueued_at < ?1) "
+      "FROM webhook_deliveries INDEXED BY " +
+          std::string(due_index) + " WHERE state = 'pending' AND " +
+          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id");
   query.bind(1, overdue_before);
   std::vector<subscriber_backlog> out;
   while (query.executeStep()) {
@@ -182,10 +187,11 @@ std::string newest_first(const dead_selection& which) {
 
 std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which) {
   SQLite::Statement query(
-      db, "SELECT d.id, d.subscriber_id, d.event_type, d.attempt, n.last_status, n.last_error, "
-          "d.enqueued_at FROM webhook_deliveries d "
-          "LEFT JOIN surge_delivery_note n ON n.delivery_id = d.id WHERE " +
-              dead_selection_sql(which) + newest_first(which));
+      db,
+      "SELECT d.id, d.subscriber_id, d.event_type, d.attempt, n.last_status, n.last_error, "
+      "d.enqueued_at FROM webhook_deliveries d "
+      "LEFT JOIN surge_delivery_note n ON n.delivery_id = d.id WHERE " +
+          dead_selection_sql(which) + newest_first(which));
   bind_selection(query, which);
   std::vector<dead_row> rows;
   while (query.executeStep()) {
@@ -204,11 +210,10 @@ std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& whic
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now) {
   // As on seed000: a fresh retry window (enqueued_at), since the worker and Surge both measure
   // the 24 hours from it. The signature stays: it covers the payload, which does not change.
-  const std::string where =
-      which.limit ? "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
-                        dead_selection_sql(which) + newest_first(which) + ")"
-                  : "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
-                        dead_selection_sql(which) + ")";
+  const std::string where = which.limit ? "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
+                                              dead_selection_sql(which) + newest_first(which) + ")"
+                                        : "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
+                                              dead_selection_sql(which) + ")";
   replay_report report;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   std::set<std::int64_t> subscribers;

@@ -41,8 +41,8 @@ namespace surge::storage::seed001 {
 // BEGIN IMMEDIATE transaction; the shape's tables are never created or changed.
 int migrate(SQLite::Database& db);
 
-std::int64_t emit_event(SQLite::Database& db, std::string_view event_type,
-                        std::string_view payload, double now, int count);
+std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
+                        double now, int count);
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which);
 std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which);
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,

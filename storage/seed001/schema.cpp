@@ -55,10 +55,10 @@ CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
 
 constexpr const char* credential_trigger = "surge_subscriber_credential_gone";
 
-constexpr const char* surge_tables[] = {
-    "surge_schema_version", "surge_attempt",       "surge_lease",
-    "surge_drainer",        "surge_owner",         "surge_delivery_note",
-    "surge_partner_quota",  "surge_subscriber_credential"};
+constexpr const char* surge_tables[] = {"surge_schema_version", "surge_attempt",
+                                        "surge_lease",          "surge_drainer",
+                                        "surge_owner",          "surge_delivery_note",
+                                        "surge_partner_quota",  "surge_subscriber_credential"};
 
 bool complete(SQLite::Database& db) {
   for (const char* table : surge_tables) {

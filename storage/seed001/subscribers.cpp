@@ -92,8 +92,7 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
   SQLite::Statement query(
-      db, select_columns(db) + "WHERE " + detail::id_filter(which, "s.id") +
-              " ORDER BY s.id");
+      db, select_columns(db) + "WHERE " + detail::id_filter(which, "s.id") + " ORDER BY s.id");
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read_row(query));
   return rows;

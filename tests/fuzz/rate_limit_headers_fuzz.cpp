@@ -77,9 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case pace_kind::configured:
       check(pace.rate == configured.rate && pace.burst == burst && pace.until == now);
       break;
-    case pace_kind::paused:
-      check(quota && pace.rate == 0 && pace.until == quota->reset_at);
-      break;
+    case pace_kind::paused: check(quota && pace.rate == 0 && pace.until == quota->reset_at); break;
     case pace_kind::reduced: {
       check(quota && pace.rate > 0 && pace.until == quota->reset_at);
       const double waited = retry_after ? std::max<double>(0, retry_after->count()) : 0;

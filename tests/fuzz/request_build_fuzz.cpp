@@ -65,15 +65,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::string error;
   const auto signer = surge::proto::signer::create(
-      standard ? surge::proto::signing_scheme::standard : surge::proto::signing_scheme::vvv,
-      secret, &error);
+      standard ? surge::proto::signing_scheme::standard : surge::proto::signing_scheme::vvv, secret,
+      &error);
   if (!signer) return 0;
 
   const bool unsafe = !refusal.empty() || has_unsafe_byte(user_agent, true);
   std::string message;
   try {
-    surge::engine::write_delivery_request(
-        message, surge::engine::request_head(target, user_agent), *signer, row, timestamp);
+    surge::engine::write_delivery_request(message, surge::engine::request_head(target, user_agent),
+                                          *signer, row, timestamp);
   } catch (const std::invalid_argument&) {
     check(unsafe);  // only unsafe input is refused, and unsafe input always is
     return 0;

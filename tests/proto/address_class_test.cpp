@@ -31,9 +31,9 @@ TEST(ip_address, parses_strict_ipv4) {
   EXPECT_EQ(a->bytes, expected);
   EXPECT_EQ(ip_address::v4(192, 168, 1, 254).bytes, expected);
   EXPECT_FALSE(ip_address::v4(1, 2, 3, 4).v6);
-  for (std::string_view bad : {"", "01.2.3.4", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ",
-                               " 1.2.3.4", "0x7f.0.0.1", "1..2.3", "1.2.3.-4", "2130706433",
-                               "127.1", "a.b.c.d"}) {
+  for (std::string_view bad :
+       {"", "01.2.3.4", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ", " 1.2.3.4", "0x7f.0.0.1",
+        "1..2.3", "1.2.3.-4", "2130706433", "127.1", "a.b.c.d"}) {
     EXPECT_FALSE(ip_address::parse(bad).has_value()) << bad;
   }
 }
@@ -42,15 +42,15 @@ TEST(ip_address, parses_ipv6) {
   const auto a = ip_address::parse("2001:db8::ff01");
   ASSERT_TRUE(a.has_value());
   EXPECT_TRUE(a->v6);
-  const std::array<std::uint8_t, 16> expected{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+  const std::array<std::uint8_t, 16> expected{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0,    0,
                                               0,    0,    0,    0,    0, 0, 0xff, 0x01};
   EXPECT_EQ(a->bytes, expected);
   const auto mapped = ip_address::parse("::ffff:1.2.3.4");
   ASSERT_TRUE(mapped.has_value());
   EXPECT_EQ(mapped->bytes[10], 0xff);
   EXPECT_EQ(mapped->bytes[15], 4);
-  for (std::string_view bad : {"[::1]", "::1%eth0", "::ffff:1.2.3", "1:2:3:4:5:6:7:8:9",
-                               ":::1", "2001:db8::g", "::1 "}) {
+  for (std::string_view bad :
+       {"[::1]", "::1%eth0", "::ffff:1.2.3", "1:2:3:4:5:6:7:8:9", ":::1", "2001:db8::g", "::1 "}) {
     EXPECT_FALSE(ip_address::parse(bad).has_value()) << bad;
   }
 }
@@ -79,98 +79,142 @@ TEST(address_class, ipv4_public) {
 
 TEST(address_class, ipv4_ranges_at_their_edges) {
   check({
-      {"0.0.0.0", ac::unspecified}, {"0.255.255.255", ac::unspecified},
+      {"0.0.0.0", ac::unspecified},
+      {"0.255.255.255", ac::unspecified},
       {"1.0.0.0", ac::public_routable},
 
-      {"9.255.255.255", ac::public_routable}, {"10.0.0.0", ac::private_use},
-      {"10.255.255.255", ac::private_use}, {"11.0.0.0", ac::public_routable},
+      {"9.255.255.255", ac::public_routable},
+      {"10.0.0.0", ac::private_use},
+      {"10.255.255.255", ac::private_use},
+      {"11.0.0.0", ac::public_routable},
 
-      {"100.63.255.255", ac::public_routable}, {"100.64.0.0", ac::shared_cgnat},
-      {"100.127.255.255", ac::shared_cgnat}, {"100.128.0.0", ac::public_routable},
+      {"100.63.255.255", ac::public_routable},
+      {"100.64.0.0", ac::shared_cgnat},
+      {"100.127.255.255", ac::shared_cgnat},
+      {"100.128.0.0", ac::public_routable},
 
-      {"126.255.255.255", ac::public_routable}, {"127.0.0.0", ac::loopback},
-      {"127.0.0.1", ac::loopback}, {"127.255.255.255", ac::loopback},
+      {"126.255.255.255", ac::public_routable},
+      {"127.0.0.0", ac::loopback},
+      {"127.0.0.1", ac::loopback},
+      {"127.255.255.255", ac::loopback},
       {"128.0.0.0", ac::public_routable},
 
-      {"169.253.255.255", ac::public_routable}, {"169.254.0.0", ac::link_local},
-      {"169.254.255.255", ac::link_local}, {"169.255.0.0", ac::public_routable},
+      {"169.253.255.255", ac::public_routable},
+      {"169.254.0.0", ac::link_local},
+      {"169.254.255.255", ac::link_local},
+      {"169.255.0.0", ac::public_routable},
 
-      {"172.15.255.255", ac::public_routable}, {"172.16.0.0", ac::private_use},
-      {"172.31.255.255", ac::private_use}, {"172.32.0.0", ac::public_routable},
+      {"172.15.255.255", ac::public_routable},
+      {"172.16.0.0", ac::private_use},
+      {"172.31.255.255", ac::private_use},
+      {"172.32.0.0", ac::public_routable},
 
-      {"191.255.255.255", ac::public_routable}, {"192.0.0.0", ac::reserved},
+      {"191.255.255.255", ac::public_routable},
+      {"192.0.0.0", ac::reserved},
       {"192.0.0.255", ac::reserved},
 
-      {"192.0.1.255", ac::public_routable}, {"192.0.2.0", ac::documentation},
-      {"192.0.2.255", ac::documentation}, {"192.0.3.0", ac::public_routable},
+      {"192.0.1.255", ac::public_routable},
+      {"192.0.2.0", ac::documentation},
+      {"192.0.2.255", ac::documentation},
+      {"192.0.3.0", ac::public_routable},
 
-      {"192.88.98.255", ac::public_routable}, {"192.88.99.0", ac::reserved},
-      {"192.88.99.255", ac::reserved}, {"192.88.100.0", ac::public_routable},
+      {"192.88.98.255", ac::public_routable},
+      {"192.88.99.0", ac::reserved},
+      {"192.88.99.255", ac::reserved},
+      {"192.88.100.0", ac::public_routable},
 
-      {"192.167.255.255", ac::public_routable}, {"192.168.0.0", ac::private_use},
-      {"192.168.255.255", ac::private_use}, {"192.169.0.0", ac::public_routable},
+      {"192.167.255.255", ac::public_routable},
+      {"192.168.0.0", ac::private_use},
+      {"192.168.255.255", ac::private_use},
+      {"192.169.0.0", ac::public_routable},
 
-      {"198.17.255.255", ac::public_routable}, {"198.18.0.0", ac::reserved},
-      {"198.19.255.255", ac::reserved}, {"198.20.0.0", ac::public_routable},
+      {"198.17.255.255", ac::public_routable},
+      {"198.18.0.0", ac::reserved},
+      {"198.19.255.255", ac::reserved},
+      {"198.20.0.0", ac::public_routable},
 
-      {"198.51.99.255", ac::public_routable}, {"198.51.100.0", ac::documentation},
-      {"198.51.100.255", ac::documentation}, {"198.51.101.0", ac::public_routable},
+      {"198.51.99.255", ac::public_routable},
+      {"198.51.100.0", ac::documentation},
+      {"198.51.100.255", ac::documentation},
+      {"198.51.101.0", ac::public_routable},
 
-      {"203.0.112.255", ac::public_routable}, {"203.0.113.0", ac::documentation},
-      {"203.0.113.255", ac::documentation}, {"203.0.114.0", ac::public_routable},
+      {"203.0.112.255", ac::public_routable},
+      {"203.0.113.0", ac::documentation},
+      {"203.0.113.255", ac::documentation},
+      {"203.0.114.0", ac::public_routable},
 
-      {"223.255.255.255", ac::public_routable}, {"224.0.0.0", ac::multicast},
+      {"223.255.255.255", ac::public_routable},
+      {"224.0.0.0", ac::multicast},
       {"239.255.255.255", ac::multicast},
 
-      {"240.0.0.0", ac::reserved}, {"255.255.255.254", ac::reserved},
+      {"240.0.0.0", ac::reserved},
+      {"255.255.255.254", ac::reserved},
       {"255.255.255.255", ac::broadcast},
   });
 }
 
 TEST(address_class, ipv4_metadata) {
-  check({{"169.254.169.254", ac::metadata}, {"169.254.169.253", ac::link_local},
-         {"169.254.169.255", ac::link_local}, {"169.254.170.2", ac::metadata},
-         {"100.100.100.200", ac::metadata}, {"100.100.100.199", ac::shared_cgnat},
-         {"100.100.100.201", ac::shared_cgnat}, {"192.0.0.192", ac::metadata},
+  check({{"169.254.169.254", ac::metadata},
+         {"169.254.169.253", ac::link_local},
+         {"169.254.169.255", ac::link_local},
+         {"169.254.170.2", ac::metadata},
+         {"100.100.100.200", ac::metadata},
+         {"100.100.100.199", ac::shared_cgnat},
+         {"100.100.100.201", ac::shared_cgnat},
+         {"192.0.0.192", ac::metadata},
          {"192.0.0.191", ac::reserved}});
 }
 
 TEST(address_class, ipv6_special_addresses) {
-  check({{"::", ac::unspecified}, {"::1", ac::loopback},
-         {"2606:4700::1111", ac::public_routable}, {"2001:4860:4860::8888", ac::public_routable}});
+  check({{"::", ac::unspecified},
+         {"::1", ac::loopback},
+         {"2606:4700::1111", ac::public_routable},
+         {"2001:4860:4860::8888", ac::public_routable}});
 }
 
 TEST(address_class, ipv4_mapped_and_compatible) {
   check({
-      {"::ffff:0.0.0.0", ac::unspecified}, {"::ffff:127.0.0.1", ac::loopback},
-      {"::ffff:8.8.8.8", ac::public_routable}, {"::ffff:10.0.0.1", ac::private_use},
-      {"::ffff:169.254.169.254", ac::metadata}, {"::ffff:255.255.255.255", ac::broadcast},
-      {"::fffe:ffff:ffff", ac::reserved}, {"::1:0:0:0", ac::reserved},
+      {"::ffff:0.0.0.0", ac::unspecified},
+      {"::ffff:127.0.0.1", ac::loopback},
+      {"::ffff:8.8.8.8", ac::public_routable},
+      {"::ffff:10.0.0.1", ac::private_use},
+      {"::ffff:169.254.169.254", ac::metadata},
+      {"::ffff:255.255.255.255", ac::broadcast},
+      {"::fffe:ffff:ffff", ac::reserved},
+      {"::1:0:0:0", ac::reserved},
       // Compatible (::/96): the embedded address decides.
-      {"::8.8.8.8", ac::public_routable}, {"::127.0.0.1", ac::loopback},
-      {"::0.0.0.2", ac::unspecified}, {"::255.255.255.255", ac::broadcast},
+      {"::8.8.8.8", ac::public_routable},
+      {"::127.0.0.1", ac::loopback},
+      {"::0.0.0.2", ac::unspecified},
+      {"::255.255.255.255", ac::broadcast},
       {"::1:0:0", ac::reserved},
   });
 }
 
 TEST(address_class, nat64) {
   check({
-      {"64:ff9b::", ac::unspecified}, {"64:ff9b::8.8.8.8", ac::public_routable},
-      {"64:ff9b::a00:1", ac::private_use}, {"64:ff9b::ffff:ffff", ac::broadcast},
+      {"64:ff9b::", ac::unspecified},
+      {"64:ff9b::8.8.8.8", ac::public_routable},
+      {"64:ff9b::a00:1", ac::private_use},
+      {"64:ff9b::ffff:ffff", ac::broadcast},
       {"64:ff9a:ffff:ffff:ffff:ffff:ffff:ffff", ac::reserved},
       {"64:ff9b::1:0:0", ac::reserved},  // past the /96, before the /48
-      {"64:ff9b:1::8.8.8.8", ac::public_routable}, {"64:ff9b:1::127.0.0.1", ac::loopback},
+      {"64:ff9b:1::8.8.8.8", ac::public_routable},
+      {"64:ff9b:1::127.0.0.1", ac::loopback},
       {"64:ff9b:1:ffff:ffff:ffff:7f00:1", ac::loopback},
       {"64:ff9b:1:ffff:ffff:ffff:808:808", ac::public_routable},
-      {"64:ff9b:2::", ac::reserved}, {"64:ff9b:0:ffff::", ac::reserved},
+      {"64:ff9b:2::", ac::reserved},
+      {"64:ff9b:0:ffff::", ac::reserved},
   });
 }
 
 TEST(address_class, six_to_four) {
   check({
-      {"2002::", ac::unspecified}, {"2002:808:808::", ac::public_routable},
+      {"2002::", ac::unspecified},
+      {"2002:808:808::", ac::public_routable},
       {"2002:808:808:ffff:ffff:ffff:ffff:ffff", ac::public_routable},
-      {"2002:7f00:1::", ac::loopback}, {"2002:a9fe:a9fe::1", ac::metadata},
+      {"2002:7f00:1::", ac::loopback},
+      {"2002:a9fe:a9fe::1", ac::metadata},
       {"2002:c0a8:101::", ac::private_use},
       {"2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ac::broadcast},
       {"2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ac::public_routable},
@@ -193,9 +237,12 @@ TEST(address_class, teredo_is_never_public) {
 
 TEST(address_class, ietf_protocol_assignments) {
   check({
-      {"2001:1::1", ac::reserved}, {"2001:1::2", ac::reserved},
-      {"2001:2::", ac::reserved}, {"2001:2:0:ffff:ffff:ffff:ffff:ffff", ac::reserved},
-      {"2001:2:1::", ac::reserved}, {"2001:10::", ac::reserved},
+      {"2001:1::1", ac::reserved},
+      {"2001:1::2", ac::reserved},
+      {"2001:2::", ac::reserved},
+      {"2001:2:0:ffff:ffff:ffff:ffff:ffff", ac::reserved},
+      {"2001:2:1::", ac::reserved},
+      {"2001:10::", ac::reserved},
       {"2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", ac::reserved},
       {"2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", ac::reserved},
       {"2001:200::", ac::public_routable},
@@ -233,13 +280,16 @@ TEST(address_class, ipv6_local_scopes) {
 }
 
 TEST(address_class, ipv6_metadata) {
-  check({{"fd00:ec2::254", ac::metadata}, {"fd00:ec2::253", ac::unique_local},
-         {"fd00:ec2::255", ac::unique_local}, {"fd20:ce::254", ac::metadata}});
+  check({{"fd00:ec2::254", ac::metadata},
+         {"fd00:ec2::253", ac::unique_local},
+         {"fd00:ec2::255", ac::unique_local},
+         {"fd20:ce::254", ac::metadata}});
 }
 
 TEST(address_class, ipv6_outside_global_unicast_is_reserved) {
   check({
-      {"100::", ac::reserved}, {"100::ffff:ffff:ffff:ffff", ac::reserved},
+      {"100::", ac::reserved},
+      {"100::ffff:ffff:ffff:ffff", ac::reserved},
       {"100:0:0:1::", ac::reserved},
       {"1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ac::reserved},
       {"2000::", ac::public_routable},

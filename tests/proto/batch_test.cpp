@@ -32,20 +32,20 @@ TEST(batch, is_json_value_accepts_one_value_of_any_kind) {
 TEST(batch, is_json_value_refuses_anything_that_would_break_the_array) {
   EXPECT_FALSE(is_json_value(""));
   EXPECT_FALSE(is_json_value("   \n "));
-  EXPECT_FALSE(is_json_value(R"({"a":1}x)"));      // trailing garbage
-  EXPECT_FALSE(is_json_value(R"({"a":1},)"));      // would add an element
+  EXPECT_FALSE(is_json_value(R"({"a":1}x)"));        // trailing garbage
+  EXPECT_FALSE(is_json_value(R"({"a":1},)"));        // would add an element
   EXPECT_FALSE(is_json_value(R"({"a":1}{"b":2})"));  // two values
   EXPECT_FALSE(is_json_value("1 2"));
-  EXPECT_FALSE(is_json_value(R"({"a":1)"));        // truncated
+  EXPECT_FALSE(is_json_value(R"({"a":1)"));  // truncated
   EXPECT_FALSE(is_json_value("plain text"));
-  EXPECT_FALSE(is_json_value("]"));                // would close the batch's array early
+  EXPECT_FALSE(is_json_value("]"));  // would close the batch's array early
 }
 
 TEST(batch, body_is_an_array_of_the_payloads_bytes_unchanged_in_order) {
   // Unusual but valid spellings: a receiver verifying per-event signatures of its own would
   // need the exact bytes, so nothing may be re-serialised.
-  const std::vector<std::string> payloads = {R"({"v": 1e6,  "s":"\u00e9"})", "[ 1 , 2 ]",
-                                             " 7 ", R"("z")", R"({"n":null})"};
+  const std::vector<std::string> payloads = {R"({"v": 1e6,  "s":"\u00e9"})", "[ 1 , 2 ]", " 7 ",
+                                             R"("z")", R"({"n":null})"};
   const std::vector<std::string_view> views(payloads.begin(), payloads.end());
   const std::string body = batch_body(views);
   EXPECT_EQ(body, R"([{"v": 1e6,  "s":"\u00e9"},[ 1 , 2 ], 7 ,"z",{"n":null}])");

@@ -114,7 +114,8 @@ std::map<std::int64_t, std::int64_t> plan(const std::vector<coalesce_candidate>&
   const auto replaced = plan_coalescing(rows, window);
   EXPECT_EQ(replaced.size(), rows.size());
   std::map<std::int64_t, std::int64_t> out;
-  for (std::size_t i = 0; i < rows.size() && i < replaced.size(); ++i) out[rows[i].id] = replaced[i];
+  for (std::size_t i = 0; i < rows.size() && i < replaced.size(); ++i)
+    out[rows[i].id] = replaced[i];
   return out;
 }
 
@@ -178,8 +179,8 @@ TEST(coalesce, plan_does_not_depend_on_input_order) {
   };
   const auto expected = plan(rows, 10);
   // 112 keeps 108; 100 is 12 s back and kept; b ties on time and 5 wins.
-  EXPECT_EQ(expected, (std::map<std::int64_t, std::int64_t>{
-                          {1, 0}, {2, 3}, {3, 0}, {4, 5}, {5, 0}, {6, 0}}));
+  EXPECT_EQ(expected,
+            (std::map<std::int64_t, std::int64_t>{{1, 0}, {2, 3}, {3, 0}, {4, 5}, {5, 0}, {6, 0}}));
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   int orders = 0;
   do {
@@ -202,8 +203,7 @@ TEST(coalesce, plan_counts_the_window_along_the_merge_chain) {
       {.id = 3, .created_at = 105, .key = "b", .stands_since = 100.0},
       {.id = 4, .created_at = 109, .key = "b"},
   };
-  EXPECT_EQ(plan(rows, 10),
-            (std::map<std::int64_t, std::int64_t>{{1, 0}, {2, 0}, {3, 4}, {4, 0}}));
+  EXPECT_EQ(plan(rows, 10), (std::map<std::int64_t, std::int64_t>{{1, 0}, {2, 0}, {3, 4}, {4, 0}}));
   // Without the chain's age, both would merge.
   std::vector<coalesce_candidate> unchained = rows;
   for (auto& row : unchained) row.stands_since.reset();

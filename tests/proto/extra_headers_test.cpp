@@ -16,13 +16,32 @@ TEST(extra_headers, partner_credentials_pass) {
 }
 
 TEST(extra_headers, surge_own_and_framing_names_are_refused_in_any_case) {
-  for (const char* name :
-       {"Host", "host", "HOST", "User-Agent", "Content-Type", "content-length",
-        "Transfer-Encoding", "Connection", "Keep-Alive", "TE", "Trailer", "Upgrade", "Expect",
-        "Proxy-Connection", "X-VVV-Signature", "x-vvv-timestamp", "X-VVV-Event",
-        "X-VVV-Delivery-Id", "X-VVV-Delivery-Ids", "X-VVV-Subscriber", "X-VVV-Attempt",
-        "X-VVV-Batch-Size", "X-Vvv-Anything-New", "webhook-id", "Webhook-Timestamp",
-        "webhook-signature"}) {
+  for (const char* name : {"Host",
+                           "host",
+                           "HOST",
+                           "User-Agent",
+                           "Content-Type",
+                           "content-length",
+                           "Transfer-Encoding",
+                           "Connection",
+                           "Keep-Alive",
+                           "TE",
+                           "Trailer",
+                           "Upgrade",
+                           "Expect",
+                           "Proxy-Connection",
+                           "X-VVV-Signature",
+                           "x-vvv-timestamp",
+                           "X-VVV-Event",
+                           "X-VVV-Delivery-Id",
+                           "X-VVV-Delivery-Ids",
+                           "X-VVV-Subscriber",
+                           "X-VVV-Attempt",
+                           "X-VVV-Batch-Size",
+                           "X-Vvv-Anything-New",
+                           "webhook-id",
+                           "Webhook-Timestamp",
+                           "webhook-signature"}) {
     EXPECT_NE(extra_header_name_problem(name), "") << name;
     EXPECT_NE(extra_header_problem({name, "x"}), "") << name;
   }
@@ -33,9 +52,9 @@ TEST(extra_headers, surge_own_and_framing_names_are_refused_in_any_case) {
 TEST(extra_headers, content_fields_and_body_integrity_names_are_refused_in_any_case) {
   for (const char* name :
        {"Content-Encoding", "content-encoding", "CONTENT-ENCODING", "Content-Language",
-        "Content-Range", "Content-Location", "Content-Disposition", "Content-MD5",
-        "Content-Digest", "content-x-anything", "Digest", "digest", "Repr-Digest",
-        "REPR-DIGEST", "Signature", "signature", "Signature-Input", "signature-INPUT"}) {
+        "Content-Range", "Content-Location", "Content-Disposition", "Content-MD5", "Content-Digest",
+        "content-x-anything", "Digest", "digest", "Repr-Digest", "REPR-DIGEST", "Signature",
+        "signature", "Signature-Input", "signature-INPUT"}) {
     EXPECT_NE(extra_header_name_problem(name), "") << name;
     EXPECT_NE(extra_header_problem({name, "gzip"}), "") << name;
   }
@@ -77,8 +96,8 @@ TEST(extra_headers, command_line_form_is_parsed_and_checked) {
 }
 
 TEST(extra_headers, stored_form_round_trips) {
-  const std::vector<header_field> fields = {{"Authorization", "Bearer a: b"}, {"X-Key", ""},
-                                            {"X-Other", " lead"}};
+  const std::vector<header_field> fields = {
+      {"Authorization", "Bearer a: b"}, {"X-Key", ""}, {"X-Other", " lead"}};
   EXPECT_EQ(decode_header_fields(encode_header_fields(fields)), fields);
   EXPECT_TRUE(decode_header_fields("").empty());
   // What another program may have written is kept, so the drain can name the problem.

@@ -38,7 +38,9 @@ TEST(id_set, parses_lists_and_ranges) {
   EXPECT_FALSE(s.all());
   EXPECT_EQ(s.ranges(), (ranges_t{{1, 1}, {4, 4}, {10, 20}}));
   for (std::int64_t id : {1, 4, 10, 15, 20}) EXPECT_TRUE(s.contains(id)) << id;
-  for (std::int64_t id : {std::int64_t{0}, std::int64_t{2}, std::int64_t{3}, std::int64_t{5}, std::int64_t{9}, std::int64_t{21}, std::int64_t{-1}, max_id}) EXPECT_FALSE(s.contains(id)) << id;
+  for (std::int64_t id : {std::int64_t{0}, std::int64_t{2}, std::int64_t{3}, std::int64_t{5},
+                          std::int64_t{9}, std::int64_t{21}, std::int64_t{-1}, max_id})
+    EXPECT_FALSE(s.contains(id)) << id;
 }
 
 TEST(id_set, spaces_are_allowed) {
@@ -58,8 +60,8 @@ TEST(id_set, sorts_and_merges) {
 }
 
 TEST(id_set, to_string_round_trips) {
-  for (std::string_view text : {"1", "1,4,10-20", " 20-10000 , 3 ,4,5", "0-9223372036854775807",
-                                "7,1-2,9-9"}) {
+  for (std::string_view text :
+       {"1", "1,4,10-20", " 20-10000 , 3 ,4,5", "0-9223372036854775807", "7,1-2,9-9"}) {
     const id_set s = parsed(text);
     const id_set again = parsed(s.to_string());
     EXPECT_EQ(again.ranges(), s.ranges()) << text;

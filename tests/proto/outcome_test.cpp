@@ -197,10 +197,8 @@ TEST(outcome, http_failures_back_off) {
   expect_counted_retry(decide(http(400), 1, young, policy, u), 1, "http 400");
   // Retry-After is only honoured on 429 and 503.
   expect_counted_retry(decide(http(500, 3s), 1, young, policy, u), 1, "http 500");
-  expect_counted_retry(decide(http(301), 0, young, policy, u), 0,
-                       "http 301 redirect not followed");
-  expect_counted_retry(decide(http(399), 0, young, policy, u), 0,
-                       "http 399 redirect not followed");
+  expect_counted_retry(decide(http(301), 0, young, policy, u), 0, "http 301 redirect not followed");
+  expect_counted_retry(decide(http(399), 0, young, policy, u), 0, "http 399 redirect not followed");
   expect_counted_retry(decide(http(0), 0, young, policy, u), 0, "invalid http status");
   expect_counted_retry(decide(http(101), 0, young, policy, u), 0, "invalid http status");
   expect_counted_retry(decide(http(700), 0, young, policy, u), 0, "invalid http status");
@@ -208,11 +206,11 @@ TEST(outcome, http_failures_back_off) {
 
 TEST(outcome, transport_failures_back_off_with_distinct_reasons) {
   std::set<std::string> reasons;
-  for (auto error : {transport_error::resolve, transport_error::refused_target,
-                     transport_error::connect, transport_error::connect_timeout,
-                     transport_error::tls, transport_error::send,
-                     transport_error::reset_before_response, transport_error::receive,
-                     transport_error::timeout, transport_error::protocol}) {
+  for (auto error :
+       {transport_error::resolve, transport_error::refused_target, transport_error::connect,
+        transport_error::connect_timeout, transport_error::tls, transport_error::send,
+        transport_error::reset_before_response, transport_error::receive, transport_error::timeout,
+        transport_error::protocol}) {
     const decision d = decide(failed(error), 1, young, policy, u);
     EXPECT_EQ(d.what, verdict::retry) << to_string(error);
     EXPECT_TRUE(d.counts_attempt);
@@ -223,8 +221,7 @@ TEST(outcome, transport_failures_back_off_with_distinct_reasons) {
   }
   EXPECT_EQ(reasons.size(), 10u);
   // A transport error wins over any status that may have been recorded.
-  EXPECT_EQ(decide({200, transport_error::receive, {}}, 0, young, policy, u).what,
-            verdict::retry);
+  EXPECT_EQ(decide({200, transport_error::receive, {}}, 0, young, policy, u).what, verdict::retry);
   EXPECT_EQ(decide({429, transport_error::timeout, 5s}, 0, young, policy, u).reason,
             "attempt timed out");
 }

@@ -41,8 +41,7 @@ TEST(PersistedBucket, AReserveTakesTheNearRefillAheadAsADebt) {
   EXPECT_DOUBLE_EQ(take.taken, 3);
   EXPECT_DOUBLE_EQ(take.left, -2);
   // The debt is paid off by refill: 40 ms later the bucket is at 0, and may reserve again.
-  take = take_tokens({.tokens = -2, .updated_at = 1000, .rate = 50, .burst = 1}, 10, 1000.04,
-                     0.05);
+  take = take_tokens({.tokens = -2, .updated_at = 1000, .rate = 50, .burst = 1}, 10, 1000.04, 0.05);
   EXPECT_DOUBLE_EQ(take.taken, 2);
   take = take_tokens({.tokens = -3, .updated_at = 1000, .rate = 50, .burst = 1}, 10, 1000, 0.05);
   EXPECT_DOUBLE_EQ(take.taken, 0);

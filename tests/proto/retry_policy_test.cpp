@@ -13,9 +13,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-double unit(std::mt19937_64& rng) {
-  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-}
+double unit(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
 
 TEST(retry_policy, defaults_match_the_design) {
   const retry_policy p;
@@ -52,8 +50,8 @@ TEST(retry_policy, nominal_edge_configs) {
 TEST(retry_policy, nominal_is_non_decreasing) {
   std::mt19937_64 rng(1);
   for (int round = 0; round < 200; ++round) {
-    const retry_policy p({.base_delay = milliseconds(rng() % 100000),
-                          .max_delay = milliseconds(rng() % 100000000)});
+    const retry_policy p(
+        {.base_delay = milliseconds(rng() % 100000), .max_delay = milliseconds(rng() % 100000000)});
     for (int n = 1; n <= 1000; ++n) {
       ASSERT_LE(p.nominal_delay(n), p.nominal_delay(n + 1)) << n;
       ASSERT_LE(p.nominal_delay(n), p.config().max_delay);
@@ -125,8 +123,11 @@ TEST(retry_policy, past_window) {
 
 // The second published queue shape's rule: min(3600, 2^attempt + random 0..30 s).
 TEST(retry_policy, added_jitter_is_two_to_the_attempt_plus_up_to_thirty_seconds) {
-  const retry_policy p({.rule = backoff_rule::added_jitter, .added_jitter = 30s,
-                        .base_delay = 1s, .max_delay = 1h, .max_attempts = 12});
+  const retry_policy p({.rule = backoff_rule::added_jitter,
+                        .added_jitter = 30s,
+                        .base_delay = 1s,
+                        .max_delay = 1h,
+                        .max_attempts = 12});
   EXPECT_EQ(p.backoff(1, 0.0), 2s);
   EXPECT_EQ(p.backoff(1, 1.0), 32s);
   EXPECT_EQ(p.backoff(3, 0.5), 8s + 15s);

@@ -52,10 +52,10 @@ TEST(signing_allocations, signing_a_request_allocates_nothing_from_openssl) {
   const std::string payload(300, 'x');
   const auto vvv = signer::create(signing_scheme::vvv, "surge-test-secret");
   // Two rotated keys, and a key longer than SHA-256's block, which is hashed when keyed.
-  const auto standard = signer::create(
-      signing_scheme::standard,
-      "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw " + std::string("whsec_") +
-          surge::proto::base64_encode(std::vector<unsigned char>(80, 0x5a)));
+  const auto standard =
+      signer::create(signing_scheme::standard,
+                     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw " + std::string("whsec_") +
+                         surge::proto::base64_encode(std::vector<unsigned char>(80, 0x5a)));
   ASSERT_TRUE(vvv && standard);
   EXPECT_EQ(sign_many(*vvv, payload), 0);
   EXPECT_EQ(sign_many(*standard, payload), 0);

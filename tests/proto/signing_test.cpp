@@ -25,8 +25,8 @@ std::string openssl_cli_hmac(const std::string& key, const std::string& message)
   char path[] = "/tmp/surge_proto_hmac_XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) return "mkstemp failed";
-  const bool written = write(fd, message.data(), message.size()) ==
-                       static_cast<ssize_t>(message.size());
+  const bool written =
+      write(fd, message.data(), message.size()) == static_cast<ssize_t>(message.size());
   close(fd);
   std::string output;
   if (written) {
@@ -77,9 +77,13 @@ TEST(signing, lower_hex) {
 }
 
 TEST(signing, base64_rfc4648_vectors) {
-  const std::pair<std::string_view, std::string_view> vectors[] = {
-      {"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},         {"foo", "Zm9v"},
-      {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+  const std::pair<std::string_view, std::string_view> vectors[] = {{"", ""},
+                                                                   {"f", "Zg=="},
+                                                                   {"fo", "Zm8="},
+                                                                   {"foo", "Zm9v"},
+                                                                   {"foob", "Zm9vYg=="},
+                                                                   {"fooba", "Zm9vYmE="},
+                                                                   {"foobar", "Zm9vYmFy"}};
   for (const auto& [plain, encoded] : vectors) {
     EXPECT_EQ(base64_encode(bytes_of(plain)), encoded);
     EXPECT_EQ(base64_decode(encoded), std::string(plain)) << encoded;
@@ -96,9 +100,9 @@ TEST(signing, base64_round_trips_random_bytes) {
 }
 
 TEST(signing, base64_rejects_bad_input) {
-  for (std::string_view bad : {"Zg", "Zg=", "Zm9", "Z===", "====", "Zm9v!", "Zm=v", "=Zm9",
-                               "Zg==Zg==", "Zm9v\n", " Zm9v", "Zm 9v", "-_8A", "Zm9vYg=A",
-                               "Zm9vY===", "Zm9vYg==="}) {
+  for (std::string_view bad :
+       {"Zg", "Zg=", "Zm9", "Z===", "====", "Zm9v!", "Zm=v", "=Zm9", "Zg==Zg==", "Zm9v\n", " Zm9v",
+        "Zm 9v", "-_8A", "Zm9vYg=A", "Zm9vY===", "Zm9vYg==="}) {
     EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
   }
 }
@@ -147,8 +151,8 @@ TEST(signing, standard_rotation_signs_with_every_key) {
   const auto both = sign(signing_scheme::standard, a + " " + b, "msg_1", 1700000000, "{}");
   EXPECT_EQ(both.value(2), std::string(one.value(2)) + " " + std::string(two.value(2)));
   // Doubled separators are tolerated.
-  const auto spaced = sign(signing_scheme::standard, "  " + a + "   " + b + " ", "msg_1",
-                           1700000000, "{}");
+  const auto spaced =
+      sign(signing_scheme::standard, "  " + a + "   " + b + " ", "msg_1", 1700000000, "{}");
   EXPECT_EQ(spaced.value(2), both.value(2));
 }
 
@@ -202,23 +206,21 @@ TEST(signing, vvv_hard_coded_cli_vector_1) {
   EXPECT_EQ(f.name(0), "X-VVV-Timestamp");
   EXPECT_EQ(f.value(0), "1700000000");
   EXPECT_EQ(f.name(1), "X-VVV-Signature");
-  EXPECT_EQ(f.value(1),
-            "sha256=5fd9f97a63899f134f14d100bc0ac2f970e7f5875702edf141f0eb26236de1d5");
+  EXPECT_EQ(f.value(1), "sha256=5fd9f97a63899f134f14d100bc0ac2f970e7f5875702edf141f0eb26236de1d5");
 }
 
 // openssl dgst -sha256 -hmac 'k3y with spaces!' <file holding:
 //   1614265330.{"test": 2432232314}>
 TEST(signing, vvv_hard_coded_cli_vector_2) {
-  const auto f = sign(signing_scheme::vvv, "k3y with spaces!", "", 1614265330,
-                      R"({"test": 2432232314})");
-  EXPECT_EQ(f.value(1),
-            "sha256=bda15c658337f3ec8c574812c05a5c3071b9ecde6700ea09703fd86b296349c8");
+  const auto f =
+      sign(signing_scheme::vvv, "k3y with spaces!", "", 1614265330, R"({"test": 2432232314})");
+  EXPECT_EQ(f.value(1), "sha256=bda15c658337f3ec8c574812c05a5c3071b9ecde6700ea09703fd86b296349c8");
 }
 
 TEST(signing, vvv_matches_openssl_cli) {
   std::mt19937_64 rng(2024);
   // The last three: a whole SHA-256 block, one byte more (hashed first), and much longer.
-  const std::string keys[] = {"surge-test-secret", "k3y with spaces!", "x",
+  const std::string keys[] = {"surge-test-secret",  "k3y with spaces!",   "x",
                               std::string(64, 'b'), std::string(65, 'c'), std::string(100, 'k')};
   std::string big(4096, '\0');
   for (char& c : big) c = static_cast<char>(rng() & 0xff);
@@ -247,14 +249,15 @@ TEST(signing, verify_vvv) {
   EXPECT_FALSE(verify_vvv("surge-test-secret", "1700000001", payload, header));
 
   std::string upper = header;
-  for (std::size_t i = 7; i < upper.size(); ++i) upper[i] = static_cast<char>(std::toupper(upper[i]));
+  for (std::size_t i = 7; i < upper.size(); ++i)
+    upper[i] = static_cast<char>(std::toupper(upper[i]));
   EXPECT_TRUE(verify_vvv("surge-test-secret", "1700000000", payload, upper));
 
   const std::string digest = header.substr(7);
   for (const std::string& bad : std::vector<std::string>{
            std::string(), digest, "sha256=", "sha1=" + digest, "SHA256=" + digest,
-        "sha256=" + digest.substr(2), "sha256=" + digest + "00", "sha256=" + digest.substr(1),
-        "sha256=" + digest.substr(0, 63) + "g", " sha256=" + digest, "sha256= " + digest}) {
+           "sha256=" + digest.substr(2), "sha256=" + digest + "00", "sha256=" + digest.substr(1),
+           "sha256=" + digest.substr(0, 63) + "g", " sha256=" + digest, "sha256= " + digest}) {
     EXPECT_FALSE(verify_vvv("surge-test-secret", "1700000000", payload, bad)) << bad;
   }
 }
@@ -276,7 +279,7 @@ TEST(signing, verify_standard) {
   const std::string sig = header.substr(3);
   for (const std::string& bad : std::vector<std::string>{
            std::string(), sig, "v1,", "v1", "v2," + sig, "v1a," + sig, "v1," + sig.substr(4),
-        "v1,!" + sig.substr(1), "v1," + sig + "AAAA", "v1;" + sig}) {
+           "v1,!" + sig.substr(1), "v1," + sig + "AAAA", "v1;" + sig}) {
     EXPECT_FALSE(verify_standard(secret, id, "1614265330", body, bad)) << bad;
   }
   // Other versions and junk next to a valid entry do not hide it.
@@ -357,8 +360,8 @@ TEST(signing, verify_stored) {
   EXPECT_FALSE(verify_stored("seed001-secret", payload + " ", answer));
   std::string upper = answer;
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
-  for (const std::string& bad : {std::string(), upper, "sha256=" + answer, answer + "00",
-                                 answer.substr(2), " " + answer}) {
+  for (const std::string& bad :
+       {std::string(), upper, "sha256=" + answer, answer + "00", answer.substr(2), " " + answer}) {
     EXPECT_FALSE(verify_stored("seed001-secret", payload, bad)) << bad;
   }
   // A vvv signature over the same payload is not a stored one.
@@ -372,15 +375,20 @@ TEST(signing, verify_stored) {
 TEST(signing, new_secrets_for_standard_must_be_whsec_keys_of_24_to_64_bytes) {
   using proto::problem_with_new_secret;
   using proto::signing_scheme;
-  EXPECT_EQ(problem_with_new_secret(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "");
+  EXPECT_EQ(
+      problem_with_new_secret(signing_scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+      "");
   EXPECT_EQ(problem_with_new_secret(signing_scheme::standard,
-                                    proto::generate_secret(signing_scheme::standard)), "");
+                                    proto::generate_secret(signing_scheme::standard)),
+            "");
   // Bare base64 works at drain time but is refused at the door, as is a short key.
   EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "notwhsec"), "");
-  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), "");
+  EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            "");
   EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "whsec_c2hvcnQ="), "");
   EXPECT_NE(problem_with_new_secret(signing_scheme::standard,
-                                    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw notwhsec"), "");
+                                    "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw notwhsec"),
+            "");
   EXPECT_NE(problem_with_new_secret(signing_scheme::standard, "whsec_!!!"), "");
   EXPECT_EQ(problem_with_new_secret(signing_scheme::vvv, "anything"), "");
   EXPECT_NE(problem_with_new_secret(signing_scheme::vvv, ""), "");

@@ -18,13 +18,9 @@ std::optional<std::vector<list_member>> read(std::string_view line) {
   list_member member;
   while (true) {
     switch (reader.next(member)) {
-      case list_step::member:
-        members.push_back(member);
-        break;
-      case list_step::end:
-        return members;
-      case list_step::invalid:
-        return std::nullopt;
+      case list_step::member: members.push_back(member); break;
+      case list_step::end: return members;
+      case list_step::invalid: return std::nullopt;
     }
   }
 }
@@ -81,9 +77,27 @@ TEST(StructuredField, WantedParametersKeepTheirLastValue) {
 
 TEST(StructuredField, ValidEdgeCases) {
   for (std::string_view good : {
-           "", "   ", "a", "  a  ", "a,b", "a ,\tb", "()", "( )", "(a b);x", "( a  b )",
-           "*tok", "a;*k=1", "a;k-1_.*=1", "\"\"", R"("\"\\")", "::", "%\"\"", "%\"\\\"",
-           "%\"%e2%82%ac\"", "a; b=?0", "1.0, -1.5, 0.001",
+           "",
+           "   ",
+           "a",
+           "  a  ",
+           "a,b",
+           "a ,\tb",
+           "()",
+           "( )",
+           "(a b);x",
+           "( a  b )",
+           "*tok",
+           "a;*k=1",
+           "a;k-1_.*=1",
+           "\"\"",
+           R"("\"\\")",
+           "::",
+           "%\"\"",
+           "%\"\\\"",
+           "%\"%e2%82%ac\"",
+           "a; b=?0",
+           "1.0, -1.5, 0.001",
        }) {
     EXPECT_TRUE(read(good).has_value()) << good;
   }
@@ -91,11 +105,25 @@ TEST(StructuredField, ValidEdgeCases) {
 
 TEST(StructuredField, InvalidLists) {
   for (std::string_view bad : {
-           ",", "a,", ",a", "a,,b", "a b", "+1", "1.", ".1", "1.2.3", "-", "-a", "\"open",
-           "\"\\n\"", "\"\x01\"", "\"\x7f\"", "(a", "(a,b)", "(a)b", "a;", "a;K=1", "a;1=1",
-           "a;=1", "a;k=", "?2", "?", ":abc", ":a!:", "@1.5", "@x", "%a",
-           "%\"%C3%BC\"", "%\"%c3\"", "%\"%ff\"", "%\"\xc3\xbc\"", "%\"%c3%28\"", "#x", "a\x01",
-           "\t,a",
+           ",",           "a,",
+           ",a",          "a,,b",
+           "a b",         "+1",
+           "1.",          ".1",
+           "1.2.3",       "-",
+           "-a",          "\"open",
+           "\"\\n\"",     "\"\x01\"",
+           "\"\x7f\"",    "(a",
+           "(a,b)",       "(a)b",
+           "a;",          "a;K=1",
+           "a;1=1",       "a;=1",
+           "a;k=",        "?2",
+           "?",           ":abc",
+           ":a!:",        "@1.5",
+           "@x",          "%a",
+           "%\"%C3%BC\"", "%\"%c3\"",
+           "%\"%ff\"",    "%\"\xc3\xbc\"",
+           "%\"%c3%28\"", "#x",
+           "a\x01",       "\t,a",
        }) {
     EXPECT_FALSE(read(bad).has_value()) << bad;
   }

@@ -112,8 +112,7 @@ TEST(target_url, errors) {
 
 TEST(target_url, numeric_names_that_resolvers_read_as_ipv4_are_refused) {
   for (std::string_view url : {"http://2130706433/", "http://127.1/", "http://0x7f.1/",
-                               "http://0177.0.0.1/", "http://01.2.3.4/",
-                               "http://example.0x10/"}) {
+                               "http://0177.0.0.1/", "http://01.2.3.4/", "http://example.0x10/"}) {
     EXPECT_NE(error_of(url).find("numeric host"), std::string::npos) << url;
   }
   EXPECT_EQ(parsed("http://1password.com/").host, "1password.com");

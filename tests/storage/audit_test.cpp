@@ -73,8 +73,8 @@ TEST(AuditMath, ConformingSubscriberHasNoViolation) {
 
 TEST(AuditMath, TooManyInOneSecondIsAViolation) {
   // 40 requests within half a second against burst 10 + 5/s.
-  const auto audit = audit_attempts(1, evenly(40, 0, 0.0125), audit_limit{.rate_per_sec = 5,
-                                                                          .burst = 10});
+  const auto audit =
+      audit_attempts(1, evenly(40, 0, 0.0125), audit_limit{.rate_per_sec = 5, .burst = 10});
   EXPECT_EQ(audit.max_per_1s, 40);
   EXPECT_TRUE(audit.violation);
 }
@@ -141,8 +141,8 @@ TEST(AuditMath, LatencyPercentilesSuccessesAndMissingLimit) {
 }
 
 TEST(AuditMath, NoAchievedRateWithinTheBurst) {
-  const auto audit = audit_attempts(1, evenly(10, 0, 0.1), audit_limit{.rate_per_sec = 1,
-                                                                      .burst = 10});
+  const auto audit =
+      audit_attempts(1, evenly(10, 0, 0.1), audit_limit{.rate_per_sec = 1, .burst = 10});
   EXPECT_FALSE(audit.achieved_rate.has_value());
   EXPECT_FALSE(audit_attempts(1, {}, std::nullopt).violation);
 }

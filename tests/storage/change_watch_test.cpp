@@ -18,7 +18,7 @@ class ChangeWatch : public ::testing::Test {
  protected:
   testing::temp_dir dir_;
   std::string path_ = dir_.file("queue.db");
-  SQLite::Database db_ = testing::open_migrated(path_);       // the drain's connection
+  SQLite::Database db_ = testing::open_migrated(path_);        // the drain's connection
   SQLite::Database producer_ = testing::open_migrated(path_);  // a web application's
 };
 
@@ -60,8 +60,8 @@ TEST_F(ChangeWatch, OwnCommitsAreNotAChange) {
   ASSERT_EQ(rows.size(), 5u);
   std::vector<outcome> outcomes;
   for (const auto& row : rows) {
-    outcomes.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = 1,
-                        .finished_at = 100});
+    outcomes.push_back(
+        {.delivery_id = row.id, .lease = row.lease, .attempts = 1, .finished_at = 100});
   }
   outcome_writer(db_).write(outcomes);
   EXPECT_FALSE(watch.check(101).changed);

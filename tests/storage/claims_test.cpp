@@ -189,9 +189,9 @@ TEST_F(Claims, ReleaseIsFencedOnTheLease) {
   EXPECT_EQ(claims.release(leases), 2);
   EXPECT_EQ(claims.release({}), 0);
   EXPECT_EQ(ids_of(claims.claim(demand, 101, 30)), (std::vector<std::int64_t>{ids[0], ids[2]}));
-  EXPECT_EQ(query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " +
-                                std::to_string(ids[0])),
-            "pending");
+  EXPECT_EQ(
+      query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " + std::to_string(ids[0])),
+      "pending");
 }
 
 TEST_F(Claims, LeasesCarryANonceAndStrictlyIncrease) {
@@ -234,8 +234,7 @@ TEST_F(Claims, ClaimUsesTheSubscriberDueIndex) {
   SQLite::Statement plan(db_, "EXPLAIN QUERY PLAN " + std::string(claim_statement_text()));
   std::string details;
   while (plan.executeStep()) details += plan.getColumn(3).getString() + "\n";
-  EXPECT_NE(details.find("USING INDEX idx_delivery_subscriber_due"), std::string::npos)
-      << details;
+  EXPECT_NE(details.find("USING INDEX idx_delivery_subscriber_due"), std::string::npos) << details;
   EXPECT_EQ(details.find("TEMP B-TREE"), std::string::npos) << details;
 }
 
@@ -275,7 +274,6 @@ TEST_F(Claims, AnOversizedPayloadIsMeasuredNotRead) {
   EXPECT_EQ(uncapped[1].payload.size(), 100000u);
 }
 
-
 // --- the sweep: rows in table order for subscribers with nothing due behind the cursor ------
 
 // A producer's fan-out: `events` events, one row per subscriber each, in one table order.
@@ -283,8 +281,9 @@ class SweepClaims : public ::testing::Test {
  protected:
   void SetUp() override {
     for (int i = 0; i < subscribers; ++i) ids_.push_back(testing::insert_subscriber_old(db_));
-    SQLite::Statement insert(db_, "INSERT INTO webhook_delivery(subscriber_id, event_type, "
-                                  "payload, next_attempt_at, created_at) VALUES (?, 't', '{}', ?, ?)");
+    SQLite::Statement insert(db_,
+                             "INSERT INTO webhook_delivery(subscriber_id, event_type, "
+                             "payload, next_attempt_at, created_at) VALUES (?, 't', '{}', ?, ?)");
     for (int event = 0; event < events; ++event) {
       for (const auto id : ids_) {
         insert.reset();
@@ -297,13 +296,14 @@ class SweepClaims : public ::testing::Test {
   }
   std::vector<subscriber_demand> each(int rows, int from = 0, int count = subscribers) {
     std::vector<subscriber_demand> demand;
-    for (int i = from; i < from + count; ++i) demand.push_back({.subscriber_id = ids_[i], .rows = rows});
+    for (int i = from; i < from + count; ++i)
+      demand.push_back({.subscriber_id = ids_[i], .rows = rows});
     return demand;
   }
   // Largest minus smallest id: how far apart in the table the claimed rows lie.
   static std::int64_t spread(const std::vector<claimed_row>& rows) {
-    auto [low, high] = std::minmax_element(rows.begin(), rows.end(),
-                                           [](auto& a, auto& b) { return a.id < b.id; });
+    auto [low, high] =
+        std::minmax_element(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.id < b.id; });
     return high->id - low->id;
   }
 

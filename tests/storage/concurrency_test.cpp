@@ -111,8 +111,9 @@ TEST_F(Concurrency, TwoThreadsDrainTheFileTogether) {
   for (const auto id : second.get()) claimed.insert(id);
   EXPECT_EQ(claimed.size(), all_.size());
   EXPECT_EQ(std::set<std::int64_t>(claimed.begin(), claimed.end()), all_);
-  EXPECT_EQ(query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
-                           "AND attempts = 1 AND locked_until = 0"),
+  EXPECT_EQ(query_int(db_,
+                      "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
+                      "AND attempts = 1 AND locked_until = 0"),
             static_cast<std::int64_t>(all_.size()));
 }
 

@@ -88,8 +88,7 @@ void deleted_subscribers_take_their_credentials(connection& db, const std::strin
   }
 
   testing::sql_client producer(db.location());
-  EXPECT_EQ(producer.exec("DELETE FROM " + table + " WHERE id = ?", {std::to_string(gone.id)}),
-            1);
+  EXPECT_EQ(producer.exec("DELETE FROM " + table + " WHERE id = ?", {std::to_string(gone.id)}), 1);
   std::int64_t next = 0;
   if (insert_with_id.empty()) {
     next = add_subscriber(db, new_subscriber());
@@ -232,9 +231,10 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
   migrate(db, true);
   {
     SQLite::Database raw(dir.file("queue.db"), SQLite::OPEN_READWRITE);
-    raw.exec("DROP TRIGGER surge_subscriber_credential_gone; "
-             "DROP TABLE surge_subscriber_credential; "
-             "DELETE FROM surge_schema_version WHERE version = 8");
+    raw.exec(
+        "DROP TRIGGER surge_subscriber_credential_gone; "
+        "DROP TABLE surge_subscriber_credential; "
+        "DELETE FROM surge_schema_version WHERE version = 8");
   }
   connection again({.location = dir.file("queue.db"), .create_if_missing = false});
   add_subscriber(again, new_subscriber());

@@ -15,8 +15,12 @@ namespace {
 std::vector<outcome> done_outcomes(const std::vector<claimed_row>& rows, double now) {
   std::vector<outcome> out;
   for (const auto& row : rows) {
-    out.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = row.attempts + 1,
-                   .last_status = 200, .finished_at = now, .has_attempt = true,
+    out.push_back({.delivery_id = row.id,
+                   .lease = row.lease,
+                   .attempts = row.attempts + 1,
+                   .last_status = 200,
+                   .finished_at = now,
+                   .has_attempt = true,
                    .attempt = {row.id, row.subscriber_id, row.attempts + 1, now, now, 200, ""}});
   }
   return out;
@@ -87,8 +91,10 @@ TEST_F(Cycle, TokensAskedRideInTheSameTransactionAsTheClaim) {
   claimer claims(db_);
   outcome_writer writer(db_);
   token_leaser tokens(db_, 0);
-  db_.exec("UPDATE webhook_subscriber SET rate_per_sec = 2, burst = 10, tokens = 4, "
-           "tokens_updated_at = 100 WHERE id = " + std::to_string(sub_));
+  db_.exec(
+      "UPDATE webhook_subscriber SET rate_per_sec = 2, burst = 10, tokens = 4, "
+      "tokens_updated_at = 100 WHERE id = " +
+      std::to_string(sub_));
   wal_meter meter(db_, {});
   const std::vector<subscriber_demand> demand{{.subscriber_id = sub_, .rows = 5, .tokens = 3}};
   const auto result = write_and_claim(db_, writer, claims, tokens, {}, {}, demand, 100.5, 30);
@@ -97,8 +103,10 @@ TEST_F(Cycle, TokensAskedRideInTheSameTransactionAsTheClaim) {
   ASSERT_EQ(result.granted.size(), 1u);
   EXPECT_EQ(result.granted.front().tokens, 3);
   // 4 + 2/s for 0.5 s, less the 3 taken, as of the cycle's time.
-  EXPECT_EQ(testing::query_text(db_, "SELECT tokens || ' ' || tokens_updated_at FROM "
-                                     "webhook_subscriber WHERE id = " + std::to_string(sub_)),
+  EXPECT_EQ(testing::query_text(db_,
+                                "SELECT tokens || ' ' || tokens_updated_at FROM "
+                                "webhook_subscriber WHERE id = " +
+                                    std::to_string(sub_)),
             "2.0 100.5");
   // Only tokens asked: still one transaction, and the claim part takes no rows.
   const std::vector<subscriber_demand> only_tokens{{.subscriber_id = sub_, .tokens = 1}};

@@ -35,9 +35,11 @@ class DeadLetters : public ::testing::Test {
 
   std::int64_t dead(std::int64_t subscriber, double created_at) {
     const auto id = testing::insert_deliveries_old(db_, subscriber, 1, created_at)[0];
-    db_.exec("UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 503, "
-             "last_error = 'attempt limit', locked_until = 0, next_attempt_at = 9999 "
-             "WHERE id = " + std::to_string(id));
+    db_.exec(
+        "UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 503, "
+        "last_error = 'attempt limit', locked_until = 0, next_attempt_at = 9999 "
+        "WHERE id = " +
+        std::to_string(id));
     return id;
   }
 
@@ -94,9 +96,9 @@ TEST_F(DeadLetters, ReplayWithoutFilterTakesEveryDeadRowAndNamesInactiveSubscrib
   const auto report = replay_dead(db_, {}, 5000);
   EXPECT_EQ(report.replayed, 6);
   EXPECT_EQ(report.inactive_subscribers, (std::vector<std::int64_t>{sub_b_, 77}));
-  EXPECT_EQ(query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " +
-                                std::to_string(orphan)),
-            "pending");
+  EXPECT_EQ(
+      query_text(db_, "SELECT status FROM webhook_delivery WHERE id = " + std::to_string(orphan)),
+      "pending");
   EXPECT_EQ(query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'dead'"), 0);
   EXPECT_EQ(replay_dead(db_, {}, 5000).replayed, 0);
 }

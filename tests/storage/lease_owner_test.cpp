@@ -105,9 +105,10 @@ TEST_F(LeaseOwner, StatsNameEveryHolderOfLeasedRows) {
     ASSERT_EQ(other.exec(), 2);
   }
   // An expired lease of a Surge claimer is nobody's any more.
-  db_.exec("UPDATE webhook_delivery SET locked_until = 900 WHERE id = (SELECT id FROM "
-           "webhook_delivery WHERE subscriber_id = " + std::to_string(sub_b_) +
-           " AND locked_until = 0 LIMIT 1)");
+  db_.exec(
+      "UPDATE webhook_delivery SET locked_until = 900 WHERE id = (SELECT id FROM "
+      "webhook_delivery WHERE subscriber_id = " +
+      std::to_string(sub_b_) + " AND locked_until = 0 LIMIT 1)");
 
   const auto stats = read_stats(db_, now);
   EXPECT_EQ(stats.total.leased, 9);

@@ -25,8 +25,8 @@ class Maintenance : public ::testing::Test {
     db_.exec("UPDATE webhook_delivery SET " + assignment + " WHERE id = " + std::to_string(id));
   }
   std::string column(std::int64_t id, const std::string& name) {
-    return query_text(db_, "SELECT " + name + " FROM webhook_delivery WHERE id = " +
-                               std::to_string(id));
+    return query_text(db_,
+                      "SELECT " + name + " FROM webhook_delivery WHERE id = " + std::to_string(id));
   }
 
   testing::temp_dir dir_;
@@ -42,7 +42,7 @@ TEST_F(Maintenance, RowsNoClaimCanMatchAreDeadLetteredWithTheirReason) {
   set(rows[1], "next_attempt_at = ''");
   set(rows[2], "locked_until = 'forever'");
   set(rows[3], "locked_until = 9e12");
-  set(rows[4], "locked_until = 1000030");                          // a live, plausible lease
+  set(rows[4], "locked_until = 1000030");                            // a live, plausible lease
   set(rows[5], "next_attempt_at = 'soon', locked_until = 1000030");  // leased: left alone now
   set(rows[6], "next_attempt_at = '12.5'");  // REAL affinity stores it as the number 12.5
   set(rows[7], "next_attempt_at = 'soon', status = 'done'");  // finished: nothing to fix
@@ -105,8 +105,8 @@ TEST_F(Maintenance, OtherLiveOwnersAreNamedWithTheirSubscribers) {
   EXPECT_EQ(holders[0].rows, 2);
 
   // Only the chosen subscribers count, and expired leases do not.
-  holders = other_live_owners(db_, now, *proto::id_set::parse(std::to_string(sub_b_)),
-                              "surge@here:1");
+  holders =
+      other_live_owners(db_, now, *proto::id_set::parse(std::to_string(sub_b_)), "surge@here:1");
   ASSERT_EQ(holders.size(), 1u);
   EXPECT_EQ(holders[0].subscribers, (std::vector<std::int64_t>{sub_b_}));
   EXPECT_TRUE(other_live_owners(db_, now + 31, {}, "surge@here:1").empty());

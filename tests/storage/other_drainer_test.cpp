@@ -94,9 +94,9 @@ TEST(OtherDrainer, StatementsStillWorkOnAMigratedFile) {
     transaction.commit();
   }
 
-  EXPECT_EQ(query_double(db, "SELECT tokens FROM webhook_subscriber WHERE id = " +
-                                 std::to_string(sub)),
-            3.0);
+  EXPECT_EQ(
+      query_double(db, "SELECT tokens FROM webhook_subscriber WHERE id = " + std::to_string(sub)),
+      3.0);
   EXPECT_EQ(query_text(db, of_row("status", ids[0])), "done");
   EXPECT_EQ(query_int(db, of_row("attempts", ids[0])), 1);
   EXPECT_EQ(query_text(db, of_row("status", ids[1])), "retry");

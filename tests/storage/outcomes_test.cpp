@@ -99,10 +99,10 @@ TEST_F(Outcomes, EachKindWritesItsColumnsAndClearsTheLease) {
   EXPECT_EQ(query_int(db_, "SELECT status_code FROM surge_attempt WHERE delivery_id = " +
                                std::to_string(id(0))),
             204);
-  EXPECT_TRUE(query_is_null(db_, "SELECT error_class FROM surge_attempt WHERE delivery_id = " +
-                                     std::to_string(id(0))));
-  EXPECT_TRUE(query_is_null(db_, "SELECT status_code FROM surge_attempt WHERE delivery_id = " +
-                                     std::to_string(id(2))));
+  EXPECT_TRUE(query_is_null(
+      db_, "SELECT error_class FROM surge_attempt WHERE delivery_id = " + std::to_string(id(0))));
+  EXPECT_TRUE(query_is_null(
+      db_, "SELECT status_code FROM surge_attempt WHERE delivery_id = " + std::to_string(id(2))));
   EXPECT_EQ(query_text(db_, "SELECT error_class FROM surge_attempt WHERE delivery_id = " +
                                 std::to_string(id(2))),
             "timeout");
@@ -142,8 +142,9 @@ TEST_F(Outcomes, EveryAttemptOfALargeBatchIsRecordedInBatchOrder) {
   EXPECT_EQ(writer.write(batch).applied, 37);
 
   SQLite::Statement records(
-      db_, "SELECT delivery_id, subscriber_id, attempt, started_at, finished_at, status_code, "
-           "error_class, batch_lead, batch_size FROM surge_attempt ORDER BY id");
+      db_,
+      "SELECT delivery_id, subscriber_id, attempt, started_at, finished_at, status_code, "
+      "error_class, batch_lead, batch_size FROM surge_attempt ORDER BY id");
   std::size_t i = 0;
   for (; records.executeStep(); ++i) {
     ASSERT_LT(i, batch.size());
@@ -193,18 +194,18 @@ TEST_F(Outcomes, DeactivatesSubscribers) {
   const std::vector<std::int64_t> deactivate = {sub_};
   const std::vector<outcome> batch = {make(rows_[0], outcome_kind::dead)};
   EXPECT_EQ(writer.write(batch, deactivate).applied, 1);
-  EXPECT_EQ(query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " +
-                               std::to_string(sub_)),
-            0);
-  EXPECT_EQ(query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " +
-                               std::to_string(other)),
-            1);
+  EXPECT_EQ(
+      query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " + std::to_string(sub_)),
+      0);
+  EXPECT_EQ(
+      query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " + std::to_string(other)),
+      1);
   // Deactivation alone is a write too.
   db_.exec("UPDATE webhook_subscriber SET active = 1");
   EXPECT_EQ(writer.write({}, deactivate).applied, 0);
-  EXPECT_EQ(query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " +
-                               std::to_string(sub_)),
-            0);
+  EXPECT_EQ(
+      query_int(db_, "SELECT active FROM webhook_subscriber WHERE id = " + std::to_string(sub_)),
+      0);
 }
 
 TEST_F(Outcomes, EmptyBatchIsANoOp) {

@@ -83,7 +83,8 @@ TEST_F(Ownership, ASecondDrainGetsHalfAfterTheFirstReleasesItAndNeitherOwnsOneTw
   EXPECT_EQ(table[0].name, "surge@a:1");
   EXPECT_EQ(table[0].allowed, "*");
   EXPECT_EQ(std::set<std::int64_t>(table[0].subscribers.begin(), table[0].subscribers.end()), mine);
-  EXPECT_EQ(std::set<std::int64_t>(table[1].subscribers.begin(), table[1].subscribers.end()), theirs);
+  EXPECT_EQ(std::set<std::int64_t>(table[1].subscribers.begin(), table[1].subscribers.end()),
+            theirs);
 }
 
 TEST_F(Ownership, ADeadDrainsSubscribersAreTakenOverOnceItsHeartbeatExpires) {
@@ -154,8 +155,8 @@ TEST_F(Ownership, ADrainOnThisHostWhoseProcessIsGoneIsTakenOverAtOnce) {
   EXPECT_EQ(table.front().name, self);
 
   // A live drain of this host (this very process, under another name's pid) is left alone.
-  ownership_keeper neighbour(third_, self.substr(0, self.rfind(':') + 1) + std::to_string(::getppid()),
-                             {}, heartbeat);
+  ownership_keeper neighbour(
+      third_, self.substr(0, self.rfind(':') + 1) + std::to_string(::getppid()), {}, heartbeat);
   neighbour.renew(now + 0.6);
   alive.renew(now + 0.7);
   EXPECT_EQ(read_ownership(db_, now + 0.7).size(), 2u);
@@ -210,7 +211,8 @@ TEST_F(Ownership, TheCycleClaimsAndLeasesTokensOnlyForOwnedSubscribers) {
   outcome_writer writer(db_);
   token_leaser tokens(db_, 0);
   std::vector<subscriber_demand> demand;
-  for (const auto id : subscribers_) demand.push_back({.subscriber_id = id, .rows = 5, .tokens = 2});
+  for (const auto id : subscribers_)
+    demand.push_back({.subscriber_id = id, .rows = 5, .tokens = 2});
   const auto result = write_and_claim(db_, writer, claims, tokens, {}, {}, demand, now, 30,
                                       claimer::no_payload_cap, &a);
   std::set<std::int64_t> claimed_for;

@@ -13,12 +13,23 @@ TEST(PartnerQuotas, EachSubscriberKeepsItsLatestRow) {
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   EXPECT_TRUE(load_partner_quotas(db).empty());
 
-  partner_quota_row draft{.subscriber_id = 2, .form = "ratelimit", .quota = 100,
-                          .window_seconds = 10, .remaining = 40, .reset_at = 1000.5,
-                          .seen_at = 995, .paced_rate = 7.8, .paced_burst = 1,
+  partner_quota_row draft{.subscriber_id = 2,
+                          .form = "ratelimit",
+                          .quota = 100,
+                          .window_seconds = 10,
+                          .remaining = 40,
+                          .reset_at = 1000.5,
+                          .seen_at = 995,
+                          .paced_rate = 7.8,
+                          .paced_burst = 1,
                           .paced_until = 1000.5};
-  partner_quota_row x{.subscriber_id = 3, .form = "x-ratelimit", .remaining = 7,
-                      .reset_at = 2000, .seen_at = 996, .paced_rate = 50, .paced_burst = 5};
+  partner_quota_row x{.subscriber_id = 3,
+                      .form = "x-ratelimit",
+                      .remaining = 7,
+                      .reset_at = 2000,
+                      .seen_at = 996,
+                      .paced_rate = 50,
+                      .paced_burst = 5};
   const partner_quota_row first[] = {draft, x};
   record_partner_quotas(db, first);
   draft.remaining = 39;

@@ -68,10 +68,10 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   EXPECT_EQ(schema_version(queue.db), 9);
   // Every shared column under its name; `active` stays an integer.
   std::set<std::string> columns;
-  for (const auto& row : queue.sql.query(
-           "SELECT table_name || '.' || column_name || ':' || data_type FROM "
-           "information_schema.columns WHERE table_name IN ('webhook_subscriber', "
-           "'webhook_delivery')")) {
+  for (const auto& row :
+       queue.sql.query("SELECT table_name || '.' || column_name || ':' || data_type FROM "
+                       "information_schema.columns WHERE table_name IN ('webhook_subscriber', "
+                       "'webhook_delivery')")) {
     columns.insert(text(row, 0));
   }
   for (const char* expected :
@@ -90,21 +90,24 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   }
   const auto attempt_indexes = [&queue] {
     std::set<std::string> names;
-    for (const auto& row : queue.sql.query(
-             "SELECT indexname FROM pg_indexes WHERE tablename = 'surge_attempt'")) {
+    for (const auto& row :
+         queue.sql.query("SELECT indexname FROM pg_indexes WHERE tablename = 'surge_attempt'")) {
       names.insert(text(row, 0));
     }
     return names;
   };
-  EXPECT_EQ(attempt_indexes(), (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
+  EXPECT_EQ(attempt_indexes(),
+            (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
   // A queue left at version 4 gets the attempt index of version 5, and only that changes.
-  queue.sql.exec("CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
-                 "started_at)");
+  queue.sql.exec(
+      "CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
+      "started_at)");
   queue.sql.exec("DELETE FROM surge_schema_version WHERE version >= 5");
   queue.sql.exec("INSERT INTO surge_schema_version(version, applied_at) VALUES (4, 0)");
   ASSERT_EQ(schema_version(queue.db), 4);
   EXPECT_EQ(migrate(queue.db), 9);
-  EXPECT_EQ(attempt_indexes(), (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
+  EXPECT_EQ(attempt_indexes(),
+            (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
 }
 
 TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
@@ -113,12 +116,13 @@ TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
   // The producer and the drainer as they predate Surge, through PDO-style placeholders.
   queue.sql.exec(other_drainer_sql::insert_subscriber,
                  {"http://127.0.0.1:9/", "secret", "*", "2", "4"});
-  const auto id = static_cast<std::int64_t>(queue.sql.number("SELECT MAX(id) FROM webhook_subscriber"));
+  const auto id =
+      static_cast<std::int64_t>(queue.sql.number("SELECT MAX(id) FROM webhook_subscriber"));
   queue.rows(id, 6);
   const double now = proto::unix_now();
-  const auto claimed = queue.sql.exec(other_drainer_sql::claim(),
-                                      {std::to_string(now + 30), std::to_string(now),
-                                       std::to_string(now), "2"});
+  const auto claimed =
+      queue.sql.exec(other_drainer_sql::claim(),
+                     {std::to_string(now + 30), std::to_string(now), std::to_string(now), "2"});
   EXPECT_EQ(claimed, 2);
   const auto mine = queue.sql.query(other_drainer_sql::read_back, {std::to_string(now + 30)});
   ASSERT_EQ(mine.size(), 2u);
@@ -186,8 +190,12 @@ TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
     o.lease = claimed[i].lease;
     o.attempts = 1;
     o.has_attempt = true;
-    o.attempt = {.delivery_id = claimed[i].id, .subscriber_id = id, .attempt = 1,
-                 .started_at = 1, .finished_at = 2, .status_code = i == 1 ? 500 : 200};
+    o.attempt = {.delivery_id = claimed[i].id,
+                 .subscriber_id = id,
+                 .attempt = 1,
+                 .started_at = 1,
+                 .finished_at = 2,
+                 .status_code = i == 1 ? 500 : 200};
     if (i == 1) {
       o.kind = outcome_kind::retry;
       o.next_attempt_at = proto::unix_now() + 60;
@@ -307,7 +315,8 @@ TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves
   EXPECT_EQ(owners[0].subscribers.size() + owners[1].subscribers.size(), 6u);
 
   // A drain of the second's never claims a subscriber of the first's.
-  const auto mine = owners[1].name == "surge@host-b:1" ? owners[1].subscribers : owners[0].subscribers;
+  const auto mine =
+      owners[1].name == "surge@host-b:1" ? owners[1].subscribers : owners[0].subscribers;
   std::vector<subscriber_demand> everything;
   for (std::int64_t id = 1; id <= 6; ++id) {
     queue.rows(id, 1);
@@ -385,17 +394,20 @@ TEST(PostgresQueue, TheSeed001ShapeIsRefusedOnPostgreSQL) {
 
   const auto holding = server->create_database();
   sql_client sql(holding);
-  sql.exec("CREATE TABLE webhook_subscribers (id INTEGER PRIMARY KEY, endpoint TEXT NOT NULL, "
-           "secret TEXT NOT NULL, events TEXT NOT NULL, rate_per_min INTEGER NOT NULL DEFAULT 60, "
-           "burst INTEGER NOT NULL DEFAULT 20, region TEXT NOT NULL, active INTEGER NOT NULL "
-           "DEFAULT 1)");
-  sql.exec("CREATE TABLE webhook_deliveries (id INTEGER PRIMARY KEY, subscriber_id INTEGER NOT "
-           "NULL, event_type TEXT NOT NULL, payload BYTEA NOT NULL, signature TEXT NOT NULL, "
-           "enqueued_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, next_attempt "
-           "INTEGER NOT NULL, leased_until INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL "
-           "DEFAULT 'pending')");
-  sql.exec("CREATE TABLE webhook_buckets (subscriber_id INTEGER PRIMARY KEY, tokens DOUBLE "
-           "PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)");
+  sql.exec(
+      "CREATE TABLE webhook_subscribers (id INTEGER PRIMARY KEY, endpoint TEXT NOT NULL, "
+      "secret TEXT NOT NULL, events TEXT NOT NULL, rate_per_min INTEGER NOT NULL DEFAULT 60, "
+      "burst INTEGER NOT NULL DEFAULT 20, region TEXT NOT NULL, active INTEGER NOT NULL "
+      "DEFAULT 1)");
+  sql.exec(
+      "CREATE TABLE webhook_deliveries (id INTEGER PRIMARY KEY, subscriber_id INTEGER NOT "
+      "NULL, event_type TEXT NOT NULL, payload BYTEA NOT NULL, signature TEXT NOT NULL, "
+      "enqueued_at INTEGER NOT NULL, attempt INTEGER NOT NULL DEFAULT 0, next_attempt "
+      "INTEGER NOT NULL, leased_until INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL "
+      "DEFAULT 'pending')");
+  sql.exec(
+      "CREATE TABLE webhook_buckets (subscriber_id INTEGER PRIMARY KEY, tokens DOUBLE "
+      "PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)");
   connection found({.location = holding});
   expect_refused([&] { read_stats(found, 0); });
   expect_refused([&] { migrate(found, true); });
@@ -418,8 +430,11 @@ TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
   ASSERT_EQ(claimed.size(), 2u);
   std::vector<outcome> outcomes;
   for (const auto& row : claimed) {
-    outcomes.push_back({.delivery_id = row.id, .lease = row.lease, .attempts = 1,
-                        .last_status = 200, .finished_at = proto::unix_now()});
+    outcomes.push_back({.delivery_id = row.id,
+                        .lease = row.lease,
+                        .attempts = 1,
+                        .last_status = 200,
+                        .finished_at = proto::unix_now()});
   }
 
   server->stop();

@@ -60,7 +60,8 @@ TEST(PostgresServer, DatabasesAreSeparate) {
   const pg_conn b = connect(second);
   ASSERT_TRUE(connected(a)) << PQerrorMessage(a.get());
   ASSERT_TRUE(connected(b)) << PQerrorMessage(b.get());
-  EXPECT_NE(query_value(a, "SELECT current_database()"), query_value(b, "SELECT current_database()"));
+  EXPECT_NE(query_value(a, "SELECT current_database()"),
+            query_value(b, "SELECT current_database()"));
   EXPECT_EQ(query_value(a, "SELECT current_user"), "surge");
 
   query_value(a, "CREATE TABLE only_in_first (id bigint PRIMARY KEY)");

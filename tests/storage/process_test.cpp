@@ -49,10 +49,9 @@ std::set<std::int64_t> populate(const std::string& path, std::vector<std::int64_
 // claimed; any lost lease is an error (nobody's lease expires during the test). `opened` runs
 // once the connection is ready, to line up with the other process; `first_batch` after the
 // first batch is written, so that both sides can be made to take part whatever the scheduling.
-std::vector<std::int64_t> surge_drain(const std::string& path,
-                                      const std::vector<std::int64_t>& subscribers,
-                                      const std::function<void()>& opened = [] {},
-                                      const std::function<void()>& first_batch = [] {}) {
+std::vector<std::int64_t> surge_drain(
+    const std::string& path, const std::vector<std::int64_t>& subscribers,
+    const std::function<void()>& opened = [] {}, const std::function<void()>& first_batch = [] {}) {
   SQLite::Database db = testing::open_migrated(path);
   claimer claims(db);
   outcome_writer writer(db);
@@ -190,8 +189,9 @@ TEST(Processes, ForkedClaimersClaimEveryRowExactlyOnce) {
   EXPECT_FALSE(mine.empty());
   EXPECT_FALSE(theirs.empty());
   SQLite::Database db = testing::open_migrated(path);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
-                          "AND attempts = 1 AND locked_until = 0"),
+  EXPECT_EQ(query_int(db,
+                      "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
+                      "AND attempts = 1 AND locked_until = 0"),
             static_cast<std::int64_t>(all.size()));
 }
 
@@ -217,8 +217,9 @@ TEST(Processes, SurgeAndTheOtherDrainerShareOneFile) {
   expect_each_once(mine, theirs, all);
   EXPECT_FALSE(theirs.empty());
   SQLite::Database db = testing::open_migrated(path);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
-                          "AND attempts = 1 AND locked_until = 0"),
+  EXPECT_EQ(query_int(db,
+                      "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' "
+                      "AND attempts = 1 AND locked_until = 0"),
             static_cast<std::int64_t>(all.size()));
   // The other drainer spent tokens from the persisted buckets.
   EXPECT_GT(query_int(db, "SELECT COUNT(*) FROM webhook_subscriber WHERE tokens_updated_at > 0"),

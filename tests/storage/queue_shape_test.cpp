@@ -52,8 +52,7 @@ TEST(QueueShape, AnEmptyDatabaseIsRefusedSayingSo) {
   const auto finding = classify_queue({}, {}, "q.db");
   EXPECT_FALSE(finding.shape.has_value());
   EXPECT_TRUE(finding.empty);
-  EXPECT_NE(finding.problem.find("the queue q.db is empty: it holds no tables"),
-            std::string::npos)
+  EXPECT_NE(finding.problem.find("the queue q.db is empty: it holds no tables"), std::string::npos)
       << finding.problem;
   EXPECT_THROW(usable_shape(finding), error);
   try {
@@ -72,9 +71,9 @@ TEST(QueueShape, TablesOfNoKnownShapeAreNamedWithWhatIsMissing) {
       << finding.problem;
   EXPECT_NE(finding.problem.find("seed000 (webhook_subscriber, webhook_delivery)"),
             std::string::npos);
-  EXPECT_NE(finding.problem.find(
-                "seed001 (webhook_subscribers, webhook_deliveries, webhook_buckets)"),
-            std::string::npos);
+  EXPECT_NE(
+      finding.problem.find("seed001 (webhook_subscribers, webhook_deliveries, webhook_buckets)"),
+      std::string::npos);
 }
 
 TEST(QueueShape, AHalfMigratedSeed001QueueNamesTheMissingTable) {
@@ -93,8 +92,7 @@ TEST(QueueShape, AMissingColumnIsHalfMigratedToo) {
   std::erase(deliveries.columns, "signature");
   const auto finding = classify_queue(tables, {}, "q.db");
   EXPECT_FALSE(finding.shape.has_value());
-  EXPECT_NE(finding.problem.find("lack the column webhook_deliveries.signature"),
-            std::string::npos)
+  EXPECT_NE(finding.problem.find("lack the column webhook_deliveries.signature"), std::string::npos)
       << finding.problem;
 }
 
@@ -116,8 +114,8 @@ TEST(QueueShape, BothShapesAreRefusedUntilOneIsNamed) {
 }
 
 TEST(QueueShape, ANamedShapeMustBeThere) {
-  const auto finding = classify_queue(tables_of_shape(queue_shape::seed000), queue_shape::seed001,
-                                      "q.db");
+  const auto finding =
+      classify_queue(tables_of_shape(queue_shape::seed000), queue_shape::seed001, "q.db");
   EXPECT_FALSE(finding.shape.has_value());
   EXPECT_NE(finding.problem.find("holds no seed001"), std::string::npos) << finding.problem;
   EXPECT_EQ(parse_queue_shape("seed001"), queue_shape::seed001);
@@ -138,8 +136,9 @@ TEST(QueueShape, Seed001KeepsItsOwnRetryRules) {
 // The text of every table and index of the file, as SQLite stores it.
 std::set<std::string> schema_text(const std::string& path) {
   SQLite::Database db(path);
-  SQLite::Statement query(db, "SELECT type || ' ' || name || ': ' || COALESCE(sql, '') FROM "
-                              "sqlite_master");
+  SQLite::Statement query(db,
+                          "SELECT type || ' ' || name || ': ' || COALESCE(sql, '') FROM "
+                          "sqlite_master");
   std::set<std::string> out;
   while (query.executeStep()) out.insert(query.getColumn(0).getString());
   return out;
@@ -163,9 +162,9 @@ TEST(QueueShapeFile, MigrateOnASeed001FileAddsOnlySurgesOwnTables) {
   EXPECT_EQ(migrate(db), latest_schema_version());
   EXPECT_FALSE(has_table(path, "webhook_subscriber"));
   EXPECT_FALSE(has_table(path, "webhook_delivery"));
-  for (const char* table : {"surge_schema_version", "surge_attempt", "surge_lease",
-                            "surge_drainer", "surge_owner", "surge_delivery_note",
-                            "surge_partner_quota", "surge_subscriber_credential"}) {
+  for (const char* table :
+       {"surge_schema_version", "surge_attempt", "surge_lease", "surge_drainer", "surge_owner",
+        "surge_delivery_note", "surge_partner_quota", "surge_subscriber_credential"}) {
     EXPECT_TRUE(has_table(path, table)) << table;
   }
   // The shape's own tables and index are as its DDL made them; what is added is Surge's.
@@ -238,8 +237,9 @@ TEST(QueueShapeFile, AFileOfBothShapesIsUsedAsTheNamedOne) {
     SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
     raw.exec(testing::seed001_ddl);
     raw.exec(testing::shared_ddl);
-    raw.exec("INSERT INTO webhook_subscribers (endpoint, secret, events, region) "
-             "VALUES ('https://a.example/h', 's', '[\"*\"]', 'DE')");
+    raw.exec(
+        "INSERT INTO webhook_subscribers (endpoint, secret, events, region) "
+        "VALUES ('https://a.example/h', 's', '[\"*\"]', 'DE')");
   }
   connection unnamed({.location = path, .create_if_missing = false});
   EXPECT_THROW(unnamed.shape(), error);

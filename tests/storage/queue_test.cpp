@@ -50,10 +50,11 @@ TEST_F(Queue, EmitFansOutToMatchingActiveSubscribers) {
                                  std::to_string(id)),
               0);
   }
-  EXPECT_EQ(query_int(db_, "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'pending' "
-                           "AND attempts = 0 AND locked_until = 0 "
-                           "AND event_type = 'video.trending' "
-                           "AND created_at = 1000.25 AND next_attempt_at = 1000.25"),
+  EXPECT_EQ(query_int(db_,
+                      "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'pending' "
+                      "AND attempts = 0 AND locked_until = 0 "
+                      "AND event_type = 'video.trending' "
+                      "AND created_at = 1000.25 AND next_attempt_at = 1000.25"),
             9);
   EXPECT_EQ(query_text(db_, "SELECT payload FROM webhook_delivery LIMIT 1"), payload);
   EXPECT_EQ(query_text(db_, "SELECT typeof(payload) FROM webhook_delivery LIMIT 1"), "text");

@@ -56,8 +56,9 @@ TEST(ReliefSchema, SharedDdlFileMigratesToVersionThreeWithDefaults) {
   EXPECT_EQ(load_subscriber(db, 1)->rate_per_sec, 2.5);
   EXPECT_TRUE(query_is_null(db, of_row("coalesced_into", 1)));
   // An attempt written without the new columns (the other drainer's way) is a single request.
-  db.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-          "finished_at) VALUES (1, 1, 1, 10, 11)");
+  db.exec(
+      "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+      "finished_at) VALUES (1, 1, 1, 10, 11)");
   EXPECT_TRUE(query_is_null(db, "SELECT batch_lead FROM surge_attempt"));
   EXPECT_EQ(query_int(db, "SELECT batch_size FROM surge_attempt"), 1);
 }
@@ -72,8 +73,9 @@ TEST(ReliefSchema, VersionTwoFileMigratesToThreeKeepingItsRows) {
     testing::insert_subscriber_old(v2, "*", 4, 8);
     testing::insert_deliveries_old(v2, 1, 3, 50.0);
     v2.exec("UPDATE webhook_delivery SET status = 'done', last_error = 'kept' WHERE id = 2");
-    v2.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-            "finished_at, status_code) VALUES (2, 1, 1, 10, 11, 200)");
+    v2.exec(
+        "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+        "finished_at, status_code) VALUES (2, 1, 1, 10, 11, 200)");
   }
   SQLite::Database db = testing::open_migrated(path);
   EXPECT_EQ(schema_version(db), latest_schema_version());
@@ -344,9 +346,8 @@ TEST(ReliefBacklog, OnlyRowsDueAndHeldByNobodyAreReadAndMarked) {
   // Meanwhile a drainer leases `due`: the mark must leave it alone, like the others.
   db.exec("UPDATE webhook_delivery SET locked_until = " + std::to_string(now + 60) +
           " WHERE id = " + std::to_string(due));
-  const std::vector<replacement> marks = {{due, keeper},      {retry_due, keeper},
-                                          {leased, keeper},   {later, keeper},
-                                          {finished, keeper}};
+  const std::vector<replacement> marks = {
+      {due, keeper}, {retry_due, keeper}, {leased, keeper}, {later, keeper}, {finished, keeper}};
   EXPECT_EQ(mark_coalesced(db, marks, now), 1);
   EXPECT_EQ(query_text(db, of_row("status", retry_due)), "done");
   EXPECT_EQ(query_int(db, of_row("coalesced_into", retry_due)), keeper);

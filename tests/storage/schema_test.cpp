@@ -49,11 +49,11 @@ void expect_fully_migrated(SQLite::Database& db) {
                                    "tokens", "tokens_updated_at", "active", "signing",
                                    "max_in_flight", "batch_max", "batch_bytes", "batch_linger",
                                    "coalesce_key", "coalesce_window", "coalesce_events"}));
-  EXPECT_EQ(columns(db, "webhook_delivery"),
-            (std::set<std::string>{"id", "subscriber_id", "event_type", "payload", "status",
-                                   "attempts", "next_attempt_at", "locked_until", "created_at",
-                                   "last_status", "last_error", "delivered_at", "coalesced_into",
-                                   "coalesced_since"}));
+  EXPECT_EQ(
+      columns(db, "webhook_delivery"),
+      (std::set<std::string>{"id", "subscriber_id", "event_type", "payload", "status", "attempts",
+                             "next_attempt_at", "locked_until", "created_at", "last_status",
+                             "last_error", "delivered_at", "coalesced_into", "coalesced_since"}));
   EXPECT_EQ(columns(db, "surge_attempt"),
             (std::set<std::string>{"id", "delivery_id", "subscriber_id", "attempt", "started_at",
                                    "finished_at", "status_code", "error_class", "batch_lead",
@@ -62,12 +62,11 @@ void expect_fully_migrated(SQLite::Database& db) {
             (std::set<std::string>{"name", "subscribers", "started_at", "seen_at", "expires_at"}));
   EXPECT_EQ(columns(db, "surge_owner"),
             (std::set<std::string>{"subscriber_id", "drainer", "fence", "taken_at"}));
-  EXPECT_EQ(columns(db, "surge_lease"),
-            (std::set<std::string>{"lease", "owner", "claimed_at"}));
-  EXPECT_EQ(columns(db, "surge_partner_quota"),
-            (std::set<std::string>{"subscriber_id", "form", "quota", "window_seconds",
-                                   "remaining", "reset_at", "seen_at", "paced_rate",
-                                   "paced_burst", "paced_until"}));
+  EXPECT_EQ(columns(db, "surge_lease"), (std::set<std::string>{"lease", "owner", "claimed_at"}));
+  EXPECT_EQ(
+      columns(db, "surge_partner_quota"),
+      (std::set<std::string>{"subscriber_id", "form", "quota", "window_seconds", "remaining",
+                             "reset_at", "seen_at", "paced_rate", "paced_burst", "paced_until"}));
   EXPECT_EQ(columns(db, "surge_subscriber_credential"),
             (std::set<std::string>{"subscriber_id", "headers", "client_cert", "client_key"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
@@ -80,8 +79,9 @@ void expect_fully_migrated(SQLite::Database& db) {
                       "JOIN pragma_index_info(il.name) ii "
                       "WHERE ii.seqno = 0 AND ii.name = 'started_at'"),
             1);
-  EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM pragma_index_list('webhook_delivery') "
-                          "WHERE name = 'idx_delivery_subscriber_due' AND partial = 1"),
+  EXPECT_EQ(query_int(db,
+                      "SELECT COUNT(*) FROM pragma_index_list('webhook_delivery') "
+                      "WHERE name = 'idx_delivery_subscriber_due' AND partial = 1"),
             1);
 }
 
@@ -189,12 +189,14 @@ TEST(Schema, VersionFiveMovesTheAttemptIndexOffTheSubscriberAndKeepsTheRecords) 
     // A version 4 file with attempt records under the old index.
     SQLite::Database v4 = testing::open_migrated(path);
     v4.exec("DROP INDEX idx_attempt_started");
-    v4.exec("CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
-            "started_at)");
+    v4.exec(
+        "CREATE INDEX idx_attempt_subscriber_started ON surge_attempt(subscriber_id, "
+        "started_at)");
     v4.exec("DELETE FROM surge_schema_version WHERE version >= 5");
     ASSERT_EQ(schema_version(v4), 4);
-    v4.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-            "finished_at) VALUES (1, 1, 1, 100, 101), (2, 1, 1, 102, 103)");
+    v4.exec(
+        "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+        "finished_at) VALUES (1, 1, 1, 100, 101), (2, 1, 1, 102, 103)");
   }
   SQLite::Database db = testing::open_migrated(path);
   expect_fully_migrated(db);
@@ -223,8 +225,9 @@ TEST(Schema, MigrateRestoresAnOwnTableDroppedAfterTheVersionWasRecorded) {
   const auto path = dir.file("queue.db");
   {
     SQLite::Database db = testing::open_migrated(path);
-    db.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-            "finished_at) VALUES (1, 1, 1, 100, 101)");
+    db.exec(
+        "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+        "finished_at) VALUES (1, 1, 1, 100, 101)");
     db.exec("DROP TABLE surge_owner");
   }
   SQLite::Database db = testing::open_migrated(path);

@@ -98,10 +98,12 @@ class Seed001Queue : public ::testing::Test {
   std::string path = dir.file("seed001.db");
   // The worker's own connection, on a file made by the shape's DDL.
   SQLite::Database worker{[this] {
-    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    raw.exec(surge::testing::seed001_ddl);
-    return path;
-  }(), SQLite::OPEN_READWRITE, 5000};
+                            SQLite::Database raw(path,
+                                                 SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+                            raw.exec(surge::testing::seed001_ddl);
+                            return path;
+                          }(),
+                          SQLite::OPEN_READWRITE, 5000};
   // Whole seconds, as the shape keeps its delivery times.
   std::int64_t t0 = static_cast<std::int64_t>(std::floor(proto::unix_now()));
   std::int64_t subscriber = 0;
@@ -154,8 +156,8 @@ TEST_F(Seed001Queue, TheWorkersLeaseHoldsAgainstSurgeThroughItsLastSecond) {
   auto store = surge();
   const subscriber_demand demand{.subscriber_id = subscriber, .rows = 4};
   // Still the lease's own whole second: the worker holds the rows through it.
-  EXPECT_TRUE(store->write_and_claim({}, {}, {&demand, 1}, t0 + 30.999, 60, 1 << 20)
-                  .claimed.empty());
+  EXPECT_TRUE(
+      store->write_and_claim({}, {}, {&demand, 1}, t0 + 30.999, 60, 1 << 20).claimed.empty());
   EXPECT_EQ(store->count_outstanding(t0 + 30.5, {}), 4);
   // Once the worker's clock passes it, so does ours.
   EXPECT_EQ(store->write_and_claim({}, {}, {&demand, 1}, t0 + 31.0, 60, 1 << 20).claimed.size(),
@@ -170,8 +172,8 @@ TEST_F(Seed001Queue, AnOutcomeAfterTheWorkerTookTheRowIsALostLease) {
   ASSERT_EQ(claimed.size(), 1u);
   const auto after = static_cast<std::int64_t>(std::floor(claimed[0].lease)) + 1;
   ASSERT_EQ(worker_grab(after, after + 30).size(), 1u);
-  outcome done{.delivery_id = id, .lease = claimed[0].lease, .kind = outcome_kind::done,
-               .attempts = 1};
+  outcome done{
+      .delivery_id = id, .lease = claimed[0].lease, .kind = outcome_kind::done, .attempts = 1};
   const auto report = store->write_outcomes({&done, 1}, {});
   EXPECT_EQ(report.applied, 0);
   ASSERT_EQ(report.lost_leases.size(), 1u);

@@ -6,11 +6,11 @@
 //
 // One cron tick: until --duration seconds have passed it leases up to 50 due rows (whole-second
 // times, as PHP's time() gives them; the grab returns the rows it leased, so that several
-// workers at once never send one row twice), takes one token per row from webhook_buckets in its own
-// transaction (SELECT, then INSERT or UPDATE), "sends" the row by appending
-// "subscriber_id delivery_id unix_time" to --sent and marks it delivered; a row whose bucket is
-// empty goes back 2 s later without an attempt. A bucket transaction that fails with SQLITE_BUSY
-// is run again, as cron would start the program again.
+// workers at once never send one row twice), takes one token per row from webhook_buckets in its
+// own transaction (SELECT, then INSERT or UPDATE), "sends" the row by appending "subscriber_id
+// delivery_id unix_time" to --sent and marks it delivered; a row whose bucket is empty goes back 2
+// s later without an attempt. A bucket transaction that fails with SQLITE_BUSY is run again, as
+// cron would start the program again.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,8 +47,7 @@ int usage(const char* message) {
 }
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // PHP's time().

@@ -25,19 +25,23 @@ void create_shared_tables(SQLite::Database& db) { db.exec(surge::testing::shared
 
 void drop_version_three(SQLite::Database& db) {
   // Listed here, not taken from storage/schema.cpp, so a column migration 3 stops adding shows.
-  static constexpr const char* columns[][2] = {
-      {"webhook_subscriber", "batch_max"},       {"webhook_subscriber", "batch_bytes"},
-      {"webhook_subscriber", "batch_linger"},    {"webhook_subscriber", "coalesce_key"},
-      {"webhook_subscriber", "coalesce_window"}, {"webhook_subscriber", "coalesce_events"},
-      {"webhook_delivery", "coalesced_into"},    {"surge_attempt", "batch_lead"},
-      {"surge_attempt", "batch_size"}};
+  static constexpr const char* columns[][2] = {{"webhook_subscriber", "batch_max"},
+                                               {"webhook_subscriber", "batch_bytes"},
+                                               {"webhook_subscriber", "batch_linger"},
+                                               {"webhook_subscriber", "coalesce_key"},
+                                               {"webhook_subscriber", "coalesce_window"},
+                                               {"webhook_subscriber", "coalesce_events"},
+                                               {"webhook_delivery", "coalesced_into"},
+                                               {"surge_attempt", "batch_lead"},
+                                               {"surge_attempt", "batch_size"}};
   for (const auto& [table, column] : columns) {
     db.exec(std::string("ALTER TABLE ") + table + " DROP COLUMN " + column);
   }
   db.exec("DELETE FROM surge_schema_version WHERE version = 3");
   // A build without migration 3 had none of the later ones either.
-  db.exec("DROP TABLE surge_owner; DROP TABLE surge_drainer;"
-          "DELETE FROM surge_schema_version WHERE version > 3");
+  db.exec(
+      "DROP TABLE surge_owner; DROP TABLE surge_drainer;"
+      "DELETE FROM surge_schema_version WHERE version > 3");
 }
 
 std::int64_t insert_subscriber_old(SQLite::Database& db, const std::string& event_types,

@@ -20,13 +20,12 @@ class TokenLeases : public ::testing::Test {
   }
   void set_bucket(double tokens, double at) {
     db_.exec("UPDATE webhook_subscriber SET tokens = " + std::to_string(tokens) +
-             ", tokens_updated_at = " + std::to_string(at) + " WHERE id = " +
-             std::to_string(sub_));
+             ", tokens_updated_at = " + std::to_string(at) + " WHERE id = " + std::to_string(sub_));
   }
   double stored(const char* column) {
-    return testing::query_double(db_, std::string("SELECT ") + column +
-                                          " FROM webhook_subscriber WHERE id = " +
-                                          std::to_string(sub_));
+    return testing::query_double(db_,
+                                 std::string("SELECT ") + column +
+                                     " FROM webhook_subscriber WHERE id = " + std::to_string(sub_));
   }
   std::vector<token_grant> lease(token_leaser& leaser, double tokens, double now,
                                  double reserve_seconds = 0) {

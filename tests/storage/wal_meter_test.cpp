@@ -30,7 +30,8 @@ TEST(CheckpointFrames, ShrinkToAQuarterOfTheFreeSpace) {
   EXPECT_EQ(checkpoint_frames_for(16000, 10ull << 30, page), 16000);  // 10 GiB free
   EXPECT_EQ(checkpoint_frames_for(16000, 4 * 16000 * frame, page), 16000);
   EXPECT_EQ(checkpoint_frames_for(16000, 4 * 16000 * frame - 1, page), 15999);
-  EXPECT_EQ(checkpoint_frames_for(16000, 8ull << 20, page), static_cast<int>((8ull << 20) / 4 / frame));
+  EXPECT_EQ(checkpoint_frames_for(16000, 8ull << 20, page),
+            static_cast<int>((8ull << 20) / 4 / frame));
   EXPECT_EQ(checkpoint_frames_for(16000, 0, page), min_checkpoint_frames);
   EXPECT_EQ(checkpoint_frames_for(50, 0, page), 50) << "never above what was configured";
   EXPECT_EQ(checkpoint_frames_for(16000, 1 << 20, 0), 16000) << "an unknown page size";
@@ -93,9 +94,9 @@ TEST_F(WalMeter, TheCheckpointerCopiesTheWalIntoTheFileOnItsOwnConnection) {
   // Everything in the WAL is already in the main file: a checkpoint now has nothing to copy.
   SQLite::Statement check(db_, "PRAGMA wal_checkpoint(PASSIVE)");
   ASSERT_TRUE(check.executeStep());
-  EXPECT_EQ(check.getColumn(0).getInt(), 0);                               // not busy
-  EXPECT_EQ(check.getColumn(1).getInt(), check.getColumn(2).getInt());     // all copied
-  EXPECT_GT(check.getColumn(1).getInt(), 0);                               // and there was a WAL
+  EXPECT_EQ(check.getColumn(0).getInt(), 0);                            // not busy
+  EXPECT_EQ(check.getColumn(1).getInt(), check.getColumn(2).getInt());  // all copied
+  EXPECT_GT(check.getColumn(1).getInt(), 0);                            // and there was a WAL
 }
 
 }  // namespace

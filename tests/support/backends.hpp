@@ -36,11 +36,11 @@ inline std::unique_ptr<test_queue> make_test_queue(backend kind, const temp_dir&
 
 // In a TEST_P body: declares `var` (a std::unique_ptr<test_queue>) of the kind asked for, or
 // skips the test, naming the missing package, when that kind cannot be had here.
-#define SURGE_QUEUE_FOR(kind, dir, var)                                                     \
-  ::surge::testing::postgres_server* surge_server_##var = nullptr;                          \
-  if ((kind) == ::surge::testing::backend::postgres) {                                      \
-    std::string surge_why_not_##var;                                                        \
-    surge_server_##var = ::surge::testing::postgres_server::shared(&surge_why_not_##var);   \
-    if (surge_server_##var == nullptr) GTEST_SKIP() << surge_why_not_##var;                 \
-  }                                                                                         \
+#define SURGE_QUEUE_FOR(kind, dir, var)                                                   \
+  ::surge::testing::postgres_server* surge_server_##var = nullptr;                        \
+  if ((kind) == ::surge::testing::backend::postgres) {                                    \
+    std::string surge_why_not_##var;                                                      \
+    surge_server_##var = ::surge::testing::postgres_server::shared(&surge_why_not_##var); \
+    if (surge_server_##var == nullptr) GTEST_SKIP() << surge_why_not_##var;               \
+  }                                                                                       \
   auto var = ::surge::testing::make_test_queue((kind), (dir), surge_server_##var)

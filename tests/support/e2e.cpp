@@ -86,12 +86,20 @@ sink_process::sink_process(const temp_dir& dir, const std::string& db_path, opti
   const std::string tag = "sink" + std::to_string(++counter);
   record_path_ = dir.file(tag + ".csv");
   const std::string port_file = dir.file(tag + ".port");
-  const std::string host = opts.host.find(':') == std::string::npos ? opts.host
-                                                                      : "[" + opts.host + "]";
+  const std::string host =
+      opts.host.find(':') == std::string::npos ? opts.host : "[" + opts.host + "]";
   const std::string listen = host + ":" + std::to_string(opts.port);
-  std::vector<std::string> args{"sink",        "--listen", listen,       "--db", db_path,
-                                "--port-file", port_file,  "--record",    record_path_,
-                                "--threads",   std::to_string(opts.threads)};
+  std::vector<std::string> args{"sink",
+                                "--listen",
+                                listen,
+                                "--db",
+                                db_path,
+                                "--port-file",
+                                port_file,
+                                "--record",
+                                record_path_,
+                                "--threads",
+                                std::to_string(opts.threads)};
   if (!opts.behaviours_json.empty()) {
     const std::string behaviours = dir.file(tag + "-behaviours.json");
     std::ofstream(behaviours) << opts.behaviours_json;
@@ -111,8 +119,8 @@ sink_process::sink_process(const temp_dir& dir, const std::string& db_path, opti
 
 std::string sink_process::url_for(std::int64_t subscriber_id, bool tls,
                                   const std::string& host) const {
-  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_) +
-         "/hook/" + std::to_string(subscriber_id);
+  return std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_) + "/hook/" +
+         std::to_string(subscriber_id);
 }
 
 std::vector<sink_request> sink_process::stop_and_read() {
@@ -205,8 +213,8 @@ std::vector<std::int64_t> test_queue::add_rows(std::int64_t subscriber_id, int c
 }
 
 std::int64_t test_queue::add_subscriber_at(const sink_process& sink, double rate,
-                                          std::int64_t burst, const std::string& signing,
-                                          const std::string& secret) {
+                                           std::int64_t burst, const std::string& signing,
+                                           const std::string& secret) {
   const auto id = add_subscriber("http://placeholder/", rate, burst, signing, secret);
   set_url(id, sink.url_for(id));
   return id;
@@ -235,7 +243,8 @@ void test_queue::set_url(std::int64_t subscriber_id, const std::string& url) {
 
 std::map<std::string, std::int64_t> test_queue::count_by_status() {
   std::map<std::string, std::int64_t> out;
-  for (const auto& found : sql_.query("SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status")) {
+  for (const auto& found :
+       sql_.query("SELECT status, COUNT(*) FROM webhook_delivery GROUP BY status")) {
     out[found[0].value_or("")] = std::stoll(found[1].value_or("0"));
   }
   return out;
@@ -332,6 +341,5 @@ transit transit_spread(const std::vector<sink_request>& requests, std::int64_t i
   }
   return {high >= low ? high - low : 0.0, matched};
 }
-
 
 }  // namespace surge::testing

@@ -49,7 +49,7 @@ class sink_process {
     std::string tls_cert, tls_key;
     std::string tls_max_version;  // --tls-max-version; empty: the sink's default
     int threads = 1;
-    std::uint16_t port = 0;  // 0: any free port
+    std::uint16_t port = 0;          // 0: any free port
     std::string host = "127.0.0.1";  // where to listen: a loopback address, "::1" for IPv6
   };
   sink_process(const temp_dir& dir, const std::string& db_path, options opts);

@@ -29,8 +29,8 @@ std::string nginx_conf_prelude(const std::string& root) {
 tools::child_process start_nginx(const std::string& binary, const std::string& root,
                                  std::uint16_t ready_port, const std::string& ready_path,
                                  const std::vector<std::string>& nice_args) {
-  std::vector<std::string> args = {binary, "-p", root, "-c", root + "/nginx.conf",
-                                   "-e", root + "/error.log"};
+  std::vector<std::string> args = {
+      binary, "-p", root, "-c", root + "/nginx.conf", "-e", root + "/error.log"};
   std::string program = binary;
   const auto nice = nice_args.empty() ? std::nullopt : tools::find_program("nice");
   if (nice) {

@@ -114,7 +114,8 @@ bool postgres_server::find_binaries(binaries& out, std::string* why_not) {
   for (const auto& entry : fs::directory_iterator(root, error)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(),
-                                          [](unsigned char c) { return std::isdigit(c) != 0; })) continue;
+                                     [](unsigned char c) { return std::isdigit(c) != 0; }))
+      continue;
     binaries found;
     if (std::stoi(name) > best && complete(entry.path() / "bin", found)) {
       best = std::stoi(name);
@@ -149,8 +150,9 @@ postgres_server* postgres_server::shared(std::string* why_not) {
     if (!find_binaries(bins, &missing)) {
       // missing says why
     } else if (::geteuid() == 0 && ::getpwnam("postgres") == nullptr) {
-      missing = "running as root needs the OS user `postgres` to run the PostgreSQL server "
-                "(install the Debian package postgresql-15)";
+      missing =
+          "running as root needs the OS user `postgres` to run the PostgreSQL server "
+          "(install the Debian package postgresql-15)";
     } else {
       try {
         server = std::make_unique<postgres_server>(bins);
@@ -174,7 +176,8 @@ postgres_server::postgres_server(binaries bins)
   if (::geteuid() == 0) {
     // initdb and postgres refuse to run as root; CI runs the tests as root.
     const passwd* user = ::getpwnam("postgres");
-    if (user == nullptr) throw std::runtime_error("running as root and there is no OS user postgres");
+    if (user == nullptr)
+      throw std::runtime_error("running as root and there is no OS user postgres");
     switch_user_ = true;
     run_uid_ = user->pw_uid;
     run_gid_ = user->pw_gid;
@@ -198,7 +201,8 @@ postgres_server::~postgres_server() {
   stop_locked();
 }
 
-pid_t postgres_server::spawn(const std::vector<std::string>& argv, const std::string& log_file) const {
+pid_t postgres_server::spawn(const std::vector<std::string>& argv,
+                             const std::string& log_file) const {
   // Everything the child needs is prepared before fork: between fork and exec a multi-threaded
   // process may only make async-signal-safe calls (no allocation).
   std::vector<char*> args;
@@ -281,11 +285,11 @@ void postgres_server::start() {
   if (postmaster_ > 0 && !exited(postmaster_, nullptr)) return;
   postmaster_ = -1;
   // Durability off: a test server's data is thrown away, and fsync makes DDL-heavy tests slow.
-  postmaster_ = spawn({bins_.postgres.string(), "-D", data_dir_.string(), "-k",
-                       dir_->path().string(), "-c", "listen_addresses=", "-p",
-                       std::to_string(port_), "-c", "fsync=off", "-c", "synchronous_commit=off",
-                       "-c", "full_page_writes=off", "-c", "max_connections=100"},
-                      log_path());
+  postmaster_ =
+      spawn({bins_.postgres.string(), "-D", data_dir_.string(), "-k", dir_->path().string(), "-c",
+             "listen_addresses=", "-p", std::to_string(port_), "-c", "fsync=off", "-c",
+             "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=100"},
+            log_path());
   wait_until_ready();
 }
 

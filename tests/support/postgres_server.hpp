@@ -100,10 +100,10 @@ class postgres_server {
 // In a TEST body: declares `server_var` (a postgres_server*) and GTEST_SKIP()s with the reason
 // when no server can be had (binaries missing). Needs <gtest/gtest.h>, which this header does
 // not include because the fixture library does not link GoogleTest.
-#define SURGE_REQUIRE_POSTGRES(server_var)                                                \
-  std::string surge_postgres_why_not_##server_var;                                        \
-  ::surge::testing::postgres_server* const server_var =                                   \
-      ::surge::testing::postgres_server::shared(&surge_postgres_why_not_##server_var);    \
-  if (server_var != nullptr) {                                                            \
-  } else                                                                                  \
+#define SURGE_REQUIRE_POSTGRES(server_var)                                             \
+  std::string surge_postgres_why_not_##server_var;                                     \
+  ::surge::testing::postgres_server* const server_var =                                \
+      ::surge::testing::postgres_server::shared(&surge_postgres_why_not_##server_var); \
+  if (server_var != nullptr) {                                                         \
+  } else                                                                               \
     GTEST_SKIP() << surge_postgres_why_not_##server_var

@@ -20,10 +20,10 @@ sql_client::sql_client(const std::string& location) : impl_(std::make_unique<imp
   if (location.starts_with("postgresql://") || location.starts_with("postgres://")) {
     impl_->server = PQconnectdb(location.c_str());
     if (PQstatus(impl_->server) != CONNECTION_OK) {
-      throw std::runtime_error("connecting to " + location + ": " +
-                               PQerrorMessage(impl_->server));
+      throw std::runtime_error("connecting to " + location + ": " + PQerrorMessage(impl_->server));
     }
-    PQsetNoticeProcessor(impl_->server, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        impl_->server, [](void*, const char*) {}, nullptr);
     return;
   }
   impl_->file = std::make_unique<SQLite::Database>(location, SQLite::OPEN_READWRITE, 10000);

@@ -54,8 +54,7 @@ constexpr const char* server_extensions =
     "keyUsage=critical,digitalSignature\n"
     "extendedKeyUsage=serverAuth\n"
     "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
-constexpr const char* ec_key_options =
-    " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+constexpr const char* ec_key_options = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
 }  // namespace
 
 test_certificate make_client_cert(const std::filesystem::path& dir, const test_pki& pki,
@@ -69,8 +68,8 @@ test_certificate make_client_cert(const std::filesystem::path& dir, const test_p
            "keyUsage=critical,digitalSignature\n"
            "extendedKeyUsage=clientAuth\n";
   }
-  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") +
-                "' -out '" + at(name + ".csr") + "' -subj '/CN=" + name + "'",
+  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") + "' -out '" +
+                at(name + ".csr") + "' -subj '/CN=" + name + "'",
             log);
   run_shell(openssl + " x509 -req -in '" + at(name + ".csr") + "' -CA '" + pki.ca_cert +
                 "' -CAkey '" + pki.ca_key + "' -CAcreateserial -out '" + at(name + ".crt") +
@@ -103,16 +102,23 @@ test_certificate make_cert_valid_between(const std::filesystem::path& dir, const
     std::ofstream config(at("ca.cnf"));
     config << "[ca]\ndefault_ca = test_ca\n"
               "[test_ca]\n"
-              "database = " << at("ca-index.txt") << "\n"
-              "new_certs_dir = " << at("ca-new") << "\n"
-              "serial = " << at("ca-serial") << "\n"
+              "database = "
+           << at("ca-index.txt")
+           << "\n"
+              "new_certs_dir = "
+           << at("ca-new")
+           << "\n"
+              "serial = "
+           << at("ca-serial")
+           << "\n"
               "default_md = sha256\npolicy = any_name\nunique_subject = no\n"
               "copy_extensions = none\n"
               "[any_name]\ncommonName = supplied\n"
-              "[server_ext]\n" << server_extensions;
+              "[server_ext]\n"
+           << server_extensions;
   }
-  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") +
-                "' -out '" + at(name + ".csr") + "' -subj '/CN=localhost'",
+  run_shell(openssl + " req -new" + ec_key_options + " -keyout '" + at(name + ".key") + "' -out '" +
+                at(name + ".csr") + "' -subj '/CN=localhost'",
             log);
   run_shell(openssl + " ca -batch -notext -config '" + at("ca.cnf") + "' -cert '" + pki.ca_cert +
                 "' -keyfile '" + pki.ca_key + "' -in '" + at(name + ".csr") + "' -out '" +

@@ -25,9 +25,10 @@ namespace surge::testing {
 namespace {
 
 void make_dead(test_queue& queue, std::int64_t id) {
-  queue.sql().exec("UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 500, "
-                   "last_error = 'attempt limit (HTTP 500)', next_attempt_at = 0 WHERE id = ?",
-                   {std::to_string(id)});
+  queue.sql().exec(
+      "UPDATE webhook_delivery SET status = 'dead', attempts = 8, last_status = 500, "
+      "last_error = 'attempt limit (HTTP 500)', next_attempt_at = 0 WHERE id = ?",
+      {std::to_string(id)});
 }
 
 TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
@@ -86,14 +87,14 @@ TEST_P(AdminCliOn, DeadReplayBySubscriberAndSince) {
   EXPECT_EQ(row.locked_until, 0);
   EXPECT_EQ(queue.row(a_old).status, "dead");
   EXPECT_EQ(queue.row(b_new).status, "dead");
-  const double due = queue.sql().number(
-      "SELECT next_attempt_at FROM webhook_delivery WHERE id = ?", {std::to_string(a_new)});
+  const double due = queue.sql().number("SELECT next_attempt_at FROM webhook_delivery WHERE id = ?",
+                                        {std::to_string(a_new)});
   EXPECT_NEAR(due, proto::unix_now(), 60);
 
   // An ISO-8601 time: 4 hours ago takes a's old row too; b is disabled, which the output says.
-  ASSERT_EQ(run_surge(dir, {"subscriber", "disable", "--db", queue.path(), std::to_string(b)})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_surge(dir, {"subscriber", "disable", "--db", queue.path(), std::to_string(b)}).exit_code,
+      0);
   result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--since",
                            tools::format_utc(now - 4 * 3600), "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -138,10 +139,11 @@ class attempt_filler {
  public:
   explicit attempt_filler(test_queue& queue) : sql_(queue.sql()) {}
   void add(std::int64_t subscriber, double started, double latency, int status = 200) {
-    sql_.exec("INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
-              "finished_at, status_code, error_class) VALUES (?, ?, 1, ?, ?, ?, NULL)",
-              {std::to_string(++delivery_), std::to_string(subscriber), number(started),
-               number(started + latency), std::to_string(status)});
+    sql_.exec(
+        "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, "
+        "finished_at, status_code, error_class) VALUES (?, ?, 1, ?, ?, ?, NULL)",
+        {std::to_string(++delivery_), std::to_string(subscriber), number(started),
+         number(started + latency), std::to_string(status)});
   }
 
  private:
@@ -187,9 +189,8 @@ class AdminAudit : public ::testing::TestWithParam<backend> {
 };
 
 TEST_P(AdminAudit, ConformingSubscriberPassesWithExitZero) {
-  const auto result =
-      run_surge(dir_, {"audit", "--db", queue().path(), "--subscriber", std::to_string(good_),
-                       "--json"});
+  const auto result = run_surge(
+      dir_, {"audit", "--db", queue().path(), "--subscriber", std::to_string(good_), "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   const auto list = boost::json::parse(result.out).as_array();
   ASSERT_EQ(list.size(), 1u);
@@ -231,8 +232,7 @@ TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
 
   result = run_surge(dir_, {"audit", "--help"});
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.out.find("4 at least one subscriber exceeded"), std::string::npos)
-      << result.out;
+  EXPECT_NE(result.out.find("4 at least one subscriber exceeded"), std::string::npos) << result.out;
 }
 
 TEST_P(AdminAudit, ChartIsAPng) {
@@ -297,22 +297,23 @@ TEST(AdminCli, DeadReplayGivesAFreshRetryWindow) {
   test_queue queue(dir);
   const double now = proto::unix_now();
   // Nothing listens there: every attempt fails, and a failure past the 24 h window is final.
-  const auto sub = queue.add_subscriber(
-      "http://127.0.0.1:" + std::to_string(unused_port()) + "/h", 100, 10);
+  const auto sub =
+      queue.add_subscriber("http://127.0.0.1:" + std::to_string(unused_port()) + "/h", 100, 10);
   const auto old = queue.add_rows(sub, 1, "{}", now - 2 * 86400)[0];
   make_dead(queue, old);
 
   auto result = run_surge(dir, {"dead", "replay", "--db", queue.path()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("fresh retry window"), std::string::npos) << result.out;
-  const double created = queue.db()
-                             .execAndGet("SELECT created_at FROM webhook_delivery WHERE id = " +
-                                         std::to_string(old))
-                             .getDouble();
+  const double created =
+      queue.db()
+          .execAndGet("SELECT created_at FROM webhook_delivery WHERE id = " + std::to_string(old))
+          .getDouble();
   EXPECT_NEAR(created, proto::unix_now(), 60);
 
-  result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                           "--allow-private-targets", "--progress-interval", "0"},
+  result = run_surge(dir,
+                     {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0"},
                      std::chrono::seconds(60));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto row = queue.row(old);

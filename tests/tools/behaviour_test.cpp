@@ -42,14 +42,14 @@ TEST(BehaviourSet, ParsesTheFaultShapes) {
 }
 
 TEST(BehaviourSet, RejectsFaultShapeMistakes) {
-  for (const char* bad : {R"({"3": {"reset_first": -1}})", R"({"3": {"trickle_ms": 0}})",
-                          R"({"3": {"body_bytes": 1.5}})", R"({"3": {"body_bytes": -1}})",
-                          R"({"3": {"announce_length": "10"}})",
-                          R"({"3": {"endless_chunked": 1}})", R"({"3": {"location": 5}})",
-                          R"({"3": {"body_bytes": 10, "endless_chunked": true}})",
-                          R"({"3": {"body_bytes": 10, "announce_length": 20}})",
-                          R"({"3": {"reset_first": 1, "fail_first": 1}})",
-                          R"({"3": {"reset_first": 1, "reset": true}})"})
+  for (const char* bad :
+       {R"({"3": {"reset_first": -1}})", R"({"3": {"trickle_ms": 0}})",
+        R"({"3": {"body_bytes": 1.5}})", R"({"3": {"body_bytes": -1}})",
+        R"({"3": {"announce_length": "10"}})", R"({"3": {"endless_chunked": 1}})",
+        R"({"3": {"location": 5}})", R"({"3": {"body_bytes": 10, "endless_chunked": true}})",
+        R"({"3": {"body_bytes": 10, "announce_length": 20}})",
+        R"({"3": {"reset_first": 1, "fail_first": 1}})",
+        R"({"3": {"reset_first": 1, "reset": true}})"})
     EXPECT_THROW(behaviour_set::parse(bad), std::invalid_argument) << bad;
 }
 
@@ -60,10 +60,10 @@ TEST(BehaviourSet, DefaultsToPlain200) {
 }
 
 TEST(BehaviourSet, RejectsMistakes) {
-  for (const char* bad : {"[]", "{", R"({"x": {}})", R"({"3": {"stauts": 500}})",
-                          R"({"3": {"status": 99}})", R"({"3": {"status": "500"}})",
-                          R"({"3": {"mix": []}})", R"({"3": {"mix": [[200, 0]]}})",
-                          R"({"3": {"delay_ms": -1}})", R"({"3": {"hang": 1}})", R"({"3": 5})"})
+  for (const char* bad :
+       {"[]", "{", R"({"x": {}})", R"({"3": {"stauts": 500}})", R"({"3": {"status": 99}})",
+        R"({"3": {"status": "500"}})", R"({"3": {"mix": []}})", R"({"3": {"mix": [[200, 0]]}})",
+        R"({"3": {"delay_ms": -1}})", R"({"3": {"hang": 1}})", R"({"3": 5})"})
     EXPECT_THROW(behaviour_set::parse(bad), std::invalid_argument) << bad;
 }
 

@@ -44,9 +44,8 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   EXPECT_EQ(result.exit_code, 0);
   for (const char* flag : {"--threads", "--subscribers", "--until-drained", "--duration",
                            "--max-in-flight", "--per-subscriber-in-flight", "--lease",
-                           "--max-attempts", "--max-age", "--allow-private-targets",
-                           "--ca-file", "--origin-latency-tolerance",
-                           "--origin-latency-slack"}) {
+                           "--max-attempts", "--max-age", "--allow-private-targets", "--ca-file",
+                           "--origin-latency-tolerance", "--origin-latency-slack"}) {
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag << " missing from --help";
   }
 }
@@ -58,14 +57,27 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   test_queue queue(dir);
   const std::vector<std::string> drain{"drain", "--db", queue.path(), "--until-drained"};
   const std::vector<std::pair<std::string, std::string>> bad_drain_flags{
-      {"--attempt-timeout", "nan"}, {"--max-age", "nan"},       {"--connect-timeout", "NaN"},
-      {"--grace", "nan"},           {"--duration", "nan"},      {"--duration", "1e308"},
-      {"--duration", "inf"},        {"--lease", "nan"},         {"--retry-base", "nan"},
-      {"--retry-cap", "-nan"},      {"--retry-after-cap", "nan"}, {"--max-age", "0.5"},
-      {"--until-drained-wait", "nan"}, {"--progress-interval", "inf"},
-      {"--origin-latency-tolerance", "nan"}, {"--origin-latency-slack", "nan"},
-      {"--origin-latency-slack", "-0.001"}, {"--circuit-max-cooldown", "nan"},
-      {"--subscribers", ""}, {"--metrics-listen", ":0"}, {"--token-lease", "0"},
+      {"--attempt-timeout", "nan"},
+      {"--max-age", "nan"},
+      {"--connect-timeout", "NaN"},
+      {"--grace", "nan"},
+      {"--duration", "nan"},
+      {"--duration", "1e308"},
+      {"--duration", "inf"},
+      {"--lease", "nan"},
+      {"--retry-base", "nan"},
+      {"--retry-cap", "-nan"},
+      {"--retry-after-cap", "nan"},
+      {"--max-age", "0.5"},
+      {"--until-drained-wait", "nan"},
+      {"--progress-interval", "inf"},
+      {"--origin-latency-tolerance", "nan"},
+      {"--origin-latency-slack", "nan"},
+      {"--origin-latency-slack", "-0.001"},
+      {"--circuit-max-cooldown", "nan"},
+      {"--subscribers", ""},
+      {"--metrics-listen", ":0"},
+      {"--token-lease", "0"},
       {"--token-lease", "nan"}};
   for (const auto& [flag, value] : bad_drain_flags) {
     auto args = drain;
@@ -85,9 +97,9 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   const auto per_minute = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
                                           "https://a.example/h", "--rate-per-minute", "nan"});
   EXPECT_EQ(per_minute.exit_code, 2) << per_minute.err;
-  const auto secret = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
-                                      "https://a.example/h", "--signing", "standard",
-                                      "--secret", "notwhsec"});
+  const auto secret =
+      run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url", "https://a.example/h",
+                      "--signing", "standard", "--secret", "notwhsec"});
   EXPECT_EQ(secret.exit_code, 2) << secret.err;
   EXPECT_EQ(queue.count_by_status().size(), 0u);
   EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM webhook_subscriber"), 0)
@@ -97,12 +109,12 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   const auto id = queue.add_subscriber("https://a.example/h", 5, 10);
   queue.db().exec("UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
                   std::to_string(id));
-  auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
-                             "--burst", "3"});
+  auto set = run_surge(
+      dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--burst", "3"});
   EXPECT_EQ(set.exit_code, 2) << set.err;
   EXPECT_NE(set.err.find("'fast'"), std::string::npos) << set.err;
-  set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--rate",
-                        "2"});
+  set = run_surge(dir,
+                  {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--rate", "2"});
   EXPECT_EQ(set.exit_code, 0) << set.err;
 }
 
@@ -111,11 +123,12 @@ TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
   const std::string path = dir.file("shared.db");
   {
     SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-    raw.exec("CREATE TABLE webhook_subscriber (id INTEGER PRIMARY KEY, url TEXT NOT NULL, "
-             "secret TEXT NOT NULL, event_types TEXT NOT NULL DEFAULT '*', rate_per_sec REAL "
-             "NOT NULL DEFAULT 5.0, burst INTEGER NOT NULL DEFAULT 10, tokens REAL NOT NULL "
-             "DEFAULT 10.0, tokens_updated_at REAL NOT NULL DEFAULT 0, active INTEGER NOT NULL "
-             "DEFAULT 1)");
+    raw.exec(
+        "CREATE TABLE webhook_subscriber (id INTEGER PRIMARY KEY, url TEXT NOT NULL, "
+        "secret TEXT NOT NULL, event_types TEXT NOT NULL DEFAULT '*', rate_per_sec REAL "
+        "NOT NULL DEFAULT 5.0, burst INTEGER NOT NULL DEFAULT 10, tokens REAL NOT NULL "
+        "DEFAULT 10.0, tokens_updated_at REAL NOT NULL DEFAULT 0, active INTEGER NOT NULL "
+        "DEFAULT 1)");
     raw.exec("INSERT INTO webhook_subscriber (url, secret) VALUES ('https://a.example/h', 's')");
   }
   // webhook_delivery is missing: migrate creates what is absent and keeps what is there.
@@ -138,18 +151,18 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
   const std::string db = dir.file("q.db");
   ASSERT_EQ(run_surge(dir, {"migrate", "--db", db}).exit_code, 0);
 
-  auto added = run_surge(dir, {"subscriber", "add", "--db", db, "--url",
-                               "https://partner.example/hook", "--events", "video.*",
-                               "--rate-per-minute", "120", "--burst", "4", "--signing",
-                               "standard", "--json"});
+  auto added =
+      run_surge(dir, {"subscriber", "add", "--db", db, "--url", "https://partner.example/hook",
+                      "--events", "video.*", "--rate-per-minute", "120", "--burst", "4",
+                      "--signing", "standard", "--json"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const auto sub = boost::json::parse(added.out).as_object();
   EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").as_double(), 2.0);
   EXPECT_EQ(std::string(sub.at("secret").as_string()).rfind("whsec_", 0), 0u)
       << "a standard subscriber gets a generated whsec_ secret";
 
-  auto other = run_surge(dir, {"subscriber", "add", "--db", db, "--url",
-                               "http://other.example/x", "--events", "user.*"});
+  auto other = run_surge(dir, {"subscriber", "add", "--db", db, "--url", "http://other.example/x",
+                               "--events", "user.*"});
   ASSERT_EQ(other.exit_code, 0) << other.err;
 
   auto bad = run_surge(dir, {"subscriber", "add", "--db", db, "--url", "ftp://x.example/"});
@@ -161,8 +174,8 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
   ASSERT_EQ(emitted.exit_code, 0) << emitted.err;
   EXPECT_NE(emitted.out.find("queued 5 "), std::string::npos) << emitted.out;  // one matches
 
-  auto not_json = run_surge(dir, {"emit", "--db", db, "--type", "video.trending", "--data",
-                                  "{not json"});
+  auto not_json =
+      run_surge(dir, {"emit", "--db", db, "--type", "video.trending", "--data", "{not json"});
   EXPECT_EQ(not_json.exit_code, 2);
 
   auto stats = run_surge(dir, {"stats", "--db", db, "--json"});
@@ -172,11 +185,13 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
   EXPECT_EQ(parsed.at("due_now").as_int64(), 5);
   ASSERT_EQ(parsed.at("subscribers").as_array().size(), 1u);
 
-  auto set = run_surge(dir, {"subscriber", "set", "--db", db, "1", "--rate", "7.5",
-                             "--url", "https://moved.example/hook"});
+  auto set = run_surge(dir, {"subscriber", "set", "--db", db, "1", "--rate", "7.5", "--url",
+                             "https://moved.example/hook"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
-  auto after_set = boost::json::parse(
-      run_surge(dir, {"subscriber", "list", "--db", db, "--json"}).out).as_array()[0].as_object();
+  auto after_set =
+      boost::json::parse(run_surge(dir, {"subscriber", "list", "--db", db, "--json"}).out)
+          .as_array()[0]
+          .as_object();
   EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").as_double(), 7.5);
   EXPECT_EQ(after_set.at("url").as_string(), "https://moved.example/hook");
   EXPECT_EQ(after_set.at("burst").as_int64(), 4) << "unset options keep their values";

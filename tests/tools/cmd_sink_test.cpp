@@ -42,7 +42,8 @@ class SinkCommand : public ::testing::Test {
 };
 
 TEST_F(SinkCommand, BadListenIsAUsageError) {
-  for (const char* listen : {"nonsense", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:x", ":0", ":8080"}) {
+  for (const char* listen :
+       {"nonsense", "127.0.0.1:", "127.0.0.1:70000", "127.0.0.1:x", ":0", ":8080"}) {
     CLI::App app;
     tools::command_action action;
     tools::add_sink_command(app, action);
@@ -67,13 +68,13 @@ TEST_F(SinkCommand, MissingQueueFileAndLoneTlsKeyAreRejectedByParsing) {
   tools::command_action action;
   tools::add_sink_command(app, action);
   const std::string key = queue_;  // any existing file: the pairing is what fails
-  const char* argv[] = {"surge", "sink", "--listen", "127.0.0.1:0", "--db", queue_.c_str(),
-                        "--tls-key", key.c_str()};
+  const char* argv[] = {"surge", "sink",         "--listen",  "127.0.0.1:0",
+                        "--db",  queue_.c_str(), "--tls-key", key.c_str()};
   EXPECT_THROW(app.parse(8, argv), CLI::ParseError);
   CLI::App threads_app;
   tools::add_sink_command(threads_app, action);
-  const char* threads_argv[] = {"surge", "sink", "--listen", "127.0.0.1:0", "--db",
-                                queue_.c_str(), "--threads", "0"};
+  const char* threads_argv[] = {"surge", "sink",         "--listen",  "127.0.0.1:0",
+                                "--db",  queue_.c_str(), "--threads", "0"};
   EXPECT_THROW(threads_app.parse(8, threads_argv), CLI::ParseError);
 }
 

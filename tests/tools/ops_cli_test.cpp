@@ -109,7 +109,10 @@ TEST(OpsCli, AConfigFileIsBoundedAndItsMistakesAreNamedPrecisely) {
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(contains(result.err, ":4: 'lease' is set again (first on line 2)")) << result.err;
 
-  write_file(config, "\xEF\xBB\xBF" "db = \"" + queue.path() + "\"\nuntil-drained = true\n");
+  write_file(config,
+             "\xEF\xBB\xBF"
+             "db = \"" +
+                 queue.path() + "\"\nuntil-drained = true\n");
   result = run_surge(dir, {"drain", "--config", config, "--progress", "off"});
   EXPECT_EQ(result.exit_code, 0) << "a BOM from an editor is not part of the first key: "
                                  << result.err;

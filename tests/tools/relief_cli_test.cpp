@@ -35,11 +35,11 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 TEST(ReliefCli, AddStoresBatchAndCoalescingSettings) {
   temp_dir dir;
   test_queue queue(dir);
-  const auto added = run_surge(
-      dir, {"subscriber", "add", "--db", queue.path(), "--url", "https://a.example/h", "--batch",
-            "100", "--batch-bytes", "65536", "--batch-linger", "1.5", "--coalesce",
-            "/data/video_id", "--coalesce-window", "4.5", "--coalesce-events",
-            "video.rank_updated,video.views.*"});
+  const auto added =
+      run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url", "https://a.example/h",
+                      "--batch", "100", "--batch-bytes", "65536", "--batch-linger", "1.5",
+                      "--coalesce", "/data/video_id", "--coalesce-window", "4.5",
+                      "--coalesce-events", "video.rank_updated,video.views.*"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const auto id = std::stoll(added.out);
   const auto row = listed(dir, queue.path(), id);
@@ -125,13 +125,14 @@ TEST(ReliefCli, BadValuesAreRefusedWithExitTwoNamingTheFlag) {
   for (const auto& c : cases) {
     for (const bool add : {true, false}) {
       const auto args =
-          add ? std::vector<std::string>{"subscriber", "add", "--db", queue.path(), "--url",
-                                         "https://b.example/h", c.flag, c.value}
-              : std::vector<std::string>{"subscriber", "set", "--db", queue.path(),
+          add ? std::vector<std::string>{"subscriber", "add",   "--db",
+                                         queue.path(), "--url", "https://b.example/h",
+                                         c.flag,       c.value}
+              : std::vector<std::string>{"subscriber",       "set",  "--db", queue.path(),
                                          std::to_string(id), c.flag, c.value};
       const auto result = run_surge(dir, args);
-      EXPECT_EQ(result.exit_code, 2) << args[1] << " " << c.flag << " " << c.value << ": "
-                                     << result.out << result.err;
+      EXPECT_EQ(result.exit_code, 2)
+          << args[1] << " " << c.flag << " " << c.value << ": " << result.out << result.err;
       EXPECT_NE(result.err.find(c.says), std::string::npos)
           << c.flag << " " << c.value << ": " << result.err;
     }

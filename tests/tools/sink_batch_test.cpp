@@ -42,9 +42,9 @@ request_type batch_request(const batch& b) {
   request.set("X-VVV-Batch-Size", b.size);
   if (b.ids) request.set("X-VVV-Delivery-Ids", *b.ids);
   const bool standard = b.subscriber_id == standard_id;
-  const auto signer = proto::signer::create(
-      standard ? proto::signing_scheme::standard : proto::signing_scheme::vvv,
-      standard ? standard_secret : vvv_secret);
+  const auto signer =
+      proto::signer::create(standard ? proto::signing_scheme::standard : proto::signing_scheme::vvv,
+                            standard ? standard_secret : vvv_secret);
   if (!signer) throw std::invalid_argument("cannot sign");
   const auto ids = proto::parse_delivery_ids(b.ids.value_or(""));
   const auto message_id = proto::batch_message_id(ids.value_or(std::vector<std::int64_t>{}));
@@ -83,7 +83,9 @@ class SinkBatch : public ::testing::Test {
     return json::parse(result.response->body()).as_object();
   }
 
-  std::int64_t bad_batches() { return stats().at("problems").at("bad_batch").to_number<std::int64_t>(); }
+  std::int64_t bad_batches() {
+    return stats().at("problems").at("bad_batch").to_number<std::int64_t>();
+  }
 
   std::vector<std::vector<std::string>> stop_and_read_record() {
     server_->stop();
@@ -100,9 +102,9 @@ class SinkBatch : public ::testing::Test {
 TEST_F(SinkBatch, AMatchingBatchIsRecordedWithItsSizeAndIds) {
   EXPECT_EQ(send(batch_request({})), 200u);
   // A single-row request beside it: one event, no batch size.
-  EXPECT_EQ(send(signed_request({.subscriber_id = vvv_id, .delivery_id = "20"},
-                                make_subscriber(vvv_id))),
-            200u);
+  EXPECT_EQ(
+      send(signed_request({.subscriber_id = vvv_id, .delivery_id = "20"}, make_subscriber(vvv_id))),
+      200u);
   const auto s = stats();
   EXPECT_EQ(s.at("requests").to_number<std::int64_t>(), 2);
   EXPECT_EQ(s.at("events").to_number<std::int64_t>(), 4);
@@ -120,9 +122,10 @@ TEST_F(SinkBatch, AMatchingBatchIsRecordedWithItsSizeAndIds) {
 }
 
 TEST_F(SinkBatch, AStandardWebhooksBatchVerifies) {
-  EXPECT_EQ(send(batch_request({.subscriber_id = standard_id, .size = "2", .ids = "7,5",
-                                .body = R"([{"a":1}, [2]])"})),
-            200u);
+  EXPECT_EQ(
+      send(batch_request(
+          {.subscriber_id = standard_id, .size = "2", .ids = "7,5", .body = R"([{"a":1}, [2]])"})),
+      200u);
   const auto rows = stop_and_read_record();
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0][column_verdict], "ok");

@@ -301,8 +301,8 @@ TEST_F(SinkServer, SeveralThreadsServeConcurrentClients) {
       test_client client(port());
       if (client.connect()) return;
       for (int i = 0; i < 5; ++i) {
-        const auto d = delivery{.subscriber_id = 3 + c % 2,
-                                .delivery_id = std::to_string(c * 100 + i)};
+        const auto d =
+            delivery{.subscriber_id = 3 + c % 2, .delivery_id = std::to_string(c * 100 + i)};
         if (client.send(signed_request(d, subscriber(d.subscriber_id))).response) ++answered;
       }
     });

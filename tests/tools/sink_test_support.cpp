@@ -57,9 +57,8 @@ storage::subscriber_row make_subscriber(std::int64_t id, const std::string& sign
 }
 
 std::vector<storage::subscriber_row> default_subscribers() {
-  std::vector<storage::subscriber_row> rows{make_subscriber(vvv_id),
-                                            make_subscriber(standard_id, "standard",
-                                                            standard_secret)};
+  std::vector<storage::subscriber_row> rows{
+      make_subscriber(vvv_id), make_subscriber(standard_id, "standard", standard_secret)};
   for (std::int64_t id = 3; id <= 9; ++id) rows.push_back(make_subscriber(id));
   return rows;
 }
@@ -97,8 +96,7 @@ request_type signed_request(const delivery& d, const storage::subscriber_row& su
   const auto signer = proto::signer::create(*scheme, subscriber.secret, &error);
   if (!signer) throw std::invalid_argument("cannot sign: " + error);
   const auto fields = signer->sign(d.delivery_id, std::time(nullptr), d.body);
-  for (std::size_t i = 0; i < fields.size(); ++i)
-    request.set(fields.name(i), fields.value(i));
+  for (std::size_t i = 0; i < fields.size(); ++i) request.set(fields.name(i), fields.value(i));
   return request;
 }
 

@@ -64,8 +64,7 @@ class test_client {
   ~test_client();
 
   boost::beast::error_code connect(std::chrono::milliseconds timeout = std::chrono::seconds(5));
-  exchange send(request_type request,
-                std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  exchange send(request_type request, std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Reads one more response, e.g. the final one after a "100 Continue".
   exchange receive(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 

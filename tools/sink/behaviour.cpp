@@ -29,8 +29,8 @@ std::optional<double> as_number(const json::value& value) {
 
 unsigned as_status(std::string_view key, const json::value& value) {
   const auto number = as_number(value);
-  if (!number || *number != static_cast<double>(static_cast<unsigned>(*number)) ||
-      *number < 100 || *number > 599)
+  if (!number || *number != static_cast<double>(static_cast<unsigned>(*number)) || *number < 100 ||
+      *number > 599)
     fail(key, "a status must be an integer in 100..599");
   return static_cast<unsigned>(*number);
 }
@@ -138,7 +138,8 @@ behaviour parse_one(std::string_view key, const json::value& value) {
   }
   // Combinations whose meaning would be a guess are refused rather than silently resolved.
   if (int(result.body_bytes.has_value()) + int(result.announce_length.has_value()) +
-          int(result.endless_chunked) > 1)
+          int(result.endless_chunked) >
+      1)
     fail(key, "body_bytes, announce_length and endless_chunked exclude each other");
   if (result.reset_first > 0 && (result.reset || result.fail_first > 0))
     fail(key, "reset_first cannot be combined with reset or fail_first");
@@ -186,8 +187,7 @@ const behaviour& behaviour_set::for_subscriber(std::optional<std::int64_t> id) c
 responder::responder(behaviour_set behaviours, std::uint64_t seed)
     : behaviours_(std::move(behaviours)), rng_(seed) {}
 
-action responder::decide(std::optional<std::int64_t> subscriber_id,
-                         std::string_view delivery_id) {
+action responder::decide(std::optional<std::int64_t> subscriber_id, std::string_view delivery_id) {
   const behaviour& rule = behaviours_.for_subscriber(subscriber_id);
   action result;
   result.delay = rule.delay;
@@ -251,11 +251,9 @@ action responder::decide(std::optional<std::int64_t> subscriber_id,
   return result;
 }
 
-bool responder::within_quota(std::int64_t subscriber_id, const behaviour& rule,
-                             action& result) {
-  const double now = std::chrono::duration<double>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+bool responder::within_quota(std::int64_t subscriber_id, const behaviour& rule, action& result) {
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto window_s = static_cast<double>(rule.quota_window.count());
   const auto index = static_cast<std::int64_t>(std::floor(now / window_s));
   const double reset_at = static_cast<double>(index + 1) * window_s;
@@ -274,12 +272,11 @@ bool responder::within_quota(std::int64_t subscriber_id, const behaviour& rule,
   if (!within) result.retry_after = std::to_string(std::max<std::int64_t>(1, seconds_left));
   const std::string limit = std::to_string(rule.quota);
   switch (rule.quota_announce) {
-    case behaviour::announce::none:
-      break;
+    case behaviour::announce::none: break;
     case behaviour::announce::draft:
-      result.headers.emplace_back("RateLimit-Policy",
-                                  "\"quota\";q=" + limit + ";w=" +
-                                      std::to_string(rule.quota_window.count()));
+      result.headers.emplace_back(
+          "RateLimit-Policy",
+          "\"quota\";q=" + limit + ";w=" + std::to_string(rule.quota_window.count()));
       result.headers.emplace_back("RateLimit", "\"quota\";r=" + std::to_string(left) +
                                                    ";t=" + std::to_string(seconds_left));
       break;
@@ -287,11 +284,10 @@ bool responder::within_quota(std::int64_t subscriber_id, const behaviour& rule,
     case behaviour::announce::x_epoch:
       result.headers.emplace_back("X-RateLimit-Limit", limit);
       result.headers.emplace_back("X-RateLimit-Remaining", std::to_string(left));
-      result.headers.emplace_back(
-          "X-RateLimit-Reset",
-          std::to_string(rule.quota_announce == behaviour::announce::x_epoch
-                             ? static_cast<std::int64_t>(reset_at)
-                             : seconds_left));
+      result.headers.emplace_back("X-RateLimit-Reset",
+                                  std::to_string(rule.quota_announce == behaviour::announce::x_epoch
+                                                     ? static_cast<std::int64_t>(reset_at)
+                                                     : seconds_left));
       break;
   }
   return within;

@@ -27,8 +27,8 @@ struct behaviour {
   bool reset = false;
   int fail_first = 0;
   // Hostile or broken answers, for the drainer's fault tests:
-  int reset_first = 0;                  // reset the first N requests per delivery id, then answer
-  std::chrono::milliseconds trickle{0}; // write the whole response one byte per interval
+  int reset_first = 0;                   // reset the first N requests per delivery id, then answer
+  std::chrono::milliseconds trickle{0};  // write the whole response one byte per interval
   std::optional<std::uint64_t> body_bytes;       // a body this long, streamed, Content-Length
   std::optional<std::uint64_t> announce_length;  // announce this Content-Length, send "{}"
   bool endless_chunked = false;                  // a chunked body that never ends

@@ -125,8 +125,7 @@ asio::awaitable<bool> stream_answer(Stream& stream, const reply& answer, recorde
   }
   http::response_serializer<http::empty_body> serializer(head);
   lowest.expires_after(write_timeout);
-  auto [head_error, head_bytes] =
-      co_await http::async_write_header(stream, serializer, use_tuple);
+  auto [head_error, head_bytes] = co_await http::async_write_header(stream, serializer, use_tuple);
   if (head_error) co_return false;
 
   static const std::string filler(64 * 1024, ' ');
@@ -138,8 +137,8 @@ asio::awaitable<bool> stream_answer(Stream& stream, const reply& answer, recorde
         const auto part = static_cast<std::size_t>(
             std::min<std::uint64_t>(filler.size(), answer.body_length - sent));
         lowest.expires_after(write_timeout);
-        auto [ec, n] = co_await asio::async_write(stream, asio::buffer(filler.data(), part),
-                                                  use_tuple);
+        auto [ec, n] =
+            co_await asio::async_write(stream, asio::buffer(filler.data(), part), use_tuple);
         sent += n;
         ok = !ec;
       }
@@ -165,11 +164,10 @@ asio::awaitable<bool> stream_answer(Stream& stream, const reply& answer, recorde
       }
       break;
     }
-    case body_shape::normal:
-      break;
+    case body_shape::normal: break;
   }
   records.note_streamed(sent);
-  co_return ok && keep_alive;
+  co_return ok&& keep_alive;
 }
 
 template <class Stream>

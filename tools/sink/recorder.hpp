@@ -15,21 +15,21 @@
 namespace surge::sink {
 
 struct request_record {
-  double arrival = 0;          // Unix seconds
-  std::string subscriber;      // the last path segment as sent
+  double arrival = 0;      // Unix seconds
+  std::string subscriber;  // the last path segment as sent
   // X-VVV-Delivery-Id, empty when absent; for a batch, X-VVV-Delivery-Ids with spaces for commas
   std::string delivery_id;
-  std::string attempt;         // X-VVV-Attempt, empty when absent
+  std::string attempt;  // X-VVV-Attempt, empty when absent
   verdict result = verdict::missing;
-  unsigned status_sent = 0;    // 0: nothing was sent (hang, reset)
-  std::string event_type;      // X-VVV-Event
+  unsigned status_sent = 0;  // 0: nothing was sent (hang, reset)
+  std::string event_type;    // X-VVV-Event
   std::uint64_t connection_id = 0;
   // Protocol slips that do not change the verdict but a drainer must not make.
   bool bad_content_type = false;
   bool missing_delivery_headers = false;
   bool stale_timestamp = false;
-  std::string sni;             // the TLS server name the client sent, empty for none or plain
-  std::string body_sha256;     // lowercase hex of the body received, empty when not read whole
+  std::string sni;          // the TLS server name the client sent, empty for none or plain
+  std::string body_sha256;  // lowercase hex of the body received, empty when not read whole
   // Events the request carried by its X-VVV-Batch-Size header; 0 for a request that is not a
   // batch. bad_batch: the size, the id list and the body's array disagree or do not parse.
   std::uint64_t batch_size = 0;
@@ -44,8 +44,8 @@ std::string format_record(const request_record& record);
 class recorder {
  public:
   // An empty path keeps counters only. The file is truncated: one run, one record.
-  explicit recorder(const std::string& path, std::chrono::milliseconds flush_interval =
-                                                 std::chrono::milliseconds(100));
+  explicit recorder(const std::string& path,
+                    std::chrono::milliseconds flush_interval = std::chrono::milliseconds(100));
   ~recorder();
   recorder(const recorder&) = delete;
   recorder& operator=(const recorder&) = delete;

@@ -42,8 +42,7 @@ bool is_json_content_type(std::string_view value) {
   return boost::beast::iequals(media, "application/json");
 }
 
-response_type make_response(unsigned version, bool keep_alive, unsigned status,
-                            std::string body) {
+response_type make_response(unsigned version, bool keep_alive, unsigned status, std::string body) {
   response_type response;
   response.version(version);
   response.result(status);
@@ -82,11 +81,13 @@ reply request_handler::handle(const request_type& request, std::uint64_t connect
   const std::string_view path = request.target().substr(0, request.target().find('?'));
   // The sink's own endpoints are neither counted nor recorded.
   if (path == "/_sink/stats" && request.method() == http::verb::get) {
-    return {action::kind::respond, {},
+    return {action::kind::respond,
+            {},
             make_response(request.version(), request.keep_alive(), 200, records_.stats_json())};
   }
   if (path.starts_with("/_sink/")) {
-    return {action::kind::respond, {},
+    return {action::kind::respond,
+            {},
             make_response(request.version(), request.keep_alive(), 404,
                           R"({"ok":false,"error":"not found"})")};
   }
@@ -143,9 +144,8 @@ reply request_handler::webhook(const request_type& request, std::uint64_t connec
   return result;
 }
 
-reply request_handler::too_large(const http::request_header<>& header,
-                                 std::uint64_t connection_id, double arrival,
-                                 std::string_view sni) {
+reply request_handler::too_large(const http::request_header<>& header, std::uint64_t connection_id,
+                                 double arrival, std::string_view sni) {
   request_record record = describe(header, connection_id, arrival, sni);
   record.result = verdict::too_large;
   record.status_sent = 413;
@@ -178,7 +178,8 @@ request_record request_handler::describe(const http::request_header<>& request,
     const auto ids_header = header(request, "X-VVV-Delivery-Ids");
     const auto ids = ids_header ? proto::parse_delivery_ids(*ids_header) : std::nullopt;
     record.batch_size = size.value_or(0);
-    record.bad_batch = !size || *size == 0 || !ids || ids->size() != *size || delivery_id.has_value();
+    record.bad_batch =
+        !size || *size == 0 || !ids || ids->size() != *size || delivery_id.has_value();
     record.missing_delivery_headers = !ids_header || !attempt || !event || !subscriber;
     record.delivery_id.clear();
     if (ids) {

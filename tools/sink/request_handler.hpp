@@ -20,7 +20,7 @@ using response_type = http::response<http::string_body>;
 struct reply {
   action::kind what = action::kind::respond;
   std::chrono::milliseconds delay{0};
-  response_type response;  // only meaningful for kind::respond
+  response_type response;                          // only meaningful for kind::respond
   std::chrono::microseconds delay_per_request{0};  // times the requests being answered
   // Hostile shapes (behaviour.hpp): the server writes these itself instead of `response`'s body.
   std::chrono::milliseconds trickle{0};
@@ -45,8 +45,8 @@ class request_handler {
                std::string_view sni = {});
 
   // The body exceeded the limit: 413 and close, recorded as too_large (nothing to verify).
-  reply too_large(const http::request_header<>& header, std::uint64_t connection_id,
-                  double arrival, std::string_view sni = {});
+  reply too_large(const http::request_header<>& header, std::uint64_t connection_id, double arrival,
+                  std::string_view sni = {});
 
  private:
   reply webhook(const request_type& request, std::uint64_t connection_id, double arrival,

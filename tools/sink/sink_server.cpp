@@ -93,8 +93,8 @@ struct sink_server::impl {
 
   void listen() {
     tcp::resolver resolver(io);
-    const auto results = resolver.resolve(config.host, std::to_string(config.port),
-                                          tcp::resolver::numeric_service);
+    const auto results =
+        resolver.resolve(config.host, std::to_string(config.port), tcp::resolver::numeric_service);
     const tcp::endpoint endpoint = results.begin()->endpoint();
     acceptor.open(endpoint.protocol());
     acceptor.set_option(tcp::acceptor::reuse_address(true));

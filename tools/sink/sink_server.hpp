@@ -21,8 +21,8 @@ struct sink_config {
   // only TLS 1.1 (at OpenSSL security level 0), to test that clients refuse it.
   std::string tls_max_version;
   behaviour_set behaviours;
-  std::uint64_t seed = 1;  // for "mix" picks
-  std::string record_path; // empty: no CSV record
+  std::uint64_t seed = 1;   // for "mix" picks
+  std::string record_path;  // empty: no CSV record
   int threads = 1;
   std::size_t body_limit = 1024 * 1024;
   // Longer than the drainer's idle eviction, so the drainer, not the sink, retires connections.

@@ -8,7 +8,6 @@
 #include <string>
 #include <unordered_map>
 
-
 #include "storage/connection.hpp"
 #include "tools/sink/verdict.hpp"
 

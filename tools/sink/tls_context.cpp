@@ -24,8 +24,8 @@ ssl::context make_tls_context(const std::string& cert, const std::string& key,
   ssl::context context(ssl::context::tls_server);
   SSL_CTX* native = context.native_handle();
   context.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                      ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                      ssl::context::single_dh_use);
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   if (!max_version.empty()) {
     const int newest = tls_version_code(max_version);

@@ -32,7 +32,7 @@ verdict judge(const subscriber_key* subscriber, const signature_headers& headers
   if (headers.vvv_signature && configured == proto::signing_scheme::stored) {
     // Signed once at enqueue over the payload alone: no timestamp.
     return proto::verify_stored(subscriber->secret, body, *headers.vvv_signature) ? verdict::ok
-                                                                                 : verdict::bad;
+                                                                                  : verdict::bad;
   }
   if (headers.vvv_signature) {
     if (configured != proto::signing_scheme::vvv || !headers.vvv_timestamp) return verdict::bad;

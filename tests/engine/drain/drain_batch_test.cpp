@@ -62,9 +62,15 @@ struct batch_env {
   }
 
   run_result drain(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
-                                  "--until-drained-wait", "10", "--allow-private-targets",
-                                  "--progress-interval", "0"};
+    std::vector<std::string> args{"drain",
+                                  "--db",
+                                  queue.path(),
+                                  "--until-drained",
+                                  "--until-drained-wait",
+                                  "10",
+                                  "--allow-private-targets",
+                                  "--progress-interval",
+                                  "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_surge(dir, args);
   }
@@ -277,8 +283,8 @@ TEST(DrainBatch, ACircuitOpenedByFailingBatchesRecoversAndLosesNothing) {
   batch_env env;
   const auto id = env.subscriber(200, 10, {"--batch", "5"});
   env.rows(id, 60);
-  env.queue.set_url(id, "http://127.0.0.1:" + std::to_string(unused_port()) + "/hook/" +
-                            std::to_string(id));
+  env.queue.set_url(
+      id, "http://127.0.0.1:" + std::to_string(unused_port()) + "/hook/" + std::to_string(id));
   tools::child_process drain(surge_binary(),
                              {"drain", "--db", env.queue.path(), "--allow-private-targets",
                               "--until-drained", "--progress-interval", "0", "--circuit-failures",
@@ -321,8 +327,8 @@ TEST(DrainBatch, APythonReceiverBuiltFromTheDocsVerifiesAndDedupesEveryEvent) {
   test_queue queue(dir);
   const std::string standard_secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
   const auto vvv = queue.add_subscriber("http://placeholder/", 500, 20);
-  const auto standard = queue.add_subscriber("http://placeholder/", 500, 20, "standard",
-                                             standard_secret);
+  const auto standard =
+      queue.add_subscriber("http://placeholder/", 500, 20, "standard", standard_secret);
   std::ofstream(dir.file("secrets.json"))
       << R"({")" << vvv << R"(": ["vvv", "test-secret"], ")" << standard << R"(": ["standard", ")"
       << standard_secret << R"("]})";
@@ -336,9 +342,8 @@ TEST(DrainBatch, APythonReceiverBuiltFromTheDocsVerifiesAndDedupesEveryEvent) {
   ASSERT_TRUE(port) << "the receiver did not start";
   for (const auto id : {vvv, standard}) {
     queue.set_url(id, "http://127.0.0.1:" + *port + "/hook/" + std::to_string(id));
-    const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
-                                     std::to_string(id), "--batch", "20", "--batch-bytes",
-                                     "500"});
+    const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                     "--batch", "20", "--batch-bytes", "500"});
     ASSERT_EQ(set.exit_code, 0) << set.err;
     // 50-byte events: 9 fit in 500 bytes.
     queue.add_rows(id, 70, R"({"type":"video.trending","data":{"video_id":"v1"}})");
@@ -382,17 +387,17 @@ TEST(DrainBatch, ABatchRefusedAsTooLargeIsSplitUntilThePartnerTakesIt) {
          << "    location /hook/ { return 204; }\n  }\n}\n";
   }
   auto server = start_nginx(*nginx, root, port);
-  const auto id = queue.add_subscriber(
-      "http://127.0.0.1:" + std::to_string(port) + "/hook/1", 1000, 100);
+  const auto id =
+      queue.add_subscriber("http://127.0.0.1:" + std::to_string(port) + "/hook/1", 1000, 100);
   const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
                                    "--batch", "50", "--batch-linger", "0.5"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // About 60 bytes each: a batch of more than about 14 is over 1 KiB.
   queue.add_rows(id, 200, R"({"video":"v1","pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})");
   // One request at a time, so the access log is in the order the batches were decided.
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                      "--allow-private-targets", "--progress-interval", "0",
-                                      "--per-subscriber-in-flight", "1"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0", "--per-subscriber-in-flight", "1"});
   server.stop();
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(queue.count_by_status()["done"], 200) << result.err;

@@ -34,9 +34,10 @@ struct coalesce_env {
 
   std::int64_t row(std::int64_t subscriber_id, const std::string& type, const std::string& payload,
                    double created_at, double next_attempt_at = 0, double locked_until = 0) {
-    SQLite::Statement insert(queue.db(),
-                             "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, "
-                             "created_at, next_attempt_at, locked_until) VALUES (?, ?, ?, ?, ?, ?)");
+    SQLite::Statement insert(
+        queue.db(),
+        "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, "
+        "created_at, next_attempt_at, locked_until) VALUES (?, ?, ?, ?, ?, ?)");
     insert.bind(1, subscriber_id);
     insert.bind(2, type);
     insert.bind(3, payload);
@@ -48,15 +49,14 @@ struct coalesce_env {
   }
 
   run_result drain(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"drain", "--db", queue.path(), "--allow-private-targets",
-                                  "--progress-interval", "0"};
+    std::vector<std::string> args{
+        "drain", "--db", queue.path(), "--allow-private-targets", "--progress-interval", "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_surge(dir, args);
   }
 
   std::optional<std::int64_t> coalesced_into(std::int64_t id) {
-    SQLite::Statement query(queue.db(),
-                            "SELECT coalesced_into FROM webhook_delivery WHERE id = ?");
+    SQLite::Statement query(queue.db(), "SELECT coalesced_into FROM webhook_delivery WHERE id = ?");
     query.bind(1, id);
     query.executeStep();
     if (query.getColumn(0).isNull()) return std::nullopt;
@@ -76,8 +76,8 @@ TEST(DrainCoalesce, OnlyTheNewestRowOfEachKeyIsSentAndTheRestNameIt) {
   std::map<int, std::vector<std::int64_t>> by_video;  // oldest first
   for (int update = 0; update < 5; ++update) {
     for (int video = 0; video < 10; ++video) {
-      by_video[video].push_back(env.row(id, "video.rank_updated", rank(video, update),
-                                        env.now - 5 + update * 0.5));
+      by_video[video].push_back(
+          env.row(id, "video.rank_updated", rank(video, update), env.now - 5 + update * 0.5));
     }
   }
   // Sent as usual: rows without the key, and rows of a type outside the rule with the same key.
@@ -88,8 +88,7 @@ TEST(DrainCoalesce, OnlyTheNewestRowOfEachKeyIsSentAndTheRestNameIt) {
   }
   // Never touched: a row not due yet, and one leased by another drainer.
   const auto not_due = env.row(id, "video.rank_updated", rank(0, 99), env.now, env.now + 3600);
-  const auto leased =
-      env.row(id, "video.rank_updated", rank(1, 99), env.now, 0, env.now + 3600);
+  const auto leased = env.row(id, "video.rank_updated", rank(1, 99), env.now, 0, env.now + 3600);
 
   const auto result = env.drain({"--duration", "3"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -227,10 +226,10 @@ TEST(DrainCoalesce, UnderASteadyStreamEveryKeyIsHeardWithinItsWindow) {
     const double at = proto::unix_now();
     producer.begin();
     for (int video = 0; video < keys; ++video) {
-      producer.exec("INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at, "
-                    "next_attempt_at) VALUES (?, 'video.rank_updated', ?, ?, ?)",
-                    {std::to_string(id), rank(video, second), std::to_string(at),
-                     std::to_string(at)});
+      producer.exec(
+          "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at, "
+          "next_attempt_at) VALUES (?, 'video.rank_updated', ?, ?, ?)",
+          {std::to_string(id), rank(video, second), std::to_string(at), std::to_string(at)});
     }
     producer.commit();
     std::this_thread::sleep_until(std::chrono::steady_clock::now() +

@@ -16,8 +16,17 @@ namespace surge::testing {
 namespace {
 
 std::vector<std::string> drain_args(const test_queue& queue) {
-  return {"drain",          "--db", queue.path(), "--until-drained", "--allow-private-targets",
-          "--progress-interval", "0", "--threads", "2", "--max-attempts", "1"};
+  return {"drain",
+          "--db",
+          queue.path(),
+          "--until-drained",
+          "--allow-private-targets",
+          "--progress-interval",
+          "0",
+          "--threads",
+          "2",
+          "--max-attempts",
+          "1"};
 }
 
 void surge_ok(const temp_dir& dir, const std::vector<std::string>& args) {
@@ -41,8 +50,8 @@ nginx_peer start_peer(const temp_dir& dir, const std::string& server_block) {
   std::string block = server_block;
   block.replace(block.find("PORT"), 4, std::to_string(peer.port));
   std::ofstream(dir.file("nginx/nginx.conf"))
-      << nginx_conf_prelude(dir.file("nginx"))
-      << "  access_log " << dir.file("nginx") << "/access.log;\n"
+      << nginx_conf_prelude(dir.file("nginx")) << "  access_log " << dir.file("nginx")
+      << "/access.log;\n"
       << "  server { listen 127.0.0.1:" << ready_port << "; location = /ready { return 204; } }\n"
       << block << "}\n";
   peer.process.emplace(start_nginx(*nginx, dir.file("nginx"), ready_port));
@@ -51,11 +60,12 @@ nginx_peer start_peer(const temp_dir& dir, const std::string& server_block) {
 
 TEST(DrainCredentials, AnExtraHeaderGetsThroughAGatewayThatRequiresItAndIsNeverListed) {
   temp_dir dir;
-  auto peer = start_peer(dir,
-                         "  server {\n    listen 127.0.0.1:PORT;\n"
-                         "    location / {\n"
-                         "      if ($http_authorization != \"Bearer s3cret-token\") { return 401; }\n"
-                         "      return 204;\n    }\n  }\n");
+  auto peer =
+      start_peer(dir,
+                 "  server {\n    listen 127.0.0.1:PORT;\n"
+                 "    location / {\n"
+                 "      if ($http_authorization != \"Bearer s3cret-token\") { return 401; }\n"
+                 "      return 204;\n    }\n  }\n");
   if (!peer.process) GTEST_SKIP() << "nginx is not installed (apt-get install nginx-light)";
   test_queue queue(dir);
   const std::string url = "http://127.0.0.1:" + std::to_string(peer.port) + "/hook";
@@ -85,15 +95,16 @@ TEST(DrainCredentials, AnExtraHeaderGetsThroughAGatewayThatRequiresItAndIsNeverL
         std::vector<std::string>{"stats", "--db", queue.path(), "--json"}}) {
     const auto shown = run_surge(dir, listing);
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
-    EXPECT_NE(shown.out.find("Authorization"), std::string::npos) << listing[0] << "\n" << shown.out;
+    EXPECT_NE(shown.out.find("Authorization"), std::string::npos) << listing[0] << "\n"
+                                                                  << shown.out;
     EXPECT_NE(shown.out.find("X-Api-Key"), std::string::npos) << shown.out;
     EXPECT_EQ(shown.out.find("s3cret-token"), std::string::npos) << shown.out;
     EXPECT_EQ(shown.out.find("k-42"), std::string::npos) << shown.out;
   }
 
   // Taken off again: the next drain sends without it and the gateway refuses.
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(with),
-                 "--remove-header", "authorization"});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(with), "--remove-header",
+                 "authorization"});
   const auto later = queue.add_rows(with, 1);
   ASSERT_EQ(run_surge(dir, drain_args(queue)).exit_code, 0);
   EXPECT_EQ(queue.row(later.front()).last_status, 401);
@@ -103,11 +114,11 @@ TEST(DrainCredentials, HeadersThatWouldOverrideSurgesOwnOrCarryCrLfAreRefusedWit
   temp_dir dir;
   test_queue queue(dir);
   const auto id = std::to_string(queue.add_subscriber("http://127.0.0.1:9/hook", 10, 10));
-  for (const char* bad : {"Host: evil.example", "content-type: text/plain",
-                          "X-VVV-Signature: sha256=00", "webhook-signature: v1,x",
-                          "Transfer-Encoding: chunked", "Bad Name: x", "no colon"}) {
-    const auto result = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id,
-                                        "--header", bad});
+  for (const char* bad :
+       {"Host: evil.example", "content-type: text/plain", "X-VVV-Signature: sha256=00",
+        "webhook-signature: v1,x", "Transfer-Encoding: chunked", "Bad Name: x", "no colon"}) {
+    const auto result =
+        run_surge(dir, {"subscriber", "set", "--db", queue.path(), id, "--header", bad});
     EXPECT_EQ(result.exit_code, 2) << bad;
     EXPECT_NE(result.err.find("--header"), std::string::npos) << result.err;
   }
@@ -119,15 +130,15 @@ TEST(DrainCredentials, HeadersThatWouldOverrideSurgesOwnOrCarryCrLfAreRefusedWit
   // errors end up in terminals and tickets.
   for (const char* bad : {"Authorization: Bearer s3cret-token\x01",
                           "Content-Encoding: s3cret-token", "Bearer s3cret-token"}) {
-    const auto refused = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id,
-                                         "--header", bad});
+    const auto refused =
+        run_surge(dir, {"subscriber", "set", "--db", queue.path(), id, "--header", bad});
     EXPECT_EQ(refused.exit_code, 2) << bad;
     EXPECT_NE(refused.err.find("--header"), std::string::npos) << refused.err;
     EXPECT_EQ(refused.err.find("s3cret-token"), std::string::npos) << refused.err;
     EXPECT_EQ(refused.out.find("s3cret-token"), std::string::npos) << refused.out;
   }
-  const auto named = run_surge(dir, {"subscriber", "set", "--db", queue.path(), id, "--header",
-                                     "Content-Encoding: gzip"});
+  const auto named = run_surge(
+      dir, {"subscriber", "set", "--db", queue.path(), id, "--header", "Content-Encoding: gzip"});
   EXPECT_EQ(named.exit_code, 2);
   EXPECT_NE(named.err.find("header 'Content-Encoding'"), std::string::npos) << named.err;
   const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
@@ -139,9 +150,15 @@ TEST(DrainCredentials, HeadersThatWouldOverrideSurgesOwnOrCarryCrLfAreRefusedWit
 // would ride on a connection (or resume a session) of the one with it.
 std::string mtls_server(const test_pki& pki) {
   return "  server {\n    listen 127.0.0.1:PORT ssl;\n"
-         "    ssl_certificate " + pki.server_cert + ";\n"
-         "    ssl_certificate_key " + pki.server_key + ";\n"
-         "    ssl_client_certificate " + pki.ca_cert + ";\n"
+         "    ssl_certificate " +
+         pki.server_cert +
+         ";\n"
+         "    ssl_certificate_key " +
+         pki.server_key +
+         ";\n"
+         "    ssl_client_certificate " +
+         pki.ca_cert +
+         ";\n"
          "    ssl_verify_client on;\n"
          "    ssl_session_tickets on;\n"
          "    location / { return 204; }\n  }\n";
@@ -161,10 +178,10 @@ TEST(DrainCredentials, MutualTlsLetsThroughOnlyTheSubscriberWithTheCaSignedCerti
   const auto with = queue.add_subscriber(url, 1000, 100);
   const auto without = queue.add_subscriber(url, 1000, 100);
   const auto wrong = queue.add_subscriber(url, 1000, 100);
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(with),
-                 "--client-cert", client.cert, "--client-key", client.key});
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(wrong),
-                 "--client-cert", stranger.cert, "--client-key", stranger.key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(with), "--client-cert",
+                 client.cert, "--client-key", client.key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(wrong), "--client-cert",
+                 stranger.cert, "--client-key", stranger.key});
   // Interleaved, as a producer fans out: the three share the origin from the first request on.
   std::vector<std::int64_t> with_rows, without_rows, wrong_rows;
   for (int i = 0; i < 15; ++i) {
@@ -212,9 +229,9 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
   const auto missing = queue.add_subscriber(url, 1000, 100);
 
   // The command refuses a key that does not belong to the certificate, naming the flags.
-  const auto refused = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
-                                       std::to_string(mismatched), "--client-cert", client.cert,
-                                       "--client-key", other.key});
+  const auto refused =
+      run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(mismatched),
+                      "--client-cert", client.cert, "--client-key", other.key});
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("--client-key"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("does not match"), std::string::npos) << refused.err;
@@ -226,8 +243,8 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
   };
   const auto mismatched_key = copy(client.key, "mismatched.key");
   const auto missing_key = copy(client.key, "missing.key");
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(good),
-                 "--client-cert", client.cert, "--client-key", client.key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(good), "--client-cert",
+                 client.cert, "--client-key", client.key});
   surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(mismatched),
                  "--client-cert", client.cert, "--client-key", mismatched_key});
   surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(missing),
@@ -254,8 +271,8 @@ TEST(DrainCredentials, AnUnusableKeyHoldsThatSubscriberWithAClearErrorWhileOther
                             mismatched_key + " does not match client certificate " + client.cert),
             std::string::npos)
       << result.err;
-  EXPECT_NE(result.err.find("subscriber " + std::to_string(missing) +
-                            ": cannot read client key " + missing_key),
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(missing) + ": cannot read client key " +
+                            missing_key),
             std::string::npos)
       << result.err;
 
@@ -286,17 +303,17 @@ TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHe
   const auto locked = queue.add_subscriber(url, 1000, 100);
   const auto stale = queue.add_subscriber(url, 1000, 100);
 
-  const auto refused_key = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
-                                           std::to_string(locked), "--client-cert", client.cert,
-                                           "--client-key", encrypted});
+  const auto refused_key =
+      run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked),
+                      "--client-cert", client.cert, "--client-key", encrypted});
   EXPECT_EQ(refused_key.exit_code, 2);
   EXPECT_NE(refused_key.err.find("--client-cert/--client-key"), std::string::npos)
       << refused_key.err;
   EXPECT_NE(refused_key.err.find("client key " + encrypted + " is encrypted"), std::string::npos)
       << refused_key.err;
-  const auto refused_cert = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
-                                            std::to_string(stale), "--client-cert", expired.cert,
-                                            "--client-key", expired.key});
+  const auto refused_cert =
+      run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(stale),
+                      "--client-cert", expired.cert, "--client-key", expired.key});
   EXPECT_EQ(refused_cert.exit_code, 2);
   EXPECT_NE(refused_cert.err.find("--client-cert/--client-key"), std::string::npos)
       << refused_cert.err;
@@ -312,10 +329,10 @@ TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHe
   const auto locked_key = copy(client.key, "locked.key");
   const auto stale_cert = copy(client.cert, "stale.crt");
   const auto stale_key = copy(client.key, "stale.key");
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked),
-                 "--client-cert", client.cert, "--client-key", locked_key});
-  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(stale),
-                 "--client-cert", stale_cert, "--client-key", stale_key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(locked), "--client-cert",
+                 client.cert, "--client-key", locked_key});
+  surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(stale), "--client-cert",
+                 stale_cert, "--client-key", stale_key});
   const auto overwrite = std::filesystem::copy_options::overwrite_existing;
   std::filesystem::copy_file(encrypted, locked_key, overwrite);
   std::filesystem::copy_file(expired.cert, stale_cert, overwrite);
@@ -333,8 +350,8 @@ TEST(DrainCredentials, AnEncryptedKeyOrAnExpiredCertificateIsRefusedWhenSetAndHe
       EXPECT_EQ(queue.row(id).attempts, 0) << "row " << id;
     }
   }
-  EXPECT_NE(result.err.find("subscriber " + std::to_string(locked) + ": client key " +
-                            locked_key + " is encrypted"),
+  EXPECT_NE(result.err.find("subscriber " + std::to_string(locked) + ": client key " + locked_key +
+                            " is encrypted"),
             std::string::npos)
       << result.err;
   EXPECT_NE(result.err.find("subscriber " + std::to_string(stale) + ": client certificate " +
@@ -351,8 +368,9 @@ TEST(DrainCredentials, SubscriberAddAndSetWriteTheSubscriberAndItsCredentialsTog
   test_queue queue(dir);
   const auto id = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 10);
   // Every credentials write fails, as a full disk or a lost lock would make it fail.
-  queue.sql().exec("CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
-                   "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  queue.sql().exec(
+      "CREATE TRIGGER surge_test_refuse BEFORE INSERT ON surge_subscriber_credential "
+      "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
 
   const auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
                                      "http://127.0.0.1:9/other", "--header", "X-Api-Key: k"});
@@ -363,17 +381,17 @@ TEST(DrainCredentials, SubscriberAddAndSetWriteTheSubscriberAndItsCredentialsTog
   const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
                                    "--burst", "7", "--header", "X-Api-Key: k"});
   EXPECT_NE(set.exit_code, 0) << set.out;
-  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
-                               {std::to_string(id)}),
-            10);
+  EXPECT_EQ(
+      queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?", {std::to_string(id)}),
+      10);
 
   // Without credentials to write, both work as before.
   queue.sql().exec("DROP TRIGGER surge_test_refuse");
   surge_ok(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id), "--burst", "7",
                  "--header", "X-Api-Key: k"});
-  EXPECT_EQ(queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?",
-                               {std::to_string(id)}),
-            7);
+  EXPECT_EQ(
+      queue.sql().number("SELECT burst FROM webhook_subscriber WHERE id = ?", {std::to_string(id)}),
+      7);
   EXPECT_EQ(queue.sql().number("SELECT COUNT(*) FROM surge_subscriber_credential"), 1);
 }
 

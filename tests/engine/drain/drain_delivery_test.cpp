@@ -12,8 +12,15 @@ namespace surge::testing {
 namespace {
 
 std::vector<std::string> drain_args(const test_queue& queue) {
-  return {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
-          "--progress-interval", "0", "--threads", "2"};
+  return {"drain",
+          "--db",
+          queue.path(),
+          "--until-drained",
+          "--allow-private-targets",
+          "--progress-interval",
+          "0",
+          "--threads",
+          "2"};
 }
 
 // On both kinds of queue: the sink reads the secrets from the same queue the drain claims from.
@@ -64,7 +71,8 @@ TEST(DrainDelivery, HttpsWithATestCaVerifiesTheServerByName) {
   test_queue queue(dir);
   sink_process sink(dir, queue.path(), {.tls_cert = pki.server_cert, .tls_key = pki.server_key});
   const auto trusted = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(trusted, true, "localhost") +
+  queue.db().exec("UPDATE webhook_subscriber SET url = '" +
+                  sink.url_for(trusted, true, "localhost") +
                   "' WHERE id = " + std::to_string(trusted));
   const auto rows = queue.add_rows(trusted, 20);
 
@@ -97,7 +105,8 @@ TEST(DrainDelivery, BadRowsAreDeadLetteredWithAReasonWhileTheRestDrains) {
   queue.db().exec("UPDATE webhook_subscriber SET url = 'ftp://example.com/x' WHERE id = " +
                   std::to_string(malformed));
   const auto inactive = queue.add_subscriber(sink.url_for(0), 1000, 100);
-  queue.db().exec("UPDATE webhook_subscriber SET active = 0 WHERE id = " + std::to_string(inactive));
+  queue.db().exec("UPDATE webhook_subscriber SET active = 0 WHERE id = " +
+                  std::to_string(inactive));
 
   const auto good_rows = queue.add_rows(good, 30);
   const auto oversized = queue.add_rows(good, 1, "{\"blob\":\"" + std::string(4000, 'x') + "\"}");
@@ -135,13 +144,14 @@ TEST(DrainDelivery, NonPublicTargetsAreRefusedWithoutTheFlag) {
   sink_process sink(dir, queue.path());
   const auto loopback = queue.add_subscriber_at(sink, 100, 10);
   const auto by_name = queue.add_subscriber("http://placeholder/", 100, 10);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(by_name, false, "localhost") +
+  queue.db().exec("UPDATE webhook_subscriber SET url = '" +
+                  sink.url_for(by_name, false, "localhost") +
                   "' WHERE id = " + std::to_string(by_name));
   const auto rows = queue.add_rows(loopback, 2);
   const auto named_rows = queue.add_rows(by_name, 2);
 
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                      "--progress-interval", "0"});
+  const auto result = run_surge(
+      dir, {"drain", "--db", queue.path(), "--until-drained", "--progress-interval", "0"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (auto id : rows) {
     EXPECT_EQ(queue.row(id).status, "dead");

@@ -43,8 +43,13 @@ std::int64_t done_of(sql_client& sql, std::int64_t subscriber) {
 
 std::vector<std::string> drain_args(const std::string& location,
                                     std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"drain", "--db", location, "--until-drained",
-                                "--allow-private-targets", "--progress-interval", "0"};
+  std::vector<std::string> args{"drain",
+                                "--db",
+                                location,
+                                "--until-drained",
+                                "--allow-private-targets",
+                                "--progress-interval",
+                                "0"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -76,8 +81,8 @@ TEST(DrainFaultsDatabase, ASubscriberRowLockedByAnotherSessionHoldsBackOnlyThatS
   tools::child_process drain(surge_binary(), drain_args(queue.path()), dir.file("drain.out"),
                              dir.file("drain.err"));
   const bool others_done = eventually(
-      [&] { return done_of(queue.sql(), ids[0]) == 80 && done_of(queue.sql(), ids[1]) == 80; },
-      60s, 200ms);
+      [&] { return done_of(queue.sql(), ids[0]) == 80 && done_of(queue.sql(), ids[1]) == 80; }, 60s,
+      200ms);
   const auto held_done = done_of(queue.sql(), ids[2]);
   operator_session.commit();
   ASSERT_EQ(drain.wait(60s).value_or(-1), 0) << read_file(dir.file("drain.err"));
@@ -197,8 +202,9 @@ TEST(DrainFaultsDatabase, ARoleWithATinyStatementTimeoutStillDrains) {
   SURGE_REQUIRE_POSTGRES(server);
   temp_dir dir;
   test_queue queue(test_queue::at_location{server->create_database()});
-  queue.sql().exec("DO $$ BEGIN CREATE ROLE hasty LOGIN; EXCEPTION WHEN duplicate_object THEN "
-                   "NULL; END $$");
+  queue.sql().exec(
+      "DO $$ BEGIN CREATE ROLE hasty LOGIN; EXCEPTION WHEN duplicate_object THEN "
+      "NULL; END $$");
   queue.sql().exec("GRANT ALL ON ALL TABLES IN SCHEMA public TO hasty");
   queue.sql().exec("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO hasty");
   queue.sql().exec("ALTER ROLE hasty SET statement_timeout = '1ms'");
@@ -224,11 +230,13 @@ TEST(DrainFaultsDatabase, AReadOnlyRoleIsAnErrorAtTheStartThatNamesTheFix) {
   const auto id = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 10);
   queue.add_rows(id, 5);
   auto& sql = queue.sql();
-  sql.exec("DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; "
-           "END $$");
+  sql.exec(
+      "DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; "
+      "END $$");
   sql.exec("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader");
-  sql.exec("DO $$ BEGIN CREATE ROLE standby LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; "
-           "END $$");
+  sql.exec(
+      "DO $$ BEGIN CREATE ROLE standby LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; "
+      "END $$");
   sql.exec("GRANT ALL ON ALL TABLES IN SCHEMA public TO standby");
   sql.exec("ALTER ROLE standby SET default_transaction_read_only = on");
   for (const std::string role : {"reader", "standby"}) {

@@ -62,9 +62,9 @@ TEST(DrainFaults, WriteLockHeldRepeatedlyButShorterThanTheBusyTimeoutCausesNoErr
     }
   });
   std::this_thread::sleep_for(100ms);  // the drain starts against a held lock
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                      "--allow-private-targets", "--progress-interval", "0",
-                                      "--per-subscriber-in-flight", "64"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0", "--per-subscriber-in-flight", "64"});
   stop = true;
   other_writer.join();
 
@@ -85,11 +85,11 @@ TEST(DrainFaults, WriteLockHeldBeyondTheBusyTimeoutIsLoggedAndEveryOutcomeIsKept
   const auto rows = queue.add_rows(id, 20);
   // A lease far longer than the lock, so that a lost outcome would show as a second delivery
   // (after the lease) instead of passing unnoticed.
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", queue.path(), "--until-drained",
-                              "--allow-private-targets", "--progress-interval", "0",
-                              "--attempt-timeout", "2", "--lease", "30"},
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+       "--progress-interval", "0", "--attempt-timeout", "2", "--lease", "30"},
+      dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_TRUE(wait_for_requests(sink, 3, 10s)) << "the drain sent nothing";
   // No CLI flag sets the drain's busy timeout (5 s, storage_worker_config::busy_timeout).
   // Outcomes ride in the next claim's transaction, and the first transactions to wait may carry
@@ -128,8 +128,8 @@ TEST(DrainFaults, RowsLeasedByAKilledOtherDrainerAreDeliveredOnceTheLeaseEnds) {
   ASSERT_EQ(other.wait(30s).value_or(-1), 0);
   const auto held = leased_rows(queue);
   ASSERT_EQ(held.size(), rows.size());
-  const double lease_end = queue.db().execAndGet("SELECT MAX(locked_until) FROM webhook_delivery")
-                               .getDouble();
+  const double lease_end =
+      queue.db().execAndGet("SELECT MAX(locked_until) FROM webhook_delivery").getDouble();
 
   auto result = run_surge(dir, fast_drain(queue));
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -170,8 +170,8 @@ TEST(DrainFaults, SurgesLateOutcomeNeverUndoesTheOtherDrainersWrite) {
   sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 1500}})"});
   const auto id = subscriber_at(queue, sink);
   const auto rows = queue.add_rows(id, 4);
-  tools::child_process drain(surge_binary(), fast_drain(queue, {}, {.connect = "1", .attempt = "2",
-                                                                    .lease = "5"}),
+  tools::child_process drain(surge_binary(),
+                             fast_drain(queue, {}, {.connect = "1", .attempt = "2", .lease = "5"}),
                              dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_TRUE(wait_for_requests(sink, rows.size(), 10s));
 
@@ -193,8 +193,8 @@ TEST(DrainFaults, SurgesLateOutcomeNeverUndoesTheOtherDrainersWrite) {
   }
   ASSERT_TRUE(frozen);
   // Its leases run out; the other drainer claims the rows and records its own outcome.
-  const double lease_end = queue.db().execAndGet("SELECT MAX(locked_until) FROM webhook_delivery")
-                               .getDouble();
+  const double lease_end =
+      queue.db().execAndGet("SELECT MAX(locked_until) FROM webhook_delivery").getDouble();
   while (proto::unix_now() < lease_end + 0.2) std::this_thread::sleep_for(100ms);
   const std::string other_out = dir.file("other.txt");
   tools::child_process other(SURGE_OTHER_DRAINER_PATH,
@@ -237,9 +237,17 @@ void kill_nine_rounds(int rounds, int row_count) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> kill_after_ms(200, 1500);
-  const std::vector<std::string> common{"--db", queue.path(), "--allow-private-targets",
-                                        "--per-subscriber-in-flight", "20", "--lease", "5",
-                                        "--attempt-timeout", "2", "--progress-interval", "0"};
+  const std::vector<std::string> common{"--db",
+                                        queue.path(),
+                                        "--allow-private-targets",
+                                        "--per-subscriber-in-flight",
+                                        "20",
+                                        "--lease",
+                                        "5",
+                                        "--attempt-timeout",
+                                        "2",
+                                        "--progress-interval",
+                                        "0"};
 
   std::set<std::int64_t> held_at_a_kill;
   for (int round = 0; round < rounds; ++round) {
@@ -310,10 +318,11 @@ TEST(DrainFaults, EmptyAndNonUtf8PayloadsAreSentByteForByte) {
                               {"CAST(X'C328' AS TEXT)", std::string("\xC3\x28", 2)}};
   const double now = proto::unix_now();
   for (auto& row : bad) {
-    queue.db().exec("INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
-                    "next_attempt_at, created_at) VALUES (" + std::to_string(id) +
-                    ", 'video.trending', " + row.sql_value + ", " + std::to_string(now) + ", " +
-                    std::to_string(now) + ")");
+    queue.db().exec(
+        "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
+        "next_attempt_at, created_at) VALUES (" +
+        std::to_string(id) + ", 'video.trending', " + row.sql_value + ", " + std::to_string(now) +
+        ", " + std::to_string(now) + ")");
     row.id = queue.db().getLastInsertRowid();
     std::tie(row.stored_type, row.stored_hex) = stored_payload(queue, row.id);
   }

@@ -27,8 +27,8 @@ std::string read_file(const std::string& path) {
 }
 
 std::int64_t rows_with_status(test_queue& queue, const std::string& status) {
-  return static_cast<std::int64_t>(queue.sql().number(
-      "SELECT COUNT(*) FROM webhook_delivery WHERE status = ?", {status}));
+  return static_cast<std::int64_t>(
+      queue.sql().number("SELECT COUNT(*) FROM webhook_delivery WHERE status = ?", {status}));
 }
 
 // Another program's trigger refuses to mark one row done. Before, every outcome batch holding it
@@ -40,10 +40,12 @@ TEST(DrainFaultsRows, ATriggerRefusingOneRowsOutcomeDeadLettersThatRowAndNothing
   const auto id = queue.add_subscriber_at(sink, 1000, 100);
   const auto rows = queue.add_rows(id, 400);
   const auto frozen = rows[20];
-  queue.sql().exec("CREATE TRIGGER refuse_done BEFORE UPDATE OF status ON webhook_delivery "
-                   "WHEN NEW.id = " + std::to_string(frozen) +
-                   " AND NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'row is frozen by audit'); "
-                   "END");
+  queue.sql().exec(
+      "CREATE TRIGGER refuse_done BEFORE UPDATE OF status ON webhook_delivery "
+      "WHEN NEW.id = " +
+      std::to_string(frozen) +
+      " AND NEW.status = 'done' BEGIN SELECT RAISE(ABORT, 'row is frozen by audit'); "
+      "END");
   const auto result = run_surge(dir, fast_drain(queue), 90s);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("(drained)"), npos) << result.out;
@@ -67,9 +69,10 @@ TEST(DrainFaultsRows, ARowWhoseEveryUpdateIsRefusedIsLeftToItsLeaseAndTheOthersG
   const auto id = queue.add_subscriber_at(sink, 1000, 100);
   const auto rows = queue.add_rows(id, 200);
   const auto frozen = rows[7];
-  queue.sql().exec("CREATE TRIGGER refuse_all BEFORE UPDATE OF status ON webhook_delivery "
-                   "WHEN NEW.id = " + std::to_string(frozen) +
-                   " BEGIN SELECT RAISE(ABORT, 'row is frozen'); END");
+  queue.sql().exec(
+      "CREATE TRIGGER refuse_all BEFORE UPDATE OF status ON webhook_delivery "
+      "WHEN NEW.id = " +
+      std::to_string(frozen) + " BEGIN SELECT RAISE(ABORT, 'row is frozen'); END");
   auto args = fast_drain(queue);
   drop_option(args, "--until-drained-wait");
   args.erase(std::find(args.begin(), args.end(), "--until-drained"));
@@ -140,11 +143,30 @@ TEST(DrainFaultsRows, ThePayloadBytesHeldStayWithinTheMemoryBound) {
     const auto id = queue.add_subscriber_at(sink, 1000, 100);
     queue.add_rows(id, 40, big);
   }
-  std::vector<std::string> args{"drain", "--db", queue.path(), "--allow-private-targets",
-                                "--max-in-flight", "640", "--per-subscriber-in-flight", "80",
-                                "--max-payload-memory", "32", "--attempt-timeout", "30",
-                                "--lease", "120", "--threads", "2", "--progress-interval", "0.2",
-                                "--origin-latency-tolerance", "0", "--duration", "6", "--grace", "1"};
+  std::vector<std::string> args{"drain",
+                                "--db",
+                                queue.path(),
+                                "--allow-private-targets",
+                                "--max-in-flight",
+                                "640",
+                                "--per-subscriber-in-flight",
+                                "80",
+                                "--max-payload-memory",
+                                "32",
+                                "--attempt-timeout",
+                                "30",
+                                "--lease",
+                                "120",
+                                "--threads",
+                                "2",
+                                "--progress-interval",
+                                "0.2",
+                                "--origin-latency-tolerance",
+                                "0",
+                                "--duration",
+                                "6",
+                                "--grace",
+                                "1"};
   const auto result = run_surge(dir, args, 60s);
   EXPECT_EQ(result.exit_code, 0) << result.err;
   // The progress lines say what was held: in flight plus buffered rows, each 900 KB.
@@ -157,8 +179,8 @@ TEST(DrainFaultsRows, ThePayloadBytesHeldStayWithinTheMemoryBound) {
     const auto buffered = line.find("buffered=");
     if (in_flight == npos || buffered == npos) continue;
     ++seen;
-    most_held = std::max(most_held, std::stoll(line.substr(in_flight + 10)) +
-                                        std::stoll(line.substr(buffered + 9)));
+    most_held = std::max(
+        most_held, std::stoll(line.substr(in_flight + 10)) + std::stoll(line.substr(buffered + 9)));
   }
   ASSERT_GT(seen, 5) << result.err;
   EXPECT_GT(most_held, 0) << "the hanging endpoint got requests: " << result.err;

@@ -17,17 +17,30 @@ using steady = std::chrono::steady_clock;
 
 std::vector<std::string> fast_drain(const test_queue& queue, std::vector<std::string> extra,
                                     const timeouts& limits) {
-  std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
-                                "--until-drained-wait", "5", "--allow-private-targets",
-                                "--progress-interval", "0", "--connect-timeout", limits.connect,
-                                "--attempt-timeout", limits.attempt, "--lease", limits.lease,
-                                "--retry-base", "0.2", "--retry-cap", "0.4"};
+  std::vector<std::string> args{"drain",
+                                "--db",
+                                queue.path(),
+                                "--until-drained",
+                                "--until-drained-wait",
+                                "5",
+                                "--allow-private-targets",
+                                "--progress-interval",
+                                "0",
+                                "--connect-timeout",
+                                limits.connect,
+                                "--attempt-timeout",
+                                limits.attempt,
+                                "--lease",
+                                limits.lease,
+                                "--retry-base",
+                                "0.2",
+                                "--retry-cap",
+                                "0.4"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
-std::int64_t subscriber_at(test_queue& queue, const sink_process& sink, double rate,
-                           int burst) {
+std::int64_t subscriber_at(test_queue& queue, const sink_process& sink, double rate, int burst) {
   return queue.add_subscriber_at(sink, rate, burst);
 }
 

@@ -30,15 +30,14 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
   // The same port on ::1, so that the IPv6 forms have a listener to (not) reach too.
   std::optional<sink_process> sink_v6;
   try {
-    sink_v6.emplace(dir, queue.path(),
-                    sink_process::options{.port = sink.port(), .host = "::1"});
+    sink_v6.emplace(dir, queue.path(), sink_process::options{.port = sink.port(), .host = "::1"});
   } catch (const std::exception& error) {
     std::cerr << "no listener on [::1]:" << port << " (" << error.what() << ")\n";
   }
 
   struct target_case {
-    std::string host_port;  // authority of the URL
-    std::string reason;     // expected in last_error
+    std::string host_port;    // authority of the URL
+    std::string reason;       // expected in last_error
     bool loopback_reachable;  // reaches a listener here when private targets are allowed
   };
   const std::vector<target_case> cases = {
@@ -86,8 +85,10 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
   for (auto id : reachable_subscribers) {
     reachable_ids += (reachable_ids.empty() ? "" : ",") + std::to_string(id);
   }
-  queue.db().exec("UPDATE webhook_delivery SET status = 'pending', attempts = 0 "
-                  "WHERE subscriber_id IN (" + reachable_ids + ")");
+  queue.db().exec(
+      "UPDATE webhook_delivery SET status = 'pending', attempts = 0 "
+      "WHERE subscriber_id IN (" +
+      reachable_ids + ")");
   const auto allowed = run_surge(dir, fast_drain(queue, {"--subscribers", reachable_ids}));
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
   std::set<std::int64_t> reached;
@@ -177,8 +178,8 @@ TEST(DrainFaults, TlsFailuresSendNothingAndTheServerNameIsSent) {
   queue.set_url(good_id, good.url_for(good_id, true, "localhost"));
   const auto good_rows = queue.add_rows(good_id, 3);
 
-  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "1", "--ca-file",
-                                                        pki.ca_cert}));
+  const auto result =
+      run_surge(dir, fast_drain(queue, {"--max-attempts", "1", "--ca-file", pki.ca_cert}));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (std::size_t i = 0; i < failing.size(); ++i) {
     const auto state = queue.row(failing_rows[i]);

@@ -168,9 +168,10 @@ TEST(DrainFaults, ListenerThatNeverAcceptsIsAbortedAtTheConnectDeadlineAndRetrie
   queue.set_url(id, "http://127.0.0.1:" + std::to_string(listener.port()) + "/hook/1");
   const auto rows = queue.add_rows(id, 1);
 
-  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"},
-                                                {.connect = "1", .attempt = "2", .lease = "5"}),
-                                60s);
+  const auto result = run_surge(
+      dir,
+      fast_drain(queue, {"--max-attempts", "2"}, {.connect = "1", .attempt = "2", .lease = "5"}),
+      60s);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto state = queue.row(rows.front());
   EXPECT_EQ(state.status, "dead");
@@ -271,10 +272,10 @@ watched_drain drain_watching_memory(const std::string& behaviour) {
   set_max_in_flight(queue, id, 1);
   const auto rows = queue.add_rows(id, 2);
 
-  tools::child_process drain(surge_binary(),
-                             fast_drain(queue, {"--max-attempts", "1"},
-                                        {.connect = "1", .attempt = "2", .lease = "5"}),
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      fast_drain(queue, {"--max-attempts", "1"}, {.connect = "1", .attempt = "2", .lease = "5"}),
+      dir.file("drain.out"), dir.file("drain.err"));
   // VmHWM only grows, and the drain idles for two drained checks (0.5 s) after the last
   // response before it exits, so polling sees the peak.
   watched_drain out;
@@ -324,8 +325,7 @@ void expect_hostile_body_is_cut(const std::string& behaviour) {
       << "peak RSS " << hostile.peak_rss / (1024 * 1024) << " MiB against "
       << plain.peak_rss / (1024 * 1024) << " MiB for plain answers";
   std::cerr << behaviour << ": drain peak RSS " << hostile.peak_rss / 1024 << " KiB (plain "
-            << plain.peak_rss / 1024 << " KiB), sink streamed " << hostile.streamed
-            << " bytes\n";
+            << plain.peak_rss / 1024 << " KiB), sink streamed " << hostile.streamed << " bytes\n";
 }
 
 TEST(DrainFaults, HundredMegabyteBodyIsCutAtTheCapWithFlatMemory) {

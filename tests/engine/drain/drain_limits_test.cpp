@@ -42,8 +42,10 @@ first_and_others queue_first_then_others(test_queue& queue, const sink_process& 
     out.others.push_back(queue.add_subscriber_at(sink, 1e6, 1'000'000));
     queue.add_rows(out.others.back(), rows_each);
   }
-  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
-                  "WHERE subscriber_id != " + std::to_string(out.first));
+  queue.db().exec(
+      "UPDATE webhook_delivery SET next_attempt_at = next_attempt_at + 1 "
+      "WHERE subscriber_id != " +
+      std::to_string(out.first));
   return out;
 }
 
@@ -60,14 +62,14 @@ TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
                              dir.file("drain.out"), dir.file("drain.err"));
   std::this_thread::sleep_for(3s);
   const double changed_at = proto::unix_now();
-  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
-                                   std::to_string(id), "--rate", "40", "--burst", "1"});
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                   "--rate", "40", "--burst", "1"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   ASSERT_EQ(drain.wait(30s).value_or(-1), 0);
 
   const auto arrivals = sorted_arrivals(sink.stop_and_read());
-  const auto before = std::count_if(arrivals.begin(), arrivals.end(),
-                                    [&](double t) { return t < changed_at; });
+  const auto before =
+      std::count_if(arrivals.begin(), arrivals.end(), [&](double t) { return t < changed_at; });
   // ~3 s at 4/s before the change; the re-read happens within 3 s of it, and then 40/s for
   // the rest: far more than the old rate could ever send in 9 s (36 + 1).
   EXPECT_LE(before, 4 * 3 + 2);
@@ -124,10 +126,10 @@ TEST(DrainLimits, RequestsHangingAtOneSubscriberDoNotHoldTheOriginFromTheOthers)
   // The healthy rows fall due a second in, when the hanging requests hold the slots.
   const auto hanging = queue_first_then_others(queue, sink, 16, 4, 100).first;
   ASSERT_EQ(hanging, 1);
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
-                                      "--until-drained", "--threads", "1", "--max-attempts", "1",
-                                      "--attempt-timeout", "6", "--lease", "30",
-                                      "--progress-interval", "0"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets", "--until-drained",
+                      "--threads", "1", "--max-attempts", "1", "--attempt-timeout", "6", "--lease",
+                      "30", "--progress-interval", "0"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = sink.stop_and_read();
   double first_hang = std::numeric_limits<double>::max();
@@ -177,9 +179,9 @@ TEST(DrainLimits, TheProcessWideInFlightCapHoldsAndServesEveryWaitingSubscriber)
     ids.push_back(queue.add_subscriber_at(sink, 1000, 100));
     queue.add_rows(ids.back(), 5);
   }
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
-                                      "--until-drained", "--threads", "1", "--max-in-flight", "2",
-                                      "--progress-interval", "0"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets", "--until-drained",
+                      "--threads", "1", "--max-in-flight", "2", "--progress-interval", "0"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = sink.stop_and_read();
   EXPECT_EQ(deliveries(requests).size(), 20u);
@@ -205,13 +207,13 @@ TEST(DrainLimits, AnOriginThatSlowsUnderLoadGetsLessConcurrency) {
                                    const std::string& slack = "0.002") -> std::size_t {
     temp_dir dir;
     test_queue queue(dir);
-    sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_per_request_ms": 2}})"});
+    sink_process sink(dir, queue.path(),
+                      {.behaviours_json = R"({"*": {"delay_per_request_ms": 2}})"});
     for (int i = 0; i < 20; ++i) queue.add_rows(queue.add_subscriber_at(sink, 1e6, 1'000'000), 100);
-    const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
-                                        "--until-drained", "--threads", "2",
-                                        "--origin-latency-tolerance", tolerance,
-                                        "--origin-latency-slack", slack,
-                                        "--progress-interval", "0"});
+    const auto result =
+        run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets", "--until-drained",
+                        "--threads", "2", "--origin-latency-tolerance", tolerance,
+                        "--origin-latency-slack", slack, "--progress-interval", "0"});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     const auto requests = sink.stop_and_read();
     EXPECT_EQ(deliveries(requests).size(), 2000u) << "tolerance " << tolerance;
@@ -239,16 +241,16 @@ TEST(DrainLimits, AnOriginThatSlowsUnderLoadGetsLessConcurrency) {
 TEST(DrainLimits, AnOriginsSlotsGoRoundInTurnBetweenItsSubscribers) {
   temp_dir dir;
   test_queue queue(dir);
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_per_request_ms": 2}})"});
+  sink_process sink(dir, queue.path(),
+                    {.behaviours_json = R"({"*": {"delay_per_request_ms": 2}})"});
   // The small ones' rows fall due a second into the drain, when the big one holds the slots.
   const auto heavy = queue_first_then_others(queue, sink, 3000, 10, 20).first;
   // Its own cap is above anything the origin limit reaches here, so only the origin's queue
   // decides who sends.
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
-                                      "--until-drained", "--until-drained-wait", "5",
-                                      "--threads", "1", "--per-subscriber-in-flight", "64",
-                                      "--origin-latency-tolerance", "2", "--progress-interval",
-                                      "0"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets", "--until-drained",
+                      "--until-drained-wait", "5", "--threads", "1", "--per-subscriber-in-flight",
+                      "64", "--origin-latency-tolerance", "2", "--progress-interval", "0"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = sink.stop_and_read();
   ASSERT_EQ(deliveries(requests).size(), 3200u);

@@ -53,11 +53,11 @@ struct slow_queue {
 
 TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   slow_queue env(150);
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", env.queue.path(), "--allow-private-targets",
-                              "--until-drained", "--metrics-listen", "127.0.0.1:0",
-                              "--metrics-subscribers", "2", "--progress", "off"},
-                             env.dir.file("drain.out"), env.dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      {"drain", "--db", env.queue.path(), "--allow-private-targets", "--until-drained",
+       "--metrics-listen", "127.0.0.1:0", "--metrics-subscribers", "2", "--progress", "off"},
+      env.dir.file("drain.out"), env.dir.file("drain.err"));
   const auto port = metrics_port_from_log(env.dir.file("drain.err"));
   ASSERT_NE(port, 0) << "no metrics address in the log";
 
@@ -82,7 +82,8 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   // Histogram buckets are cumulative and end at the count.
   double previous = 0;
   for (const char* le : {"0.001", "0.01", "0.1", "1", "10", "+Inf"}) {
-    const double value = samples.at(std::string("surge_attempt_duration_seconds_bucket{le=\"") + le + "\"}");
+    const double value =
+        samples.at(std::string("surge_attempt_duration_seconds_bucket{le=\"") + le + "\"}");
     EXPECT_GE(value, previous);
     previous = value;
   }
@@ -109,11 +110,11 @@ TEST(DrainObservability, OutcomesAreCommittedEveryTwentyMillisecondsNotWithEachC
   test_queue queue{dir};
   sink_process sink{dir, queue.path()};
   for (int i = 0; i < 20; ++i) queue.add_rows(queue.add_subscriber_at(sink, 100000, 1000), 3000);
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--duration", "60", "--metrics-listen", "127.0.0.1:0",
-                              "--progress", "off"},
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", "60",
+       "--metrics-listen", "127.0.0.1:0", "--progress", "off"},
+      dir.file("drain.out"), dir.file("drain.err"));
   const auto port = metrics_port_from_log(dir.file("drain.err"));
   ASSERT_NE(port, 0) << "no metrics address in the log";
   const char* done = "surge_deliveries_total{outcome=\"done\"}";
@@ -178,9 +179,9 @@ TEST(DrainObservability, StatusLineOnATerminalAndPlainLogLinesOtherwise) {
 
   // Not a terminal: plain progress log lines, no escape sequences.
   slow_queue plain(60);
-  const auto result = run_surge(plain.dir, {"drain", "--db", plain.queue.path(),
-                                            "--allow-private-targets", "--until-drained",
-                                            "--progress-interval", "1"});
+  const auto result =
+      run_surge(plain.dir, {"drain", "--db", plain.queue.path(), "--allow-private-targets",
+                            "--until-drained", "--progress-interval", "1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("progress: delivered="), std::string::npos) << result.err;
   EXPECT_EQ(result.err.find("\033["), std::string::npos);
@@ -188,9 +189,9 @@ TEST(DrainObservability, StatusLineOnATerminalAndPlainLogLinesOtherwise) {
 
 TEST(DrainObservability, JsonLogsAreOneObjectPerLine) {
   slow_queue env(10);
-  const auto result = run_surge(env.dir, {"drain", "--db", env.queue.path(),
-                                          "--allow-private-targets", "--until-drained",
-                                          "--log-format", "json", "--progress-interval", "1"});
+  const auto result =
+      run_surge(env.dir, {"drain", "--db", env.queue.path(), "--allow-private-targets",
+                          "--until-drained", "--log-format", "json", "--progress-interval", "1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::istringstream lines(result.err);
   std::string line;

@@ -56,28 +56,39 @@ TEST_P(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
     ids.push_back(queue.add_subscriber_at(sink, rate, burst));
     queue.add_rows(ids.back(), rows_each);
   }
-  const std::vector<std::string> args = {"drain", "--db", queue.path(), "--allow-private-targets",
-                                         "--until-drained", "--lease", "5", "--attempt-timeout", "2", "--connect-timeout", "1",
-                                         "--progress-interval", "0"};
+  const std::vector<std::string> args = {"drain",
+                                         "--db",
+                                         queue.path(),
+                                         "--allow-private-targets",
+                                         "--until-drained",
+                                         "--lease",
+                                         "5",
+                                         "--attempt-timeout",
+                                         "2",
+                                         "--connect-timeout",
+                                         "1",
+                                         "--progress-interval",
+                                         "0"};
   std::vector<std::unique_ptr<tools::child_process>> drains;
   for (const char* name : {"a", "b", "c"}) {
-    drains.push_back(std::make_unique<tools::child_process>(
-        surge_binary(), args, dir.file(std::string(name) + ".out"),
-        dir.file(std::string(name) + ".err")));
+    drains.push_back(std::make_unique<tools::child_process>(surge_binary(), args,
+                                                            dir.file(std::string(name) + ".out"),
+                                                            dir.file(std::string(name) + ".err")));
   }
 
   // The subscribers spread three and three and three within a few renewals.
   std::map<int, std::set<std::int64_t>> owners;
   for (int i = 0; i < 100; ++i) {
     owners = owners_by_pid(queue.sql());
-    if (owners.size() == 3 &&
-        std::all_of(owners.begin(), owners.end(), [](const auto& o) { return o.second.size() == 3; })) {
+    if (owners.size() == 3 && std::all_of(owners.begin(), owners.end(),
+                                          [](const auto& o) { return o.second.size() == 3; })) {
       break;
     }
     std::this_thread::sleep_for(100ms);
   }
   for (const auto& drain : drains) {
-    ASSERT_FALSE(drain->wait(0ms).has_value()) << "a drain exited early; see its .err in " << dir.path();
+    ASSERT_FALSE(drain->wait(0ms).has_value())
+        << "a drain exited early; see its .err in " << dir.path();
   }
   ASSERT_EQ(owners.size(), 3u) << "three live drains own subscribers";
   std::set<std::int64_t> covered;
@@ -119,8 +130,8 @@ TEST_P(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
   // Duplicates bounded by what the dead drain held.
   int duplicates = 0;
   for (const auto& [delivery, count] : deliveries(requests)) duplicates += count - 1;
-  std::printf("the killed drain held %lld rows; %d were sent twice\n",
-              static_cast<long long>(held), duplicates);
+  std::printf("the killed drain held %lld rows; %d were sent twice\n", static_cast<long long>(held),
+              duplicates);
   EXPECT_LE(duplicates, held);
 
   // Its subscribers resumed: the first request to each after the kill, within the heartbeat
@@ -150,8 +161,8 @@ TEST_P(DrainOwners, ThreeDrainsShareTheSubscribersAndTakeOverAKilledOne) {
       const int most = max_in_window(arrivals[id], window);
       worst = std::max(worst, most);
       EXPECT_LE(most, burst + rate * (window + transit.spread) + 1)
-          << "subscriber " << id << ", window " << window << " s, transit spread "
-          << transit.spread << " s";
+          << "subscriber " << id << ", window " << window << " s, transit spread " << transit.spread
+          << " s";
     }
     std::printf("at most %d requests to one subscriber in a window of %.0f s (limit %.0f)\n", worst,
                 window, burst + rate * window);

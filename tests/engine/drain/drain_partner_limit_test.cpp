@@ -28,7 +28,8 @@ struct partner {
 // `return` runs in the rewrite phase, before limit_req's preaccess phase, so a limited location
 // must answer from a later phase: try_files (precontent) falls through to a named location that
 // answers 204.
-std::string nginx_conf(const temp_dir& dir, std::uint16_t port, const std::vector<partner>& partners) {
+std::string nginx_conf(const temp_dir& dir, std::uint16_t port,
+                       const std::vector<partner>& partners) {
   const auto root = dir.file("nginx");
   std::ostringstream conf;
   conf << nginx_conf_prelude(root) << "  log_format partner '$msec $uri $status';\n"
@@ -87,8 +88,8 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
   for (int copy = 0; copy < 3; ++copy) {
     for (int rate : {2, 5, 10, 20}) {
       for (int burst : {2, 5}) {
-        partner p{.rate = rate, .burst = burst,
-                  .rows = burst + static_cast<int>(rate * backlog_seconds)};
+        partner p{
+            .rate = rate, .burst = burst, .rows = burst + static_cast<int>(rate * backlog_seconds)};
         p.id = queue.add_subscriber("http://placeholder/", rate, burst);
         partners.push_back(p);
       }
@@ -98,9 +99,7 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
     queue.set_url(p.id, "http://127.0.0.1:" + std::to_string(port) + "/s/" + std::to_string(p.id));
     queue.add_rows(p.id, p.rows);
   }
-  {
-    std::ofstream(dir.file("nginx/nginx.conf")) << nginx_conf(dir, port, partners);
-  }
+  { std::ofstream(dir.file("nginx/nginx.conf")) << nginx_conf(dir, port, partners); }
   // A partner has its own machine; here it shares two cores with the drain and whatever else
   // runs, and a partner stalled for longer than the margin stamps a batch of requests late and
   // the next on time, refusing it whoever the client is. So it runs at a higher priority where
@@ -135,8 +134,8 @@ TEST(DrainPartnerLimit, NginxLimitReqAtThePublishedLimitRefusesNothing) {
         refusals += at.str();
       }
     }
-    const std::string label = "subscriber " + std::to_string(p.id) + " (" +
-                              std::to_string(p.rate) + "/s, burst " + std::to_string(p.burst) + ")";
+    const std::string label = "subscriber " + std::to_string(p.id) + " (" + std::to_string(p.rate) +
+                              "/s, burst " + std::to_string(p.burst) + ")";
     // The strict property: the partner's limiter never had to refuse.
     EXPECT_TRUE(refusals.empty()) << label << " refused:" << refusals;
     EXPECT_EQ(static_cast<int>(accepted.size()), p.rows) << label;

@@ -63,7 +63,8 @@ std::map<std::int64_t, window_count> full_windows(const std::vector<sink_request
 
 int refusals(const std::vector<sink_request>& requests, std::int64_t id) {
   int refused = 0;
-  for (const auto& request : requests) refused += request.subscriber_id == id && request.status == 429;
+  for (const auto& request : requests)
+    refused += request.subscriber_id == id && request.status == 429;
   return refused;
 }
 
@@ -84,11 +85,11 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   test_queue queue(dir);
   // Subscribers 1 to 4: the quota unannounced, announced as the IETF draft, and as X-RateLimit-*
   // with the reset as a Unix time or as seconds left.
-  sink_process sink(dir, queue.path(),
-                    {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
-                                        quota_behaviour("draft") + R"(, "3": )" +
-                                        quota_behaviour("x-epoch") + R"(, "4": )" +
-                                        quota_behaviour("x-seconds") + "}"});
+  sink_process sink(
+      dir, queue.path(),
+      {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
+                          quota_behaviour("draft") + R"(, "3": )" + quota_behaviour("x-epoch") +
+                          R"(, "4": )" + quota_behaviour("x-seconds") + "}"});
   const auto silent = queue.add_subscriber_at(sink, 50, 5);
   const auto draft = queue.add_subscriber_at(sink, 50, 5);
   const auto x_epoch = queue.add_subscriber_at(sink, 50, 5);
@@ -100,11 +101,11 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
 
   const double started = proto::unix_now();
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--duration", "35", "--metrics-listen", "127.0.0.1:0",
-                              "--progress", "off"},
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", "35",
+       "--metrics-listen", "127.0.0.1:0", "--progress", "off"},
+      dir.file("drain.out"), dir.file("drain.err"));
   const auto port = metrics_port_from_log(dir.file("drain.err"));
   ASSERT_NE(port, 0) << "no metrics address in the log";
   // Once the partner has answered a few times: what it announced, beside the pace it set.
@@ -213,8 +214,8 @@ TEST(DrainPartnerQuota, NginxAnnouncingItsPolicyRefusesNothing) {
   ASSERT_GE(accepted.size(), 100u);
   std::sort(accepted.begin(), accepted.end());
   // From the second request on (the first goes at once): at least 95 % of 100 per 10 s.
-  const double per_second = static_cast<double>(accepted.size() - 2) /
-                            (accepted.back() - accepted[1]);
+  const double per_second =
+      static_cast<double>(accepted.size() - 2) / (accepted.back() - accepted[1]);
   EXPECT_GE(per_second, 0.95 * 10) << accepted.size() << " accepted";
   EXPECT_LE(per_second, 10.5) << "faster than the announced policy";
 }

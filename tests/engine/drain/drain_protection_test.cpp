@@ -56,14 +56,13 @@ TEST(DrainProtection, AnEndpointThatComesBackGetsEverything) {
   temp_dir dir;
   test_queue queue(dir);
   const auto port = unused_port();
-  const auto id = queue.add_subscriber("http://127.0.0.1:" + std::to_string(port) + "/hook/1",
-                                       300, 30);
+  const auto id =
+      queue.add_subscriber("http://127.0.0.1:" + std::to_string(port) + "/hook/1", 300, 30);
   const auto rows = queue.add_rows(id, 400);
 
   tools::child_process drain(surge_binary(),
                              {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--until-drained", "--progress-interval", "0",
-                              "--retry-base", "0.2"},
+                              "--until-drained", "--progress-interval", "0", "--retry-base", "0.2"},
                              dir.file("drain.out"), dir.file("drain.err"));
   // Connection refused for a while: the circuit opens; then the endpoint starts.
   std::this_thread::sleep_for(2500ms);
@@ -88,7 +87,8 @@ namespace {
 TEST(DrainProtection, PushbackBringsTheRateDownToWhatTheReceiverAccepts) {
   temp_dir dir;
   test_queue queue(dir);
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"accept_rate": 20, "retry_after": "0"}})"});
+  sink_process sink(dir, queue.path(),
+                    {.behaviours_json = R"({"1": {"accept_rate": 20, "retry_after": "0"}})"});
   const auto id = queue.add_subscriber_at(sink, 100, 10);
   queue.add_rows(id, 2000);
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",

@@ -36,9 +36,15 @@ struct retry_env {
     return id;
   }
   run_result drain(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
-                                  "--until-drained-wait", "10", "--allow-private-targets",
-                                  "--progress-interval", "0"};
+    std::vector<std::string> args{"drain",
+                                  "--db",
+                                  queue.path(),
+                                  "--until-drained",
+                                  "--until-drained-wait",
+                                  "10",
+                                  "--allow-private-targets",
+                                  "--progress-interval",
+                                  "0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run_surge(dir, args);
   }
@@ -67,7 +73,8 @@ class DrainRetryOn : public ::testing::TestWithParam<backend> {
       skip_reason_ = why_not;
       return {};
     }
-    return [server](const temp_dir& dir) { return make_test_queue(backend::postgres, dir, server); };
+    return
+        [server](const temp_dir& dir) { return make_test_queue(backend::postgres, dir, server); };
   }
   std::string skip_reason_;
 };
@@ -107,9 +114,8 @@ TEST_P(DrainRetryOn, TooManyRequestsWithRetryAfterSecondsPausesTheSubscriberAndC
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto requests = env.sink->stop_and_read();
   ASSERT_FALSE(requests.empty());
-  const auto first = std::min_element(requests.begin(), requests.end(), [](auto& a, auto& b) {
-    return a.arrival < b.arrival;
-  });
+  const auto first = std::min_element(requests.begin(), requests.end(),
+                                      [](auto& a, auto& b) { return a.arrival < b.arrival; });
   ASSERT_EQ(first->status, 429);
   for (const auto& request : requests) {
     if (&request == &*first) continue;

@@ -18,8 +18,13 @@ namespace {
 using namespace std::chrono_literals;
 
 std::vector<std::string> drain_args(const test_queue& queue, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
-                                "--allow-private-targets", "--progress-interval", "0"};
+  std::vector<std::string> args{"drain",
+                                "--db",
+                                queue.path(),
+                                "--until-drained",
+                                "--allow-private-targets",
+                                "--progress-interval",
+                                "0"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -95,8 +100,7 @@ TEST(DrainRows, ARowTheBacklogCountMissesIsStillSweptBeforeTheDrainEnds) {
   rows.drain_to_the_end();
   const auto state = rows.queue.row(rows.bad[0]);
   EXPECT_EQ(state.status, "dead");
-  EXPECT_EQ(state.last_error.rfind("malformed next_attempt_at: 'soon'", 0), 0u)
-      << state.last_error;
+  EXPECT_EQ(state.last_error.rfind("malformed next_attempt_at: 'soon'", 0), 0u) << state.last_error;
 }
 
 TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
@@ -110,10 +114,10 @@ TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
   const auto fine = queue.add_subscriber_at(sink, 4, 1);
   sql(queue, "UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
                  std::to_string(text_rate));
-  sql(queue, "UPDATE webhook_subscriber SET rate_per_sec = -5 WHERE id = " +
-                 std::to_string(negative));
-  sql(queue, "UPDATE webhook_subscriber SET burst = 'big' WHERE id = " +
-                 std::to_string(text_burst));
+  sql(queue,
+      "UPDATE webhook_subscriber SET rate_per_sec = -5 WHERE id = " + std::to_string(negative));
+  sql(queue,
+      "UPDATE webhook_subscriber SET burst = 'big' WHERE id = " + std::to_string(text_burst));
   std::vector<std::int64_t> waiting;
   for (const auto id : {text_rate, negative, text_burst}) {
     for (const auto row : queue.add_rows(id, 3)) waiting.push_back(row);
@@ -131,8 +135,8 @@ TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
     EXPECT_EQ(state.locked_until, 0);
   }
   const std::string prefix = "subscriber ";
-  EXPECT_EQ(count_of(result.err, prefix + std::to_string(text_rate) +
-                                     ": rate_per_sec 'fast' is not a number"),
+  EXPECT_EQ(count_of(result.err,
+                     prefix + std::to_string(text_rate) + ": rate_per_sec 'fast' is not a number"),
             1)
       << result.err;
   EXPECT_EQ(count_of(result.err, prefix + std::to_string(negative) + ": rate_per_sec -5"), 1)
@@ -150,11 +154,11 @@ TEST(DrainRows, ARateLimiterWithoutRetryAfterEndsAtTheAttemptLimit) {
   const auto id = queue.add_subscriber_at(sink, 1000, 100);
   const auto rows = queue.add_rows(id, 3);
 
-  const auto result = run_surge(
-      dir,
-      drain_args(queue, {"--max-attempts", "2", "--retry-base", "0.01", "--retry-cap", "0.05",
-                         "--until-drained-wait", "5", "--duration", "30"}),
-      60s);
+  const auto result =
+      run_surge(dir,
+                drain_args(queue, {"--max-attempts", "2", "--retry-base", "0.01", "--retry-cap",
+                                   "0.05", "--until-drained-wait", "5", "--duration", "30"}),
+                60s);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const auto row : rows) {
     const auto state = queue.row(row);
@@ -179,19 +183,19 @@ TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   for (int i = 0; i < subscribers; ++i) {
     const auto id = queue.add_subscriber_at(sink, 1000, 1000);
     // hex() of N zero bytes is 2N characters of '0': big rows without big test strings.
-    sql(queue,
-        "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < " +
-            std::to_string(rows_each) +
-            ") INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at) "
-            "SELECT " + std::to_string(id) + ", 'video.trending', hex(zeroblob(" +
-            std::to_string(payload_bytes / 2) + ")), strftime('%s', 'now') FROM n");
+    sql(queue, "WITH RECURSIVE n(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM n WHERE k < " +
+                   std::to_string(rows_each) +
+                   ") INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at) "
+                   "SELECT " +
+                   std::to_string(id) + ", 'video.trending', hex(zeroblob(" +
+                   std::to_string(payload_bytes / 2) + ")), strftime('%s', 'now') FROM n");
   }
   const double total_mib = subscribers * rows_each * payload_bytes / (1024.0 * 1024.0);
 
-  tools::child_process drain(surge_binary(),
-                             drain_args(queue, {"--max-payload-bytes", "65536", "--duration", "60",
-                                                "--threads", "2"}),
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      drain_args(queue, {"--max-payload-bytes", "65536", "--duration", "60", "--threads", "2"}),
+      dir.file("drain.out"), dir.file("drain.err"));
   ASSERT_EQ(drain.wait(90s).value_or(-1), 0);
   const double peak_mib = static_cast<double>(drain.peak_rss_kib()) / 1024.0;
   ASSERT_GT(peak_mib, 0);
@@ -207,8 +211,8 @@ TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   EXPECT_EQ(queue.count_by_status()["dead"], subscribers * rows_each);
   SQLite::Statement reasons(queue.db(),
                             "SELECT COUNT(*) FROM webhook_delivery WHERE last_error = "
-                            "'payload too large: " + std::to_string(payload_bytes) +
-                                " bytes, limit 65536'");
+                            "'payload too large: " +
+                                std::to_string(payload_bytes) + " bytes, limit 65536'");
   ASSERT_TRUE(reasons.executeStep());
   EXPECT_EQ(reasons.getColumn(0).getInt(), subscribers * rows_each);
   EXPECT_TRUE(sink.stop_and_read().empty());
@@ -257,11 +261,12 @@ TEST(DrainRows, WarnsWhenAnotherDrainHoldsLeasesOnTheSameSubscribers) {
   queue.add_rows(mine, 2);
   // Another Surge process's claim, as its claimer records it.
   const double lease = proto::unix_now() + 300.5;
-  sql(queue, "INSERT INTO surge_lease(lease, owner, claimed_at) VALUES (" +
-                 std::to_string(lease) + ", 'surge@elsewhere:4242', " +
-                 std::to_string(proto::unix_now()) + ")");
-  sql(queue, "UPDATE webhook_delivery SET locked_until = (SELECT lease FROM surge_lease) "
-             "WHERE id IN (" + std::to_string(held[0]) + "," + std::to_string(held[1]) + ")");
+  sql(queue, "INSERT INTO surge_lease(lease, owner, claimed_at) VALUES (" + std::to_string(lease) +
+                 ", 'surge@elsewhere:4242', " + std::to_string(proto::unix_now()) + ")");
+  sql(queue,
+      "UPDATE webhook_delivery SET locked_until = (SELECT lease FROM surge_lease) "
+      "WHERE id IN (" +
+          std::to_string(held[0]) + "," + std::to_string(held[1]) + ")");
 
   auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
                                 "--progress-interval", "0", "--duration", "1"});

@@ -38,8 +38,8 @@ TEST(DrainSafety, TheOtherDrainerNeverDeliversARowSurgeDelivers) {
   }
   const std::string other_out = dir.file("other.txt");
   tools::child_process other(SURGE_OTHER_DRAINER_PATH,
-                             {"--db", queue.path(), "--batch", "50", "--sleep-ms", "20",
-                              "--out", other_out, "--until-empty"},
+                             {"--db", queue.path(), "--batch", "50", "--sleep-ms", "20", "--out",
+                              other_out, "--until-empty"},
                              dir.file("other.out"), dir.file("other.err"));
   const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
                                       "--allow-private-targets", "--progress-interval", "0"});
@@ -79,9 +79,9 @@ TEST(DrainSafety, SigtermMidDrainLosesNothingAndLeavesNoLease) {
   EXPECT_GT(done_before, 0);
   EXPECT_LT(done_before, static_cast<std::int64_t>(rows.size()));
 
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                      "--allow-private-targets", "--progress-interval", "0",
-                                      "--per-subscriber-in-flight", "50"});
+  const auto result =
+      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0", "--per-subscriber-in-flight", "50"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto per_delivery = deliveries(sink.stop_and_read());
   EXPECT_EQ(per_delivery.size(), rows.size());

@@ -32,8 +32,7 @@ using namespace std::chrono_literals;
 namespace sql = seed001_worker_sql;
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 std::int64_t whole_now() { return static_cast<std::int64_t>(std::floor(unix_now())); }
 
@@ -41,18 +40,21 @@ std::int64_t whole_now() { return static_cast<std::int64_t>(std::floor(unix_now(
 class seed001_file {
  public:
   explicit seed001_file(const temp_dir& dir, const std::string& name = "queue.db")
-      : path_(dir.file(name)), db_([&] {
-          SQLite::Database raw(path_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
-          raw.exec(seed001_ddl);
-          return path_;
-        }(), SQLite::OPEN_READWRITE, 5000) {}
+      : path_(dir.file(name)),
+        db_(
+            [&] {
+              SQLite::Database raw(path_, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+              raw.exec(seed001_ddl);
+              return path_;
+            }(),
+            SQLite::OPEN_READWRITE, 5000) {}
 
   const std::string& path() const { return path_; }
   SQLite::Database& db() { return db_; }
 
   // A subscriber pointed at the sink's /hook/<its id>.
-  std::int64_t add_subscriber(const sink_process& sink, std::int64_t per_minute,
-                              std::int64_t burst, const std::string& secret) {
+  std::int64_t add_subscriber(const sink_process& sink, std::int64_t per_minute, std::int64_t burst,
+                              const std::string& secret) {
     SQLite::Statement insert(db_, sql::insert_subscriber);
     insert.bind(1, "http://placeholder.invalid/");
     insert.bind(2, secret);
@@ -72,8 +74,7 @@ class seed001_file {
 
   // The producer's rows: the payload's bytes as a BLOB and its signature computed once, now.
   // `signature` overrides the correct one (a producer bug).
-  std::vector<std::int64_t> add_rows(std::int64_t subscriber, int count,
-                                     const std::string& payload,
+  std::vector<std::int64_t> add_rows(std::int64_t subscriber, int count, const std::string& payload,
                                      std::optional<std::string> signature = std::nullopt,
                                      std::optional<std::int64_t> enqueued_at = std::nullopt) {
     SQLite::Statement insert(db_, sql::insert_delivery);
@@ -84,8 +85,8 @@ class seed001_file {
       insert.bind(1, subscriber);
       insert.bind(2, "video.trending");
       insert.bind(3, payload.data(), static_cast<int>(payload.size()));
-      insert.bind(4, signature.value_or(proto::stored_signature_for(secrets_.at(subscriber),
-                                                                    payload)));
+      insert.bind(
+          4, signature.value_or(proto::stored_signature_for(secrets_.at(subscriber), payload)));
       insert.bind(5, at);
       insert.bind(6, std::max(at, whole_now()));
       insert.exec();
@@ -97,8 +98,8 @@ class seed001_file {
   std::string text(const std::string& query) { return db_.execAndGet(query).getString(); }
   std::int64_t number(const std::string& query) { return db_.execAndGet(query).getInt64(); }
   std::string of_row(const char* column, std::int64_t id) {
-    return text(std::string("SELECT ") + column + " FROM webhook_deliveries WHERE id = " +
-                std::to_string(id));
+    return text(std::string("SELECT ") + column +
+                " FROM webhook_deliveries WHERE id = " + std::to_string(id));
   }
   bool has_table(const std::string& name) { return db_.tableExists(name); }
 
@@ -109,8 +110,9 @@ class seed001_file {
 };
 
 std::vector<std::string> drain_args(const std::string& path, std::vector<std::string> more = {}) {
-  std::vector<std::string> args{"drain", "--db", path, "--allow-private-targets",
-                                "--progress-interval", "0", "--threads", "2"};
+  std::vector<std::string> args{
+      "drain", "--db",      path, "--allow-private-targets", "--progress-interval",
+      "0",     "--threads", "2"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -129,9 +131,9 @@ TEST(Seed001Drain, MigrateAndDrainSendTheStoredBytesAndSignatureOnceEach) {
   seed001_file queue(dir);
   sink_process sink(dir, queue.path());
   // Payloads as a producer stores them: not only compact ASCII JSON.
-  const std::vector<std::string> payloads = {
-      R"({"video":"v1"})", "{ \"video\" : \"v\xc3\xa9\" ,\n \"rank\": 3 }\n",
-      R"({"video":"v2","tags":["a","b"]})"};
+  const std::vector<std::string> payloads = {R"({"video":"v1"})",
+                                             "{ \"video\" : \"v\xc3\xa9\" ,\n \"rank\": 3 }\n",
+                                             R"({"video":"v2","tags":["a","b"]})"};
   std::map<std::int64_t, std::string> expected;  // delivery id -> payload
   std::map<std::int64_t, std::int64_t> owner;    // delivery id -> subscriber
   for (const char* secret : {"first-secret", "second secret"}) {
@@ -212,8 +214,7 @@ TEST(Seed001Drain, AMalformedStoredSignatureIsDeadLetteredBeforeAnyByteIsSent) {
 TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
   temp_dir dir;
   seed001_file queue(dir);
-  sink_process sink(dir, queue.path(),
-                    {.behaviours_json = R"({"1": {"status": 500},
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"status": 500},
                                             "2": {"status": 503, "retry_after": "7"}})"});
   const auto failing = queue.add_subscriber(sink, 60'000, 500, "secret");
   const auto paused = queue.add_subscriber(sink, 60'000, 500, "secret");
@@ -226,8 +227,8 @@ TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
                   std::to_string(last_try));
   const auto told = queue.add_rows(paused, 1, payload).front();
   // Queued more than 24 hours ago (its worker kept putting it back): never attempted again.
-  const auto stale = queue.add_rows(failing, 1, payload, std::nullopt, whole_now() - 86400 - 60)
-                         .front();
+  const auto stale =
+      queue.add_rows(failing, 1, payload, std::nullopt, whole_now() - 86400 - 60).front();
 
   const double before = unix_now();
   const auto result = run_surge(dir, drain_args(queue.path(), {"--duration", "3"}));
@@ -245,8 +246,8 @@ TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
   EXPECT_EQ(queue.of_row("attempt", fresh), "1");
   EXPECT_EQ(queue.of_row("typeof(next_attempt)", fresh), "integer");
   const auto next = std::stod(queue.of_row("next_attempt", fresh));
-  EXPECT_GE(next, std::floor(before) + 2);      // 2^1 s at least
-  EXPECT_LE(next, std::ceil(after) + 2 + 30);   // plus at most 30 s
+  EXPECT_GE(next, std::floor(before) + 2);     // 2^1 s at least
+  EXPECT_LE(next, std::ceil(after) + 2 + 30);  // plus at most 30 s
 
   EXPECT_EQ(queue.of_row("state", last_try), "dead");
   EXPECT_EQ(queue.of_row("attempt", last_try), "12");
@@ -276,8 +277,8 @@ TEST(Seed001Drain, AQueueSurgeCannotUseExitsTwoNamingWhatIsMissing) {
        {std::vector<std::string>{"migrate", "--db", half.path()},
         drain_args(half.path(), {"--until-drained"}),
         std::vector<std::string>{"stats", "--db", half.path()},
-        std::vector<std::string>{"emit", "--db", half.path(), "--type", "video.trending",
-                                 "--data", "{}"},
+        std::vector<std::string>{"emit", "--db", half.path(), "--type", "video.trending", "--data",
+                                 "{}"},
         std::vector<std::string>{"dead", "list", "--db", half.path()}}) {
     const auto result = run_surge(dir, args);
     EXPECT_EQ(result.exit_code, 2) << args[0] << ": " << result.out << result.err;
@@ -308,22 +309,22 @@ TEST(Seed001Drain, TheToolsWriteAndReadTheShapesOwnColumns) {
   temp_dir dir;
   seed001_file queue(dir);
   ASSERT_EQ(run_surge(dir, {"migrate", "--db", queue.path()}).exit_code, 0);
-  const auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
-                                     "https://partner.example/hook", "--rate-per-minute", "120",
-                                     "--burst", "5", "--events", "video.*, user.signup",
-                                     "--secret", "tool-secret", "--region", "FR"});
+  const auto added = run_surge(
+      dir, {"subscriber", "add", "--db", queue.path(), "--url", "https://partner.example/hook",
+            "--rate-per-minute", "120", "--burst", "5", "--events", "video.*, user.signup",
+            "--secret", "tool-secret", "--region", "FR"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const auto id = std::stoll(added.out);
   const auto subscriber = [&](const char* column) {
-    return queue.text(std::string("SELECT ") + column + " FROM webhook_subscribers WHERE id = " +
-                      std::to_string(id));
+    return queue.text(std::string("SELECT ") + column +
+                      " FROM webhook_subscribers WHERE id = " + std::to_string(id));
   };
   EXPECT_EQ(subscriber("endpoint"), "https://partner.example/hook");
   EXPECT_EQ(subscriber("rate_per_min"), "120");
   EXPECT_EQ(subscriber("events"), R"(["video.*","user.signup"])");
   EXPECT_EQ(subscriber("region"), "FR");
-  const auto without_region = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
-                                              "https://partner.example/b"});
+  const auto without_region = run_surge(
+      dir, {"subscriber", "add", "--db", queue.path(), "--url", "https://partner.example/b"});
   EXPECT_EQ(without_region.exit_code, 2) << without_region.err;
   EXPECT_NE(without_region.err.find("--region"), std::string::npos) << without_region.err;
 

@@ -32,8 +32,8 @@ std::vector<double> arrivals_of(const std::vector<sink_request>& requests) {
 }
 
 std::vector<std::string> drain_args(const test_queue& queue, const std::string& seconds) {
-  return {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", seconds,
-          "--progress-interval", "0"};
+  return {"drain",      "--db",  queue.path(),          "--allow-private-targets",
+          "--duration", seconds, "--progress-interval", "0"};
 }
 
 // At most burst + rate x T in every window T (plus one for clock granularity and two for the
@@ -62,7 +62,6 @@ class DrainSharedBucket : public ::testing::Test {
 // it to the other about a second later (ownership leases): both spend from its bucket, and the
 // handoff grants no second burst.
 TEST_F(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
-
   tools::child_process first(surge_binary(), drain_args(queue, "4"), dir.file("a.out"),
                              dir.file("a.err"));
   tools::child_process second(surge_binary(), drain_args(queue, "4"), dir.file("b.out"),
@@ -76,21 +75,21 @@ TEST_F(DrainSharedBucket, TwoDrainsOnOneSubscriberKeepItsLimitTogether) {
   EXPECT_GE(sends.size(), 30u) << "the two drains together fell far below the rate";
   // Leases given back at exit: the persisted bucket is not left with tokens nobody spent beyond
   // its capacity, and both processes ran without errors.
-  EXPECT_LE(queue.db().execAndGet("SELECT tokens FROM webhook_subscriber WHERE id = " +
-                                  std::to_string(id))
-                .getDouble(),
-            burst);
+  EXPECT_LE(
+      queue.db()
+          .execAndGet("SELECT tokens FROM webhook_subscriber WHERE id = " + std::to_string(id))
+          .getDouble(),
+      burst);
 }
 
 TEST_F(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether) {
-
   // The steady-state drainer's own statements: it claims small batches and spends one token of
   // the persisted bucket per row in its DEFERRED transaction, waiting when there is none.
   const std::string sent_log = dir.file("other.sent");
-  tools::child_process other(SURGE_OTHER_DRAINER_PATH,
-                             {"--db", queue.path(), "--batch", "5", "--paced", "--sent",
-                              sent_log, "--sleep-ms", "20"},
-                             dir.file("other.out"), dir.file("other.err"));
+  tools::child_process other(
+      SURGE_OTHER_DRAINER_PATH,
+      {"--db", queue.path(), "--batch", "5", "--paced", "--sent", sent_log, "--sleep-ms", "20"},
+      dir.file("other.out"), dir.file("other.err"));
   const auto result = run_surge(dir, drain_args(queue, "4"));
   other.stop(5s);
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -111,8 +110,7 @@ TEST_F(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether)
 }
 
 double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // drain_args with the idle poll fixed at `poll` seconds.
@@ -187,11 +185,12 @@ TEST(DrainTokenLeases, TokensLeftUnspentGoBackWhileTheDrainRuns) {
   const auto spent_from_bucket = [&] {
     SQLite::Statement bucket(queue.db(),
                              "SELECT tokens, tokens_updated_at FROM webhook_subscriber "
-                             "WHERE id = " + std::to_string(id));
+                             "WHERE id = " +
+                                 std::to_string(id));
     if (!bucket.executeStep()) return -1.0;
     const double now = unix_now();
-    const double tokens = bucket.getColumn(0).getDouble() +
-                          slow_rate * (now - bucket.getColumn(1).getDouble());
+    const double tokens =
+        bucket.getColumn(0).getDouble() + slow_rate * (now - bucket.getColumn(1).getDouble());
     return start_tokens + slow_rate * (now - set_at) - tokens;
   };
   ASSERT_TRUE(eventually([&] { return queue.row(row).status == "done"; }, 60s));

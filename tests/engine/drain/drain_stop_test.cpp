@@ -31,9 +31,22 @@ std::string read_file(const std::string& path) {
 
 // A drain that keeps requests in flight to a slow sink, so that a stop has work to finish.
 std::vector<std::string> slow_drain_args(const test_queue& queue, const std::string& grace) {
-  return {"drain", "--db", queue.path(), "--allow-private-targets", "--progress-interval", "0",
-          "--per-subscriber-in-flight", "20", "--grace", grace, "--lease", "5",
-          "--attempt-timeout", "2", "--connect-timeout", "1"};
+  return {"drain",
+          "--db",
+          queue.path(),
+          "--allow-private-targets",
+          "--progress-interval",
+          "0",
+          "--per-subscriber-in-flight",
+          "20",
+          "--grace",
+          grace,
+          "--lease",
+          "5",
+          "--attempt-timeout",
+          "2",
+          "--connect-timeout",
+          "1"};
 }
 
 std::int64_t done_rows(test_queue& queue) { return queue.count_by_status()["done"]; }
@@ -49,9 +62,9 @@ void wait_for_first_delivery(test_queue& queue) {
 // delivers every row, so nothing was lost.
 void drain_again_once_leases_expire(const temp_dir& dir, test_queue& queue, std::size_t rows) {
   std::this_thread::sleep_for(5500ms);
-  const auto rest = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                    "--allow-private-targets", "--progress-interval", "0",
-                                    "--per-subscriber-in-flight", "50"});
+  const auto rest =
+      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0", "--per-subscriber-in-flight", "50"});
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows));
 }
@@ -104,7 +117,8 @@ class small_disk {
   void fill() {
     std::ofstream filler(path_ + "/filler", std::ios::binary);
     const std::string block(64 * 1024, 'x');
-    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())) && filler.flush()) {
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())) &&
+           filler.flush()) {
     }
   }
   void free_space() { std::filesystem::remove(path_ + "/filler"); }
@@ -132,7 +146,8 @@ TEST(DrainStop, TheGracePeriodBoundsTheStopWhileTheDiskIsFull) {
   ASSERT_TRUE(exit_code.has_value()) << "the drain did not stop while the disk was full";
   const auto err = read_file(dir.file("drain.err"));
   EXPECT_NE(err.find("database or disk is full"), std::string::npos)
-      << "the disk never refused a write, so this proves nothing\n" << err;
+      << "the disk never refused a write, so this proves nothing\n"
+      << err;
   EXPECT_TRUE(*exit_code == 0 || *exit_code == 1) << err;
 
   // With room again, and the leases of unwritten rows expired, a drain delivers the rest.
@@ -147,11 +162,11 @@ TEST(DrainStop, APersonsSecondCtrlCEndsTheStopAtOnce) {
   const auto id = queue.add_subscriber_at(sink, 1000, 100);
   queue.add_rows(id, 100);
   // Attempts hang for their whole 10 s timeout, and the grace period would wait for them.
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--progress-interval", "0", "--grace", "30", "--lease", "30",
-                              "--attempt-timeout", "10"},
-                             dir.file("drain.out"), dir.file("drain.err"));
+  tools::child_process drain(
+      surge_binary(),
+      {"drain", "--db", queue.path(), "--allow-private-targets", "--progress-interval", "0",
+       "--grace", "30", "--lease", "30", "--attempt-timeout", "10"},
+      dir.file("drain.out"), dir.file("drain.err"));
   std::this_thread::sleep_for(1500ms);
   drain.signal(SIGINT);
   std::this_thread::sleep_for(700ms);

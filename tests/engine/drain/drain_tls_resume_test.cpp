@@ -31,8 +31,7 @@ void PrintTo(const tls_variant& variant, std::ostream* out) { *out << variant.na
 // server keeps in its cache (tickets off), the two mechanisms a partner may offer.
 const tls_variant variants[] = {
     {"Tls13Tickets", "TLSv1.3", "ssl_session_tickets on;"},
-    {"Tls12SessionIds", "TLSv1.2",
-     "ssl_session_tickets off; ssl_session_cache shared:resume:1m;"},
+    {"Tls12SessionIds", "TLSv1.2", "ssl_session_tickets off; ssl_session_cache shared:resume:1m;"},
 };
 
 std::string nginx_conf(const std::string& root, const test_pki& pki, const tls_variant& tls,
@@ -109,8 +108,8 @@ TEST_P(DrainTlsResume, NewConnectionsToAnOriginSeenBeforeResumeItsSession) {
 
   constexpr int rows = 200;
   test_queue queue(dir);
-  const auto id = queue.add_subscriber(
-      "https://localhost:" + std::to_string(port) + "/hook/1", 100000, 100000);
+  const auto id =
+      queue.add_subscriber("https://localhost:" + std::to_string(port) + "/hook/1", 100000, 100000);
   queue.add_rows(id, rows);
 
   // Not --until-drained: /metrics is read once every row is done, while the drain still runs.

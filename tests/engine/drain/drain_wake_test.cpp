@@ -45,7 +45,8 @@ TEST(DrainWake, ARowQueuedWhileTheDrainIdlesIsSentWithoutWaitingForAPoll) {
       dir.file("drain.out"), dir.file("drain.err"));
   const auto port = metrics_port_from_log(dir.file("drain.err"));
   ASSERT_NE(port, 0) << "no metrics address in the log";
-  ASSERT_TRUE(wait_until_done(queue, first, 60s)) << "the first row, claimed at start, was not sent";
+  ASSERT_TRUE(wait_until_done(queue, first, 60s))
+      << "the first row, claimed at start, was not sent";
   EXPECT_EQ(sample(http_get(port, "/metrics").body, "surge_new_row_wakes_total"), 0);
 
   // Another connection queues a row, as the web application does.

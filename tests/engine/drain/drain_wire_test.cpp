@@ -159,10 +159,19 @@ std::string response(int status, const std::string& extra_headers = {}) {
 }
 
 std::vector<std::string> drain_args(const test_queue& queue, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"drain", "--db", queue.path(), "--until-drained",
-                                "--allow-private-targets", "--progress-interval", "0",
-                                "--connect-timeout", "2", "--attempt-timeout", "2",
-                                "--max-attempts", "1"};
+  std::vector<std::string> args{"drain",
+                                "--db",
+                                queue.path(),
+                                "--until-drained",
+                                "--allow-private-targets",
+                                "--progress-interval",
+                                "0",
+                                "--connect-timeout",
+                                "2",
+                                "--attempt-timeout",
+                                "2",
+                                "--max-attempts",
+                                "1"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -287,8 +296,8 @@ TEST(DrainWire, EmitRefusesAnEventTypeWithControlCharacters) {
     EXPECT_NE(result.err.find("--type contains"), npos) << result.err;
   }
   EXPECT_TRUE(queue.count_by_status().empty());
-  const auto fine = run_surge(dir, {"emit", "--db", queue.path(), "--type", "video.trending",
-                                    "--data", "{}"});
+  const auto fine =
+      run_surge(dir, {"emit", "--db", queue.path(), "--type", "video.trending", "--data", "{}"});
   EXPECT_EQ(fine.exit_code, 0) << fine.err;
 }
 
@@ -299,9 +308,9 @@ TEST(DrainWire, HealthyTlsConnectionsAreStillReused) {
     temp_dir dir;
     const auto pki = make_test_pki(dir.path());
     test_queue queue(dir);
-    sink_process sink(dir, queue.path(),
-                      {.tls_cert = pki.server_cert, .tls_key = pki.server_key,
-                       .tls_max_version = version});
+    sink_process sink(
+        dir, queue.path(),
+        {.tls_cert = pki.server_cert, .tls_key = pki.server_key, .tls_max_version = version});
     const auto id = queue.add_subscriber("http://placeholder/", 1000, 100);
     queue.set_url(id, sink.url_for(id, true, "localhost"));
     set_max_in_flight(queue, id, 1);

@@ -9,7 +9,8 @@ using namespace std::chrono_literals;
 const auto t0 = circuit_breaker::time_point{} + 100s;
 
 TEST(CircuitBreaker, OpensAfterConsecutiveFailuresOnly) {
-  circuit_breaker breaker({.failure_threshold = 3, .base_cooldown = 1s, .max_cooldown = 8s, .persistent_cooldown = 4s});
+  circuit_breaker breaker(
+      {.failure_threshold = 3, .base_cooldown = 1s, .max_cooldown = 8s, .persistent_cooldown = 4s});
   breaker.on_failure(t0);
   breaker.on_failure(t0);
   breaker.on_success();  // resets the streak
@@ -64,8 +65,8 @@ TEST(CircuitBreaker, ASuccessfulProbeCloses) {
 TEST(CircuitBreaker, LateAnswersFromBeforeTheOpeningChangeNothing) {
   circuit_breaker breaker({.failure_threshold = 1, .base_cooldown = 1s, .max_cooldown = 4s});
   breaker.on_failure(t0);
-  breaker.on_success();      // answered after the circuit opened, sent before
-  breaker.on_failure(t0);    // likewise
+  breaker.on_success();    // answered after the circuit opened, sent before
+  breaker.on_failure(t0);  // likewise
   EXPECT_EQ(breaker.current(), circuit_breaker::state::open);
   EXPECT_EQ(breaker.cooldown(), 1s);
   EXPECT_EQ(breaker.next_probe_at(), t0 + 1s);

@@ -11,8 +11,13 @@ using namespace std::chrono_literals;
 using clock = origin_limit::clock;
 
 origin_limit_config config() {
-  return {.latency_tolerance = 2.0, .latency_slack = 1ms, .initial = 64, .minimum = 4,
-          .window = 100ms, .best_latency_period = 5s, .growth = 0.125};
+  return {.latency_tolerance = 2.0,
+          .latency_slack = 1ms,
+          .initial = 64,
+          .minimum = 4,
+          .window = 100ms,
+          .best_latency_period = 5s,
+          .growth = 0.125};
 }
 
 // Feeds `samples` latencies evenly over one window; the last lands on its end and closes it.
@@ -184,7 +189,6 @@ TEST(OriginLimitOverdue, AttemptsWithinTheThresholdKeepCounting) {
   EXPECT_EQ(limit.counted_in_flight(now + 200ms), 10);
   EXPECT_EQ(limit.counted_in_flight(now + 500ms), 0);
 }
-
 
 TEST(OriginLimitOverdue, StartsOutOfOrderAndEndsInAnyOrderAreCounted) {
   auto now = clock::time_point{} + 1000s;

@@ -58,8 +58,8 @@ TEST(PartnerQuota, WithinAWindowTheLowerCountAndTheEarlierResetAreKept) {
   partner_quota kept;
   kept.on_response(quota(50, t0 + 10s, t0), 0, std::nullopt, fast, t0);
   // Answered later but counted earlier (another connection), and its seconds rounded up.
-  const auto pace = kept.on_response(quota(60, t0 + 10s + 700ms, t0 + 100ms), 0, std::nullopt,
-                                     fast, t0 + 100ms);
+  const auto pace =
+      kept.on_response(quota(60, t0 + 10s + 700ms, t0 + 100ms), 0, std::nullopt, fast, t0 + 100ms);
   ASSERT_TRUE(pace.has_value());
   EXPECT_EQ(kept.latest()->remaining, 50u);
   EXPECT_EQ(kept.latest()->reset_at, t0 + 10s);
@@ -79,8 +79,7 @@ TEST(PartnerQuota, ANewWindowReplacesTheOld) {
   // Before the reset, a reset a window later is a new window too (the old one ended early).
   partner_quota early;
   early.on_response(quota(3, t0 + 2s, t0), 0, std::nullopt, fast, t0);
-  early.on_response(quota(99, t0 + 11s + 500ms, t0 + 1500ms), 0, std::nullopt, fast,
-                    t0 + 1500ms);
+  early.on_response(quota(99, t0 + 11s + 500ms, t0 + 1500ms), 0, std::nullopt, fast, t0 + 1500ms);
   EXPECT_EQ(early.latest()->remaining, 99u);
 }
 
@@ -125,7 +124,8 @@ TEST(PartnerQuota, RetryAfterDecidesWhenAndTheQuotaPacesWhatIsLeftAfterIt) {
   EXPECT_EQ(none->kind, proto::pace_kind::configured);
 }
 
-// ---- A drain's worth of windows on a simulated clock ---------------------------------------------
+// ---- A drain's worth of windows on a simulated clock
+// ---------------------------------------------
 
 enum class announced_as { draft, x_epoch };
 
@@ -141,7 +141,8 @@ struct partner_run {
 // request and its answer, one request in flight at a time.
 partner_run run_against_partner(int quota_units, int window_s, announced_as form,
                                 proto::configured_limit configured, std::chrono::seconds length,
-                                std::chrono::microseconds latency, std::chrono::milliseconds start) {
+                                std::chrono::microseconds latency,
+                                std::chrono::milliseconds start) {
   using steady = std::chrono::steady_clock;
   const steady::time_point s0{};
   const auto wall = [&](steady::time_point t) {
@@ -176,10 +177,11 @@ partner_run run_against_partner(int quota_units, int window_s, announced_as form
     const auto answered = now + latency;
     proto::quota_fields fields;
     const std::string remaining = std::to_string(quota_units - used);
-    const std::string policy = "\"q\";q=" + std::to_string(quota_units) + ";w=" +
-                               std::to_string(window_s);
-    const std::string item = "\"q\";r=" + remaining + ";t=" +
-                             std::to_string(static_cast<long long>(std::ceil(window_end - arrival_s)));
+    const std::string policy =
+        "\"q\";q=" + std::to_string(quota_units) + ";w=" + std::to_string(window_s);
+    const std::string item =
+        "\"q\";r=" + remaining +
+        ";t=" + std::to_string(static_cast<long long>(std::ceil(window_end - arrival_s)));
     const std::string reset = std::to_string(static_cast<long long>(window_end));
     if (form == announced_as::draft) {
       fields.add(proto::quota_field::ratelimit_policy, policy);
@@ -191,8 +193,8 @@ partner_run run_against_partner(int quota_units, int window_s, announced_as form
     const auto announced = proto::parse_announced_quota(fields, wall(answered));
     const auto pace = kept.on_response(announced, 0, std::nullopt, configured, wall(answered));
     if (!pace) continue;
-    const auto until = answered + std::chrono::duration_cast<steady::duration>(
-                                      pace->until - wall(answered));
+    const auto until =
+        answered + std::chrono::duration_cast<steady::duration>(pace->until - wall(answered));
     switch (pace->kind) {
       case proto::pace_kind::configured:
         bucket.reconfigure(configured.rate, configured.burst, answered);
@@ -230,18 +232,18 @@ TEST(PartnerQuota, AQuotaAnnouncedEitherWayIsUsedWithoutARefusal) {
     for (const auto start : {0ms, 370ms, 999ms}) {
       const std::string label = std::string(form == announced_as::draft ? "draft" : "x-epoch") +
                                 ", start +" + std::to_string(start.count()) + " ms";
-      expect_quota_used(
-          run_against_partner(100, 10, form, fast, 60s, 2ms, start), 100, label + ", 100/10 s");
-      expect_quota_used(
-          run_against_partner(50, 5, form, fast, 40s, 2ms, start), 50, label + ", 50/5 s");
+      expect_quota_used(run_against_partner(100, 10, form, fast, 60s, 2ms, start), 100,
+                        label + ", 100/10 s");
+      expect_quota_used(run_against_partner(50, 5, form, fast, 40s, 2ms, start), 50,
+                        label + ", 50/5 s");
     }
   }
 }
 
 TEST(PartnerQuota, AConfiguredLimitBelowTheQuotaIsKept) {
   // 5/s is below 100 per 10 s: the partner's announcement never raises it.
-  const auto run = run_against_partner(100, 10, announced_as::draft, {.rate = 5, .burst = 2},
-                                       40s, 2ms, 0ms);
+  const auto run =
+      run_against_partner(100, 10, announced_as::draft, {.rate = 5, .burst = 2}, 40s, 2ms, 0ms);
   EXPECT_EQ(run.refused, 0);
   for (const auto& [window, accepted] : run.accepted_per_window) EXPECT_LE(accepted, 52);
 }

@@ -48,7 +48,7 @@ TEST(TokenAllowance, AsksAheadOnlyOnceLessThanTheRoundTripsRefillIsLeft) {
 TEST(TokenAllowance, WouldAskSaysWhatAskWouldDoWithoutAsking) {
   token_allowance allowance({.lease_seconds = 1.0, .ask_ahead_seconds = 0.05});
   EXPECT_TRUE(allowance.would_ask(200, t0));
-  EXPECT_FALSE(allowance.asking());  // nothing was asked
+  EXPECT_FALSE(allowance.asking());          // nothing was asked
   EXPECT_FALSE(allowance.would_ask(0, t0));  // a paused rate
   ASSERT_EQ(allowance.ask(200, t0), 200);
   EXPECT_FALSE(allowance.would_ask(200, t0));  // one ask at a time
@@ -130,8 +130,10 @@ std::vector<double> backlogged_send_times(leased_pace pace, clock::duration roun
   const auto unix_seconds = [](clock::time_point at) {
     return std::chrono::duration<double>(at - t0).count();
   };
-  proto::persisted_bucket stored{.tokens = static_cast<double>(pace.burst), .updated_at = 0,
-                                 .rate = pace.rate, .burst = static_cast<double>(pace.burst)};
+  proto::persisted_bucket stored{.tokens = static_cast<double>(pace.burst),
+                                 .updated_at = 0,
+                                 .rate = pace.rate,
+                                 .burst = static_cast<double>(pace.burst)};
   token_bucket own(pace.rate, pace.burst, pace.burst, t0);
   token_allowance allowance;
   double asked = 0;
@@ -166,8 +168,8 @@ std::vector<double> backlogged_send_times(leased_pace pace, clock::duration roun
 }
 
 TEST(TokenAllowance, ABackloggedSubscriberKeepsItsRateThroughLeasesAndStaysWithinItsLimit) {
-  for (const auto pace : {leased_pace{20, 5}, leased_pace{50, 1}, leased_pace{2.5, 3},
-                          leased_pace{100, 20}}) {
+  for (const auto pace :
+       {leased_pace{20, 5}, leased_pace{50, 1}, leased_pace{2.5, 3}, leased_pace{100, 20}}) {
     for (const auto round_trip : {2ms, 20ms, 80ms}) {
       const auto sent = backlogged_send_times(pace, round_trip);
       const std::string label = std::to_string(pace.rate) + "/s, burst " +
@@ -184,8 +186,8 @@ TEST(TokenAllowance, ABackloggedSubscriberKeepsItsRateThroughLeasesAndStaysWithi
         EXPECT_LE(static_cast<double>(most), pace.burst + pace.rate * window + 1e-9)
             << label << ", window " << window << " s";
       }
-      const double achieved = (static_cast<double>(sent.size()) - pace.burst) /
-                              (sent.back() - sent.front());
+      const double achieved =
+          (static_cast<double>(sent.size()) - pace.burst) / (sent.back() - sent.front());
       EXPECT_GE(achieved, 0.98 * pace.rate) << label;
     }
   }

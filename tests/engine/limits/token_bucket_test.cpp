@@ -29,7 +29,8 @@ TEST(TokenBucket, AtMostLowersTheTokensAndRefillGoesOnFromThere) {
   token_bucket bucket(10.0, 5, 5, t0);
   bucket.at_most(0.5, t0);
   EXPECT_DOUBLE_EQ(bucket.tokens_at(t0), 0.5);
-  EXPECT_EQ(bucket.time_until_available(t0), std::chrono::milliseconds(50) + token_bucket::duration(1));
+  EXPECT_EQ(bucket.time_until_available(t0),
+            std::chrono::milliseconds(50) + token_bucket::duration(1));
   bucket.at_most(3, t0);  // never adds
   EXPECT_DOUBLE_EQ(bucket.tokens_at(t0), 0.5);
   bucket.at_most(-1, t0);

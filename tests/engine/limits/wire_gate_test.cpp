@@ -73,8 +73,10 @@ class nginx_limit_req {
 };
 
 // What the partner stamps: our write time plus a latency, truncated to its millisecond clock.
-std::int64_t partner_ms(time_point written, wire_gate::duration latency, wire_gate::duration phase) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(written - t0 + latency + phase).count();
+std::int64_t partner_ms(time_point written, wire_gate::duration latency,
+                        wire_gate::duration phase) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(written - t0 + latency + phase)
+      .count();
 }
 
 TEST(WireGate, TheBurstGoesAtOnceButForWhatTheMarginHoldsBack) {
@@ -168,8 +170,8 @@ TEST(WireGate, NginxAtTheSameLimitRefusesNothingWhenItStampsTheBurstLate) {
         token_bucket bare(rate, burst, burst, t0);
         const auto margin = wire_gate::margin_for(rate, burst);
         const auto late = margin > 1ms ? margin - 1ms : wire_gate::duration::zero();
-        const auto phase = std::chrono::microseconds(
-            std::uniform_int_distribution<int>(0, 999)(rng));
+        const auto phase =
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, 999)(rng));
         nginx_limit_req nginx(rate, burst - 1);
         int refused = 0;
         auto now = t0;
@@ -237,7 +239,8 @@ TEST(WireGate, ALateWriteCostsOneWaitNotOneForEveryLaterAttempt) {
   EXPECT_GT(unaligned.back(), 9ms);
   // Aligned after a wait, the admissions follow the writes, and the waits stop.
   const auto aligned = gate_waits(true);
-  for (std::size_t i = 6; i < aligned.size(); ++i) EXPECT_EQ(aligned[i], wire_gate::duration::zero()) << i;
+  for (std::size_t i = 6; i < aligned.size(); ++i)
+    EXPECT_EQ(aligned[i], wire_gate::duration::zero()) << i;
 }
 
 TEST(WireGate, AligningAfterAWaitKeepsTheRateAndTheLimit) {

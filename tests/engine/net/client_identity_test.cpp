@@ -79,9 +79,9 @@ TEST_F(client_identity_test, an_encrypted_key_is_refused_at_once_as_encrypted) {
   pem_password_cb* callback = SSL_CTX_get_default_passwd_cb(context);
   ASSERT_NE(callback, nullptr);
   char passphrase[64] = "unchanged";
-  EXPECT_EQ(callback(passphrase, sizeof passphrase, 0,
-                     SSL_CTX_get_default_passwd_cb_userdata(context)),
-            0);
+  EXPECT_EQ(
+      callback(passphrase, sizeof passphrase, 0, SSL_CTX_get_default_passwd_cb_userdata(context)),
+      0);
 }
 
 TEST_F(client_identity_test, an_expired_or_not_yet_valid_certificate_is_refused) {
@@ -111,8 +111,9 @@ TEST_F(client_identity_test, an_expired_or_not_yet_valid_certificate_is_refused)
 // A certificate valid when loaded expires while the drain runs: the identity kept for the
 // unchanged files is checked again at each use.
 TEST_F(client_identity_test, a_cached_identity_that_expires_is_refused_from_then_on) {
-  const auto brief = testing::make_cert_valid_between(
-      pki_dir(), pki, "brief", ca_date(std::chrono::seconds(-60)), ca_date(std::chrono::seconds(3)));
+  const auto brief =
+      testing::make_cert_valid_between(pki_dir(), pki, "brief", ca_date(std::chrono::seconds(-60)),
+                                       ca_date(std::chrono::seconds(3)));
   client_identities identities{http_client_config{}};
   const std::time_t now = std::time(nullptr);
   const auto first = identities.get(brief.cert, brief.key, now);

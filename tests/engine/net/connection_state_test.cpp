@@ -8,9 +8,7 @@ namespace {
 using namespace std::chrono_literals;
 const auto t0 = steady_time{} + 100s;
 
-response_end clean_end() {
-  return {.final_status = true, .keep_alive = true, .read_whole = true};
-}
+response_end clean_end() { return {.final_status = true, .keep_alive = true, .read_whole = true}; }
 
 TEST(ConnectionLifecycle, ReusableOnlyWhenKeptAliveAndReadWhole) {
   connection_lifecycle kept;

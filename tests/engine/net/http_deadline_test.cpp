@@ -78,14 +78,18 @@ sent send_once(std::uint16_t port, std::size_t body_bytes, std::chrono::millisec
   http_client client(io.get_executor(), nullptr, config);
   const auto target =
       proto::parse_target_url("http://127.0.0.1:" + std::to_string(port) + "/hook").value;
-  std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " +
-                        std::to_string(body_bytes) + "\r\n\r\n" + std::string(body_bytes, 'x');
+  std::string request =
+      "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body_bytes) +
+      "\r\n\r\n" + std::string(body_bytes, 'x');
   sent out;
   bool done = false;
-  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-    out.result = co_await client.send(*target, request);
-    done = true;
-  }, asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        out.result = co_await client.send(*target, request);
+        done = true;
+      },
+      asio::detached);
   while (!done && io.run_one() > 0) {
   }
   io.poll();

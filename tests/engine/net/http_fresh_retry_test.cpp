@@ -69,9 +69,8 @@ class closing_peer {
       if (ec || done_) return;
       ++connections_;
       const auto script = scripts_[std::min(index, scripts_.size() - 1)];
-      servers_.emplace_back([this, script, socket = std::move(socket)]() mutable {
-        serve(socket, script);
-      });
+      servers_.emplace_back(
+          [this, script, socket = std::move(socket)]() mutable { serve(socket, script); });
     }
   }
 
@@ -85,8 +84,7 @@ class closing_peer {
       input.consume(head_bytes);
       ++requests_read_;
       if (request <= script.answered) {
-        asio::write(socket, asio::buffer(std::string_view("HTTP/1.1 204 No Content\r\n\r\n")),
-                    ec);
+        asio::write(socket, asio::buffer(std::string_view("HTTP/1.1 204 No Content\r\n\r\n")), ec);
         continue;
       }
       if (script.partial_then_close) {
@@ -131,9 +129,9 @@ class client_and_peer {
   std::vector<http_result> send(int count) {
     std::vector<http_result> results(static_cast<std::size_t>(count));
     for (auto& result : results) {
-      asio::co_spawn(io_, [&]() -> asio::awaitable<void> {
-        result = co_await client_.send(target_, request);
-      }, asio::detached);
+      asio::co_spawn(
+          io_, [&]() -> asio::awaitable<void> { result = co_await client_.send(target_, request); },
+          asio::detached);
     }
     io_.restart();
     io_.run();

@@ -113,8 +113,8 @@ TEST(ResponseReader, CapsInterimResponses) {
 }
 
 TEST(ResponseReader, InterimHeadersShareTheHeaderLimit) {
-  const std::string big_hint = "HTTP/1.1 103 Early Hints\r\nLink: <" + std::string(6000, 'a') +
-                               ">\r\n\r\n";
+  const std::string big_hint =
+      "HTTP/1.1 103 Early Hints\r\nLink: <" + std::string(6000, 'a') + ">\r\n\r\n";
   fed f(big_hint + big_hint + big_hint + ok_200);  // each fits 16 KiB, together they do not
   ASSERT_EQ(f.last, progress::done);
   EXPECT_EQ(f.reader.status(), 0);
@@ -179,8 +179,7 @@ TEST(ResponseReader, StatusBelow100IsRefused) {
 }
 
 TEST(ResponseReader, KeepsTheFinalResponsesQuotaFieldsOnly) {
-  const std::string hints =
-      "HTTP/1.1 103 Early Hints\r\nRateLimit: \"early\";r=1;t=1\r\n\r\n";
+  const std::string hints = "HTTP/1.1 103 Early Hints\r\nRateLimit: \"early\";r=1;t=1\r\n\r\n";
   const std::string answer =
       "HTTP/1.1 200 OK\r\nratelimit-policy: \"day\";q=100;w=60\r\nRateLimit: \"day\";r=5;t=30\r\n"
       "X-RateLimit-Remaining: 5\r\nx-ratelimit-reset: 30\r\nX-RateLimit-Limit: 100\r\n"

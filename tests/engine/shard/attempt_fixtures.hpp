@@ -9,7 +9,8 @@
 namespace surge::engine::testing {
 
 inline attempt_times times_at(double started) {
-  return {.started_unix = started, .finished_unix = started + 0.25,
+  return {.started_unix = started,
+          .finished_unix = started + 0.25,
           .now = std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000)};
 }
 

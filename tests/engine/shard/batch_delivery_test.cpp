@@ -55,8 +55,7 @@ TEST(BatchRequest, BodyIsTheArrayOfPayloadsAndTheHeadersDescribeIt) {
   const auto request = build_batch_request(sample_target(), signer, rows, 1'700'000'100, "ua");
   EXPECT_EQ(request.method(), http::verb::post);
   EXPECT_EQ(request.target(), "/hooks/in?x=1");
-  EXPECT_EQ(request.body(),
-            R"([{"video":"v1", "rank": 3},{"video":"v2","views":1e6},[1, "two"]])");
+  EXPECT_EQ(request.body(), R"([{"video":"v1", "rank": 3},{"video":"v2","views":1e6},[1, "two"]])");
   EXPECT_EQ(request[http::field::content_length], std::to_string(request.body().size()));
   EXPECT_EQ(request[http::field::content_type], "application/json");
   EXPECT_EQ(request["X-VVV-Batch-Size"], "3");
@@ -150,12 +149,11 @@ TEST(BatchLead, TakesTheFirstRowWithTheHighestAttemptsAndLatestCreation) {
 }
 
 // Every row's outcome for the batch's one judgement, as the shard writes them.
-std::vector<storage::outcome> outcomes_for(const std::vector<storage::claimed_row>& rows,
-                                           const http_result& result,
-                                           const proto::retry_policy& policy = proto::retry_policy{}) {
+std::vector<storage::outcome> outcomes_for(
+    const std::vector<storage::claimed_row>& rows, const http_result& result,
+    const proto::retry_policy& policy = proto::retry_policy{}) {
   const auto lead = batch_lead(rows);
-  const auto judged =
-      judge_attempt(lead, 7, result, times_at(1'700'000'010), policy, 3600s, 0.5);
+  const auto judged = judge_attempt(lead, 7, result, times_at(1'700'000'010), policy, 3600s, 0.5);
   std::vector<storage::outcome> out;
   for (const auto& row : rows) {
     out.push_back(outcome_in_batch(judged.outcome, lead, row, std::ssize(rows)));
@@ -222,8 +220,8 @@ TEST(OutcomeInBatch, ATooManyRequestsCountsNoAttemptForAnyRow) {
 TEST(OutcomeInBatch, TheMostTriedRowDecidesWhenTheBatchIsDead) {
   // Row 12 has 3 attempts: its 4th is the last the policy allows, so the batch is dead as a
   // whole, even for rows tried less often (retrying them alone would need another POST shape).
-  const proto::retry_policy policy({.base_delay = 1s, .max_delay = 1h, .max_attempts = 4,
-                                    .max_age = 24h});
+  const proto::retry_policy policy(
+      {.base_delay = 1s, .max_delay = 1h, .max_attempts = 4, .max_age = 24h});
   const auto rows = three_rows();
   const auto outs = outcomes_for(rows, answered(500), policy);
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -29,7 +29,9 @@ storage::claimed_row sample_row(std::int64_t attempts = 0) {
   return row;
 }
 
-proto::target sample_target() { return *proto::parse_target_url("https://partner.example:8443/hooks/in?x=1").value; }
+proto::target sample_target() {
+  return *proto::parse_target_url("https://partner.example:8443/hooks/in?x=1").value;
+}
 
 // The request's bytes as Beast's parser, which Surge's writer does not use, reads them; the
 // whole buffer must be exactly one request.
@@ -92,8 +94,8 @@ TEST(DeliveryRequest, AStoredSignatureThatIsNotLowercaseHexIsRefused) {
   const auto good = proto::stored_signature_for("secret", row.payload);
   std::string upper = good;
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const std::string& bad : {std::string(), good.substr(1), upper, "sha256=" + good,
-                                 good + "\r\nX-Injected: 1"}) {
+  for (const std::string& bad :
+       {std::string(), good.substr(1), upper, "sha256=" + good, good + "\r\nX-Injected: 1"}) {
     row.stored_signature = bad;
     EXPECT_NE(delivery_refusal(row).find("unusable signature"), std::string::npos) << bad;
   }
@@ -116,14 +118,11 @@ TEST(DeliveryRequest, BuildingNeverPutsAnUnsafeValueOnTheWire) {
   const auto signer = proto::signer::create(proto::signing_scheme::vvv, "secret").value();
   auto row = sample_row();
   row.event_type = "a\r\nX-Injected: 1";
-  EXPECT_THROW(build(sample_target(), signer, row, 1000, "ua"),
-               std::invalid_argument);
-  EXPECT_THROW(build(sample_target(), signer, sample_row(), 1000, "ua\n"),
-               std::invalid_argument);
+  EXPECT_THROW(build(sample_target(), signer, row, 1000, "ua"), std::invalid_argument);
+  EXPECT_THROW(build(sample_target(), signer, sample_row(), 1000, "ua\n"), std::invalid_argument);
   auto target = sample_target();
   target.path = "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /";
-  EXPECT_THROW(build(target, signer, sample_row(), 1000, "ua"),
-               std::invalid_argument);
+  EXPECT_THROW(build(target, signer, sample_row(), 1000, "ua"), std::invalid_argument);
 }
 
 TEST(DeliveryRequest, AReusedBufferHoldsOnlyTheNewRequestAndKeepsItsMemory) {
@@ -159,7 +158,8 @@ TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
   EXPECT_EQ(first["webhook-timestamp"], "1000");
   EXPECT_EQ(later["webhook-timestamp"], "2000");
   EXPECT_TRUE(proto::verify_standard(secret, std::string(later["webhook-id"]), "2000",
-                                     sample_row().payload, std::string(later["webhook-signature"])));
+                                     sample_row().payload,
+                                     std::string(later["webhook-signature"])));
 }
 
 TEST(DeliveryRequest, ExtraHeadersFollowSurgesOwnInTheirOrder) {
@@ -201,9 +201,10 @@ TEST(DeliveryRequest, EveryHeaderSurgeWritesIsRefusedAsAnExtraHeader) {
   std::vector<http_request> requests;
   auto row = sample_row();
   for (const auto scheme : {proto::signing_scheme::vvv, proto::signing_scheme::standard}) {
-    const auto signer = proto::signer::create(
-        scheme, scheme == proto::signing_scheme::standard ? "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-                                                          : "secret").value();
+    const auto signer = proto::signer::create(scheme, scheme == proto::signing_scheme::standard
+                                                          ? "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                                                          : "secret")
+                            .value();
     requests.push_back(build(sample_target(), signer, row, 1000, "ua"));
     const storage::claimed_row rows[] = {sample_row(), sample_row()};
     requests.push_back(build_batch_request(sample_target(), signer, rows, 1000, "ua"));
@@ -237,8 +238,10 @@ TEST(JudgeAttempt, SuccessIsDoneWithAnAttemptRecord) {
 TEST(JudgeAttempt, ServerErrorRetriesAfterTheBackoffWithTheReason) {
   auto result = answered(500);
   result.body_prefix = "database on fire";
-  const proto::retry_policy policy({.base_delay = 2s, .max_delay = 1h, .max_attempts = 8, .max_age = 24h});
-  const auto judged = judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010), policy, 3600s, 0.0);
+  const proto::retry_policy policy(
+      {.base_delay = 2s, .max_delay = 1h, .max_attempts = 8, .max_age = 24h});
+  const auto judged =
+      judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010), policy, 3600s, 0.0);
   EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::retry);
   EXPECT_EQ(judged.outcome.attempts, 1);
   // Equal jitter with unit 0: half the nominal 2 s.

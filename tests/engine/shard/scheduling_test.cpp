@@ -105,9 +105,9 @@ TEST(NextPumpStep, OnePacedBelowOneSlotKeepsOneRequestOutWhateverTheOriginsLimit
 }
 
 TEST(PacedBelowOneSlot, RateTimesTheOriginsBestLatencyUnderOne) {
-  EXPECT_TRUE(paced_below_one_slot(50, 5ms));      // 0.25 of a slot
-  EXPECT_FALSE(paced_below_one_slot(50, 20ms));    // a whole one
-  EXPECT_FALSE(paced_below_one_slot(1e6, 200us));  // unthrottled: 200 slots' worth
+  EXPECT_TRUE(paced_below_one_slot(50, 5ms));                      // 0.25 of a slot
+  EXPECT_FALSE(paced_below_one_slot(50, 20ms));                    // a whole one
+  EXPECT_FALSE(paced_below_one_slot(1e6, 200us));                  // unthrottled: 200 slots' worth
   EXPECT_FALSE(paced_below_one_slot(50, clock::duration::max()));  // no latency known yet
 }
 

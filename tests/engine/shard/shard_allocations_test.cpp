@@ -20,9 +20,10 @@
 #include "tests/support/e2e.hpp"
 #include "tests/support/nginx.hpp"
 
-extern "C" int __sanitizer_install_malloc_and_free_hooks(
-    void (*malloc_hook)(const volatile void*, std::size_t),
-    void (*free_hook)(const volatile void*)) __attribute__((weak));
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             std::size_t),
+                                                         void (*free_hook)(const volatile void*))
+    __attribute__((weak));
 
 namespace surge::testing {
 namespace {
@@ -85,8 +86,9 @@ double per_further_delivery(bool origin_limit) {
   const auto port = unused_port();
   {
     std::ofstream conf(root + "/nginx.conf");
-    conf << nginx_conf_prelude(root) << "  access_log off;\n  server {\n    listen 127.0.0.1:"
-         << port << ";\n    keepalive_requests 1000000;\n"
+    conf << nginx_conf_prelude(root)
+         << "  access_log off;\n  server {\n    listen 127.0.0.1:" << port
+         << ";\n    keepalive_requests 1000000;\n"
          << "    location = /ready { return 204; }\n    location / { return 204; }\n  }\n}\n";
   }
   auto server = start_nginx(*nginx_binary(), root, port);
@@ -99,9 +101,8 @@ double per_further_delivery(bool origin_limit) {
   const double per_delivery =
       static_cast<double>(in_large - in_small) / (subscribers * (large - small));
   std::cout << "shard allocations" << (origin_limit ? "" : " (origin limit off)") << ": "
-            << in_small << " for " << subscribers * small << " deliveries, " << in_large
-            << " for " << subscribers * large << "; " << per_delivery
-            << " per further delivery\n";
+            << in_small << " for " << subscribers * small << " deliveries, " << in_large << " for "
+            << subscribers * large << "; " << per_delivery << " per further delivery\n";
   return per_delivery;
 }
 

@@ -104,8 +104,8 @@ TEST(SubscriberSettings, BatchValuesOutsideTheLimitsAreClampedAndSaid) {
     std::int64_t stored;
     int used;
   };
-  for (const auto [stored, used] : {rows_case{0, 1}, rows_case{-5, 1}, rows_case{501, 500},
-                                    rows_case{1'000'000, 500}}) {
+  for (const auto [stored, used] :
+       {rows_case{0, 1}, rows_case{-5, 1}, rows_case{501, 500}, rows_case{1'000'000, 500}}) {
     auto row = sample();
     row.batch_max = stored;
     const auto settings = derive_settings(row, {});
@@ -147,10 +147,10 @@ TEST(SubscriberSettings, AGoodCoalescingRuleIsSet) {
   EXPECT_EQ(settings.coalesce->event_types, "video.rank_updated, video.views.*");
   EXPECT_EQ(settings.relief_problem, "");
   // The rule as derived does what the stored row says.
-  EXPECT_TRUE(proto::coalesce_key(*settings.coalesce, "video.views.daily",
-                                  R"({"data":{"video_id":1}})"));
-  EXPECT_FALSE(proto::coalesce_key(*settings.coalesce, "video.trending",
-                                   R"({"data":{"video_id":1}})"));
+  EXPECT_TRUE(
+      proto::coalesce_key(*settings.coalesce, "video.views.daily", R"({"data":{"video_id":1}})"));
+  EXPECT_FALSE(
+      proto::coalesce_key(*settings.coalesce, "video.trending", R"({"data":{"video_id":1}})"));
 }
 
 TEST(SubscriberSettings, ABadCoalescingRuleTurnsCoalescingOffAndSaysWhy) {

@@ -41,15 +41,18 @@ class WireLine : public ::testing::Test {
     row.tokens = tokens;
     row.tokens_updated_at = 4e9;  // the future: no refill for elapsed time
     const scheduler_config config;
-    return std::make_unique<subscriber_state>(row, derive_settings(row, config),
-                                              io.get_executor(), 4e9, config);
+    return std::make_unique<subscriber_state>(row, derive_settings(row, config), io.get_executor(),
+                                              4e9, config);
   }
 
   void wait_in_line(subscriber_state& sub, int index, steady::time_point give_up_at) {
-    asio::co_spawn(io, [&, index, give_up_at]() -> asio::awaitable<void> {
-      const bool passed = co_await sub.wait_for_wire(give_up_at, stopping, false);
-      results.push_back({index, passed, steady::now()});
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&, index, give_up_at]() -> asio::awaitable<void> {
+          const bool passed = co_await sub.wait_for_wire(give_up_at, stopping, false);
+          results.push_back({index, passed, steady::now()});
+        },
+        asio::detached);
   }
 
   asio::io_context io;
