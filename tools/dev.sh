@@ -59,11 +59,11 @@ case "${1:-}" in
     build dev
     ctest --preset dev -j "$(nproc)"
     build fuzz -DSURGE_FUZZ_SECONDS=10
-    ctest --preset fuzz
+    ctest --preset fuzz -j "$(nproc)"
     ;;
   fuzz)
     build fuzz -DSURGE_FUZZ_SECONDS="${2:-300}"
-    ctest --preset fuzz
+    ctest --preset fuzz -j "$(nproc)"
     ;;
   test-tsan)
     build tsan
