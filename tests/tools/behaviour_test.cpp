@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "tools/sink/behaviour.hpp"
+#include "tools/sink/request_handler.hpp"
 
 namespace surge::sink {
 namespace {
@@ -90,6 +91,15 @@ std::string header_of(const action& a, const std::string& name) {
     if (field == name) return value;
   }
   return "(none)";
+}
+
+TEST(Reply, TheWaitGrowsWithTheRequestsBeingAnswered) {
+  reply answer;
+  answer.delay = std::chrono::milliseconds(20);
+  answer.delay_per_request = std::chrono::microseconds(150'000);
+  EXPECT_EQ(answer.wait_while_answering(1), std::chrono::microseconds(170'000));
+  EXPECT_EQ(answer.wait_while_answering(3), std::chrono::microseconds(470'000));
+  EXPECT_EQ(reply{}.wait_while_answering(5), std::chrono::microseconds(0));
 }
 
 TEST(Responder, AQuotaRefusesBeyondItAndAnnouncesWhatIsLeft) {

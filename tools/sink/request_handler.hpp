@@ -26,6 +26,12 @@ struct reply {
   std::chrono::milliseconds trickle{0};
   body_shape body = body_shape::normal;
   std::uint64_t body_length = 0;
+
+  // How long the answer waits while `answering` requests (this one included) are being
+  // answered by the sink.
+  std::chrono::microseconds wait_while_answering(int answering) const {
+    return delay + delay_per_request * answering;
+  }
 };
 
 // The subscriber id is the last path segment, so any prefix (/hook/3, /a/b/3) works.

@@ -200,7 +200,7 @@ struct sink_server::impl {
       const answering_count counted(answering);
       if (answer.delay.count() > 0 || answer.delay_per_request.count() > 0) {
         // A timer, not a sleep: other connections on this thread keep being served.
-        conn.delay.expires_after(answer.delay + answer.delay_per_request * counted.load);
+        conn.delay.expires_after(answer.wait_while_answering(counted.load));
         auto [wait_error] = co_await conn.delay.async_wait(use_tuple);
         if (wait_error) co_return;
       }
