@@ -2,12 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <random>
 #include <unordered_map>
 #include <utility>
-
-#include <unistd.h>
 
 #include <SQLiteCpp/Transaction.h>
 

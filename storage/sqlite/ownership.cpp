@@ -1,10 +1,6 @@
 #include "storage/sqlite/ownership.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
-
-#include <signal.h>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
