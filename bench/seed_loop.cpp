@@ -32,7 +32,7 @@
 #include "proto/clock.hpp"
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
 
 namespace {

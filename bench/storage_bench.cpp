@@ -15,12 +15,12 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include "storage/claims.hpp"
-#include "storage/database.hpp"
-#include "storage/outcomes.hpp"
-#include "storage/ownership.hpp"
-#include "storage/schema.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/outcomes.hpp"
+#include "storage/sqlite/ownership.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/subscribers.hpp"
 
 namespace {
 
@@ -168,8 +168,8 @@ BENCHMARK_CAPTURE(BM_storage_outcomes, contiguous, row_layout::contiguous)
 
 }  // namespace
 
-// One ownership renewal (storage/ownership.hpp) with `state.range(0)` subscribers spread over
-// ten live drains: the transaction each drain runs once a second. With `state.range(1)` 0, the
+// One ownership renewal (storage/sqlite/ownership.hpp) with `state.range(0)` subscribers spread
+// over ten live drains: the transaction each drain runs once a second. With `state.range(1)` 0, the
 // steady state: nothing changed, so the renewal extends the heartbeat after a fingerprint read
 // (proto::heartbeat_is_enough). With 1, a subscriber is added before each renewal (untimed), so
 // every renewal reads every subscriber and owner and plans again, as after any change and at

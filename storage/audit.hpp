@@ -7,8 +7,6 @@
 #include <span>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 
@@ -113,20 +111,8 @@ class audit_collector {
   std::vector<audit_entry> out_;
 };
 
-// Audits every chosen subscriber that has attempts, ordered by id, with the limits now in
-// webhook_subscriber. Reads the attempts sorted by subscriber (the database sorts; the attempt
-// index follows the write order, for the drain's sake) and judges one subscriber at a time, so
-// this process's memory follows the busiest subscriber, not the table. Empty before migration 1.
-std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
-                                    bool with_delivered = false);
-
-// The audit of the attempts in surge_attempt (the same table on either queue shape) against
-// `limits`, inside a read transaction the caller holds.
-std::vector<audit_entry> read_attempts(SQLite::Database& db,
-                                       std::map<std::int64_t, audit_limit> limits,
-                                       const proto::id_set& which, bool with_delivered);
-
-// The same on either kind of queue (storage/connection.hpp); throws storage::error.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/audit.hpp describes them on a
+// SQLite file; throws storage::error.
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which = {},
                                     bool with_delivered = false);
 

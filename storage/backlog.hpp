@@ -4,8 +4,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 
@@ -17,14 +15,8 @@ struct subscriber_backlog {
   std::int64_t overdue = 0;  // of those, due before the given time
 };
 
-// Per subscriber: rows queued, and those overdue (due, by the later of next_attempt_at and
-// created_at, before `overdue_before`). One pass over the per-subscriber due index (a read
-// transaction: it blocks no writer). About 0.3 s per million queued rows, so callers sample it
-// every few seconds, not per scrape.
-std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
-                                                      const proto::id_set& which);
-
-// The same on either kind of queue (storage/connection.hpp); throws storage::error.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/backlog.hpp describes them on
+// a SQLite file; throws storage::error.
 std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,
                                                       const proto::id_set& which);
 

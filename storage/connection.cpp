@@ -2,7 +2,8 @@
 
 #include <sqlite3.h>
 
-#include "storage/backend.hpp"
+#include "storage/sqlite/backend.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
 

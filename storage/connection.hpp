@@ -51,7 +51,7 @@ class connection {
   queue_shape shape();
   std::optional<queue_shape> named_shape() const { return named_shape_; }
 
-  struct backend;  // storage/backend.hpp, inside storage/ only
+  struct backend;  // storage/sqlite/backend.hpp, inside storage/ only
   backend& get() { return *backend_; }
 
  private:

@@ -7,8 +7,6 @@
 #include <span>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "storage/claims.hpp"
 #include "storage/outcomes.hpp"
 #include "storage/ownership.hpp"
@@ -27,18 +25,5 @@ struct cycle_result {
   // should come at once, not after an idle poll.
   std::vector<std::int64_t> more_due;
 };
-
-// One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the
-// tokens the demand asks of persisted buckets, then the claim (as claimer::claim). All commit
-// or none does (the exception propagates). `writer`, `claims` and `tokens` must be on `db`.
-// With `owners`, rows and tokens are asked only for subscribers it owns when the transaction
-// has begun (tokens may still be given back for any): the fence of ownership leases.
-cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, claimer& claims,
-                             token_leaser& tokens, std::span<const outcome> outcomes,
-                             std::span<const std::int64_t> deactivate,
-                             std::span<const subscriber_demand> demand, double now,
-                             double lease_seconds,
-                             std::int64_t max_payload_bytes = claimer::no_payload_cap,
-                             const ownership_keeper* owners = nullptr);
 
 }  // namespace surge::storage

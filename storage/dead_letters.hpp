@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 
@@ -28,9 +26,6 @@ struct dead_row {
   double created_at = 0;
 };
 
-// Dead rows matching `which`, newest first (created_at, then id, descending).
-std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
-
 struct replay_report {
   std::int64_t replayed = 0;
   // Subscribers of replayed rows that are inactive (their rows wait until they are enabled) or
@@ -38,14 +33,8 @@ struct replay_report {
   std::vector<std::int64_t> inactive_subscribers;
 };
 
-// Puts the dead rows matching `which` back to pending: attempts 0, due at `now`, no lease, and
-// created_at = `now`, so the row gets a whole new retry window (both drainers measure the window
-// from created_at; a replayed day-old row would otherwise die after one attempt). last_status
-// and last_error stay as history until the next attempt overwrites them. One BEGIN IMMEDIATE
-// transaction.
-replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
-
-// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/dead_letters.hpp describes
+// them on a SQLite file; throw storage::error.
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which);
 replay_report replay_dead(connection& db, const dead_selection& which, double now);
 

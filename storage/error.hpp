@@ -1,6 +1,6 @@
 #pragma once
 // The one exception the queue's functions throw, whichever database is behind them: callers
-// outside storage/ catch this, never a SQLite or libpq type.
+// outside storage/ catch this, never a database library's own exception.
 #include <stdexcept>
 #include <string>
 

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "storage/connection.hpp"
 
 namespace surge::storage {
@@ -31,12 +29,8 @@ struct partner_quota_row {
   double paced_until = 0;  // Unix seconds; 0 when the configured limit applies
 };
 
-// Replaces each subscriber's row with the one given, in one BEGIN IMMEDIATE transaction.
-void record_partner_quotas(SQLite::Database& db, std::span<const partner_quota_row> rows);
-// Every row, by subscriber id; none on a file not migrated that far.
-std::vector<partner_quota_row> load_partner_quotas(SQLite::Database& db);
-
-// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/partner_quotas.hpp describes
+// them on a SQLite file; throw storage::error.
 void record_partner_quotas(connection& db, std::span<const partner_quota_row> rows);
 std::vector<partner_quota_row> load_partner_quotas(connection& db);
 

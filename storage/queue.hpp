@@ -6,17 +6,10 @@
 #include <string_view>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 
 namespace surge::storage {
-
-// Inserts one pending row per active subscriber whose event_types match, `count` times, in one
-// BEGIN IMMEDIATE transaction. Returns the number of rows inserted.
-std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
-                        double now, int count = 1);
 
 struct status_counts {
   std::int64_t pending = 0, retry = 0, done = 0, dead = 0;
@@ -43,16 +36,8 @@ struct queue_stats {
 // The per-subscriber counts in id order, and their sum (both backends read the counts).
 queue_stats with_totals(const std::map<std::int64_t, subscriber_counts>& by_subscriber);
 
-// Reads every row of the chosen subscribers, finished ones included (about a microsecond per row
-// on a 1M-row file), plus the pending/retry rows once more to attribute the leased ones: call it
-// on its own connection or rarely, not between claims and outcomes.
-queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which = {});
-
-// Rows of the chosen subscribers that are due now or still leased (by anyone): the drain is
-// finished when this is 0 and nothing is buffered or in flight.
-std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {});
-
-// The same on either kind of queue (storage/connection.hpp); throw storage::error.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/queue.hpp describes them on a
+// SQLite file; throw storage::error.
 std::int64_t emit_event(connection& db, std::string_view event_type, std::string_view payload,
                         double now, int count = 1);
 queue_stats read_stats(connection& db, double now, const proto::id_set& which = {});

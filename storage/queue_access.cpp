@@ -1,21 +1,22 @@
 // The queue functions the tools and the engine's side threads call on a storage::connection:
 // each runs the SQLite statements of the queue's shape or the PostgreSQL ones, whichever the
 // connection is, so callers outside storage/ never see which database or shape is behind it.
-#include "storage/audit.hpp"
-#include "storage/backend.hpp"
-#include "storage/backlog.hpp"
-#include "storage/coalescing.hpp"
-#include "storage/dead_letters.hpp"
-#include "storage/maintenance.hpp"
-#include "storage/partner_quotas.hpp"
 #include "storage/postgres/queue.hpp"
 #include "storage/postgres/session.hpp"
-#include "storage/queue.hpp"
-#include "storage/retention.hpp"
-#include "storage/schema.hpp"
 #include "storage/seed001/queue.hpp"
-#include "storage/sql_support.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/audit.hpp"
+#include "storage/sqlite/backend.hpp"
+#include "storage/sqlite/backlog.hpp"
+#include "storage/sqlite/coalescing.hpp"
+#include "storage/sqlite/dead_letters.hpp"
+#include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/ownership.hpp"
+#include "storage/sqlite/partner_quotas.hpp"
+#include "storage/sqlite/queue.hpp"
+#include "storage/sqlite/retention.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/sql_support.hpp"
+#include "storage/sqlite/subscribers.hpp"
 
 namespace surge::storage {
 namespace {

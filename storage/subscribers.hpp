@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <SQLiteCpp/Database.h>
-
 #include "proto/extra_headers.hpp"
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
@@ -51,27 +49,14 @@ struct subscriber_row {
   std::string client_cert_file, client_key_file;
 };
 
-// Every column of the chosen subscribers (active or not), ordered by id.
-std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which = {});
-std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id);
-
-// Inserts a subscriber (the id is chosen by SQLite when row.id is 0) and returns its id.
-std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
-// Writes every column but tokens/tokens_updated_at. False when no such subscriber.
-bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
-bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
-// Replaces the row's extra_headers and client certificate files (none at all removes its
-// credentials row); the subscriber tables are not touched. Either SQLite shape.
-void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row);
-
 // Whether add_subscriber/update_subscriber also write the row's credentials.
 enum class credentials_write { keep, replace };
 
-// The same on either kind of queue (storage/connection.hpp); throw storage::error. With
-// credentials_write::replace, add_subscriber and update_subscriber also do what
-// set_subscriber_credentials does, in the same transaction: a partner is never left with its
-// settings written and the header or certificate it requires missing (or the reverse). An
-// update of no such subscriber writes nothing.
+// On either kind of queue (storage/connection.hpp), as storage/sqlite/subscribers.hpp describes
+// them on a SQLite file; throw storage::error. With credentials_write::replace, add_subscriber and
+// update_subscriber also do what set_subscriber_credentials does, in the same transaction: a
+// partner is never left with its settings written and the header or certificate it requires missing
+// (or the reverse). An update of no such subscriber writes nothing.
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which = {});
 std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id);
 std::int64_t add_subscriber(connection& db, const subscriber_row& row,

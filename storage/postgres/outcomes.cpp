@@ -1,5 +1,5 @@
 // Outcomes on PostgreSQL: one fenced UPDATE for the whole batch and one INSERT of its attempt
-// records, each set by the same rules as on SQLite (storage/outcomes.cpp).
+// records, each set by the same rules as on SQLite (storage/sqlite/outcomes.cpp).
 #include "storage/postgres/outcomes.hpp"
 
 #include <optional>
@@ -26,8 +26,8 @@ std::optional<std::string> text_or_null(const std::string& text) {
   return text;
 }
 
-// Each outcome kind sets what its SQLite statement sets (storage/outcomes.cpp); every update is
-// fenced on our lease.
+// Each outcome kind sets what its SQLite statement sets (storage/sqlite/outcomes.cpp); every update
+// is fenced on our lease.
 constexpr const char* outcome_set = R"sql(
 UPDATE webhook_delivery d SET
   status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'

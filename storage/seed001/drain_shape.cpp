@@ -1,12 +1,12 @@
-// What a drain's storage runs on a seed001 queue (storage/sqlite_shape.hpp): the claim's
+// What a drain's storage runs on a seed001 queue (storage/sqlite/drain_shape.hpp): the claim's
 // statements over webhook_deliveries, the persisted buckets in webhook_buckets, the new-row watch
 // and the outcome writer. The rules around them (the sweep, lease values and fences, token leases,
 // ownership) are seed000's, shared.
 #include "storage/seed001/outcomes.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
-#include "storage/sql_support.hpp"
-#include "storage/sqlite_shape.hpp"
+#include "storage/sqlite/drain_shape.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 namespace {

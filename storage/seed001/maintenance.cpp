@@ -2,10 +2,10 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/database.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "storage/seed001/outcomes.hpp"
 #include "storage/seed001/sql.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
 namespace {

@@ -3,7 +3,7 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
-#include "storage/outcomes.hpp"
+#include "storage/sqlite/outcomes.hpp"
 
 namespace surge::storage::seed001 {
 

@@ -13,7 +13,7 @@
 #include "proto/signing.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
 namespace {

@@ -2,7 +2,7 @@
 // The second published queue shape ("seed 001") on SQLite: the queue functions the tools and
 // the drain call, with the same contracts as seed000's (storage/queue.hpp, subscribers.hpp,
 // dead_letters.hpp, audit.hpp, maintenance.hpp, backlog.hpp, retention.hpp), reached through
-// storage::connection and storage/sqlite_shape.hpp. Private to storage/.
+// storage::connection and storage/sqlite/drain_shape.hpp. Private to storage/.
 //
 // How the shape maps onto the neutral rows:
 //   webhook_subscribers: endpoint is the URL, events (a JSON array) the filter as stored,
@@ -27,13 +27,13 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
-#include "storage/audit.hpp"
-#include "storage/backlog.hpp"
-#include "storage/dead_letters.hpp"
-#include "storage/maintenance.hpp"
-#include "storage/queue.hpp"
-#include "storage/retention.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/audit.hpp"
+#include "storage/sqlite/backlog.hpp"
+#include "storage/sqlite/dead_letters.hpp"
+#include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/queue.hpp"
+#include "storage/sqlite/retention.hpp"
+#include "storage/sqlite/subscribers.hpp"
 
 namespace surge::storage::seed001 {
 

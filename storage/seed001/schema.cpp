@@ -6,10 +6,10 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
-#include "storage/schema.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/schema.hpp"
 
 namespace surge::storage::seed001 {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "proto/event_match.hpp"
 #include "storage/seed001/queue.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
 namespace {

@@ -1,4 +1,4 @@
-#include "storage/audit.hpp"
+#include "storage/sqlite/audit.hpp"
 
 #include <string>
 #include <vector>

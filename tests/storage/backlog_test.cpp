@@ -1,6 +1,6 @@
-#include "storage/backlog.hpp"
-#include "storage/queue.hpp"
-#include "storage/maintenance.hpp"
+#include "storage/sqlite/backlog.hpp"
+#include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/queue.hpp"
 
 #include <gtest/gtest.h>
 

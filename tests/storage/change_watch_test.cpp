@@ -3,9 +3,9 @@
 // named.
 #include <gtest/gtest.h>
 
-#include "storage/change_watch.hpp"
-#include "storage/claims.hpp"
-#include "storage/outcomes.hpp"
+#include "storage/sqlite/change_watch.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/outcomes.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

@@ -1,5 +1,5 @@
-#include "storage/claims.hpp"
 #include "storage/lease_values.hpp"
+#include "storage/sqlite/claims.hpp"
 
 #include <algorithm>
 #include <map>

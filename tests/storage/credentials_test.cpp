@@ -11,8 +11,8 @@
 
 #include "storage/connection.hpp"
 #include "storage/error.hpp"
-#include "storage/schema.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/subscribers.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/seed001_ddl.hpp"
 #include "tests/support/sql_client.hpp"

@@ -2,11 +2,11 @@
 // fenced as ever, and a page they share is written to the WAL once.
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
-#include "storage/cycle.hpp"
-#include "storage/outcomes.hpp"
-#include "storage/token_leases.hpp"
-#include "storage/wal_meter.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/cycle.hpp"
+#include "storage/sqlite/outcomes.hpp"
+#include "storage/sqlite/token_leases.hpp"
+#include "storage/sqlite/wal_meter.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

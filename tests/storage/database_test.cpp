@@ -1,12 +1,12 @@
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 #include <ctime>
 
 #include <SQLiteCpp/Exception.h>
 #include <gtest/gtest.h>
 
-#include "storage/backend.hpp"
+#include "storage/sqlite/backend.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

@@ -1,4 +1,4 @@
-#include "storage/dead_letters.hpp"
+#include "storage/sqlite/dead_letters.hpp"
 
 #include <string>
 #include <vector>

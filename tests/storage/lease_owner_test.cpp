@@ -9,8 +9,8 @@
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
-#include "storage/queue.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/queue.hpp"
 #include "test_db.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
 

@@ -1,12 +1,12 @@
 // Housekeeping sweeps: rows no claim can ever match are dead-lettered with a reason, and other
 // Surge processes' live leases are found for the start-up warning.
-#include "storage/maintenance.hpp"
+#include "storage/sqlite/maintenance.hpp"
 
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
+#include "storage/sqlite/claims.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

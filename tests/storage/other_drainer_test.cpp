@@ -7,8 +7,8 @@
 #include <SQLiteCpp/Transaction.h>
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
-#include "storage/outcomes.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/outcomes.hpp"
 #include "test_db.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
 

@@ -1,11 +1,11 @@
-#include "storage/outcomes.hpp"
+#include "storage/sqlite/outcomes.hpp"
 
 #include <string>
 
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
+#include "storage/sqlite/claims.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

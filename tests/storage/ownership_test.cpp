@@ -2,7 +2,7 @@
 // connections spread the subscribers, hand them over, take over a dead drainer's, and fence
 // claims to what they own.
 #include "proto/clock.hpp"
-#include "storage/ownership.hpp"
+#include "storage/sqlite/ownership.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "storage/claims.hpp"
-#include "storage/cycle.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/cycle.hpp"
+#include "storage/sqlite/database.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

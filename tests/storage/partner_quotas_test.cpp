@@ -1,5 +1,5 @@
 // The partners' announced quotas as a drain records them and `surge stats` reads them.
-#include "storage/partner_quotas.hpp"
+#include "storage/sqlite/partner_quotas.hpp"
 
 #include <gtest/gtest.h>
 

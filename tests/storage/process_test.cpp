@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "proto/clock.hpp"
-#include "storage/claims.hpp"
-#include "storage/database.hpp"
-#include "storage/outcomes.hpp"
-#include "storage/queue.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/outcomes.hpp"
+#include "storage/sqlite/queue.hpp"
 #include "test_db.hpp"
 
 extern char** environ;

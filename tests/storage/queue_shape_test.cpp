@@ -9,9 +9,9 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "storage/connection.hpp"
-#include "storage/queue.hpp"
 #include "storage/queue_shape.hpp"
-#include "storage/schema.hpp"
+#include "storage/sqlite/queue.hpp"
+#include "storage/sqlite/schema.hpp"
 #include "tests/support/seed001_ddl.hpp"
 #include "tests/support/shared_ddl.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,12 +1,12 @@
-#include "storage/queue.hpp"
+#include "storage/sqlite/queue.hpp"
 
 #include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "storage/claims.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/subscribers.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

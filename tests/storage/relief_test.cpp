@@ -8,14 +8,14 @@
 #include <gtest/gtest.h>
 
 #include "proto/clock.hpp"
-#include "storage/audit.hpp"
-#include "storage/claims.hpp"
-#include "storage/coalescing.hpp"
-#include "storage/database.hpp"
-#include "storage/outcomes.hpp"
-#include "storage/queue.hpp"
-#include "storage/schema.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/audit.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/coalescing.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/outcomes.hpp"
+#include "storage/sqlite/queue.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/subscribers.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

@@ -1,4 +1,4 @@
-#include "storage/retention.hpp"
+#include "storage/sqlite/retention.hpp"
 
 #include <string>
 

@@ -1,5 +1,5 @@
 #include "proto/clock.hpp"
-#include "storage/schema.hpp"
+#include "storage/sqlite/schema.hpp"
 
 #include <set>
 #include <string>
@@ -7,7 +7,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <gtest/gtest.h>
 
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

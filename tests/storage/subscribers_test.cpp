@@ -1,4 +1,4 @@
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/subscribers.hpp"
 
 #include <cmath>
 

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "storage/database.hpp"
-#include "storage/schema.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/schema.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
 #include "tests/support/shared_ddl.hpp"
 
@@ -24,7 +24,8 @@ SQLite::Database open_migrated(const std::string& path, std::chrono::millisecond
 void create_shared_tables(SQLite::Database& db) { db.exec(surge::testing::shared_ddl); }
 
 void drop_version_three(SQLite::Database& db) {
-  // Listed here, not taken from storage/schema.cpp, so a column migration 3 stops adding shows.
+  // Listed here, not taken from storage/sqlite/schema.cpp, so a column migration 3 stops adding
+  // shows.
   static constexpr const char* columns[][2] = {{"webhook_subscriber", "batch_max"},
                                                {"webhook_subscriber", "batch_bytes"},
                                                {"webhook_subscriber", "batch_linger"},

@@ -1,13 +1,13 @@
 // Tokens leased from the persisted bucket (storage/token_leases.hpp), alone, shared by two
 // Surge connections, and beside the steady-state drainer's own bucket statements.
-#include "storage/token_leases.hpp"
+#include "storage/sqlite/token_leases.hpp"
 
 #include <gtest/gtest.h>
 
 #include <SQLiteCpp/Transaction.h>
 
-#include "tests/storage/other_drainer_sql.hpp"
 #include "test_db.hpp"
+#include "tests/storage/other_drainer_sql.hpp"
 
 namespace surge::storage {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/checkpointer.hpp"
-#include "storage/wal_meter.hpp"
+#include "storage/sqlite/checkpointer.hpp"
+#include "storage/sqlite/wal_meter.hpp"
 #include "test_db.hpp"
 
 namespace surge::storage {

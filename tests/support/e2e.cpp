@@ -20,8 +20,8 @@
 
 #include "proto/clock.hpp"
 #include "storage/connection.hpp"
-#include "storage/database.hpp"
-#include "storage/schema.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/schema.hpp"
 #include "tests/support/shared_ddl.hpp"
 
 namespace surge::testing {

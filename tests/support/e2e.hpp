@@ -13,7 +13,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include "storage/connection.hpp"
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/subscribers.hpp"
 #include "tests/support/sql_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tools/process.hpp"

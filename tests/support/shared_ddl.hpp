@@ -1,7 +1,7 @@
 #pragma once
 // The queue's DDL exactly as docs/design.md gives it: what the other programs that share the
 // database run. Tests create files with it to prove Surge works on them, so it is kept here
-// verbatim and apart from storage/schema.cpp, which must not be its source.
+// verbatim and apart from storage/sqlite/schema.cpp, which must not be its source.
 namespace surge::testing {
 
 inline constexpr const char* shared_ddl = R"sql(

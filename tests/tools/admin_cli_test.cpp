@@ -15,8 +15,8 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/clock.hpp"
-#include "storage/claims.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tools/time_arg.hpp"

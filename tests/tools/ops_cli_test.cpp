@@ -14,7 +14,7 @@
 #include <boost/json/parse.hpp>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tools/process.hpp"
 

@@ -24,8 +24,8 @@
 #include <openssl/err.h>
 
 #include "proto/signing.hpp"
-#include "storage/database.hpp"
-#include "storage/schema.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/schema.hpp"
 
 namespace surge::sink::testing {
 

@@ -11,7 +11,7 @@
 
 #include <boost/beast/core/error.hpp>
 
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/subscribers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_pki.hpp"
 #include "tools/sink/request_handler.hpp"

@@ -16,7 +16,7 @@
 #include <openssl/evp.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/nginx.hpp"
 

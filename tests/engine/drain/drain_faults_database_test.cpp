@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/engine/drain/drain_faults_support.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"

@@ -17,7 +17,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/engine/drain/drain_faults_support.hpp"
 #include "tests/storage/other_drainer_sql.hpp"
 #include "tests/support/e2e.hpp"

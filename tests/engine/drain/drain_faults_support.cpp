@@ -8,7 +8,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::testing {
 

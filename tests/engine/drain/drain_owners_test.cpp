@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/postgres_server.hpp"

@@ -10,7 +10,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {

@@ -23,7 +23,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/test_pki.hpp"
 

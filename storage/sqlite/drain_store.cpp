@@ -1,6 +1,6 @@
 // The drain's storage on a SQLite file: the embedded default. One connection
 // claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
-// What differs between the queue shapes comes from storage/sqlite_shape.hpp.
+// What differs between the queue shapes comes from storage/sqlite/drain_shape.hpp.
 #include <sys/statvfs.h>
 
 #include <cstdint>
@@ -11,13 +11,17 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 
-#include "storage/backend.hpp"
-#include "storage/checkpointer.hpp"
 #include "storage/drain_store.hpp"
-#include "storage/queue.hpp"
-#include "storage/schema.hpp"
-#include "storage/sqlite_shape.hpp"
-#include "storage/wal_meter.hpp"
+#include "storage/sqlite/backend.hpp"
+#include "storage/sqlite/checkpointer.hpp"
+#include "storage/sqlite/cycle.hpp"
+#include "storage/sqlite/database.hpp"
+#include "storage/sqlite/drain_shape.hpp"
+#include "storage/sqlite/ownership.hpp"
+#include "storage/sqlite/partner_quotas.hpp"
+#include "storage/sqlite/queue.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/wal_meter.hpp"
 
 namespace surge::storage {
 

@@ -1,4 +1,4 @@
-#include "storage/wal_meter.hpp"
+#include "storage/sqlite/wal_meter.hpp"
 
 #include <algorithm>
 

@@ -1,11 +1,11 @@
-#include "storage/maintenance.hpp"
+#include "storage/sqlite/maintenance.hpp"
 
 #include <string>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 

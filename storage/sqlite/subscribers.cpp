@@ -1,12 +1,12 @@
-#include "storage/subscribers.hpp"
+#include "storage/sqlite/subscribers.hpp"
 
 #include <limits>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/schema.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 namespace {

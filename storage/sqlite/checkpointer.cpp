@@ -1,10 +1,10 @@
-#include "storage/checkpointer.hpp"
+#include "storage/sqlite/checkpointer.hpp"
 
 #include <pthread.h>
 
 #include <sqlite3.h>
 
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
 

@@ -1,8 +1,8 @@
-#include "storage/change_watch.hpp"
+#include "storage/sqlite/change_watch.hpp"
 
 #include <algorithm>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 namespace {

@@ -2,7 +2,7 @@
 // What a drain's storage does differently on each queue shape on SQLite: the statements of the
 // claim, the persisted buckets and the new-row watch, the outcome writer, and the housekeeping
 // reads and writes. Everything else (the cycle, the sweep, lease values and fences, ownership,
-// the WAL and its checkpoints) is shared by storage/sqlite_drain_store.cpp. Private to storage/.
+// the WAL and its checkpoints) is shared by storage/sqlite/drain_store.cpp. Private to storage/.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,13 +11,13 @@
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
-#include "storage/change_watch.hpp"
-#include "storage/claims.hpp"
-#include "storage/maintenance.hpp"
-#include "storage/outcomes.hpp"
 #include "storage/queue_shape.hpp"
-#include "storage/subscribers.hpp"
-#include "storage/token_leases.hpp"
+#include "storage/sqlite/change_watch.hpp"
+#include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/outcomes.hpp"
+#include "storage/sqlite/subscribers.hpp"
+#include "storage/sqlite/token_leases.hpp"
 
 namespace surge::storage {
 
@@ -36,7 +36,7 @@ struct sqlite_queue_shape {
                                               const proto::id_set& which);
 };
 
-// seed000's (storage/sqlite_drain_store.cpp) and seed001's (storage/seed001/drain_shape.cpp).
+// seed000's (storage/sqlite/drain_store.cpp) and seed001's (storage/seed001/drain_shape.cpp).
 const sqlite_queue_shape& seed000_sqlite_shape();
 const sqlite_queue_shape& seed001_sqlite_shape();
 inline const sqlite_queue_shape& sqlite_shape_of(queue_shape shape) {

@@ -1,4 +1,4 @@
-#include "storage/schema.hpp"
+#include "storage/sqlite/schema.hpp"
 
 #include <string>
 #include <vector>
@@ -7,7 +7,7 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
 namespace {

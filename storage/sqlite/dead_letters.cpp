@@ -1,11 +1,11 @@
-#include "storage/dead_letters.hpp"
+#include "storage/sqlite/dead_letters.hpp"
 
 #include <set>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 namespace {

@@ -1,8 +1,8 @@
-#include "storage/backlog.hpp"
+#include "storage/sqlite/backlog.hpp"
 
 #include <SQLiteCpp/Statement.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 

@@ -1,4 +1,4 @@
-#include "storage/retention.hpp"
+#include "storage/sqlite/retention.hpp"
 
 #include <algorithm>
 #include <string>
@@ -9,7 +9,7 @@
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
 namespace {

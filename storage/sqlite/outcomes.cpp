@@ -1,8 +1,8 @@
-#include "storage/outcomes.hpp"
+#include "storage/sqlite/outcomes.hpp"
 
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 namespace {

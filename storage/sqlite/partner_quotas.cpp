@@ -1,9 +1,9 @@
-#include "storage/partner_quotas.hpp"
+#include "storage/sqlite/partner_quotas.hpp"
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 

@@ -1,11 +1,11 @@
-#include "storage/token_leases.hpp"
+#include "storage/sqlite/token_leases.hpp"
 
 #include <algorithm>
 
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/persisted_bucket.hpp"
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 

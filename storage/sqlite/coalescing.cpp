@@ -1,9 +1,9 @@
-#include "storage/coalescing.hpp"
+#include "storage/sqlite/coalescing.hpp"
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sql_support.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
 

@@ -1,11 +1,11 @@
-#include "storage/cycle.hpp"
+#include "storage/sqlite/cycle.hpp"
 
 #include <algorithm>
 
 #include <SQLiteCpp/Transaction.h>
 
 #include "proto/clock.hpp"
-#include "storage/database.hpp"
+#include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
 namespace {

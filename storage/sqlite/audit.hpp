@@ -1,0 +1,30 @@
+#pragma once
+// Reading the audit from a SQLite queue's surge_attempt table.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "proto/id_set.hpp"
+#include "storage/audit.hpp"
+#include "storage/connection.hpp"
+
+namespace surge::storage {
+
+// Audits every chosen subscriber that has attempts, ordered by id, with the limits now in
+// webhook_subscriber. Reads the attempts sorted by subscriber (the database sorts; the attempt
+// index follows the write order, for the drain's sake) and judges one subscriber at a time, so
+// this process's memory follows the busiest subscriber, not the table. Empty before migration 1.
+std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
+                                    bool with_delivered = false);
+
+// The audit of the attempts in surge_attempt (the same table on either queue shape) against
+// `limits`, inside a read transaction the caller holds.
+std::vector<audit_entry> read_attempts(SQLite::Database& db,
+                                       std::map<std::int64_t, audit_limit> limits,
+                                       const proto::id_set& which, bool with_delivered);
+
+}  // namespace surge::storage

@@ -1,0 +1,26 @@
+#pragma once
+// Dead-lettered rows on a SQLite queue.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/Database.h>
+
+#include "proto/id_set.hpp"
+#include "storage/connection.hpp"
+#include "storage/dead_letters.hpp"
+
+namespace surge::storage {
+
+// Dead rows matching `which`, newest first (created_at, then id, descending).
+std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
+
+// Puts the dead rows matching `which` back to pending: attempts 0, due at `now`, no lease, and
+// created_at = `now`, so the row gets a whole new retry window (both drainers measure the window
+// from created_at; a replayed day-old row would otherwise die after one attempt). last_status
+// and last_error stay as history until the next attempt overwrites them. One BEGIN IMMEDIATE
+// transaction.
+replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
+
+}  // namespace surge::storage

@@ -1,0 +1,47 @@
+#pragma once
+// Retention on a SQLite queue file, and giving the space back.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <SQLiteCpp/Database.h>
+
+#include "storage/connection.hpp"
+#include "storage/retention.hpp"
+
+namespace surge::storage {
+
+// Deletes `done` rows (and, with `dead`, dead rows) whose finishing time is before the cutoff:
+// delivered_at, or created_at when the writer left delivered_at unset (the steady-state
+// drainer does; a dead row has only created_at). A row that is due, leased or retrying is
+// never touched: every delete re-checks status and lease under the write lock. Then deletes
+// the surge_attempt records finished before the cutoff whose delivery row no longer exists, so
+// the audit keeps everything newer than the cutoff and the attempts of rows still queued.
+// `progress` (may be empty) is called after each transaction.
+prune_result prune(SQLite::Database& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress = {});
+
+// Where a queue shape keeps what prune deletes (seed001's: storage/seed001/maintenance.cpp).
+struct retention_shape {
+  const char* deliveries;    // the delivery table
+  const char* done;          // condition: delivered
+  const char* done_or_dead;  // condition: delivered or dead
+  const char* finished_at;   // expression: when a finished row finished, Unix seconds
+  // Condition: nobody holds the row at the Unix time in parameter `now` ("?").
+  std::string (*free_at)(std::string_view now);
+  // A table of Surge's keyed by delivery_id whose rows go with their delivery (or nullptr).
+  const char* notes = nullptr;
+};
+// prune() on a queue of that shape.
+prune_result prune(SQLite::Database& db, const prune_options& options,
+                   const std::function<void(const prune_result&)>& progress,
+                   const retention_shape& shape);
+
+// Switches the file to auto_vacuum=INCREMENTAL and rewrites it (VACUUM): a one-off that holds
+// the write lock for the whole rewrite (seconds per hundred MB), after which prune() returns
+// freed pages to the file system in short steps. Returns the file's page count afterwards.
+std::int64_t enable_incremental_vacuum(SQLite::Database& db);
+
+}  // namespace surge::storage
