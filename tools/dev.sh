@@ -5,7 +5,7 @@
 #   tools/dev.sh test          build (dev: debug under ASan+UBSan) and run every test, then a
 #                              short run of each fuzzer
 #   tools/dev.sh fuzz [SECS]   build the libFuzzer targets (clang) and run each SECS (default 300)
-#   tools/dev.sh test-tsan     the suite under ThreadSanitizer
+#   tools/dev.sh test-tsan     the suite's multi-threaded part under ThreadSanitizer
 #   tools/dev.sh ci            test, then test-tsan (what .ci/run does)
 #   tools/dev.sh bench         build (release), run the micro benchmarks and every e2e scenario
 set -euo pipefail
