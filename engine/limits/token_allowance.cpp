@@ -37,8 +37,8 @@ void token_allowance::granted(double tokens, clock::time_point now, clock::durat
 }
 
 double token_allowance::ahead_seconds() const {
-  return std::min(config_.lease_seconds / 2,
-                  std::max(config_.ask_ahead_seconds, 1.5 * round_trip_seconds_));
+  return std::max(config_.ask_ahead_seconds,
+                  std::min(config_.lease_seconds / 2, 1.5 * round_trip_seconds_));
 }
 
 double token_allowance::take_stale(clock::time_point now) {

@@ -54,9 +54,9 @@ class token_allowance {
 
   // The refill an ask must cover until its answer is here: the configured look-ahead, or more
   // when the asks' answers have been slower (one and a half round trips, the slowest of the
-  // last few), at most half a lease. It sets both when to ask again and how much of the
-  // bucket's coming refill the ask may reserve: a bucket with a small burst, left to refill
-  // while the answer travels, would fill and lose the rest.
+  // last few) up to half a lease, never less than the configured look-ahead. It sets both when to
+  // ask again and how much of the bucket's coming refill the ask may reserve: a bucket with a small
+  // burst, left to refill while the answer travels, would fill and lose the rest.
   double ahead_seconds() const;
 
   // The pump's wait for a token of this allowance: zero when one is here, else max(): the
