@@ -1,0 +1,58 @@
+#pragma once
+// Ordered delivery per key (opt-in per subscriber): within a key taken from the payload, rows go
+// out in enqueue order with at most one in flight. The rule is stated over a subscriber's
+// unfinished rows in enqueue order, so it holds whoever leased or rescheduled them and survives a
+// restart: a row may be claimed only while no earlier unfinished row shares its key. Pure, so the
+// rule is tested without a queue.
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace surge::proto {
+
+// What happens to a key when one of its rows dies (attempts or age).
+enum class dead_key { moves_on, stops };
+
+struct order_rule {
+  // RFC 6901 JSON pointer to the key in the payload, e.g. "/video_id"; "" orders the whole
+  // subscriber as one key.
+  std::string pointer;
+  dead_key when_dead = dead_key::moves_on;
+};
+
+// Why `pointer` cannot name an order key; empty when it can ("" can: the whole subscriber).
+std::string order_pointer_problem(std::string_view pointer);
+
+// The key a row is ordered under: the JSON text of the value at the pointer, so 7 and "7" are
+// different keys. Rows whose payload is not JSON or lacks the value share the key "" (which no
+// JSON text is): they are ordered among themselves.
+std::string order_key(std::string_view pointer, std::string_view payload);
+
+// The rule, applied to a subscriber's unfinished rows read in enqueue order, one at a time: a row
+// may be claimed only if it is the first unfinished row of its key, due and free, and its key is
+// not stopped. A key whose first row is in flight, waits for a retry or is not due yet holds its
+// later rows back; the other keys go on.
+class key_heads {
+ public:
+  explicit key_heads(const std::set<std::string, std::less<>>& stopped_keys)
+      : stopped_keys_(stopped_keys) {}
+  // `due`: its next attempt is due now; `free`: nobody holds it leased.
+  bool claimable(const std::string& key, bool due, bool free);
+  // Whether a due, free row was held back behind the first row of its key while that row is in
+  // flight (leased): once its outcome is written the key goes on, so the subscriber has more to
+  // claim soon, not after an idle poll.
+  bool held_behind_flight() const { return held_behind_flight_; }
+
+ private:
+  const std::set<std::string, std::less<>>& stopped_keys_;
+  std::map<std::string, bool, std::less<>> first_in_flight_;  // by key seen
+  bool held_behind_flight_ = false;
+};
+
+// "skip" and "stop", as the CLI and Surge's table spell the rule; parse_dead_key returns false
+// for any other text and leaves `rule` as it was.
+std::string_view dead_key_name(dead_key rule);
+bool parse_dead_key(std::string_view text, dead_key& rule);
+
+}  // namespace surge::proto
