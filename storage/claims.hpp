@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "proto/ordered_delivery.hpp"
 #include "storage/lease_values.hpp"
 
 namespace surge::storage {
@@ -30,6 +31,10 @@ struct claimed_row {
   // A queue shape that stores each row's signature at enqueue (seed001): the stored text, empty
   // when the column is NULL or empty; nullopt where signatures are made per attempt (seed000).
   std::optional<std::string> stored_signature;
+  // An ordered subscriber's row (proto/ordered_delivery.hpp): its key, and whether its death
+  // stops the key; nullopt for every other subscriber's.
+  std::optional<std::string> order_key;
+  bool death_stops_key = false;
 };
 
 struct subscriber_demand {
@@ -41,6 +46,8 @@ struct subscriber_demand {
   // Refill ahead the ask may take as well, as a debt (proto::take_tokens): the asker's own
   // estimate of how long until it can ask again. The store's own reserve applies when larger.
   double reserve_seconds = 0;
+  // An ordered subscriber's rule: only the first unfinished row of each key is claimed.
+  std::optional<proto::order_rule> order;
 };
 
 struct lease_ref {

@@ -4,9 +4,12 @@
 // storage/postgres/outcomes.hpp).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "storage/ordered_keys.hpp"
 
 namespace surge::storage {
 
@@ -48,6 +51,9 @@ struct outcome {
   double coalesced_since = 0;
   bool has_attempt = false;  // whether `attempt` is to be recorded
   attempt_record attempt;
+  // An ordered subscriber's row whose death stops its key: the key, written to surge_stopped_key
+  // with a dead outcome (stopped_at: when written) and ignored with any other.
+  std::optional<stopped_key> stops_key;
 };
 
 struct write_report {

@@ -10,6 +10,7 @@
 #include "storage/sqlite/coalescing.hpp"
 #include "storage/sqlite/dead_letters.hpp"
 #include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/ownership.hpp"
 #include "storage/sqlite/partner_quotas.hpp"
 #include "storage/sqlite/queue.hpp"
@@ -217,6 +218,33 @@ void set_subscriber_credentials(connection& db, const subscriber_row& row) {
   on_backend(
       db, [&](SQLite::Database& file) { set_subscriber_credentials(file, row); },
       [&](pg::session& server) { pg::set_subscriber_credentials(server, row); });
+}
+
+void set_subscriber_order(connection& db, std::int64_t subscriber_id,
+                          const std::optional<proto::order_rule>& rule) {
+  on_queue(
+      db,
+      [&](SQLite::Database& file) {
+        set_subscriber_order(file, subscriber_id, rule, seed000_ordered_index());
+      },
+      [&](SQLite::Database& file) {
+        set_subscriber_order(file, subscriber_id, rule, seed001::ordered_claim_index());
+      },
+      [&](pg::session& server) { pg::set_subscriber_order(server, subscriber_id, rule); });
+}
+
+std::vector<stopped_key> list_stopped_keys(connection& db, const proto::id_set& which) {
+  // The same table on either SQLite shape.
+  return on_backend(
+      db, [&](SQLite::Database& file) { return list_stopped_keys(file, which); },
+      [&](pg::session& server) { return pg::list_stopped_keys(server, which); });
+}
+
+int resume_stopped_keys(connection& db, std::int64_t subscriber_id,
+                        const std::optional<std::string>& key) {
+  return on_backend(
+      db, [&](SQLite::Database& file) { return resume_stopped_keys(file, subscriber_id, key); },
+      [&](pg::session& server) { return pg::resume_stopped_keys(server, subscriber_id, key); });
 }
 
 void record_partner_quotas(connection& db, std::span<const partner_quota_row> rows) {

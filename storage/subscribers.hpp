@@ -11,6 +11,7 @@
 
 #include "proto/extra_headers.hpp"
 #include "proto/id_set.hpp"
+#include "proto/ordered_delivery.hpp"
 #include "storage/connection.hpp"
 
 namespace surge::storage {
@@ -47,6 +48,9 @@ struct subscriber_row {
   // in a file the operator protects, and a rotated file is picked up on the next reload.
   std::vector<proto::header_field> extra_headers;
   std::string client_cert_file, client_key_file;
+  // Ordered delivery per key (schema 9, surge_subscriber_order; storage/ordered_keys.hpp sets
+  // it): nullopt for an unordered subscriber.
+  std::optional<proto::order_rule> order;
 };
 
 // Whether add_subscriber/update_subscriber also write the row's credentials.

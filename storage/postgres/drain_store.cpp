@@ -130,6 +130,7 @@ class postgres_drain_store final : public drain_store {
     result.claimed = claim(owned, now, lease_seconds, max_payload_bytes);
     step.commit();
     result.held_subscribers = std::exchange(held_subscribers_, {});
+    result.more_due = std::exchange(more_due_, {});
     return result;
   }
 
@@ -288,6 +289,7 @@ class postgres_drain_store final : public drain_store {
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
   std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
+  std::vector<std::int64_t> more_due_;          // of the last claim, for cycle_result
   pg::ownership_keeper owners_;                 // after db_ and owner_, which it uses
 };
 
@@ -369,10 +371,16 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
 std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_demand> demand,
                                                      double now, double lease_seconds,
                                                      std::int64_t max_payload_bytes) {
+  more_due_.clear();
   std::vector<std::int64_t> ids, counts, after_ids;
   std::vector<double> after_at;
+  std::vector<const subscriber_demand*> ordered;
   for (const auto& entry : demand) {
     if (entry.rows <= 0) continue;
+    if (entry.order) {
+      ordered.push_back(&entry);
+      continue;
+    }
     ids.push_back(entry.subscriber_id);
     counts.push_back(entry.rows);
     const auto from = resume_.at(entry.subscriber_id, now);
@@ -380,7 +388,7 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
     after_ids.push_back(from.id);
   }
   std::vector<claimed_row> rows;
-  if (ids.empty()) return rows;
+  if (ids.empty() && ordered.empty()) return rows;
   const double lease = leases_.next(now, lease_seconds);
   const auto found = db_.exec(claim_sql, params()
                                              .add_array(ids)
@@ -393,15 +401,7 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
   rows.reserve(static_cast<std::size_t>(found.rows()));
   for (int i = 0; i < found.rows(); ++i) {
     auto& row = rows.emplace_back();
-    row.id = found.int64(i, 0);
-    row.subscriber_id = found.int64(i, 1);
-    row.event_type = found.text(i, 2);
-    row.payload = found.text(i, 3);
-    row.attempts = detail::attempts_in_range(found.int64(i, 4));
-    row.next_attempt_at = found.real(i, 5);
-    row.created_at = found.real(i, 6);
-    row.payload_bytes = found.int64(i, 7);
-    if (!found.is_null(i, 8)) row.coalesced_since = found.real(i, 8);
+    pg::read_claimed_row(found, i, 0, row);
     row.lease = lease;
   }
   // RETURNING hands rows back in no promised order.
@@ -418,6 +418,14 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
     resume_.after_claim(ids[i], static_cast<int>(counts[i]),
                         found == claimed.end() ? 0 : found->second.first,
                         found == claimed.end() ? resume_point{} : found->second.second, now);
+  }
+  // Ordered subscribers claim by their own rule (the first unfinished row of each key).
+  for (const auto* entry : ordered) {
+    bool more_due = false;
+    auto taken = pg::claim_ordered(db_, *entry, now, lease, max_payload_bytes, more_due);
+    if (more_due) more_due_.push_back(entry->subscriber_id);
+    rows.insert(rows.end(), std::make_move_iterator(taken.begin()),
+                std::make_move_iterator(taken.end()));
   }
   if (rows.empty()) return rows;
   // Who holds the lease, for `surge stats`; rows of leases an hour past are pruned now and then.

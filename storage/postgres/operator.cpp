@@ -64,10 +64,16 @@ replay_report replay_dead(session& db, const dead_selection& which, double now) 
   const auto replayed = db.exec(
       "UPDATE webhook_delivery SET status = 'pending', attempts = 0, next_attempt_at = $1, "
       "locked_until = 0, created_at = $1 WHERE " +
-          where + " RETURNING subscriber_id",
+          where + " RETURNING subscriber_id, id",
       values);
   std::set<std::int64_t> subscribers;
-  for (int i = 0; i < replayed.rows(); ++i) subscribers.insert(replayed.int64(i, 0));
+  std::vector<std::int64_t> rows;
+  for (int i = 0; i < replayed.rows(); ++i) {
+    subscribers.insert(replayed.int64(i, 0));
+    rows.push_back(replayed.int64(i, 1));
+  }
+  // The keys these rows stopped go on, the replayed row first.
+  resume_keys_stopped_by(db, rows);
   replay_report report;
   report.replayed = replayed.rows();
   std::vector<std::int64_t> ids(subscribers.begin(), subscribers.end());

@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "proto/clock.hpp"
+
 namespace surge::storage::pg {
 namespace {
 
@@ -185,6 +187,21 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
       since.push_back(item.coalesced_since);
     }
     if (!targets.empty()) db.exec(stands_for_sql, params().add_array(targets).add_array(since));
+    // A dead row of an ordered subscriber whose keys stop: its key waits for the operator.
+    for (const auto& item : batch) {
+      if (item.kind != outcome_kind::dead || !item.stops_key ||
+          !fenced.contains(item.delivery_id)) {
+        continue;
+      }
+      db.exec(
+          "INSERT INTO surge_stopped_key(subscriber_id, order_key, delivery_id, stopped_at) "
+          "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+          params()
+              .add(item.stops_key->subscriber_id)
+              .add(item.stops_key->key)
+              .add(item.delivery_id)
+              .add(proto::unix_now()));
+    }
 
     // Recorded even when the fence failed: the request was still sent and the partner saw it. A
     // held row's record waits with its outcome.

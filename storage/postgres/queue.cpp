@@ -168,13 +168,16 @@ std::vector<subscriber_row> load_subscribers(session& db, const proto::id_set& w
       db.exec(subscriber_columns(db) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
   std::vector<subscriber_row> out;
   for (int i = 0; i < rows.rows(); ++i) out.push_back(read_subscriber(rows, i));
+  read_subscriber_orders(db, out);
   return out;
 }
 
 std::optional<subscriber_row> load_subscriber(session& db, std::int64_t id) {
   const auto rows = db.exec(subscriber_columns(db) + "WHERE id = $1", params().add(id));
   if (rows.rows() == 0) return std::nullopt;
-  return read_subscriber(rows, 0);
+  auto row = read_subscriber(rows, 0);
+  read_subscriber_orders(db, std::span(&row, 1));
+  return row;
 }
 
 std::int64_t add_subscriber(session& db, const subscriber_row& row) {

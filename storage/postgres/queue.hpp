@@ -9,8 +9,10 @@
 #include "proto/id_set.hpp"
 #include "storage/audit.hpp"
 #include "storage/backlog.hpp"
+#include "storage/claims.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
+#include "storage/ordered_keys.hpp"
 #include "storage/ownership.hpp"
 #include "storage/partner_quotas.hpp"
 #include "storage/postgres/session.hpp"
@@ -38,6 +40,24 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row);
 bool update_subscriber(session& db, const subscriber_row& row);
 bool set_subscriber_active(session& db, std::int64_t id, bool active);
 void set_subscriber_credentials(session& db, const subscriber_row& row);
+// storage/ordered_keys.hpp on PostgreSQL (storage/postgres/ordered_keys.cpp).
+void set_subscriber_order(session& db, std::int64_t subscriber_id,
+                          const std::optional<proto::order_rule>& rule);
+void read_subscriber_orders(session& db, std::span<subscriber_row> rows);
+std::vector<stopped_key> list_stopped_keys(session& db, const proto::id_set& which);
+int resume_stopped_keys(session& db, std::int64_t subscriber_id,
+                        const std::optional<std::string>& key);
+void resume_keys_stopped_by(session& db, std::span<const std::int64_t> delivery_ids);
+// The drain's claim for an ordered subscriber (proto/ordered_delivery.hpp): reads its unfinished
+// rows in id order and leases the first row of each key that is due and free, under `lease`.
+// `more_due`: it gave fewer rows than asked while keys wait only for their rows in flight.
+std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& entry, double now,
+                                       double lease, std::int64_t max_payload_bytes,
+                                       bool& more_due);
+// A claimed row from a result whose columns, from `first` on, are the claim's: id,
+// subscriber_id, event_type, payload, attempts, next_attempt_at, created_at, payload size,
+// coalesced_since.
+void read_claimed_row(const result& found, int row, int first, claimed_row& out);
 
 std::vector<drainer_ownership> read_ownership(session& db, double now);
 std::vector<dead_row> list_dead(session& db, const dead_selection& which);

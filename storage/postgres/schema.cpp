@@ -12,7 +12,7 @@ namespace {
 
 // Counted apart from SQLite's versions. One step here: the DDL is idempotent, so a queue left at
 // an older version runs it again and only what is missing changes.
-constexpr int postgres_schema_version = 9;
+constexpr int postgres_schema_version = 10;
 
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -98,6 +98,16 @@ CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id BIGINT PRIMARY KEY REFERENCES webhook_subscriber(id) ON DELETE CASCADE,
   headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+-- Ordered delivery per key (SQLite migration 9): the key's pointer and what a dead row does to
+-- its key, and the keys a dead row stopped. The index the ordered claim reads is made only while a
+-- subscriber is ordered (storage/ordered_keys.hpp).
+CREATE TABLE IF NOT EXISTS surge_subscriber_order (
+  subscriber_id BIGINT PRIMARY KEY REFERENCES webhook_subscriber(id) ON DELETE CASCADE,
+  key_pointer TEXT NOT NULL, dead_key TEXT NOT NULL DEFAULT 'skip');
+CREATE TABLE IF NOT EXISTS surge_stopped_key (
+  subscriber_id BIGINT NOT NULL REFERENCES webhook_subscriber(id) ON DELETE CASCADE,
+  order_key TEXT NOT NULL, delivery_id BIGINT NOT NULL,
+  stopped_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (subscriber_id, order_key));
 -- New rows are noticed at once (LISTEN surge_new_rows): one notification per inserting
 -- statement, naming its subscribers, or '*' when the list would not fit a notification.
 CREATE OR REPLACE FUNCTION surge_notify_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -122,8 +132,9 @@ bool schema_complete(session& db) {
   const auto found = db.exec(
       "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND "
       "table_name IN ('surge_attempt', 'surge_lease', 'surge_drainer', 'surge_owner', "
-      "'surge_partner_quota', 'surge_subscriber_credential')");
-  return found.int64(0, 0) == 6;
+      "'surge_partner_quota', 'surge_subscriber_credential', 'surge_subscriber_order', "
+      "'surge_stopped_key')");
+  return found.int64(0, 0) == 8;
 }
 
 bool has_version_table(session& db) {

@@ -46,6 +46,12 @@ const claim_statements& seed001_claim_statements() {
           }(),
       .release = "UPDATE webhook_deliveries SET leased_until = 0 WHERE id = ? AND leased_until = ?",
       .last_id = "SELECT COALESCE(MAX(id), 0) FROM webhook_deliveries",
+      // Through surge_deliveries_subscriber_order (seed001::ordered_claim_index).
+      .ordered_rows = "SELECT next_attempt <= :now, " + free_at(":now") + ", " +
+                      std::string(claimed_columns).substr(7) +
+                      "WHERE subscriber_id = :sid AND state = 'pending' AND id > :after "
+                      "ORDER BY id LIMIT :n",
+      .payload_of = "SELECT payload FROM webhook_deliveries WHERE id = ?1",
   };
   return statements;
 }

@@ -217,18 +217,21 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   replay_report report;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   std::set<std::int64_t> subscribers;
+  std::vector<std::int64_t> replayed;
   {
     SQLite::Statement update(db,
                              "UPDATE webhook_deliveries SET state = 'pending', attempt = 0, "
                              "next_attempt = :at, leased_until = 0, enqueued_at = :at WHERE " +
-                                 where + " RETURNING subscriber_id");
+                                 where + " RETURNING subscriber_id, id");
     update.bind(":at", whole_seconds(now));
     bind_selection(update, which);
     while (update.executeStep()) {
       ++report.replayed;
       subscribers.insert(update.getColumn(0).getInt64());
+      replayed.push_back(update.getColumn(1).getInt64());
     }
   }
+  resume_keys_stopped_by(db, replayed);
   SQLite::Statement active(db, "SELECT active FROM webhook_subscribers WHERE id = ?");
   for (const std::int64_t id : subscribers) {
     detail::statement_use use(active);

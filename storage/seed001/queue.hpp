@@ -33,6 +33,7 @@
 #include "storage/sqlite/maintenance.hpp"
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/retention.hpp"
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/subscribers.hpp"
 
 namespace surge::storage::seed001 {
@@ -55,6 +56,8 @@ std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row);
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
+// The index ordered claims read on webhook_deliveries (storage/sqlite/ordered_keys.hpp).
+const ordered_index& ordered_claim_index();
 
 std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);

@@ -10,6 +10,7 @@
 #include "storage/seed001/sql.hpp"
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/schema.hpp"
+#include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
 namespace {
@@ -46,6 +47,17 @@ CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
   AFTER DELETE ON webhook_subscribers BEGIN
   DELETE FROM surge_subscriber_credential WHERE subscriber_id = OLD.id;
 END;
+CREATE TABLE IF NOT EXISTS surge_subscriber_order (
+  subscriber_id INTEGER PRIMARY KEY, key_pointer TEXT NOT NULL,
+  dead_key TEXT NOT NULL DEFAULT 'skip');
+CREATE TABLE IF NOT EXISTS surge_stopped_key (
+  subscriber_id INTEGER NOT NULL, order_key TEXT NOT NULL, delivery_id INTEGER NOT NULL,
+  stopped_at REAL NOT NULL, PRIMARY KEY (subscriber_id, order_key));
+CREATE TRIGGER IF NOT EXISTS surge_subscriber_order_gone
+  AFTER DELETE ON webhook_subscribers BEGIN
+  DELETE FROM surge_subscriber_order WHERE subscriber_id = OLD.id;
+  DELETE FROM surge_stopped_key WHERE subscriber_id = OLD.id;
+END;
 CREATE TABLE IF NOT EXISTS surge_delivery_note (
   delivery_id INTEGER PRIMARY KEY, last_status INTEGER, last_error TEXT, noted_at REAL NOT NULL);
 -- Claims read each subscriber's oldest due rows; the shape's own index leads with state.
@@ -54,11 +66,18 @@ CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_due
 )sql";
 
 constexpr const char* credential_trigger = "surge_subscriber_credential_gone";
+constexpr const char* order_trigger = "surge_subscriber_order_gone";
 
-constexpr const char* surge_tables[] = {"surge_schema_version", "surge_attempt",
-                                        "surge_lease",          "surge_drainer",
-                                        "surge_owner",          "surge_delivery_note",
-                                        "surge_partner_quota",  "surge_subscriber_credential"};
+constexpr const char* surge_tables[] = {"surge_schema_version",
+                                        "surge_attempt",
+                                        "surge_lease",
+                                        "surge_drainer",
+                                        "surge_owner",
+                                        "surge_delivery_note",
+                                        "surge_partner_quota",
+                                        "surge_subscriber_credential",
+                                        "surge_subscriber_order",
+                                        "surge_stopped_key"};
 
 bool complete(SQLite::Database& db) {
   for (const char* table : surge_tables) {
@@ -68,8 +87,12 @@ bool complete(SQLite::Database& db) {
   index.bind(1, due_index);
   if (!index.executeStep()) return false;
   SQLite::Statement trigger(db, "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?");
-  trigger.bind(1, credential_trigger);
-  return trigger.executeStep();
+  for (const char* name : {credential_trigger, order_trigger}) {
+    detail::statement_use use(trigger);
+    trigger.bind(1, name);
+    if (!trigger.executeStep()) return false;
+  }
+  return true;
 }
 
 }  // namespace

@@ -90,11 +90,22 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
 
 }  // namespace
 
+const ordered_index& ordered_claim_index() {
+  static const ordered_index index{
+      .create =
+          "CREATE INDEX IF NOT EXISTS surge_deliveries_subscriber_order ON "
+          "webhook_deliveries(subscriber_id) WHERE state = 'pending'",
+      .drop = "DROP INDEX IF EXISTS surge_deliveries_subscriber_order",
+  };
+  return index;
+}
+
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
   SQLite::Statement query(
       db, select_columns(db) + "WHERE " + detail::id_filter(which, "s.id") + " ORDER BY s.id");
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read_row(query));
+  read_subscriber_orders(db, rows);
   return rows;
 }
 
@@ -102,7 +113,9 @@ std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t
   SQLite::Statement query(db, select_columns(db) + "WHERE s.id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
-  return read_row(query);
+  auto row = read_row(query);
+  read_subscriber_orders(db, std::span(&row, 1));
+  return row;
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
@@ -63,6 +65,15 @@ constexpr const char* sweep_sql =
     "AND status IN ('pending','retry') AND next_attempt_at <= ?4 AND locked_until <= ?4 "
     "ORDER BY id";
 
+// Ordered claims read a subscriber's unfinished rows in id order through
+// surge_delivery_subscriber_order (storage/sqlite/ordered_keys.cpp), which holds only them.
+constexpr const char* ordered_rows_sql =
+    "SELECT next_attempt_at <= :now, locked_until <= :now, id, subscriber_id, event_type, "
+    "CASE WHEN length(CAST(payload AS BLOB)) > :max_payload THEN '' ELSE payload END, "
+    "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB)), coalesced_since "
+    "FROM webhook_delivery WHERE subscriber_id = :sid AND status IN ('pending','retry') "
+    "AND id > :after ORDER BY id LIMIT :n";
+
 constexpr const char* release_sql =
     "UPDATE webhook_delivery SET locked_until = 0 WHERE id = ? AND locked_until = ?";
 
@@ -116,6 +127,8 @@ const claim_statements& seed000_claim_statements() {
       .sweep = sweep_sql,
       .release = release_sql,
       .last_id = "SELECT COALESCE(MAX(id), 0) FROM webhook_delivery",
+      .ordered_rows = ordered_rows_sql,
+      .payload_of = "SELECT payload FROM webhook_delivery WHERE id = ?1",
   };
   return statements;
 }
@@ -134,6 +147,8 @@ claimer::claimer(SQLite::Database& db, std::string owner, const claim_statements
       release_statement_(std::make_unique<SQLite::Statement>(db, sql.release)),
       sweep_statement_(std::make_unique<SQLite::Statement>(db, sql.sweep)),
       last_id_statement_(std::make_unique<SQLite::Statement>(db, sql.last_id)),
+      ordered_rows_statement_(std::make_unique<SQLite::Statement>(db, sql.ordered_rows)),
+      payload_of_statement_(std::make_unique<SQLite::Statement>(db, sql.payload_of)),
       record_lease_statement_(std::make_unique<SQLite::Statement>(db, record_lease_sql)),
       prune_leases_statement_(std::make_unique<SQLite::Statement>(db, prune_leases_sql)) {}
 
@@ -152,19 +167,22 @@ std::vector<claimed_row> claimer::claim(std::span<const subscriber_demand> deman
 
 namespace {
 
-// Fills `row` from a statement whose columns are due_rows_sql's.
-void read_claimed(SQLite::Statement& read, double lease, claimed_row& row) {
-  row.id = read.getColumn(0).getInt64();
-  row.subscriber_id = read.getColumn(1).getInt64();
-  row.event_type = read.getColumn(2).getString();
-  row.payload = read.getColumn(3).getString();
-  row.attempts = detail::attempts_in_range(read.getColumn(4).getInt64());
-  row.next_attempt_at = read.getColumn(5).getDouble();
-  row.created_at = read.getColumn(6).getDouble();
-  row.payload_bytes = read.getColumn(7).getInt64();
-  if (!read.getColumn(8).isNull()) row.coalesced_since = read.getColumn(8).getDouble();
-  if (read.getColumnCount() > 9) {
-    row.stored_signature = read.getColumn(9).isNull() ? "" : read.getColumn(9).getString();
+// Fills `row` from a statement whose columns, from `first` on, are due_rows_sql's.
+void read_claimed(SQLite::Statement& read, double lease, claimed_row& row, int first = 0) {
+  row.id = read.getColumn(first).getInt64();
+  row.subscriber_id = read.getColumn(first + 1).getInt64();
+  row.event_type = read.getColumn(first + 2).getString();
+  row.payload = read.getColumn(first + 3).getString();
+  row.attempts = detail::attempts_in_range(read.getColumn(first + 4).getInt64());
+  row.next_attempt_at = read.getColumn(first + 5).getDouble();
+  row.created_at = read.getColumn(first + 6).getDouble();
+  row.payload_bytes = read.getColumn(first + 7).getInt64();
+  if (!read.getColumn(first + 8).isNull()) {
+    row.coalesced_since = read.getColumn(first + 8).getDouble();
+  }
+  if (read.getColumnCount() > first + 9) {
+    row.stored_signature =
+        read.getColumn(first + 9).isNull() ? "" : read.getColumn(first + 9).getString();
   }
   row.lease = lease;
 }
@@ -188,10 +206,23 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   // Subscribers with nothing due behind the sweep's cursor take their rows in table order,
   // the others by their own seeks; the sweep's leases are written before the seeks read, so a
   // seek never reads a row the sweep took.
+  // Ordered subscribers claim by their own rule, never swept: their rows are read after the
+  // sweep's leases, which never take theirs.
+  std::vector<subscriber_demand> unordered;
+  std::vector<const subscriber_demand*> ordered;
+  for (const auto& entry : demand) {
+    if (entry.order) {
+      ordered.push_back(&entry);
+    } else {
+      unordered.push_back(entry);
+    }
+  }
+  if (!ordered.empty()) demand = unordered;
   std::vector<subscriber_demand> seeks;
   sweep(demand, now, lease, max_payload_bytes, rows, seeks);
   lease_from(rows, 0, lease, now);
   const std::size_t swept = rows.size();
+  for (const auto* entry : ordered) claim_ordered(*entry, now, lease, max_payload_bytes, rows);
   auto& read = *due_rows_statement_;
   const int max_payload_index = read.getIndex(":max_payload");
   const int subscriber_index = read.getIndex(":sid");
@@ -216,6 +247,84 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   // Empty claims are frequent (polling subscribers that came back short) and lease nothing.
   if (!rows.empty()) record_lease(lease, now);
   return rows;
+}
+
+namespace {
+
+// How many of an ordered subscriber's unfinished rows one claim reads at most, for `rows` asked:
+// keys held back by a row in flight or waiting for a retry are passed over, a bounded number.
+std::int64_t ordered_read_limit(int rows) {
+  return std::max<std::int64_t>(std::int64_t{8} * rows, 1024);
+}
+constexpr int ordered_read_page = 256;
+
+}  // namespace
+
+void claimer::claim_ordered(const subscriber_demand& entry, double now, double lease,
+                            std::int64_t max_payload_bytes, std::vector<claimed_row>& rows) {
+  if (entry.rows <= 0) return;
+  if (!stopped_keys_statement_) {
+    stopped_keys_statement_ = std::make_unique<SQLite::Statement>(db_, stopped_keys_of_sql);
+  }
+  std::set<std::string, std::less<>> stopped;
+  {
+    detail::statement_use use(*stopped_keys_statement_);
+    stopped_keys_statement_->bind(1, entry.subscriber_id);
+    while (stopped_keys_statement_->executeStep()) {
+      stopped.insert(stopped_keys_statement_->getColumn(0).getString());
+    }
+  }
+  proto::key_heads heads(stopped);
+  const bool stops = entry.order->when_dead == proto::dead_key::stops;
+  auto& read = *ordered_rows_statement_;
+  std::int64_t after = 0;
+  std::int64_t left = ordered_read_limit(entry.rows);
+  int taken = 0;
+  while (taken < entry.rows && left > 0) {
+    std::vector<claimed_row> page;
+    std::vector<std::pair<bool, bool>> due_free;
+    {
+      detail::statement_use use(read);
+      read.bind(":max_payload", max_payload_bytes);
+      read.bind(":sid", entry.subscriber_id);
+      read.bind(":now", now);
+      read.bind(":after", after);
+      read.bind(":n", std::min<std::int64_t>(ordered_read_page, left));
+      while (read.executeStep()) {
+        due_free.emplace_back(read.getColumn(0).getInt() != 0, read.getColumn(1).getInt() != 0);
+        read_claimed(read, lease, page.emplace_back(), 2);
+      }
+    }
+    if (page.empty()) break;
+    const std::int64_t last = page.back().id;
+    for (std::size_t i = 0; i < page.size() && taken < entry.rows; ++i) {
+      auto key = key_of(*entry.order, page[i]);
+      if (!heads.claimable(key, due_free[i].first, due_free[i].second)) continue;
+      page[i].order_key = std::move(key);
+      page[i].death_stops_key = stops;
+      rows.push_back(std::move(page[i]));
+      ++taken;
+    }
+    if (page.size() < static_cast<std::size_t>(std::min<std::int64_t>(ordered_read_page, left))) {
+      break;  // read to the end of its rows
+    }
+    after = last;
+    left -= static_cast<std::int64_t>(page.size());
+  }
+  if (taken < entry.rows && heads.held_behind_flight()) {
+    waiting_for_window_.push_back(entry.subscriber_id);
+  }
+}
+
+std::string claimer::key_of(const proto::order_rule& rule, const claimed_row& row) {
+  if (rule.pointer.empty() || !row.payload.empty() || row.payload_bytes == 0) {
+    return proto::order_key(rule.pointer, row.payload);
+  }
+  // Over the claim's payload cap: the row dies unsent, but under its own key, which it may stop.
+  detail::statement_use use(*payload_of_statement_);
+  payload_of_statement_->bind(1, row.id);
+  if (!payload_of_statement_->executeStep()) return {};
+  return proto::order_key(rule.pointer, payload_of_statement_->getColumn(0).getString());
 }
 
 void claimer::sweep(std::span<const subscriber_demand> demand, double now, double lease,

@@ -79,6 +79,11 @@ struct claim_statements {
   std::string sweep;        // ?1 max_payload, ?2 first id, ?3 end id, ?4 now; in id order
   std::string release;      // id, lease
   std::string last_id;      // the table's highest id
+  // An ordered subscriber's unfinished rows in id order (proto/ordered_delivery.hpp): first
+  // whether each is due, and free, then the columns above. :max_payload, :sid, :now, :after (the
+  // id to read past), :n.
+  std::string ordered_rows;
+  std::string payload_of;  // ?1 id: the whole payload, for the key of a row over the cap
 };
 const claim_statements& seed000_claim_statements();
 
@@ -117,7 +122,7 @@ class claimer {
 
   const std::string& owner() const { return owner_; }
   // After a claim: the subscribers it gave fewer rows than asked although more are due (they
-  // wait for the sweep's window to move on).
+  // wait for the sweep's window to move on, or an ordered key for its row in flight).
   const std::vector<std::int64_t>& waiting_for_window() const { return waiting_for_window_; }
 
  private:
@@ -130,6 +135,11 @@ class claimer {
                      double now, std::vector<bool>& leased, std::size_t leased_from);
   // Writes the leases of rows[first ..] and drops those a write did not reach.
   void lease_from(std::vector<claimed_row>& rows, std::size_t first, double lease, double now);
+  // Reads an ordered subscriber's unfinished rows from its first on, and takes the first row of
+  // each key that is due and free, up to the rows it asks for.
+  void claim_ordered(const subscriber_demand& entry, double now, double lease,
+                     std::int64_t max_payload_bytes, std::vector<claimed_row>& rows);
+  std::string key_of(const proto::order_rule& rule, const claimed_row& row);
   // Takes rows in table order for the subscribers that may be swept; the others go to `seeks`.
   void sweep(std::span<const subscriber_demand> demand, double now, double lease,
              std::int64_t max_payload_bytes, std::vector<claimed_row>& rows,
@@ -154,6 +164,9 @@ class claimer {
   std::unique_ptr<SQLite::Statement> release_statement_;
   std::unique_ptr<SQLite::Statement> sweep_statement_;
   std::unique_ptr<SQLite::Statement> last_id_statement_;
+  std::unique_ptr<SQLite::Statement> ordered_rows_statement_;
+  std::unique_ptr<SQLite::Statement> payload_of_statement_;
+  std::unique_ptr<SQLite::Statement> stopped_keys_statement_;  // prepared on first use
   sweep_cursor sweep_;
   std::vector<std::int64_t> waiting_for_window_;
   std::unique_ptr<SQLite::Statement> record_lease_statement_;

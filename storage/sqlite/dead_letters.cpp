@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
@@ -58,19 +59,22 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   replay_report report;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   std::set<std::int64_t> subscribers;
+  std::vector<std::int64_t> replayed;
   {
     SQLite::Statement update(db,
                              "UPDATE webhook_delivery SET status = 'pending', attempts = 0, "
                              "next_attempt_at = :now, locked_until = 0, created_at = :now "
                              "WHERE " +
-                                 where + " RETURNING subscriber_id");
+                                 where + " RETURNING subscriber_id, id");
     update.bind(":now", now);
     bind_selection(update, which);
     while (update.executeStep()) {
       ++report.replayed;
       subscribers.insert(update.getColumn(0).getInt64());
+      replayed.push_back(update.getColumn(1).getInt64());
     }
   }
+  resume_keys_stopped_by(db, replayed);
   SQLite::Statement active(db, "SELECT active FROM webhook_subscriber WHERE id = ?");
   for (const std::int64_t id : subscribers) {
     detail::statement_use use(active);

@@ -2,6 +2,8 @@
 
 #include <SQLiteCpp/Transaction.h>
 
+#include "proto/clock.hpp"
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage {
@@ -76,6 +78,21 @@ void bind_attempt(SQLite::Statement& statement, int first, const attempt_record&
 }
 
 }  // namespace
+
+outcome_applier::outcome_applier(SQLite::Database& db) : db_(db) {}
+
+outcome_applier::~outcome_applier() = default;
+
+void outcome_applier::stop_key_if_asked(const outcome& item) {
+  if (item.kind != outcome_kind::dead || !item.stops_key) return;
+  if (!stop_key_) stop_key_ = std::make_unique<SQLite::Statement>(db_, stop_key_sql);
+  detail::statement_use use(*stop_key_);
+  stop_key_->bind(1, item.stops_key->subscriber_id);
+  stop_key_->bind(2, item.stops_key->key);
+  stop_key_->bind(3, item.delivery_id);
+  stop_key_->bind(4, proto::unix_now());
+  stop_key_->exec();
+}
 
 write_report outcome_applier::write(std::span<const outcome> batch,
                                     std::span<const std::int64_t> deactivate) {
@@ -153,6 +170,7 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     statement.bind(next, item.lease);
     if (statement.exec() > 0) {
       ++report.applied;
+      stop_key_if_asked(item);
       if (item.kind == outcome_kind::coalesced) {
         detail::statement_use chain(*stands_for_);
         stands_for_->bind(1, item.coalesced_since);

@@ -20,8 +20,8 @@ namespace surge::storage {
 // inactive.
 class outcome_applier {
  public:
-  explicit outcome_applier(SQLite::Database& db) : db_(db) {}
-  virtual ~outcome_applier() = default;
+  explicit outcome_applier(SQLite::Database& db);
+  virtual ~outcome_applier();
   outcome_applier(const outcome_applier&) = delete;
   outcome_applier& operator=(const outcome_applier&) = delete;
 
@@ -31,7 +31,14 @@ class outcome_applier {
   write_report write(std::span<const outcome> batch, std::span<const std::int64_t> deactivate = {});
 
  protected:
+  // After `item`'s fenced write landed: a dead row that stops its key records it
+  // (surge_stopped_key, the same table on either shape).
+  void stop_key_if_asked(const outcome& item);
+
   SQLite::Database& db_;
+
+ private:
+  std::unique_ptr<SQLite::Statement> stop_key_;  // prepared on first use
 };
 
 // Inserts surge_attempt records, several rows to a statement; shared by the shapes' writers.

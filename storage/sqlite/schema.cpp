@@ -155,16 +155,38 @@ CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
   DELETE FROM surge_subscriber_credential WHERE subscriber_id = OLD.id;
 END;
 )sql"},
+      // Ordered delivery per key (opt-in per subscriber, proto/ordered_delivery.hpp): the key's
+      // JSON pointer and what a dead row does to its key, and the keys stopped by a dead row
+      // until the operator replays that row or skips it. Both go with a deleted subscriber, as
+      // its credentials do. The index the ordered claim reads is made only while a subscriber
+      // is ordered (storage/ordered_keys.hpp): every other drain would pay for its upkeep.
+      {9,
+       {},
+       R"sql(
+CREATE TABLE IF NOT EXISTS surge_subscriber_order (
+  subscriber_id INTEGER PRIMARY KEY, key_pointer TEXT NOT NULL,
+  dead_key TEXT NOT NULL DEFAULT 'skip');
+CREATE TABLE IF NOT EXISTS surge_stopped_key (
+  subscriber_id INTEGER NOT NULL, order_key TEXT NOT NULL, delivery_id INTEGER NOT NULL,
+  stopped_at REAL NOT NULL, PRIMARY KEY (subscriber_id, order_key));
+CREATE TRIGGER IF NOT EXISTS surge_subscriber_order_gone
+  AFTER DELETE ON webhook_subscriber BEGIN
+  DELETE FROM surge_subscriber_order WHERE subscriber_id = OLD.id;
+  DELETE FROM surge_stopped_key WHERE subscriber_id = OLD.id;
+END;
+)sql"},
   };
   return all;
 }
 
 // The tables of Surge's own that the migrations create.
-constexpr const char* surge_tables[] = {"surge_attempt",       "surge_lease",
-                                        "surge_drainer",       "surge_owner",
-                                        "surge_partner_quota", "surge_subscriber_credential"};
+constexpr const char* surge_tables[] = {"surge_attempt",          "surge_lease",
+                                        "surge_drainer",          "surge_owner",
+                                        "surge_partner_quota",    "surge_subscriber_credential",
+                                        "surge_subscriber_order", "surge_stopped_key"};
 // And the triggers they create.
-constexpr const char* surge_triggers[] = {"surge_subscriber_credential_gone"};
+constexpr const char* surge_triggers[] = {"surge_subscriber_credential_gone",
+                                          "surge_subscriber_order_gone"};
 
 bool has_column(SQLite::Database& db, const char* table, const char* column) {
   SQLite::Statement query(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");

@@ -5,6 +5,7 @@
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
@@ -97,6 +98,7 @@ std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::
       db, select_columns(db) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read_row(query));
+  read_subscriber_orders(db, rows);
   return rows;
 }
 
@@ -104,7 +106,9 @@ std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t
   SQLite::Statement query(db, select_columns(db) + "WHERE id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
-  return read_row(query);
+  auto row = read_row(query);
+  read_subscriber_orders(db, std::span(&row, 1));
+  return row;
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {

@@ -203,7 +203,7 @@ TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnPostgres) {
 TEST(Credentials, RoundTripOnASeed000File) {
   testing::temp_dir dir;
   connection db({.location = dir.file("queue.db")});
-  EXPECT_EQ(migrate(db, true), 8);
+  EXPECT_EQ(migrate(db, true), 9);
   round_trip(db);
   SQLite::Database raw(dir.file("queue.db"));
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM surge_subscriber_credential").getInt(), 0);
@@ -242,7 +242,7 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_TRUE(rows[0].extra_headers.empty());
   // Migrating brings the table back.
-  EXPECT_EQ(migrate(again), 8);
+  EXPECT_EQ(migrate(again), 9);
   auto row = rows[0];
   row.extra_headers = {{"X-Api-Key", "k"}};
   set_subscriber_credentials(again, row);
@@ -252,7 +252,7 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
 TEST(Credentials, RoundTripOnPostgres) {
   SURGE_REQUIRE_POSTGRES(server);
   connection db({.location = server->create_database()});
-  EXPECT_EQ(migrate(db, true), 9);
+  EXPECT_EQ(migrate(db, true), 10);
   round_trip(db);
 }
 

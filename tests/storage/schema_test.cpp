@@ -89,10 +89,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 8);
+  EXPECT_EQ(latest_schema_version(), 9);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 8);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 9);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"),
               proto::unix_now(), 60);
 }
