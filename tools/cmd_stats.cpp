@@ -14,6 +14,7 @@
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/ownership.hpp"
+#include "storage/ordered_keys.hpp"
 #include "storage/partner_quotas.hpp"
 #include "storage/queue.hpp"
 #include "storage/subscribers.hpp"
@@ -241,6 +242,29 @@ boost::json::array announced_json(const std::vector<announced_view>& views, doub
   return out;
 }
 
+// Ordered subscribers' keys a dead row stopped: their later rows wait for the operator.
+void print_stopped_keys(const std::vector<storage::stopped_key>& keys, double now) {
+  if (keys.empty()) return;
+  std::printf("\n%-12s %-32s %12s %10s  %s\n", "subscriber", "stopped key", "dead row", "stopped_s",
+              "resume with");
+  for (const auto& k : keys) {
+    std::printf("%-12lld %-32s %12lld %10.1f  surge dead replay, or surge subscriber resume-key\n",
+                static_cast<long long>(k.subscriber_id), k.key.c_str(),
+                static_cast<long long>(k.delivery_id), now - k.stopped_at);
+  }
+}
+
+boost::json::array stopped_keys_json(const std::vector<storage::stopped_key>& keys) {
+  boost::json::array out;
+  for (const auto& k : keys) {
+    out.push_back({{"subscriber_id", k.subscriber_id},
+                   {"key", k.key},
+                   {"delivery_id", k.delivery_id},
+                   {"stopped_at", k.stopped_at}});
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_stats_command(CLI::App& app, command_action& action) {
@@ -281,6 +305,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
         out["owners"] = owners_json(owners);
         out["credentials"] = credentials_json(credential_subscribers(db));
         out["announced_quotas"] = announced_json(announced_quotas(db), now);
+        out["stopped_keys"] = stopped_keys_json(storage::list_stopped_keys(db));
         std::cout << boost::json::serialize(out) << "\n";
         return exit_ok;
       }
@@ -293,6 +318,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
       print_relief(relief_subscribers(db));
       print_credentials(credential_subscribers(db));
       print_announced(announced_quotas(db), now);
+      print_stopped_keys(storage::list_stopped_keys(db), now);
       return exit_ok;
     };
   });

@@ -18,6 +18,7 @@
 #include "proto/target_policy.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
+#include "storage/ordered_keys.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
@@ -42,6 +43,9 @@ struct subscriber_options {
   bool clear_headers = false;
   std::optional<std::string> client_cert, client_key;
   bool no_client_cert = false;
+  // Ordered delivery per key (Surge's own table, either shape).
+  std::optional<std::string> ordered, dead_key;
+  bool unordered = false;
   bool json = false;
 
   bool changes_credentials() const {
@@ -96,6 +100,13 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
                               "PEM file of the client certificate's private key");
   cert->needs(key);
   key->needs(cert);
+  cmd->add_option("--ordered", o.ordered,
+                  "Deliver in enqueue order per key, one row of a key in flight: the JSON pointer "
+                  "to the key in the payload (e.g. /video_id); '' orders the whole subscriber");
+  cmd->add_option("--dead-key", o.dead_key,
+                  "When a row of an ordered key dies: skip (the key moves on, the default) or "
+                  "stop (its later rows wait for `dead replay` or `subscriber resume-key`)")
+      ->check(CLI::IsMember({"skip", "stop"}));
   cmd->add_option("--region", o.region,
                   "seed001 queues only: the ISO country the partner's deliveries are routed by "
                   "(required there when adding)");
@@ -268,13 +279,16 @@ boost::json::object to_json(const storage::subscriber_row& row) {
   out["headers"] = std::move(header_names);  // names only: the values are credentials
   out["client_cert"] = row.client_cert_file;
   out["client_key"] = row.client_key_file;
+  out["ordered_key"] =
+      row.order ? boost::json::value(row.order->pointer) : boost::json::value(nullptr);
+  if (row.order) out["dead_key"] = proto::dead_key_name(row.order->when_dead);
   // A rate stored as something other than a number reads NaN, which JSON cannot carry.
   if (!std::isfinite(row.rate_per_sec)) out["rate_per_sec"] = nullptr;
   return out;
 }
 
-// " [batch 100 <= 1048576 B, linger 0.5 s; coalesce /data/id within 10 s for video.*]", or
-// "" when both are off.
+// " [batch 100 <= 1048576 B, linger 0.5 s; coalesce /data/id within 10 s for video.*; ordered by
+// '/video_id', dead key: skip]", or "" when all are off.
 std::string relief_text(const storage::subscriber_row& row) {
   std::string parts;
   char text[160];
@@ -289,7 +303,30 @@ std::string relief_text(const storage::subscriber_row& row) {
                   row.coalesce_window, row.coalesce_events.c_str());
     parts += (parts.empty() ? "" : "; ") + std::string(text);
   }
+  if (row.order) {
+    parts += (parts.empty() ? "ordered by '" : "; ordered by '") + row.order->pointer +
+             "', dead key: " + std::string(proto::dead_key_name(row.order->when_dead));
+  }
   return parts.empty() ? "" : " [" + parts + "]";
+}
+
+// The order rule the options give `row` (which holds the stored one), or nullopt when they
+// change nothing about ordering; `turn_off` is set for --unordered.
+std::optional<proto::order_rule> order_change(const subscriber_options& o,
+                                              const storage::subscriber_row& row, bool& turn_off) {
+  turn_off = o.unordered;
+  if (o.unordered) return std::nullopt;
+  if (!o.ordered && !o.dead_key) return std::nullopt;
+  if (!o.ordered && !row.order) {
+    throw usage_error("--dead-key applies to an ordered subscriber: give --ordered as well");
+  }
+  proto::order_rule rule = o.ordered ? proto::order_rule{.pointer = *o.ordered} : *row.order;
+  if (o.ordered && row.order) rule.when_dead = row.order->when_dead;
+  if (auto problem = proto::order_pointer_problem(rule.pointer); !problem.empty()) {
+    throw usage_error("bad --ordered: '" + rule.pointer + "' " + problem);
+  }
+  if (o.dead_key) proto::parse_dead_key(*o.dead_key, rule.when_dead);
+  return rule;
 }
 
 storage::connection open_migrated(const subscriber_options& o) {
@@ -332,11 +369,17 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       }
       apply_settings(*add_opts, row);
       apply_credentials(*add_opts, row);
+      bool turn_off = false;
+      const auto order = order_change(*add_opts, row, turn_off);
       row.tokens = static_cast<double>(row.burst);
       row.id = storage::add_subscriber(db, row,
                                        add_opts->changes_credentials()
                                            ? storage::credentials_write::replace
                                            : storage::credentials_write::keep);
+      if (order) {
+        storage::set_subscriber_order(db, row.id, order);
+        row.order = order;
+      }
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
@@ -393,6 +436,10 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto* no_cert = set->add_flag("--no-client-cert", set_opts->no_client_cert,
                                 "Stop presenting a client certificate");
   no_cert->excludes(set->get_option("--client-cert"));
+  set->add_flag("--unordered", set_opts->unordered,
+                "Deliver without order again (its stopped keys go on)")
+      ->excludes(set->get_option("--ordered"))
+      ->excludes(set->get_option("--dead-key"));
   set->callback([&action, set_opts] {
     action = [set_opts] {
       auto db = open_migrated(*set_opts);
@@ -400,11 +447,47 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       auto row = must_load(db, set_opts->id);
       apply_settings(*set_opts, row);
       apply_credentials(*set_opts, row);
+      bool turn_off = false;
+      const auto order = order_change(*set_opts, row, turn_off);
       storage::update_subscriber(db, row,
                                  set_opts->changes_credentials()
                                      ? storage::credentials_write::replace
                                      : storage::credentials_write::keep);
+      if (order || turn_off) storage::set_subscriber_order(db, row.id, order);
       std::cout << "updated subscriber " << row.id << "\n";
+      return exit_ok;
+    };
+  });
+
+  auto resume_opts = std::make_shared<subscriber_options>();
+  auto resume_key = std::make_shared<std::optional<std::string>>();
+  auto resume_all = std::make_shared<bool>(false);
+  auto* resume = group->add_subcommand(
+      "resume-key",
+      "Let an ordered subscriber's stopped key go on past its dead row (which stays dead).");
+  resume->add_option("--db", resume_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required();
+  add_queue_shape_option(resume, resume_opts->shape);
+  resume->add_option("id", resume_opts->id, "Subscriber id")->required();
+  auto* key_option =
+      resume->add_option("--key", *resume_key,
+                         "The stopped key as `surge stats` shows it (JSON text, e.g. 42 or \"a\")");
+  auto* all_option = resume->add_flag("--all", *resume_all, "Every stopped key of the subscriber");
+  key_option->excludes(all_option);
+  resume->callback([&action, resume_opts, resume_key, resume_all] {
+    if (!*resume_key && !*resume_all) throw CLI::ValidationError("give --key KEY or --all");
+    action = [resume_opts, resume_key, resume_all] {
+      auto db = open_migrated(*resume_opts);
+      must_load(db, resume_opts->id);
+      const int resumed = storage::resume_stopped_keys(db, resume_opts->id,
+                                                       *resume_all ? std::nullopt : *resume_key);
+      if (resumed == 0 && *resume_key) {
+        throw std::runtime_error("subscriber " + std::to_string(resume_opts->id) +
+                                 " has no stopped key " + **resume_key +
+                                 " (surge stats lists them)");
+      }
+      std::cout << "resumed " << resumed << (resumed == 1 ? " key" : " keys") << " of subscriber "
+                << resume_opts->id << "\n";
       return exit_ok;
     };
   });

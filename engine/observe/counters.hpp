@@ -14,6 +14,7 @@ struct drain_counters {
   std::atomic<std::int64_t> dead{0};
   std::atomic<std::int64_t> released{0};
   std::atomic<std::int64_t> coalesced{0};     // done without a request: a newer row went instead
+  std::atomic<std::int64_t> keys_stopped{0};  // ordered keys a dead row stopped
   std::atomic<std::int64_t> batch_posts{0};   // requests that carried a batch
   std::atomic<std::int64_t> batched_rows{0};  // rows those requests carried
   std::atomic<std::int64_t> lost_leases{0};

@@ -265,6 +265,10 @@ std::string drain_metrics::render(std::size_t top) const {
                static_cast<double>(attempts_by_class[i].load()));
   }
   counter("surge_claimed_rows_total", "Rows leased from the queue.", c.claimed.load());
+  counter("surge_keys_stopped_total",
+          "Keys of ordered subscribers stopped by a dead row: their later rows wait for the "
+          "operator (surge dead replay, or surge subscriber resume-key).",
+          c.keys_stopped.load());
   counter("surge_batch_posts_total",
           "Requests that carried a batch (subscribers with batch_max > 1); each is one attempt.",
           c.batch_posts.load());

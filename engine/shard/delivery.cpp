@@ -39,6 +39,11 @@ storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_k
   out.lease = row.lease;
   out.kind = kind;
   out.attempts = row.attempts;
+  // Written only should the row die (storage/outcomes.hpp).
+  if (row.death_stops_key && row.order_key) {
+    out.stops_key = storage::stopped_key{
+        .subscriber_id = row.subscriber_id, .key = *row.order_key, .delivery_id = row.id};
+  }
   return out;
 }
 

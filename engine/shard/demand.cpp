@@ -280,7 +280,8 @@ void shard::send_demand() {
        round_started ? round_candidates_ : std::span<const round_candidate>{}) {
     sub->pending_claim += want;
     pending_total_ += want;
-    demand.push_back({.subscriber_id = sub->settings.id, .rows = want});
+    demand.push_back(
+        {.subscriber_id = sub->settings.id, .rows = want, .order = sub->settings.order});
     watch_tokens(*sub);
   }
   // Tokens ride in the same message, for every subscriber about to send (the row budget does

@@ -97,6 +97,16 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   out.in_flight_cap = std::max(1, out.in_flight_cap);
 
   derive_relief(row, out);
+  out.order = row.order;
+  if (out.order) {
+    if (auto problem = proto::order_pointer_problem(out.order->pointer); !problem.empty()) {
+      // Ordering is never dropped: a pointer that cannot be read orders the whole subscriber.
+      const std::string note = "ordered key '" + out.order->pointer + "' " + problem +
+                               ", ordering the whole subscriber as one key";
+      out.relief_problem += out.relief_problem.empty() ? note : "; " + note;
+      out.order->pointer.clear();
+    }
+  }
 
   for (const auto& field : row.extra_headers) {
     if (auto problem = proto::extra_header_problem(field); !problem.empty()) {

@@ -60,6 +60,9 @@ struct subscriber_settings {
   std::int64_t batch_bytes = proto::max_batch_bytes;
   std::chrono::steady_clock::duration batch_linger{};
   std::optional<proto::coalesce_rule> coalesce;  // nullopt: off
+  // Ordered delivery per key (proto/ordered_delivery.hpp), claimed by its rule in storage;
+  // nullopt: unordered.
+  std::optional<proto::order_rule> order;
   // Stored batch or coalescing values that cannot be used, and what is done instead; empty if
   // fine. Logged once per value, like limits_problem.
   std::string relief_problem;

@@ -1,0 +1,226 @@
+// Ordered delivery per key end to end: the rule set with the real `surge subscriber` command, the
+// real `surge drain` and `surge sink` on loopback, on a SQLite file and on PostgreSQL.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include <boost/json/parse.hpp>
+
+#include "proto/clock.hpp"
+#include "tests/support/backends.hpp"
+#include "tests/support/e2e.hpp"
+
+namespace surge::testing {
+namespace {
+
+struct ordered_env {
+  temp_dir dir;
+  std::unique_ptr<test_queue> queue;
+  std::optional<sink_process> sink;
+
+  ordered_env(std::unique_ptr<test_queue> made, const std::string& behaviours)
+      : queue(std::move(made)) {
+    start_sink(behaviours);
+  }
+  void start_sink(const std::string& behaviours) {
+    sink.reset();
+    sink.emplace(dir, queue->path(), sink_process::options{.behaviours_json = behaviours});
+  }
+  // A subscriber at the sink, made ordered by `surge subscriber set`.
+  std::int64_t subscriber(const std::vector<std::string>& order_flags, int max_in_flight = 32) {
+    const auto id = queue->add_subscriber("http://placeholder/", 1000, 100);
+    point_at_sink(id);
+    queue->sql().exec("UPDATE webhook_subscriber SET max_in_flight = ? WHERE id = ?",
+                      {std::to_string(max_in_flight), std::to_string(id)});
+    std::vector<std::string> args{"subscriber", "set", "--db", queue->path(), std::to_string(id)};
+    args.insert(args.end(), order_flags.begin(), order_flags.end());
+    const auto set = run_surge(dir, args);
+    EXPECT_EQ(set.exit_code, 0) << set.err;
+    return id;
+  }
+  void point_at_sink(std::int64_t id) { queue->set_url(id, sink->url_for(id)); }
+  std::int64_t row(std::int64_t subscriber_id, const std::string& key) {
+    return queue->add_rows(subscriber_id, 1, R"({"video_id":")" + key + R"(","n":1})").at(0);
+  }
+  run_result drain(std::vector<std::string> extra) {
+    std::vector<std::string> args{
+        "drain", "--db", queue->path(), "--allow-private-targets", "--progress-interval", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_surge(dir, args);
+  }
+};
+
+class DrainOrderedOn : public ::testing::TestWithParam<backend> {};
+
+// Every request for one key's rows, in the order the sink received them.
+std::map<std::string, std::vector<sink_request>> by_key(
+    const std::vector<sink_request>& requests, const std::map<std::int64_t, std::string>& key_of) {
+  std::map<std::string, std::vector<sink_request>> out;
+  for (const auto& request : requests) {
+    const auto key = key_of.find(request.delivery_id);
+    if (key != key_of.end()) out[key->second].push_back(request);
+  }
+  for (auto& [key, list] : out) {
+    std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.arrival < b.arrival; });
+  }
+  return out;
+}
+
+TEST_P(DrainOrderedOn, EachKeyGoesOutInEnqueueOrderThroughRetriesWhileTheOtherKeysGoOn) {
+  const temp_dir pg_dir;
+  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
+  // Two answers in five fail: every key has rows retried while the others go on.
+  ordered_env env(std::move(made), R"({"*": {"mix": [[200, 0.6], [503, 0.4]]}})");
+  const auto id = env.subscriber({"--ordered", "/video_id"});
+  // The producer's layout: one row per key per event, interleaved.
+  std::map<std::int64_t, std::string> key_of;
+  std::map<std::string, std::vector<std::int64_t>> rows_of;
+  for (int event = 0; event < 8; ++event) {
+    for (int key = 0; key < 12; ++key) {
+      const auto name = "v" + std::to_string(key);
+      const auto row = env.row(id, name);
+      key_of[row] = name;
+      rows_of[name].push_back(row);
+    }
+  }
+  const auto result = env.drain({"--until-drained", "--until-drained-wait", "30", "--retry-base",
+                                 "0.05", "--retry-cap", "0.2", "--max-attempts", "50"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  int retried = 0;
+  for (const auto& [key, sent] : by_key(requests, key_of)) {
+    // Each row's requests come after the previous row's last one: one row of a key in flight,
+    // and a retry holds its key back.
+    const auto& expected = rows_of.at(key);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < sent.size(); ++i) {
+      if (sent[i].delivery_id != expected[at]) {
+        ASSERT_LT(at + 1, expected.size()) << "key " << key << ": extra request";
+        EXPECT_EQ(sent[i].delivery_id, expected[at + 1])
+            << "key " << key << ": delivery " << sent[i].delivery_id << " went out of order";
+        EXPECT_EQ(sent[i - 1].status, 200) << "key " << key << ": delivery " << sent[i].delivery_id
+                                           << " went before the one ahead of it succeeded";
+        ++at;
+      } else if (i > 0) {
+        ++retried;
+      }
+    }
+    EXPECT_EQ(at + 1, expected.size()) << "key " << key;
+  }
+  EXPECT_GT(retried, 10) << "the sink's failures should have caused retries";
+  for (const auto& [row, key] : key_of) EXPECT_EQ(env.queue->row(row).status, "done");
+}
+
+TEST_P(DrainOrderedOn, ARowInFlightOrWaitingForItsRetryHoldsBackOnlyItsOwnKey) {
+  const temp_dir pg_dir;
+  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
+  ordered_env env(std::move(made), "");
+  const auto id = env.subscriber({"--ordered", "/video_id"});
+  const auto now = proto::unix_now();
+  const auto retrying = env.row(id, "a");
+  env.queue->sql().exec(
+      "UPDATE webhook_delivery SET status = 'retry', attempts = 1, next_attempt_at = ? WHERE id = "
+      "?",
+      {std::to_string(now + 3600), std::to_string(retrying)});
+  const auto leased = env.row(id, "b");
+  env.queue->sql().exec("UPDATE webhook_delivery SET locked_until = ? WHERE id = ?",
+                        {std::to_string(now + 3600), std::to_string(leased)});
+  const auto behind_retry = env.row(id, "a");
+  const auto behind_lease = env.row(id, "b");
+  std::vector<std::int64_t> free_key;
+  for (int i = 0; i < 3; ++i) free_key.push_back(env.row(id, "c"));
+
+  const auto result = env.drain({"--duration", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto requests = env.sink->stop_and_read();
+  std::vector<std::int64_t> sent;
+  for (const auto& request : requests) sent.push_back(request.delivery_id);
+  EXPECT_EQ(sent, free_key);
+  for (const auto row : free_key) EXPECT_EQ(env.queue->row(row).status, "done");
+  for (const auto row : {behind_retry, behind_lease}) {
+    EXPECT_EQ(env.queue->row(row).status, "pending") << "delivery " << row;
+    EXPECT_EQ(env.queue->row(row).attempts, 0) << "delivery " << row;
+  }
+}
+
+TEST_P(DrainOrderedOn, ADeadRowStopsItsKeyUntilTheRowIsReplayedOrTheKeyResumed) {
+  const temp_dir pg_dir;
+  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
+  // The partner refuses every row, and one attempt is all a row gets: each dies at once.
+  ordered_env env(std::move(made), R"({"*": {"status": 422}})");
+  const auto stops = env.subscriber({"--ordered", "/video_id", "--dead-key", "stop"});
+  const auto moves_on = env.subscriber({"--ordered", "/video_id"});
+  const auto g1 = env.row(stops, "g");
+  const auto h1 = env.row(stops, "h");
+  const auto g2 = env.row(stops, "g");
+  const auto h2 = env.row(stops, "h");
+  const auto k1 = env.row(moves_on, "k");
+  const auto k2 = env.row(moves_on, "k");
+
+  auto first = env.drain({"--duration", "2", "--max-attempts", "1"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto requests = env.sink->stop_and_read();
+  EXPECT_EQ(env.queue->row(g1).status, "dead");
+  EXPECT_EQ(env.queue->row(h1).status, "dead");
+  EXPECT_EQ(env.queue->row(g2).status, "pending");
+  EXPECT_EQ(env.queue->row(h2).status, "pending");
+  EXPECT_NE(first.err.find("key \"g\" stopped"), std::string::npos) << first.err;
+  // By default the key moves on: k2 went, after k1 died.
+  EXPECT_EQ(env.queue->row(k1).status, "dead");
+  EXPECT_EQ(env.queue->row(k2).status, "dead");
+  std::vector<std::int64_t> k_sent;
+  for (const auto& request : requests) {
+    if (request.subscriber_id == moves_on) k_sent.push_back(request.delivery_id);
+  }
+  EXPECT_EQ(k_sent, (std::vector<std::int64_t>{k1, k2}));
+
+  const auto stats = run_surge(env.dir, {"stats", "--db", env.queue->path(), "--json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const auto stopped = boost::json::parse(stats.out).at("stopped_keys").as_array();
+  ASSERT_EQ(stopped.size(), 2u) << stats.out;
+  EXPECT_EQ(stopped[0].at("subscriber_id").as_int64(), stops);
+  EXPECT_EQ(stopped[0].at("key").as_string(), "\"g\"");
+  EXPECT_EQ(stopped[0].at("delivery_id").as_int64(), g1);
+  const auto table = run_surge(env.dir, {"stats", "--db", env.queue->path()});
+  EXPECT_NE(table.out.find("stopped key"), std::string::npos) << table.out;
+
+  // h: its dead row is replayed (the newest dead row of the subscriber) and goes first; g: the
+  // key is resumed past its dead row, which stays dead.
+  env.start_sink("");
+  env.point_at_sink(stops);
+  const auto replay = run_surge(env.dir, {"dead", "replay", "--db", env.queue->path(),
+                                          "--subscriber", std::to_string(stops), "--limit", "1"});
+  ASSERT_EQ(replay.exit_code, 0) << replay.err;
+  const auto resume = run_surge(env.dir, {"subscriber", "resume-key", "--db", env.queue->path(),
+                                          std::to_string(stops), "--key", "\"g\""});
+  ASSERT_EQ(resume.exit_code, 0) << resume.err;
+  EXPECT_NE(resume.out.find("resumed 1 key"), std::string::npos) << resume.out;
+  const auto unknown = run_surge(env.dir, {"subscriber", "resume-key", "--db", env.queue->path(),
+                                           std::to_string(stops), "--key", "\"zz\""});
+  EXPECT_NE(unknown.exit_code, 0);
+
+  auto second = env.drain({"--duration", "2"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  requests = env.sink->stop_and_read();
+  std::sort(requests.begin(), requests.end(),
+            [](auto& a, auto& b) { return a.arrival < b.arrival; });
+  std::vector<std::int64_t> h_sent;
+  for (const auto& request : requests) {
+    if (request.delivery_id == h1 || request.delivery_id == h2)
+      h_sent.push_back(request.delivery_id);
+  }
+  EXPECT_EQ(h_sent, (std::vector<std::int64_t>{h1, h2}));
+  EXPECT_EQ(env.queue->row(h1).status, "done");
+  EXPECT_EQ(env.queue->row(h2).status, "done");
+  EXPECT_EQ(env.queue->row(g1).status, "dead");
+  EXPECT_EQ(env.queue->row(g2).status, "done");
+  const auto after = run_surge(env.dir, {"stats", "--db", env.queue->path(), "--json"});
+  EXPECT_TRUE(boost::json::parse(after.out).at("stopped_keys").as_array().empty()) << after.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainOrderedOn, all_backends(), backend_name);
+
+}  // namespace
+}  // namespace surge::testing
