@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -11,6 +13,8 @@
 #include "proto/clock.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/http_get.hpp"
+#include "tools/process.hpp"
 
 namespace surge::testing {
 namespace {
@@ -53,6 +57,18 @@ struct ordered_env {
 };
 
 class DrainOrderedOn : public ::testing::TestWithParam<backend> {};
+
+// A sample's value in a Prometheus exposition (-1 when absent).
+double metric(const std::string& exposition, const std::string& name) {
+  const auto at = exposition.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(exposition.substr(at + name.size() + 2));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 // Every request for one key's rows, in the order the sink received them.
 std::map<std::string, std::vector<sink_request>> by_key(
@@ -159,14 +175,30 @@ TEST_P(DrainOrderedOn, ADeadRowStopsItsKeyUntilTheRowIsReplayedOrTheKeyResumed) 
   const auto k1 = env.row(moves_on, "k");
   const auto k2 = env.row(moves_on, "k");
 
-  auto first = env.drain({"--duration", "2", "--max-attempts", "1"});
-  ASSERT_EQ(first.exit_code, 0) << first.err;
+  // While it runs, the stops are counted for the alert.
+  tools::child_process first(
+      surge_binary(),
+      {"drain", "--db", env.queue->path(), "--allow-private-targets", "--duration", "3",
+       "--max-attempts", "1", "--progress-interval", "0", "--metrics-listen", "127.0.0.1:0"},
+      env.dir.file("first.out"), env.dir.file("first.err"));
+  const auto port = metrics_port_from_log(env.dir.file("first.err"));
+  ASSERT_NE(port, 0) << "no metrics address in the log";
+  double stops_counted = 0;
+  EXPECT_TRUE(eventually(
+      [&] {
+        stops_counted = metric(http_get(port, "/metrics").body, "surge_keys_stopped_total");
+        return stops_counted >= 2;
+      },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(stops_counted, 2);
+  ASSERT_EQ(first.wait(std::chrono::seconds(30)), 0);
+  const auto first_log = read_file(env.dir.file("first.err"));
   auto requests = env.sink->stop_and_read();
   EXPECT_EQ(env.queue->row(g1).status, "dead");
   EXPECT_EQ(env.queue->row(h1).status, "dead");
   EXPECT_EQ(env.queue->row(g2).status, "pending");
   EXPECT_EQ(env.queue->row(h2).status, "pending");
-  EXPECT_NE(first.err.find("key \"g\" stopped"), std::string::npos) << first.err;
+  EXPECT_NE(first_log.find("key \"g\" stopped"), std::string::npos) << first_log;
   // By default the key moves on: k2 went, after k1 died.
   EXPECT_EQ(env.queue->row(k1).status, "dead");
   EXPECT_EQ(env.queue->row(k2).status, "dead");
