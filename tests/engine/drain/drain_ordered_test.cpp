@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <csignal>
 #include <map>
+#include <set>
 #include <memory>
 
 #include <boost/json/parse.hpp>
@@ -320,6 +322,91 @@ TEST_P(DrainOrderedOn, BatchesAndCoalescingKeepEachKeysOrder) {
               0)
         << "the repeats of a video should have been coalesced";
   }
+}
+
+// Whether each request came only after every earlier row of its key had been answered 2xx
+// (at least once: a duplicate of an earlier row may follow); the first offence, or "".
+std::string first_order_offence(std::vector<sink_request> requests,
+                                const std::map<std::int64_t, std::string>& key_of,
+                                const std::map<std::string, std::vector<std::int64_t>>& rows_of) {
+  std::sort(requests.begin(), requests.end(),
+            [](auto& a, auto& b) { return a.arrival < b.arrival; });
+  std::set<std::int64_t> answered;
+  for (const auto& request : requests) {
+    const auto& key = key_of.at(request.delivery_id);
+    for (const auto earlier : rows_of.at(key)) {
+      if (earlier >= request.delivery_id) break;
+      if (!answered.contains(earlier)) {
+        return "key " + key + ": delivery " + std::to_string(request.delivery_id) +
+               " went before " + std::to_string(earlier) + " was delivered";
+      }
+    }
+    if (request.status == 200) answered.insert(request.delivery_id);
+  }
+  return {};
+}
+
+TEST_P(DrainOrderedOn, SeveralDrainsKeepEachKeysOrderWhileOneIsKilled) {
+  const temp_dir pg_dir;
+  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
+  ordered_env env(std::move(made), R"({"*": {"mix": [[200, 0.8], [503, 0.2]], "delay_ms": 20}})");
+  std::map<std::int64_t, std::string> key_of;
+  std::map<std::string, std::vector<std::int64_t>> rows_of;
+  std::vector<std::int64_t> subscribers;
+  for (int i = 0; i < 4; ++i) subscribers.push_back(env.subscriber({"--ordered", "/video_id"}, 8));
+  for (int event = 0; event < 8; ++event) {
+    for (const auto subscriber : subscribers) {
+      for (int key = 0; key < 6; ++key) {
+        const auto name = std::to_string(subscriber) + "/v" + std::to_string(key);
+        const auto row = env.row(subscriber, "v" + std::to_string(key));
+        key_of[row] = name;
+        rows_of[name].push_back(row);
+      }
+    }
+  }
+  const std::vector<std::string> args{"drain",
+                                      "--db",
+                                      env.queue->path(),
+                                      "--allow-private-targets",
+                                      "--until-drained",
+                                      "--until-drained-wait",
+                                      "10",
+                                      "--lease",
+                                      "5",
+                                      "--attempt-timeout",
+                                      "1",
+                                      "--connect-timeout",
+                                      "1",
+                                      "--retry-base",
+                                      "0.05",
+                                      "--retry-cap",
+                                      "0.2",
+                                      "--max-attempts",
+                                      "50",
+                                      "--progress-interval",
+                                      "0"};
+  std::vector<std::unique_ptr<tools::child_process>> drains;
+  for (const char* name : {"a", "b", "c"}) {
+    drains.push_back(std::make_unique<tools::child_process>(
+        surge_binary(), args, env.dir.file(std::string(name) + ".out"),
+        env.dir.file(std::string(name) + ".err")));
+  }
+  // Killed mid-drain: its subscribers move to the others, with rows it held still leased.
+  EXPECT_TRUE(eventually([&] { return env.queue->count_by_status()["done"] >= 40; },
+                         std::chrono::seconds(20)));
+  drains[1]->signal(SIGKILL);
+  for (std::size_t i = 0; i < drains.size(); ++i) {
+    if (i == 1) continue;
+    EXPECT_EQ(drains[i]->wait(std::chrono::seconds(90)).value_or(-1), 0)
+        << "see " << env.dir.path();
+  }
+  // A drain that saw nothing left may stop before the killed one's rows were taken over.
+  const auto last = env.drain({"--until-drained", "--until-drained-wait", "10", "--retry-base",
+                               "0.05", "--retry-cap", "0.2", "--max-attempts", "50"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const auto requests = env.sink->stop_and_read();
+  EXPECT_EQ(first_order_offence(requests, key_of, rows_of), "");
+  for (const auto& [row, key] : key_of) EXPECT_EQ(env.queue->row(row).status, "done") << row;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DrainOrderedOn, all_backends(), backend_name);
