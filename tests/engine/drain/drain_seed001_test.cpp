@@ -261,6 +261,39 @@ TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
   }
 }
 
+TEST(Seed001Drain, AnOrderedSubscribersKeyWaitsForItsRetryWhileTheOtherKeysGoInOrder) {
+  temp_dir dir;
+  seed001_file queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto id = queue.add_subscriber(sink, 60'000, 500, "secret");
+  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
+                                   "--ordered", "/video_id"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const auto row = [&](const char* key) {
+    return queue.add_rows(id, 1, std::string(R"({"video_id":")") + key + R"("})").front();
+  };
+  // The first row of "a" waits for a retry an hour away, as the shape's worker leaves one.
+  const auto retrying = row("a");
+  queue.db().exec("UPDATE webhook_deliveries SET attempt = 1, next_attempt = " +
+                  std::to_string(whole_now() + 3600) + " WHERE id = " + std::to_string(retrying));
+  const auto b1 = row("b");
+  const auto held = row("a");
+  const auto b2 = row("b");
+  const auto b3 = row("b");
+
+  const auto result = run_surge(dir, drain_args(queue.path(), {"--duration", "2"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto requests = sink.stop_and_read();
+  std::sort(requests.begin(), requests.end(),
+            [](auto& a, auto& b) { return a.arrival < b.arrival; });
+  std::vector<std::int64_t> sent;
+  for (const auto& request : requests) sent.push_back(request.delivery_id);
+  EXPECT_EQ(sent, (std::vector<std::int64_t>{b1, b2, b3}));
+  EXPECT_EQ(queue.of_row("state", held), "pending");
+  EXPECT_EQ(queue.of_row("attempt", held), "0");
+  for (const auto sent_row : {b1, b2, b3}) EXPECT_EQ(queue.of_row("state", sent_row), "delivered");
+}
+
 TEST(Seed001Drain, AQueueSurgeCannotUseExitsTwoNamingWhatIsMissing) {
   temp_dir dir;
   // Empty: no tables at all.
