@@ -21,21 +21,31 @@ std::string order_pointer_problem(std::string_view pointer) {
 std::string order_key(std::string_view pointer, std::string_view payload) {
   if (pointer.empty()) return {};
   boost::system::error_code ec;
-  const auto parsed = boost::json::parse(payload, ec);
+  // Deeper than Boost.JSON's default of 32 levels, so a deeply nested event is not taken for
+  // one without the key; a payload is at most 1 MiB.
+  boost::json::parse_options options;
+  options.max_depth = 4096;
+  const auto parsed = boost::json::parse(payload, ec, {}, options);
   if (ec) return {};
   const auto* found = parsed.find_pointer(pointer, ec);
   if (ec || found == nullptr) return {};
   return boost::json::serialize(*found);
 }
 
-bool key_heads::claimable(const std::string& key, bool due, bool free) {
-  const auto [first, is_first] = first_in_flight_.try_emplace(key, due && !free);
-  // Only the first row of a key can go; every later one waits for it, whatever its state.
-  if (!is_first) {
-    if (due && free && first->second) held_behind_flight_ = true;
-    return false;
+bool key_heads::consider(const std::string& key, bool due, bool free) {
+  const auto [seen, first] = seen_.try_emplace(key);
+  if (!free) {
+    seen->second.leased = true;
+  } else if (!first && due && seen->second.leased) {
+    held_behind_flight_ = true;
   }
-  return due && free && !stopped_keys_.contains(key);
+  // Only the first row of a key can go; every later one waits for it, whatever its state.
+  return first && due && free && !stopped_keys_.contains(key);
+}
+
+bool key_heads::may_go(const std::string& key) const {
+  const auto seen = seen_.find(key);
+  return seen != seen_.end() && !seen->second.leased;
 }
 
 std::string_view dead_key_name(dead_key rule) { return rule == dead_key::stops ? "stop" : "skip"; }

@@ -29,24 +29,32 @@ std::string order_pointer_problem(std::string_view pointer);
 // JSON text is): they are ordered among themselves.
 std::string order_key(std::string_view pointer, std::string_view payload);
 
-// The rule, applied to a subscriber's unfinished rows read in enqueue order, one at a time: a row
-// may be claimed only if it is the first unfinished row of its key, due and free, and its key is
-// not stopped. A key whose first row is in flight, waits for a retry or is not due yet holds its
-// later rows back; the other keys go on.
+// The rule, applied to a subscriber's unfinished rows read in enqueue order: a row may be claimed
+// only if it is the first unfinished row of its key, due and free, its key is not stopped, and no
+// row of its key is leased. A key whose first row is in flight, waits for a retry or is not due
+// yet holds its later rows back; the other keys go on. "No row leased" covers a row that became
+// visible after a later row of its key was claimed (a PostgreSQL producer's transaction that
+// committed late, a dead row replayed): it waits until that row is finished.
 class key_heads {
  public:
   explicit key_heads(const std::set<std::string, std::less<>>& stopped_keys)
       : stopped_keys_(stopped_keys) {}
-  // `due`: its next attempt is due now; `free`: nobody holds it leased.
-  bool claimable(const std::string& key, bool due, bool free);
-  // Whether a due, free row was held back behind the first row of its key while that row is in
-  // flight (leased): once its outcome is written the key goes on, so the subscriber has more to
-  // claim soon, not after an idle poll.
+  // Reads the next row. `due`: its next attempt is due now; `free`: nobody holds it leased.
+  // Whether it is a candidate: the first row of its key, due, free and its key not stopped.
+  bool consider(const std::string& key, bool due, bool free);
+  // After the rows read: whether the candidate of `key` may go (no row of its key leased).
+  bool may_go(const std::string& key) const;
+  // Whether a due, free row was held back behind a leased row of its key: once that row's
+  // outcome is written the key goes on, so the subscriber has more to claim soon, not after an
+  // idle poll.
   bool held_behind_flight() const { return held_behind_flight_; }
 
  private:
+  struct key_seen {
+    bool leased = false;  // some row of the key read so far is leased
+  };
   const std::set<std::string, std::less<>>& stopped_keys_;
-  std::map<std::string, bool, std::less<>> first_in_flight_;  // by key seen
+  std::map<std::string, key_seen, std::less<>> seen_;
   bool held_behind_flight_ = false;
 };
 

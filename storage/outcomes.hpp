@@ -66,6 +66,8 @@ struct write_report {
   std::vector<std::int64_t> held_rows;
   // Subscribers of `deactivate` not written for the same reason.
   std::vector<std::int64_t> held_subscribers;
+  // Ordered keys a dead row stopped in this write (not those stopped already).
+  std::vector<stopped_key> keys_stopped;
 };
 
 }  // namespace surge::storage

@@ -144,7 +144,7 @@ std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id) {
 }
 
 std::int64_t add_subscriber(connection& db, const subscriber_row& row,
-                            credentials_write credentials) {
+                            credentials_write credentials, order_write order) {
   // The credentials row names the id the insert was given.
   const auto with_id = [&](std::int64_t id) {
     auto added = row;
@@ -152,14 +152,17 @@ std::int64_t add_subscriber(connection& db, const subscriber_row& row,
     return added;
   };
   const bool replace = credentials == credentials_write::replace;
-  // On SQLite the shape's insert and the credentials join one write transaction (each function
-  // opens its own only when none is open); on PostgreSQL one transaction holds both.
+  const bool ordering = order == order_write::replace;
+  // On SQLite the shape's insert, the credentials and the order rule join one write transaction
+  // (each function opens its own only when none is open); on PostgreSQL one transaction holds
+  // them, and the order index follows it.
   return on_queue(
       db,
       [&](SQLite::Database& file) {
         detail::write_transaction step(file);
         const auto id = add_subscriber(file, row);
         if (replace) set_subscriber_credentials(file, with_id(id));
+        if (ordering) set_subscriber_order(file, id, row.order, seed000_ordered_index());
         step.commit();
         return id;
       },
@@ -167,26 +170,37 @@ std::int64_t add_subscriber(connection& db, const subscriber_row& row,
         detail::write_transaction step(file);
         const auto id = seed001::add_subscriber(file, row);
         if (replace) set_subscriber_credentials(file, with_id(id));
+        if (ordering) set_subscriber_order(file, id, row.order, seed001::ordered_claim_index());
         step.commit();
         return id;
       },
       [&](pg::session& server) {
-        pg::transaction step(server);
-        const auto id = pg::add_subscriber(server, row);
-        if (replace) pg::set_subscriber_credentials(server, with_id(id));
-        step.commit();
+        bool none_ordered = false;
+        std::int64_t id = 0;
+        {
+          pg::transaction step(server);
+          id = pg::add_subscriber(server, row);
+          if (replace) pg::set_subscriber_credentials(server, with_id(id));
+          if (ordering) none_ordered = pg::write_subscriber_order(server, id, row.order);
+          step.commit();
+        }
+        if (ordering) pg::settle_order_index(server, row.order.has_value(), none_ordered);
         return id;
       });
 }
 
-bool update_subscriber(connection& db, const subscriber_row& row, credentials_write credentials) {
+bool update_subscriber(connection& db, const subscriber_row& row, credentials_write credentials,
+                       order_write order) {
   const bool replace = credentials == credentials_write::replace;
+  const bool ordering = order == order_write::replace;
   return on_queue(
       db,
       [&](SQLite::Database& file) {
         detail::write_transaction step(file);
         const bool found = update_subscriber(file, row);
         if (found && replace) set_subscriber_credentials(file, row);
+        if (found && ordering)
+          set_subscriber_order(file, row.id, row.order, seed000_ordered_index());
         step.commit();
         return found;
       },
@@ -194,14 +208,24 @@ bool update_subscriber(connection& db, const subscriber_row& row, credentials_wr
         detail::write_transaction step(file);
         const bool found = seed001::update_subscriber(file, row);
         if (found && replace) set_subscriber_credentials(file, row);
+        if (found && ordering) {
+          set_subscriber_order(file, row.id, row.order, seed001::ordered_claim_index());
+        }
         step.commit();
         return found;
       },
       [&](pg::session& server) {
-        pg::transaction step(server);
-        const bool found = pg::update_subscriber(server, row);
-        if (found && replace) pg::set_subscriber_credentials(server, row);
-        step.commit();
+        bool found = false;
+        bool none_ordered = false;
+        {
+          pg::transaction step(server);
+          found = pg::update_subscriber(server, row);
+          if (found && replace) pg::set_subscriber_credentials(server, row);
+          if (found && ordering)
+            none_ordered = pg::write_subscriber_order(server, row.id, row.order);
+          step.commit();
+        }
+        if (found && ordering) pg::settle_order_index(server, row.order.has_value(), none_ordered);
         return found;
       });
 }

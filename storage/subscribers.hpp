@@ -53,20 +53,26 @@ struct subscriber_row {
   std::optional<proto::order_rule> order;
 };
 
-// Whether add_subscriber/update_subscriber also write the row's credentials.
+// Whether add_subscriber/update_subscriber also write the row's credentials, and its order rule.
 enum class credentials_write { keep, replace };
+enum class order_write { keep, replace };
 
 // On either kind of queue (storage/connection.hpp), as storage/sqlite/subscribers.hpp describes
 // them on a SQLite file; throw storage::error. With credentials_write::replace, add_subscriber and
 // update_subscriber also do what set_subscriber_credentials does, in the same transaction: a
 // partner is never left with its settings written and the header or certificate it requires missing
-// (or the reverse). An update of no such subscriber writes nothing.
+// (or the reverse). With order_write::replace they write `order` as set_subscriber_order does
+// (storage/ordered_keys.hpp), in the same transaction; on PostgreSQL the index the ordered claim
+// reads is made or dropped once that transaction has committed. An update of no such subscriber
+// writes nothing.
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which = {});
 std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id);
 std::int64_t add_subscriber(connection& db, const subscriber_row& row,
-                            credentials_write credentials = credentials_write::keep);
+                            credentials_write credentials = credentials_write::keep,
+                            order_write order = order_write::keep);
 bool update_subscriber(connection& db, const subscriber_row& row,
-                       credentials_write credentials = credentials_write::keep);
+                       credentials_write credentials = credentials_write::keep,
+                       order_write order = order_write::keep);
 bool set_subscriber_active(connection& db, std::int64_t id, bool active);
 void set_subscriber_credentials(connection& db, const subscriber_row& row);
 

@@ -372,14 +372,12 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       bool turn_off = false;
       const auto order = order_change(*add_opts, row, turn_off);
       row.tokens = static_cast<double>(row.burst);
-      row.id = storage::add_subscriber(db, row,
-                                       add_opts->changes_credentials()
-                                           ? storage::credentials_write::replace
-                                           : storage::credentials_write::keep);
-      if (order) {
-        storage::set_subscriber_order(db, row.id, order);
-        row.order = order;
-      }
+      row.order = order;
+      row.id = storage::add_subscriber(
+          db, row,
+          add_opts->changes_credentials() ? storage::credentials_write::replace
+                                          : storage::credentials_write::keep,
+          order ? storage::order_write::replace : storage::order_write::keep);
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
@@ -449,11 +447,12 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       apply_credentials(*set_opts, row);
       bool turn_off = false;
       const auto order = order_change(*set_opts, row, turn_off);
-      storage::update_subscriber(db, row,
-                                 set_opts->changes_credentials()
-                                     ? storage::credentials_write::replace
-                                     : storage::credentials_write::keep);
-      if (order || turn_off) storage::set_subscriber_order(db, row.id, order);
+      if (order || turn_off) row.order = order;
+      storage::update_subscriber(
+          db, row,
+          set_opts->changes_credentials() ? storage::credentials_write::replace
+                                          : storage::credentials_write::keep,
+          order || turn_off ? storage::order_write::replace : storage::order_write::keep);
       std::cout << "updated subscriber " << row.id << "\n";
       return exit_ok;
     };

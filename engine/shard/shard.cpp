@@ -206,13 +206,6 @@ void shard::adjust_buffered(int delta) {
 }
 
 void shard::push_outcome(storage::outcome outcome) {
-  if (outcome.kind == storage::outcome_kind::dead && outcome.stops_key) {
-    counters_.add(counters_.keys_stopped);
-    log_warn("subscriber " + std::to_string(outcome.stops_key->subscriber_id) + ": key " +
-             outcome.stops_key->key + " stopped: delivery " + std::to_string(outcome.delivery_id) +
-             " died; its later rows wait for `surge dead replay` or `surge subscriber "
-             "resume-key`");
-  }
   outcomes_.push_back(std::move(outcome));
   if (outcomes_.size() >= config_.scheduler.outcome_flush_rows) flush_outcomes();
 }

@@ -431,6 +431,13 @@ void storage_worker::note_written(const storage::write_report& report, std::size
   metrics_.commit_duration.observe(std::chrono::duration<double>(took).count());
   metrics_.commit_rows.observe(static_cast<double>(rows));
   metrics_.beat_storage();
+  for (const auto& stopped : report.keys_stopped) {
+    counters_.add(counters_.keys_stopped);
+    log_warn("subscriber " + std::to_string(stopped.subscriber_id) + ": key " + stopped.key +
+             " stopped: delivery " + std::to_string(stopped.delivery_id) +
+             " died; its later rows wait for `surge dead replay` or `surge subscriber "
+             "resume-key`");
+  }
   if (report.lost_leases.empty()) return;
   counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
   if (!report.deleted.empty()) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "storage/ordered_claim.hpp"
 #include "storage/postgres/queue.hpp"
 #include "storage/sql_support.hpp"
 
@@ -11,7 +12,7 @@ namespace {
 
 // A subscriber's unfinished rows in id (enqueue) order, for the ordered claim.
 constexpr const char* create_index_sql =
-    "CREATE INDEX IF NOT EXISTS surge_delivery_subscriber_order ON "
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS surge_delivery_subscriber_order ON "
     "webhook_delivery(subscriber_id, id) WHERE status IN ('pending','retry')";
 
 // The subscriber's unfinished rows in id order, from past $2: whether each is due, and free, then
@@ -31,7 +32,6 @@ WITH picked AS (
 UPDATE webhook_delivery d SET locked_until = $3 WHERE d.id IN (SELECT id FROM picked)
 RETURNING d.id
 )sql";
-constexpr int ordered_read_page = 256;
 
 bool has_table(session& db, const char* name) {
   return db.exec("SELECT to_regclass($1) IS NOT NULL", params().add(name)).text(0, 0) == "t";
@@ -39,27 +39,43 @@ bool has_table(session& db, const char* name) {
 
 }  // namespace
 
-void set_subscriber_order(session& db, std::int64_t subscriber_id,
-                          const std::optional<proto::order_rule>& rule) {
-  // Building the index over a large queue may take longer than any statement of a drain.
-  session::unbounded long_statements(db);
-  transaction step(db);
+bool write_subscriber_order(session& db, std::int64_t subscriber_id,
+                            const std::optional<proto::order_rule>& rule) {
   if (rule) {
     db.exec(
         "INSERT INTO surge_subscriber_order(subscriber_id, key_pointer, dead_key) "
         "VALUES ($1, $2, $3) ON CONFLICT (subscriber_id) DO UPDATE SET "
         "key_pointer = EXCLUDED.key_pointer, dead_key = EXCLUDED.dead_key",
         params().add(subscriber_id).add(rule->pointer).add(proto::dead_key_name(rule->when_dead)));
-    db.exec(create_index_sql);
-  } else {
-    db.exec("DELETE FROM surge_subscriber_order WHERE subscriber_id = $1",
-            params().add(subscriber_id));
-    db.exec("DELETE FROM surge_stopped_key WHERE subscriber_id = $1", params().add(subscriber_id));
-    if (db.exec("SELECT EXISTS (SELECT 1 FROM surge_subscriber_order)").text(0, 0) == "f") {
-      db.exec("DROP INDEX IF EXISTS surge_delivery_subscriber_order");
-    }
+    return false;
   }
-  step.commit();
+  db.exec("DELETE FROM surge_subscriber_order WHERE subscriber_id = $1",
+          params().add(subscriber_id));
+  db.exec("DELETE FROM surge_stopped_key WHERE subscriber_id = $1", params().add(subscriber_id));
+  return db.exec("SELECT NOT EXISTS (SELECT 1 FROM surge_subscriber_order)").text(0, 0) == "t";
+}
+
+void settle_order_index(session& db, bool ordered, bool none_ordered) {
+  // Outside any transaction, CONCURRENTLY: producers and drains go on writing while the index is
+  // built over a large queue, which may take longer than any statement of a drain. Until it is
+  // there the ordered claim reads the due index and sorts.
+  session::unbounded long_statements(db);
+  if (ordered) {
+    db.exec(create_index_sql);
+  } else if (none_ordered) {
+    db.exec("DROP INDEX CONCURRENTLY IF EXISTS surge_delivery_subscriber_order");
+  }
+}
+
+void set_subscriber_order(session& db, std::int64_t subscriber_id,
+                          const std::optional<proto::order_rule>& rule) {
+  bool none_ordered = false;
+  {
+    transaction step(db);
+    none_ordered = write_subscriber_order(db, subscriber_id, rule);
+    step.commit();
+  }
+  settle_order_index(db, rule.has_value(), none_ordered);
 }
 
 void read_subscriber_orders(session& db, std::span<subscriber_row> rows) {
@@ -83,7 +99,7 @@ std::vector<stopped_key> list_stopped_keys(session& db, const proto::id_set& whi
   if (!has_table(db, "surge_stopped_key")) return keys;
   const auto found = db.exec(
       "SELECT subscriber_id, order_key, delivery_id, stopped_at FROM surge_stopped_key WHERE " +
-      detail::id_filter(which, "subscriber_id") + " ORDER BY subscriber_id, stopped_at");
+      detail::id_filter(which, "subscriber_id") + " ORDER BY subscriber_id, stopped_at, order_key");
   for (int i = 0; i < found.rows(); ++i) {
     keys.push_back({.subscriber_id = found.int64(i, 0),
                     .key = std::string(found.text(i, 1)),
@@ -128,46 +144,38 @@ std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& ent
                                        double lease, std::int64_t max_payload_bytes,
                                        bool& more_due) {
   more_due = false;
-  std::vector<claimed_row> heads;
-  if (entry.rows <= 0 || !entry.order) return heads;
-  const auto& rule = *entry.order;
+  if (entry.rows <= 0 || !entry.order) return {};
   std::set<std::string, std::less<>> stopped;
   const auto stops = db.exec("SELECT order_key FROM surge_stopped_key WHERE subscriber_id = $1",
                              params().add(entry.subscriber_id));
   for (int i = 0; i < stops.rows(); ++i) stopped.emplace(stops.text(i, 0));
-  proto::key_heads rule_of_heads(stopped);
-  std::int64_t after = 0;
-  std::int64_t left = std::max<std::int64_t>(std::int64_t{8} * entry.rows, 1024);
-  while (static_cast<int>(heads.size()) < entry.rows && left > 0) {
-    const std::int64_t page = std::min<std::int64_t>(ordered_read_page, left);
-    const auto found = db.exec(
-        ordered_rows_sql,
-        params().add(entry.subscriber_id).add(after).add(now).add(max_payload_bytes).add(page));
-    for (int i = 0; i < found.rows() && static_cast<int>(heads.size()) < entry.rows; ++i) {
-      claimed_row row;
-      read_claimed_row(found, i, 2, row);
-      std::string key;
-      if (rule.pointer.empty() || !row.payload.empty() || row.payload_bytes == 0) {
-        key = proto::order_key(rule.pointer, row.payload);
-      } else {
-        // Over the claim's payload cap: the row dies unsent, under its own key.
-        const auto whole =
-            db.exec("SELECT payload FROM webhook_delivery WHERE id = $1", params().add(row.id));
-        if (whole.rows() > 0) key = proto::order_key(rule.pointer, whole.text(0, 0));
-      }
-      if (!rule_of_heads.claimable(key, found.text(i, 0) == "t", found.text(i, 1) == "t")) {
-        continue;
-      }
-      row.order_key = std::move(key);
-      row.death_stops_key = rule.when_dead == proto::dead_key::stops;
-      row.lease = lease;
-      heads.push_back(std::move(row));
-    }
-    if (found.rows() < page) break;
-    after = found.int64(found.rows() - 1, 2);
-    left -= page;
-  }
-  more_due = static_cast<int>(heads.size()) < entry.rows && rule_of_heads.held_behind_flight();
+  const ordered_reader reader{
+      .page =
+          [&](std::int64_t after, std::int64_t limit, std::vector<unfinished_row>& page) {
+            const auto found = db.exec(ordered_rows_sql, params()
+                                                             .add(entry.subscriber_id)
+                                                             .add(after)
+                                                             .add(now)
+                                                             .add(max_payload_bytes)
+                                                             .add(limit));
+            for (int i = 0; i < found.rows(); ++i) {
+              auto& row = page.emplace_back();
+              row.due = found.text(i, 0) == "t";
+              row.free = found.text(i, 1) == "t";
+              read_claimed_row(found, i, 2, row.row);
+              row.row.lease = lease;
+            }
+          },
+      .payload_of =
+          [&](std::int64_t id) {
+            const auto whole =
+                db.exec("SELECT payload FROM webhook_delivery WHERE id = $1", params().add(id));
+            return whole.rows() > 0 ? std::string(whole.text(0, 0)) : std::string();
+          },
+  };
+  auto pick = pick_key_heads(entry, stopped, reader);
+  more_due = pick.more_due;
+  auto& heads = pick.rows;
   if (heads.empty()) return heads;
   std::vector<std::int64_t> ids;
   for (const auto& row : heads) ids.push_back(row.id);

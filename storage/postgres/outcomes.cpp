@@ -193,14 +193,20 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
           !fenced.contains(item.delivery_id)) {
         continue;
       }
-      db.exec(
+      const double now = proto::unix_now();
+      const auto inserted = db.exec(
           "INSERT INTO surge_stopped_key(subscriber_id, order_key, delivery_id, stopped_at) "
-          "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+          "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1",
           params()
               .add(item.stops_key->subscriber_id)
               .add(item.stops_key->key)
               .add(item.delivery_id)
-              .add(proto::unix_now()));
+              .add(now));
+      if (inserted.rows() == 0) continue;  // stopped already
+      auto stopped = *item.stops_key;
+      stopped.delivery_id = item.delivery_id;
+      stopped.stopped_at = now;
+      report.keys_stopped.push_back(std::move(stopped));
     }
 
     // Recorded even when the fence failed: the request was still sent and the partner saw it. A

@@ -43,6 +43,11 @@ void set_subscriber_credentials(session& db, const subscriber_row& row);
 // storage/ordered_keys.hpp on PostgreSQL (storage/postgres/ordered_keys.cpp).
 void set_subscriber_order(session& db, std::int64_t subscriber_id,
                           const std::optional<proto::order_rule>& rule);
+// Its two steps: the rows, inside the caller's transaction (whether no subscriber is ordered any
+// more), and the index, outside any transaction.
+bool write_subscriber_order(session& db, std::int64_t subscriber_id,
+                            const std::optional<proto::order_rule>& rule);
+void settle_order_index(session& db, bool ordered, bool none_ordered);
 void read_subscriber_orders(session& db, std::span<subscriber_row> rows);
 std::vector<stopped_key> list_stopped_keys(session& db, const proto::id_set& which);
 int resume_stopped_keys(session& db, std::int64_t subscriber_id,

@@ -81,7 +81,7 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     }
     if (changed > 0) {
       ++report.applied;
-      stop_key_if_asked(item);
+      stop_key_if_asked(item, report);
       if (item.kind == outcome_kind::retry || item.kind == outcome_kind::dead) write_note(item);
     } else {
       report.lost_leases.push_back(item.delivery_id);

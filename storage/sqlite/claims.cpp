@@ -8,6 +8,7 @@
 
 #include <SQLiteCpp/Transaction.h>
 
+#include "storage/ordered_claim.hpp"
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
@@ -211,13 +212,14 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   std::vector<subscriber_demand> unordered;
   std::vector<const subscriber_demand*> ordered;
   for (const auto& entry : demand) {
-    if (entry.order) {
-      ordered.push_back(&entry);
-    } else {
-      unordered.push_back(entry);
-    }
+    if (entry.order) ordered.push_back(&entry);
   }
-  if (!ordered.empty()) demand = unordered;
+  if (!ordered.empty()) {
+    for (const auto& entry : demand) {
+      if (!entry.order) unordered.push_back(entry);
+    }
+    demand = unordered;
+  }
   std::vector<subscriber_demand> seeks;
   sweep(demand, now, lease, max_payload_bytes, rows, seeks);
   lease_from(rows, 0, lease, now);
@@ -249,17 +251,6 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   return rows;
 }
 
-namespace {
-
-// How many of an ordered subscriber's unfinished rows one claim reads at most, for `rows` asked:
-// keys held back by a row in flight or waiting for a retry are passed over, a bounded number.
-std::int64_t ordered_read_limit(int rows) {
-  return std::max<std::int64_t>(std::int64_t{8} * rows, 1024);
-}
-constexpr int ordered_read_page = 256;
-
-}  // namespace
-
 void claimer::claim_ordered(const subscriber_demand& entry, double now, double lease,
                             std::int64_t max_payload_bytes, std::vector<claimed_row>& rows) {
   if (entry.rows <= 0) return;
@@ -274,57 +265,36 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
       stopped.insert(stopped_keys_statement_->getColumn(0).getString());
     }
   }
-  proto::key_heads heads(stopped);
-  const bool stops = entry.order->when_dead == proto::dead_key::stops;
-  auto& read = *ordered_rows_statement_;
-  std::int64_t after = 0;
-  std::int64_t left = ordered_read_limit(entry.rows);
-  int taken = 0;
-  while (taken < entry.rows && left > 0) {
-    std::vector<claimed_row> page;
-    std::vector<std::pair<bool, bool>> due_free;
-    {
-      detail::statement_use use(read);
-      read.bind(":max_payload", max_payload_bytes);
-      read.bind(":sid", entry.subscriber_id);
-      read.bind(":now", now);
-      read.bind(":after", after);
-      read.bind(":n", std::min<std::int64_t>(ordered_read_page, left));
-      while (read.executeStep()) {
-        due_free.emplace_back(read.getColumn(0).getInt() != 0, read.getColumn(1).getInt() != 0);
-        read_claimed(read, lease, page.emplace_back(), 2);
-      }
-    }
-    if (page.empty()) break;
-    const std::int64_t last = page.back().id;
-    for (std::size_t i = 0; i < page.size() && taken < entry.rows; ++i) {
-      auto key = key_of(*entry.order, page[i]);
-      if (!heads.claimable(key, due_free[i].first, due_free[i].second)) continue;
-      page[i].order_key = std::move(key);
-      page[i].death_stops_key = stops;
-      rows.push_back(std::move(page[i]));
-      ++taken;
-    }
-    if (page.size() < static_cast<std::size_t>(std::min<std::int64_t>(ordered_read_page, left))) {
-      break;  // read to the end of its rows
-    }
-    after = last;
-    left -= static_cast<std::int64_t>(page.size());
-  }
-  if (taken < entry.rows && heads.held_behind_flight()) {
-    waiting_for_window_.push_back(entry.subscriber_id);
-  }
-}
-
-std::string claimer::key_of(const proto::order_rule& rule, const claimed_row& row) {
-  if (rule.pointer.empty() || !row.payload.empty() || row.payload_bytes == 0) {
-    return proto::order_key(rule.pointer, row.payload);
-  }
-  // Over the claim's payload cap: the row dies unsent, but under its own key, which it may stop.
-  detail::statement_use use(*payload_of_statement_);
-  payload_of_statement_->bind(1, row.id);
-  if (!payload_of_statement_->executeStep()) return {};
-  return proto::order_key(rule.pointer, payload_of_statement_->getColumn(0).getString());
+  const ordered_reader reader{
+      .page =
+          [&](std::int64_t after, std::int64_t limit, std::vector<unfinished_row>& page) {
+            auto& read = *ordered_rows_statement_;
+            detail::statement_use use(read);
+            read.bind(":max_payload", max_payload_bytes);
+            read.bind(":sid", entry.subscriber_id);
+            read.bind(":now", now);
+            read.bind(":after", after);
+            read.bind(":n", limit);
+            while (read.executeStep()) {
+              auto& row = page.emplace_back();
+              row.due = read.getColumn(0).getInt() != 0;
+              row.free = read.getColumn(1).getInt() != 0;
+              read_claimed(read, lease, row.row, 2);
+            }
+          },
+      .payload_of =
+          [&](std::int64_t id) {
+            detail::statement_use use(*payload_of_statement_);
+            payload_of_statement_->bind(1, id);
+            return payload_of_statement_->executeStep()
+                       ? payload_of_statement_->getColumn(0).getString()
+                       : std::string();
+          },
+  };
+  auto pick = pick_key_heads(entry, stopped, reader);
+  rows.insert(rows.end(), std::make_move_iterator(pick.rows.begin()),
+              std::make_move_iterator(pick.rows.end()));
+  if (pick.more_due) waiting_for_window_.push_back(entry.subscriber_id);
 }
 
 void claimer::sweep(std::span<const subscriber_demand> demand, double now, double lease,

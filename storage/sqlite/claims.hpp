@@ -136,10 +136,9 @@ class claimer {
   // Writes the leases of rows[first ..] and drops those a write did not reach.
   void lease_from(std::vector<claimed_row>& rows, std::size_t first, double lease, double now);
   // Reads an ordered subscriber's unfinished rows from its first on, and takes the first row of
-  // each key that is due and free, up to the rows it asks for.
+  // each key that may go (storage/ordered_claim.hpp), up to the rows it asks for.
   void claim_ordered(const subscriber_demand& entry, double now, double lease,
                      std::int64_t max_payload_bytes, std::vector<claimed_row>& rows);
-  std::string key_of(const proto::order_rule& rule, const claimed_row& row);
   // Takes rows in table order for the subscribers that may be swept; the others go to `seeks`.
   void sweep(std::span<const subscriber_demand> demand, double now, double lease,
              std::int64_t max_payload_bytes, std::vector<claimed_row>& rows,

@@ -71,7 +71,7 @@ std::vector<stopped_key> list_stopped_keys(SQLite::Database& db, const proto::id
                           "SELECT subscriber_id, order_key, delivery_id, stopped_at FROM "
                           "surge_stopped_key WHERE " +
                               detail::id_filter(which, "subscriber_id") +
-                              " ORDER BY subscriber_id, stopped_at");
+                              " ORDER BY subscriber_id, stopped_at, order_key");
   while (query.executeStep()) {
     keys.push_back({.subscriber_id = query.getColumn(0).getInt64(),
                     .key = query.getColumn(1).getString(),

@@ -83,15 +83,20 @@ outcome_applier::outcome_applier(SQLite::Database& db) : db_(db) {}
 
 outcome_applier::~outcome_applier() = default;
 
-void outcome_applier::stop_key_if_asked(const outcome& item) {
+void outcome_applier::stop_key_if_asked(const outcome& item, write_report& report) {
   if (item.kind != outcome_kind::dead || !item.stops_key) return;
   if (!stop_key_) stop_key_ = std::make_unique<SQLite::Statement>(db_, stop_key_sql);
   detail::statement_use use(*stop_key_);
   stop_key_->bind(1, item.stops_key->subscriber_id);
   stop_key_->bind(2, item.stops_key->key);
   stop_key_->bind(3, item.delivery_id);
-  stop_key_->bind(4, proto::unix_now());
-  stop_key_->exec();
+  const double now = proto::unix_now();
+  stop_key_->bind(4, now);
+  if (stop_key_->exec() == 0) return;  // stopped already
+  auto stopped = *item.stops_key;
+  stopped.delivery_id = item.delivery_id;
+  stopped.stopped_at = now;
+  report.keys_stopped.push_back(std::move(stopped));
 }
 
 write_report outcome_applier::write(std::span<const outcome> batch,
@@ -170,7 +175,7 @@ write_report outcome_writer::apply(std::span<const outcome> batch,
     statement.bind(next, item.lease);
     if (statement.exec() > 0) {
       ++report.applied;
-      stop_key_if_asked(item);
+      stop_key_if_asked(item, report);
       if (item.kind == outcome_kind::coalesced) {
         detail::statement_use chain(*stands_for_);
         stands_for_->bind(1, item.coalesced_since);

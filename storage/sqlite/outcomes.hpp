@@ -32,8 +32,8 @@ class outcome_applier {
 
  protected:
   // After `item`'s fenced write landed: a dead row that stops its key records it
-  // (surge_stopped_key, the same table on either shape).
-  void stop_key_if_asked(const outcome& item);
+  // (surge_stopped_key, the same table on either shape), and the report says so.
+  void stop_key_if_asked(const outcome& item, write_report& report);
 
   SQLite::Database& db_;
 

@@ -15,9 +15,13 @@ struct row {
 std::vector<std::size_t> heads(const std::vector<row>& rows,
                                const std::set<std::string, std::less<>>& stopped = {}) {
   key_heads rule(stopped);
-  std::vector<std::size_t> claimable;
+  std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rule.claimable(rows[i].key, rows[i].due, rows[i].free)) claimable.push_back(i);
+    if (rule.consider(rows[i].key, rows[i].due, rows[i].free)) candidates.push_back(i);
+  }
+  std::vector<std::size_t> claimable;
+  for (const auto i : candidates) {
+    if (rule.may_go(rows[i].key)) claimable.push_back(i);
   }
   return claimable;
 }
@@ -27,6 +31,11 @@ TEST(OrderKey, IsTheJsonTextAtThePointerSoNumbersAndStringsDiffer) {
   EXPECT_EQ(order_key("/video_id", R"({"video_id":"7"})"), "\"7\"");
   EXPECT_EQ(order_key("/a/b", R"({"a":{"b":[1,2]}})"), "[1,2]");
   EXPECT_EQ(order_key("/a~1b", R"({"a/b":true})"), "true");
+}
+
+TEST(OrderKey, ADeeplyNestedEventKeepsItsKey) {
+  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  EXPECT_EQ(order_key("/video_id", R"({"video_id":7,"deep":)" + deep + "}"), "7");
 }
 
 TEST(OrderKey, RowsWithoutTheKeyShareTheEmptyKey) {
@@ -59,16 +68,22 @@ TEST(KeyHeads, AKeyWhoseFirstRowIsInFlightOrWaitingForARetryHoldsOnlyItself) {
   EXPECT_EQ(heads(retrying), (std::vector<std::size_t>{1}));
 }
 
+TEST(KeyHeads, AFirstRowWaitsWhileALaterRowOfItsKeyIsLeased) {
+  // Row 0 became visible (a late commit) or came back (a replay) after row 1 was claimed.
+  const std::vector<row> late{{"a"}, {"a", true, false}, {"b"}};
+  EXPECT_EQ(heads(late), (std::vector<std::size_t>{2}));
+}
+
 TEST(KeyHeads, SaysWhenADueRowWaitsOnlyForARowInFlight) {
   key_heads behind_flight({});
-  EXPECT_FALSE(behind_flight.claimable("a", true, false));
+  EXPECT_FALSE(behind_flight.consider("a", true, false));
   EXPECT_FALSE(behind_flight.held_behind_flight());
-  EXPECT_FALSE(behind_flight.claimable("a", true, true));
+  EXPECT_FALSE(behind_flight.consider("a", true, true));
   EXPECT_TRUE(behind_flight.held_behind_flight());
   // Behind a retry that is not due, the key waits for the retry's time: nothing to ask soon.
   key_heads behind_retry({});
-  EXPECT_FALSE(behind_retry.claimable("a", false, true));
-  EXPECT_FALSE(behind_retry.claimable("a", true, true));
+  EXPECT_FALSE(behind_retry.consider("a", false, true));
+  EXPECT_FALSE(behind_retry.consider("a", true, true));
   EXPECT_FALSE(behind_retry.held_behind_flight());
 }
 

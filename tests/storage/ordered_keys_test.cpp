@@ -224,6 +224,27 @@ TEST_P(OrderedKeysOn, ADeadRowStopsItsKeyUntilItIsReplayedOrTheKeyResumed) {
   (void)b2;
 }
 
+TEST_P(OrderedKeysOn, ARowThatComesBackBeforeALaterRowInFlightWaitsForIt) {
+  auto& q = *queue_;
+  const auto a1 = q.row("a");
+  const auto a2 = q.row("a");
+  auto store = q.store();
+  const auto first = claim(*store, demand(10));
+  ASSERT_EQ(ids(first), std::vector<std::int64_t>{a1});
+  // a1 dies and its key moves on: a2 goes.
+  const auto second = claim(*store, demand(10),
+                            std::vector<outcome>{finished(first.claimed[0], outcome_kind::dead)});
+  ASSERT_EQ(ids(second), std::vector<std::int64_t>{a2});
+  // a1 is replayed while a2 is in flight: it is a's first unfinished row again, and waits.
+  EXPECT_EQ(replay_dead(*q.db, {}, q.now).replayed, 1);
+  const auto held = claim(*store, demand(10));
+  EXPECT_TRUE(held.claimed.empty()) << "two rows of one key in flight";
+  EXPECT_EQ(held.more_due, std::vector<std::int64_t>{q.subscriber});
+  const auto after = claim(*store, demand(10),
+                           std::vector<outcome>{finished(second.claimed[0], outcome_kind::done)});
+  EXPECT_EQ(ids(after), std::vector<std::int64_t>{a1});
+}
+
 TEST_P(OrderedKeysOn, TheSettingIsLoadedAndGoesWithItsSubscriber) {
   auto& q = *queue_;
   set_subscriber_order(

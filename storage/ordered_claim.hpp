@@ -1,0 +1,46 @@
+#pragma once
+// The ordered claim's walk, whichever database holds the queue (proto/ordered_delivery.hpp has
+// the rule): each backend reads a subscriber's unfinished rows in id order a page at a time, and
+// this chooses the rows to lease. Private to storage/.
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "storage/claims.hpp"
+
+namespace surge::storage {
+
+// One unfinished row as the backend read it.
+struct unfinished_row {
+  claimed_row row;
+  bool due = false;   // next attempt due now
+  bool free = false;  // leased by nobody
+};
+
+struct ordered_reader {
+  // Appends up to `limit` unfinished rows with ids above `after`, in id order.
+  std::function<void(std::int64_t after, std::int64_t limit, std::vector<unfinished_row>&)> page;
+  // The whole payload of a row read over the claim's payload cap (its key is in it).
+  std::function<std::string(std::int64_t id)> payload_of;
+};
+
+// How many unfinished rows one claim reads at most, for `rows` asked: keys held back by a row in
+// flight, waiting for a retry or stopped are passed over, a bounded number of them. When the
+// held keys' rows fill the whole window, the subscriber's other keys wait with them.
+std::int64_t ordered_read_limit(int rows);
+inline constexpr std::int64_t ordered_read_page = 256;
+
+struct ordered_pick {
+  std::vector<claimed_row> rows;  // to lease, in id order, order_key set
+  // Fewer than asked while due rows wait only for their key's row in flight.
+  bool more_due = false;
+};
+
+// The rows `entry` (an ordered subscriber's demand) may lease now.
+ordered_pick pick_key_heads(const subscriber_demand& entry,
+                            const std::set<std::string, std::less<>>& stopped_keys,
+                            const ordered_reader& read);
+
+}  // namespace surge::storage
