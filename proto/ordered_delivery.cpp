@@ -3,19 +3,15 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <openssl/evp.h>
+
+#include "proto/coalesce.hpp"
 
 namespace surge::proto {
 
 std::string order_pointer_problem(std::string_view pointer) {
-  if (pointer.empty()) return {};
-  if (pointer.front() != '/') return "must start with '/' (a JSON pointer such as /video_id)";
-  for (std::size_t i = 0; i < pointer.size(); ++i) {
-    if (pointer[i] != '~') continue;
-    if (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1')) {
-      return "has '~' not followed by 0 or 1 (RFC 6901 escapes)";
-    }
-  }
-  return {};
+  // RFC 6901 as coalescing reads it; only the empty pointer means something here.
+  return pointer.empty() ? std::string() : coalesce_pointer_problem(pointer);
 }
 
 std::string order_key(std::string_view pointer, std::string_view payload) {
@@ -29,7 +25,20 @@ std::string order_key(std::string_view pointer, std::string_view payload) {
   if (ec) return {};
   const auto* found = parsed.find_pointer(pointer, ec);
   if (ec || found == nullptr) return {};
-  return boost::json::serialize(*found);
+  auto key = boost::json::serialize(*found);
+  if (key.size() <= max_order_key_bytes) return key;
+  // A long value (an object, a long string) stands for itself by its digest: keys are only
+  // compared, and a stopped key is stored, shown and logged.
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string named = "sha256:";
+  for (unsigned int i = 0; i < length; ++i) {
+    named += hex[digest[i] >> 4];
+    named += hex[digest[i] & 0xf];
+  }
+  return named;
 }
 
 bool key_heads::consider(const std::string& key, bool due, bool free) {

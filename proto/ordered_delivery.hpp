@@ -4,6 +4,7 @@
 // unfinished rows in enqueue order, so it holds whoever leased or rescheduled them and survives a
 // restart: a row may be claimed only while no earlier unfinished row shares its key. Pure, so the
 // rule is tested without a queue.
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
@@ -25,8 +26,10 @@ struct order_rule {
 std::string order_pointer_problem(std::string_view pointer);
 
 // The key a row is ordered under: the JSON text of the value at the pointer, so 7 and "7" are
-// different keys. Rows whose payload is not JSON or lacks the value share the key "" (which no
+// different keys; a text longer than max_order_key_bytes is named by its SHA-256 instead
+// ("sha256:<hex>"). Rows whose payload is not JSON or lacks the value share the key "" (which no
 // JSON text is): they are ordered among themselves.
+inline constexpr std::size_t max_order_key_bytes = 128;
 std::string order_key(std::string_view pointer, std::string_view payload);
 
 // The rule, applied to a subscriber's unfinished rows read in enqueue order: a row may be claimed

@@ -33,6 +33,19 @@ TEST(OrderKey, IsTheJsonTextAtThePointerSoNumbersAndStringsDiffer) {
   EXPECT_EQ(order_key("/a~1b", R"({"a/b":true})"), "true");
 }
 
+TEST(OrderKey, ALongValueIsNamedByItsDigestAndStillTellsKeysApart) {
+  const std::string long_a(500, 'a');
+  const auto a = order_key("/k", R"({"k":")" + long_a + R"("})");
+  const auto b = order_key("/k", R"({"k":")" + long_a + R"(b"})");
+  EXPECT_EQ(a.rfind("sha256:", 0), 0u) << a;
+  EXPECT_EQ(a.size(), 7u + 64u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, order_key("/k", R"({"other":1,"k":")" + long_a + R"("})"));
+  // A value of 128 bytes of JSON text is kept as it is.
+  const std::string fits(126, 'x');
+  EXPECT_EQ(order_key("/k", R"({"k":")" + fits + R"("})"), "\"" + fits + "\"");
+}
+
 TEST(OrderKey, ADeeplyNestedEventKeepsItsKey) {
   const std::string deep = std::string(100, '[') + std::string(100, ']');
   EXPECT_EQ(order_key("/video_id", R"({"video_id":7,"deep":)" + deep + "}"), "7");
