@@ -47,17 +47,6 @@ CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
   AFTER DELETE ON webhook_subscribers BEGIN
   DELETE FROM surge_subscriber_credential WHERE subscriber_id = OLD.id;
 END;
-CREATE TABLE IF NOT EXISTS surge_subscriber_order (
-  subscriber_id INTEGER PRIMARY KEY, key_pointer TEXT NOT NULL,
-  dead_key TEXT NOT NULL DEFAULT 'skip');
-CREATE TABLE IF NOT EXISTS surge_stopped_key (
-  subscriber_id INTEGER NOT NULL, order_key TEXT NOT NULL, delivery_id INTEGER NOT NULL,
-  stopped_at REAL NOT NULL, PRIMARY KEY (subscriber_id, order_key));
-CREATE TRIGGER IF NOT EXISTS surge_subscriber_order_gone
-  AFTER DELETE ON webhook_subscribers BEGIN
-  DELETE FROM surge_subscriber_order WHERE subscriber_id = OLD.id;
-  DELETE FROM surge_stopped_key WHERE subscriber_id = OLD.id;
-END;
 CREATE TABLE IF NOT EXISTS surge_delivery_note (
   delivery_id INTEGER PRIMARY KEY, last_status INTEGER, last_error TEXT, noted_at REAL NOT NULL);
 -- Claims read each subscriber's oldest due rows; the shape's own index leads with state.
@@ -102,6 +91,7 @@ int migrate(SQLite::Database& db) {
   if (schema_version(db) >= latest_schema_version() && complete(db)) return schema_version(db);
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   db.exec(surge_ddl);
+  db.exec(ordered_tables_ddl("webhook_subscribers"));
   SQLite::Statement record(db,
                            "INSERT OR IGNORE INTO surge_schema_version(version, applied_at) "
                            "VALUES (?, ?)");

@@ -8,6 +8,23 @@
 
 namespace surge::storage {
 
+std::string ordered_tables_ddl(std::string_view subscriber_table) {
+  return R"sql(
+CREATE TABLE IF NOT EXISTS surge_subscriber_order (
+  subscriber_id INTEGER PRIMARY KEY, key_pointer TEXT NOT NULL,
+  dead_key TEXT NOT NULL DEFAULT 'skip');
+CREATE TABLE IF NOT EXISTS surge_stopped_key (
+  subscriber_id INTEGER NOT NULL, order_key TEXT NOT NULL, delivery_id INTEGER NOT NULL,
+  stopped_at REAL NOT NULL, PRIMARY KEY (subscriber_id, order_key));
+CREATE TRIGGER IF NOT EXISTS surge_subscriber_order_gone
+  AFTER DELETE ON )sql" +
+         std::string(subscriber_table) + R"sql( BEGIN
+  DELETE FROM surge_subscriber_order WHERE subscriber_id = OLD.id;
+  DELETE FROM surge_stopped_key WHERE subscriber_id = OLD.id;
+END;
+)sql";
+}
+
 const ordered_index& seed000_ordered_index() {
   // Led by subscriber_id, rowid implied: a subscriber's unfinished rows in enqueue order, read
   // from wherever the last one finished without a sort.

@@ -5,6 +5,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -34,6 +35,10 @@ int resume_stopped_keys(SQLite::Database& db, std::int64_t subscriber_id,
 // After a replay put these rows back in the queue: the keys they stopped go on, the replayed row
 // first.
 void resume_keys_stopped_by(SQLite::Database& db, std::span<const std::int64_t> delivery_ids);
+
+// The two tables, and the trigger that deletes a subscriber's rows of them with it, for the
+// shape whose subscriber table is `subscriber_table` (seed000's migration 9, seed001's schema).
+std::string ordered_tables_ddl(std::string_view subscriber_table);
 
 // What the claim and the outcome writer run on surge_stopped_key.
 constexpr const char* stopped_keys_of_sql =

@@ -8,6 +8,7 @@
 
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
+#include "storage/sqlite/ordered_keys.hpp"
 
 namespace surge::storage {
 namespace {
@@ -162,19 +163,10 @@ END;
       // is ordered (storage/ordered_keys.hpp): every other drain would pay for its upkeep.
       {9,
        {},
-       R"sql(
-CREATE TABLE IF NOT EXISTS surge_subscriber_order (
-  subscriber_id INTEGER PRIMARY KEY, key_pointer TEXT NOT NULL,
-  dead_key TEXT NOT NULL DEFAULT 'skip');
-CREATE TABLE IF NOT EXISTS surge_stopped_key (
-  subscriber_id INTEGER NOT NULL, order_key TEXT NOT NULL, delivery_id INTEGER NOT NULL,
-  stopped_at REAL NOT NULL, PRIMARY KEY (subscriber_id, order_key));
-CREATE TRIGGER IF NOT EXISTS surge_subscriber_order_gone
-  AFTER DELETE ON webhook_subscriber BEGIN
-  DELETE FROM surge_subscriber_order WHERE subscriber_id = OLD.id;
-  DELETE FROM surge_stopped_key WHERE subscriber_id = OLD.id;
-END;
-)sql"},
+       [] {
+         static const std::string ddl = ordered_tables_ddl("webhook_subscriber");
+         return ddl.c_str();
+       }()},
   };
   return all;
 }
