@@ -36,12 +36,17 @@ ordered_pick pick_key_heads(const subscriber_demand& entry,
     std::size_t kept = going();
     for (auto& scanned : page) {
       auto& row = scanned.row;
-      const bool over_cap = row.payload.empty() && row.payload_bytes > 0 && !rule.pointer.empty();
-      // A row over the claim's payload cap dies unsent, but under its own key, which it may stop.
-      auto key = over_cap ? proto::order_key(rule.pointer, read.payload_of(row.id))
-                          : proto::order_key(rule.pointer, row.payload);
+      // Its payload was left out of the page: read alone, for its key (a row over the claim's
+      // cap dies unsent, but under its own key, which it may stop) and, kept, to be sent.
+      const bool unread = row.payload.empty() && row.payload_bytes > 0;
+      std::string whole;
+      if (unread && !rule.pointer.empty()) whole = read.payload_of(row.id);
+      auto key = proto::order_key(rule.pointer, unread ? whole : row.payload);
       // Every row is read into the rule, kept or not: a leased one holds its whole key.
       if (!heads.consider(key, scanned.due, scanned.free) || kept >= wanted) continue;
+      if (unread && row.payload_bytes <= read.payload_cap) {
+        row.payload = whole.empty() ? read.payload_of(row.id) : std::move(whole);
+      }
       row.order_key = std::move(key);
       row.death_stops_key = rule.when_dead == proto::dead_key::stops;
       candidates.push_back(std::move(row));

@@ -19,10 +19,18 @@ struct unfinished_row {
   bool free = false;  // leased by nobody
 };
 
+// A page is read with payloads up to this size (or the claim's cap, if smaller); a larger one is
+// read alone when its key or its row is wanted. A window of rows is mostly passed over, and 256
+// payloads of a megabyte would otherwise be held at once.
+inline constexpr std::int64_t ordered_page_payload_bytes = 64 * 1024;
+
 struct ordered_reader {
-  // Appends up to `limit` unfinished rows with ids above `after`, in id order.
+  // The claim's payload cap: a row over it is handed out without its payload, as any claim does.
+  std::int64_t payload_cap = 0;
+  // Appends up to `limit` unfinished rows with ids above `after`, in id order, payloads over
+  // min(payload_cap, ordered_page_payload_bytes) read as '' (with their size).
   std::function<void(std::int64_t after, std::int64_t limit, std::vector<unfinished_row>&)> page;
-  // The whole payload of a row read over the claim's payload cap (its key is in it).
+  // The whole payload of one row.
   std::function<std::string(std::int64_t id)> payload_of;
 };
 

@@ -150,14 +150,16 @@ std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& ent
                              params().add(entry.subscriber_id));
   for (int i = 0; i < stops.rows(); ++i) stopped.emplace(stops.text(i, 0));
   const ordered_reader reader{
+      .payload_cap = max_payload_bytes,
       .page =
           [&](std::int64_t after, std::int64_t limit, std::vector<unfinished_row>& page) {
-            const auto found = db.exec(ordered_rows_sql, params()
-                                                             .add(entry.subscriber_id)
-                                                             .add(after)
-                                                             .add(now)
-                                                             .add(max_payload_bytes)
-                                                             .add(limit));
+            const auto found = db.exec(
+                ordered_rows_sql, params()
+                                      .add(entry.subscriber_id)
+                                      .add(after)
+                                      .add(now)
+                                      .add(std::min(max_payload_bytes, ordered_page_payload_bytes))
+                                      .add(limit));
             for (int i = 0; i < found.rows(); ++i) {
               auto& row = page.emplace_back();
               row.due = found.text(i, 0) == "t";

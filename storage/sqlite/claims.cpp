@@ -266,11 +266,12 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
     }
   }
   const ordered_reader reader{
+      .payload_cap = max_payload_bytes,
       .page =
           [&](std::int64_t after, std::int64_t limit, std::vector<unfinished_row>& page) {
             auto& read = *ordered_rows_statement_;
             detail::statement_use use(read);
-            read.bind(":max_payload", max_payload_bytes);
+            read.bind(":max_payload", std::min(max_payload_bytes, ordered_page_payload_bytes));
             read.bind(":sid", entry.subscriber_id);
             read.bind(":now", now);
             read.bind(":after", after);

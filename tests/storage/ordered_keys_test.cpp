@@ -80,8 +80,10 @@ struct ordered_queue {
   }
 
   // One row of the producer's, keyed by `key`, due now; returns its id.
-  std::int64_t row(const std::string& key) {
-    const auto payload = R"({"video_id":")" + key + R"("})";
+  // `padding`: bytes of filler after the key, for a large payload.
+  std::int64_t row(const std::string& key, std::size_t padding = 0) {
+    const auto payload =
+        R"({"video_id":")" + key + R"(","pad":")" + std::string(padding, 'p') + R"("})";
     const auto at = std::to_string(static_cast<std::int64_t>(now) - 1);
     if (what == kind::seed001) {
       return std::stoll(
@@ -243,6 +245,23 @@ TEST_P(OrderedKeysOn, ARowThatComesBackBeforeALaterRowInFlightWaitsForIt) {
   const auto after = claim(*store, demand(10),
                            std::vector<outcome>{finished(second.claimed[0], outcome_kind::done)});
   EXPECT_EQ(ids(after), std::vector<std::int64_t>{a1});
+}
+
+TEST_P(OrderedKeysOn, ALargePayloadIsReadAloneForItsKeyAndItsRow) {
+  auto& q = *queue_;
+  // 100 KiB: over what a page of the window holds per row, under the claim's 1 MiB cap.
+  const auto big = q.row("a", 100 * 1024);
+  const auto after_big = q.row("a");
+  const auto other = q.row("b");
+  auto store = q.store();
+  const auto first = claim(*store, demand(10));
+  ASSERT_EQ(ids(first), (std::vector<std::int64_t>{big, other}));
+  EXPECT_EQ(first.claimed[0].order_key, "\"a\"");
+  EXPECT_EQ(first.claimed[0].payload.size(), 100 * 1024 + 25u);
+  EXPECT_EQ(first.claimed[0].payload_bytes, 100 * 1024 + 25);
+  const auto next = claim(*store, demand(10),
+                          std::vector<outcome>{finished(first.claimed[0], outcome_kind::done)});
+  EXPECT_EQ(ids(next), std::vector<std::int64_t>{after_big});
 }
 
 TEST_P(OrderedKeysOn, TheSettingIsLoadedAndGoesWithItsSubscriber) {
