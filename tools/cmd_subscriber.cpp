@@ -345,7 +345,7 @@ storage::subscriber_row must_load(storage::connection& db, std::int64_t id) {
 
 void add_subscriber_command(CLI::App& app, command_action& action) {
   auto* group =
-      app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers.");
+      app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers, or resume their stopped keys.");
   group->require_subcommand(1, 1);
 
   auto add_opts = std::make_shared<subscriber_options>();

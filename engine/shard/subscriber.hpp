@@ -63,8 +63,8 @@ struct subscriber_settings {
   // Ordered delivery per key (proto/ordered_delivery.hpp), claimed by its rule in storage;
   // nullopt: unordered.
   std::optional<proto::order_rule> order;
-  // Stored batch or coalescing values that cannot be used, and what is done instead; empty if
-  // fine. Logged once per value, like limits_problem.
+  // Stored batch, coalescing or order values that cannot be used, and what is done instead;
+  // empty if fine. Logged once per value, like limits_problem.
   std::string relief_problem;
   // What the partner requires besides the signature: headers sent on every request after
   // Surge's own (checked by proto::extra_header_problem), and the client certificate its TLS
