@@ -20,27 +20,12 @@
 #include "engine/config.hpp"
 #include "engine/net/connection_state.hpp"
 #include "engine/net/deadline_slots.hpp"
-#include "engine/net/quota_lines.hpp"
+#include "engine/net/http_result.hpp"
 #include "engine/net/tls_sessions.hpp"
 #include "proto/outcome.hpp"
 #include "proto/target_policy.hpp"
 
 namespace surge::engine {
-
-struct http_result {
-  int status = 0;  // 0 when the attempt failed before a whole response header arrived
-  proto::transport_error error = proto::transport_error::none;
-  std::string detail;       // error text or the refused address, for last_error
-  std::string retry_after;  // raw header value, empty when absent
-  quota_lines quota;        // the partner's quota fields, empty when it announced none
-  std::string body_prefix;  // at most max_response_body bytes
-  bool reused_connection = false;
-  bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
-  bool not_sent = false;     // the write gate gave up: nothing of this attempt went out
-  // From the request's first byte to the end of the response (or the failure): the endpoint's
-  // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
-  std::chrono::steady_clock::duration exchange_time{};
-};
 
 // Where the client counts its connections (process-wide metrics); any of them may be null.
 struct http_client_counters {

@@ -12,7 +12,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/container/small_vector.hpp>
 
-#include "engine/net/http_client.hpp"
+#include "engine/net/http_result.hpp"
 #include "proto/extra_headers.hpp"
 #include "proto/retry_policy.hpp"
 #include "proto/signing.hpp"
