@@ -2,7 +2,7 @@
 // subscriber on the shard: the pace engine/limits/partner_quota draws from it is applied until the
 // window resets, and the latest announcement goes to the metrics and, through the storage
 // thread, to `surge stats`.
-#include "engine/shard/shard.hpp"
+#include "engine/shard/core.hpp"
 
 #include <algorithm>
 
@@ -29,8 +29,8 @@ const char* form_name(proto::quota_form form) {
 
 }  // namespace
 
-void shard::observe_quota(subscriber_state& sub, const http_result& result,
-                          const attempt_times& times) {
+void shard_core::observe_quota(subscriber_state& sub, const http_result& result,
+                               const attempt_times& times) {
   if (result.quota.empty()) return;
   const auto fields = to_quota_fields(result.quota);
   const auto announced = proto::parse_announced_quota(fields, times.now);
@@ -45,7 +45,7 @@ void shard::observe_quota(subscriber_state& sub, const http_result& result,
                                           {sub.settings.rate, sub.settings.burst}, times.now);
   if (!pace) return;
   sub.quota_unrecorded = true;
-  const auto now = steady::now();
+  const auto now = now_.steady;
   const auto until = now + std::chrono::duration_cast<steady::duration>(pace->until - times.now);
   switch (pace->kind) {
     case proto::pace_kind::configured: sub.quota_limit.reset(); break;
@@ -67,27 +67,28 @@ void shard::observe_quota(subscriber_state& sub, const http_result& result,
              " s; paced below the configured limit until its window resets (surge stats shows "
              "the latest)");
   }
-  sub.apply_limits(now);
+  apply_limits(sub);
 }
 
-void shard::expire_quota_limit(subscriber_state& sub, steady::time_point now) {
-  if (!sub.quota_limit || now < sub.quota_limit->until) return;
+void shard_core::expire_quota_limit(subscriber_state& sub) {
+  if (!sub.quota_limit || now_.steady < sub.quota_limit->until) return;
   // The window has reset: the configured limit applies again until the partner says otherwise.
   sub.quota_limit.reset();
-  sub.apply_limits(now);
+  apply_limits(sub);
 }
 
-void shard::pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
-                             const char* reason) {
-  sub.paused_until = std::max(sub.paused_until, steady::now() + pause);
+void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
+                                  const char* reason) {
+  sub.paused_until = std::max(sub.paused_until, now_.steady + pause);
+  notify_line(sub);
   poll_after_of(sub) = std::max(poll_after_of(sub), sub.paused_until);
   if (pause >= config_.scheduler.pause_release_threshold) {
     reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
   }
 }
 
-std::optional<announced_snapshot> shard::announced_of(const subscriber_state& sub,
-                                                      std::chrono::system_clock::time_point now) {
+std::optional<announced_snapshot> shard_core::announced_of(
+    const subscriber_state& sub, std::chrono::system_clock::time_point now) {
   const auto& latest = sub.quota.latest();
   if (!latest) return std::nullopt;
   announced_snapshot out;
@@ -102,15 +103,14 @@ std::optional<announced_snapshot> shard::announced_of(const subscriber_state& su
   return out;
 }
 
-void shard::hand_over_quotas() {
-  std::vector<storage::partner_quota_row> rows;
+void shard_core::hand_over_quotas() {
   for (auto* sub : order_) {
     if (!sub->quota_unrecorded) continue;
     sub->quota_unrecorded = false;
     const auto& latest = sub->quota.latest();
     if (!latest) continue;
     const auto& pace = sub->quota.pace();
-    auto& row = rows.emplace_back();
+    auto& row = out_.quotas.emplace_back();
     row.subscriber_id = sub->settings.id;
     row.form = form_name(latest->form);
     if (latest->limit) row.quota = static_cast<std::int64_t>(*latest->limit);
@@ -123,7 +123,6 @@ void shard::hand_over_quotas() {
     row.paced_burst = limited ? pace.burst : sub->settings.burst;
     row.paced_until = limited ? unix_seconds(pace.until) : 0;
   }
-  if (!rows.empty()) storage_.submit_quotas(std::move(rows));
 }
 
 }  // namespace surge::engine

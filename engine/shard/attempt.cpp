@@ -1,108 +1,82 @@
-// One attempt of a shard, from the wire gate to its outcome: the request, its result's effect on
-// the subscriber (circuit breaker, adaptive pace, pauses, 410) and the row handed back when it
-// could not be sent. The reactor and outcome batching are in shard.cpp, claims in
-// demand.cpp, the pump in send_loop.cpp.
-#include "engine/shard/shard.hpp"
+// One attempt in the shard's core, from its request to its outcome: the request, the wire gate's
+// verdict, its result's effect on the subscriber (circuit breaker, adaptive pace, pauses, 410)
+// and the rows handed back when it could not be sent.
+#include "engine/shard/core.hpp"
 
 #include <algorithm>
 
 #include "engine/shard/delivery.hpp"
 #include "engine/observe/log.hpp"
-#include "proto/clock.hpp"
 
 namespace surge::engine {
 
-namespace asio = boost::asio;
-
-namespace {
-
-// The subscriber's wire line as the client's write gate, for one attempt. `stopping` is the
-// shard's flag, which outlives the attempt.
-class subscriber_wire final : public http_client::write_gate {
- public:
-  subscriber_wire(subscriber_state& sub, steady_time give_up_at, const bool& stopping)
-      : sub_(sub), give_up_at_(give_up_at), stopping_(stopping) {}
-
-  std::optional<bool> decide_now(bool fresh_connection, steady_time now) override {
-    return sub_.wire_now(give_up_at_, stopping_, fresh_connection, now);
-  }
-  asio::awaitable<bool> wait(bool fresh_connection) override {
-    return sub_.wait_for_wire(give_up_at_, stopping_, fresh_connection);
-  }
-
- private:
-  subscriber_state& sub_;
-  steady_time give_up_at_;
-  const bool& stopping_;
-};
-
-}  // namespace
-
-// The coroutine keeps only what lives across the send: a frame over Asio's recycling limit
-// (1,020 bytes) is a malloc and free of its own in every attempt, and everything before and
-// after the send is plain code in the two functions below.
-asio::awaitable<void> shard::attempt(subscriber_state& sub, origin_state& origin, attempt_rows rows,
-                                     bool batched, std::shared_ptr<const proto::target> target,
-                                     std::shared_ptr<const proto::signer> signer, bool probe,
-                                     origin_limit::ticket origin_ticket) {
-  const double started_unix = proto::unix_now();
-  http_result result;
-  std::string request = request_buffers_.take();
-  try {
-    const auto give_up_at =
-        prepare_request(request, sub, target, *signer, rows, batched, started_unix);
-    subscriber_wire gate(sub, give_up_at, stopping_);
-    result = co_await client_.send(*target, request, &gate, sub.settings.identity);
-  } catch (const std::exception& error) {
-    result.error = proto::transport_error::protocol;
-    result.detail = std::string("internal error: ") + error.what();
-  }
-  request_buffers_.give_back(std::move(request));
-  settle_attempt(sub, origin, rows, batched, result, started_unix, probe, origin_ticket);
+std::optional<bool> shard_core::on_write_ready(attempt_id id, bool fresh_connection,
+                                               shard_time now) {
+  begin_event(now);
+  auto& attempt = attempts_[id];
+  auto& sub = *attempt.sub;
+  const auto answer = sub.line.arrive(
+      {.attempt = id, .give_up_at = attempt.give_up_at, .fresh_connection = fresh_connection},
+      gate_of(sub), now_.steady);
+  if (!answer) notify_line(sub);  // it waits: the line says when to look again
+  end_event();
+  return answer;
 }
 
-shard::steady::time_point shard::prepare_request(std::string& request, subscriber_state& sub,
-                                                 const std::shared_ptr<const proto::target>& target,
-                                                 const proto::signer& signer,
-                                                 const attempt_rows& rows, bool batched,
-                                                 double started_unix) {
+void shard_core::on_response(attempt_id id, const http_result& result, std::string request,
+                             shard_time now) {
+  begin_event(now);
+  request_buffers_.give_back(std::move(request));
+  settle_attempt(attempts_[id], result);
+  free_attempts_.push_back(id);
+  end_event();
+}
+
+void shard_core::prepare_request(attempt_state& attempt, std::string& request,
+                                 const std::shared_ptr<const proto::target>& target,
+                                 const proto::signer& signer) {
+  auto& sub = *attempt.sub;
+  const auto& rows = attempt.rows;
+  const double started_unix = attempt.started_unix;
   const auto seconds = static_cast<std::int64_t>(started_unix);
-  if (batched) {
+  if (attempt.batched) {
     write_request(request,
                   build_batch_request(*target, signer, {rows.data(), rows.size()}, seconds,
                                       config_.http.user_agent, extra_headers_of(sub.settings)));
   } else {
     write_delivery_request(request, request_head_for(sub, target), signer, rows.front(), seconds);
   }
-  // The partner counts arrivals, so the limit is charged again right before the write; an
-  // attempt gives up there before its lease (the batch's shortest) gets too short to finish
-  // within it.
+  // The partner counts arrivals, so its limit is charged at the wire gate, right before the
+  // write; an attempt gives up there before its lease (the batch's shortest) gets too short to
+  // finish within it.
   double lease = rows.front().lease;
   for (const auto& row : rows) lease = std::min(lease, row.lease);
   const auto lease_left = std::chrono::duration<double>(lease - started_unix) - lease_margin();
-  return steady::now() + std::chrono::duration_cast<steady::duration>(lease_left);
+  attempt.give_up_at = now_.steady + std::chrono::duration_cast<steady::duration>(lease_left);
 }
 
-void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const attempt_rows& rows,
-                           bool batched, const http_result& result, double started_unix, bool probe,
-                           origin_limit::ticket origin_ticket) {
+void shard_core::settle_attempt(attempt_state& attempt, const http_result& result) {
+  auto& sub = *attempt.sub;
+  auto& origin = *attempt.origin;
+  const auto& rows = attempt.rows;
+  const bool batched = attempt.batched;
   for (const auto& row : rows) let_go(row);
   if (result.not_sent) {
-    if (probe) sub.breaker.on_probe_unsent(steady::now());
+    if (attempt.probe) sub.breaker.on_probe_unsent(now_.steady);
     for (const auto& row : rows) give_back_unsent(sub, row);
-    attempt_ended(sub, origin, origin_ticket);
+    attempt_ended(attempt);
     return;
   }
   attempt_times times;
-  times.started_unix = started_unix;
-  times.now = std::chrono::system_clock::now();
+  times.started_unix = attempt.started_unix;
+  times.now = now_.wall;
   times.finished_unix = std::chrono::duration<double>(times.now.time_since_epoch()).count();
   // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
   // whole wait); connect and TLS time are not in it, so opening connections does not read as
   // queueing.
   const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
   if (waited && result.exchange_time > steady::duration::zero()) {
-    origin.limit.on_latency(result.exchange_time, steady::now());
+    origin.limit.on_latency(result.exchange_time, now_.steady);
   }
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
   record_attempt(sub, sent, result, times);
@@ -129,6 +103,7 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
     sub.settings.active = false;
     deactivate_.push_back(sub.settings.id);
     release_ready(sub);
+    notify_line(sub);
   }
   if (batched) {
     counters_.add(counters_.batch_posts);
@@ -136,7 +111,7 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
     if (const auto fits =
             proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
       split_refused_batch(sub, rows, judged.outcome, lead, static_cast<int>(*fits), times);
-      attempt_ended(sub, origin, origin_ticket);
+      attempt_ended(attempt);
       return;
     }
     for (const auto& row : rows) {
@@ -149,12 +124,13 @@ void shard::settle_attempt(subscriber_state& sub, origin_state& origin, const at
     count_outcome(judged.outcome.kind);
     push_outcome(std::move(judged.outcome));
   }
-  attempt_ended(sub, origin, origin_ticket);
+  attempt_ended(attempt);
 }
 
-void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
-                                const storage::outcome& judged, const storage::claimed_row& lead,
-                                int fits, const attempt_times& times) {
+void shard_core::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
+                                     const storage::outcome& judged,
+                                     const storage::claimed_row& lead, int fits,
+                                     const attempt_times& times) {
   if (fits < sub.batch_fits) {
     log_info("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
              std::to_string(rows.size()) + " rows: its batches are now at most " +
@@ -176,8 +152,8 @@ void shard::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
   }
 }
 
-std::string_view shard::request_head_for(subscriber_state& sub,
-                                         const std::shared_ptr<const proto::target>& target) {
+std::string_view shard_core::request_head_for(subscriber_state& sub,
+                                              const std::shared_ptr<const proto::target>& target) {
   if (sub.request_head_target != target || sub.request_head_extra != sub.settings.extra_headers) {
     sub.request_head =
         request_head(*target, config_.http.user_agent, extra_headers_of(sub.settings));
@@ -187,7 +163,7 @@ std::string_view shard::request_head_for(subscriber_state& sub,
   return sub.request_head;
 }
 
-void shard::count_outcome(storage::outcome_kind kind) {
+void shard_core::count_outcome(storage::outcome_kind kind) {
   switch (kind) {
     case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
     case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
@@ -197,19 +173,20 @@ void shard::count_outcome(storage::outcome_kind kind) {
   }
 }
 
-void shard::attempt_ended(subscriber_state& sub, origin_state& origin,
-                          origin_limit::ticket ticket) {
-  if (origin.limit.enabled()) origin.limit.on_end(ticket);
+void shard_core::attempt_ended(attempt_state& attempt) {
+  auto& sub = *attempt.sub;
+  auto& origin = *attempt.origin;
+  attempt.rows.clear();
+  if (origin.limit.enabled()) origin.limit.on_end(attempt.origin_ticket);
   --sub.in_flight;
   --in_flight_;
   --origin.in_flight;
   counters_.add(counters_.in_flight, -1);
   slot_freed(sub, origin);
-  finish_if_quiet();
 }
 
-void shard::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
-                           const http_result& result, const attempt_times& times) {
+void shard_core::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                                const http_result& result, const attempt_times& times) {
   counters_.add(counters_.attempts);
   if (result.fresh_retry) counters_.add(counters_.fresh_retries);
   metrics_.count_attempt(result.status);
@@ -232,8 +209,8 @@ void shard::record_attempt(subscriber_state& sub, std::span<const storage::claim
   observe_endpoint(sub, result);
 }
 
-void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
-  const auto now = steady::now();
+void shard_core::observe_endpoint(subscriber_state& sub, const http_result& result) {
+  const auto now = now_.steady;
   const auto reading =
       proto::read_endpoint(result.status, result.error, !result.retry_after.empty());
   if (reading.unwell) {
@@ -251,18 +228,18 @@ void shard::observe_endpoint(subscriber_state& sub, const http_result& result) {
   const bool changed = reading.pushback    ? sub.pace.on_pushback(now)
                        : reading.delivered ? sub.pace.on_success(now)
                                            : false;
-  if (changed) sub.apply_limits(now);
+  if (changed) apply_limits(sub);
 }
 
-std::chrono::duration<double> shard::lease_margin() const {
+std::chrono::duration<double> shard_core::lease_margin() const {
   return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
 }
 
-bool shard::lease_too_short(const storage::claimed_row& row, double now_unix) const {
+bool shard_core::lease_too_short(const storage::claimed_row& row, double now_unix) const {
   return now_unix + lease_margin().count() > row.lease;
 }
 
-std::string shard::refusal_of(const storage::claimed_row& row, double now_unix) const {
+std::string shard_core::refusal_of(const storage::claimed_row& row, double now_unix) const {
   auto why = delivery_refusal(row);
   if (!why.empty() || config_.storage.shape != storage::queue_shape::seed001) return why;
   const double window = std::chrono::duration<double>(config_.retry.max_age).count();
@@ -274,14 +251,14 @@ std::string shard::refusal_of(const storage::claimed_row& row, double now_unix) 
   return why;
 }
 
-void shard::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
+void shard_core::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
   // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
   // ends, like the rows buffered behind it; otherwise back to the queue.
-  const auto now = steady::now();
+  const auto now = now_.steady;
   if (sub.paused_until > now) {
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at =
-        proto::unix_now() + std::chrono::duration<double>(sub.paused_until - now).count();
+        now_.unix_seconds() + std::chrono::duration<double>(sub.paused_until - now).count();
     out.last_error = "subscriber paused by Retry-After";
     push_outcome(std::move(out));
     return;

@@ -2,18 +2,17 @@
 // rows in one request, one token and one slot) and coalescing (of the due rows sharing a key,
 // only the newest is sent). The pump and the claim answer call these; the rules themselves are
 // pure (proto/batch, proto/coalesce).
-#include "engine/shard/shard.hpp"
+#include "engine/shard/core.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 
 #include "engine/shard/delivery.hpp"
-#include "proto/clock.hpp"
 
 namespace surge::engine {
 
-bool shard::may_join_batch(const subscriber_state& sub, const storage::claimed_row& row, int rows,
-                           std::int64_t payload_bytes, bool check_json) const {
+bool shard_core::may_join_batch(const subscriber_state& sub, const storage::claimed_row& row,
+                                int rows, std::int64_t payload_bytes, bool check_json) const {
   // A row the pump would refuse, hand back or send alone stays at the front for it.
   const auto size = static_cast<std::int64_t>(row.payload.size());
   if (row.payload_bytes != size ||
@@ -23,12 +22,12 @@ bool shard::may_join_batch(const subscriber_state& sub, const storage::claimed_r
   if (proto::batch_body_bytes(payload_bytes + size, rows + 1) > sub.settings.batch_bytes) {
     return false;
   }
-  const double now_unix = proto::unix_now();
+  const double now_unix = now_.unix_seconds();
   if (!refusal_of(row, now_unix).empty() || lease_too_short(row, now_unix)) return false;
   return !check_json || proto::is_json_value(row.payload);
 }
 
-bool shard::batch_full(const subscriber_state& sub) const {
+bool shard_core::batch_full(const subscriber_state& sub) const {
   int rows = 0;
   std::int64_t bytes = 0;
   for (const auto& row : sub.ready) {
@@ -41,7 +40,7 @@ bool shard::batch_full(const subscriber_state& sub) const {
   return rows >= sub.settings.batch_rows;
 }
 
-attempt_rows shard::take_request_rows(subscriber_state& sub, bool& batched) {
+attempt_rows shard_core::take_request_rows(subscriber_state& sub, bool& batched) {
   attempt_rows rows;
   sub.batch_wait_since.reset();
   auto take_front = [&] {
@@ -62,7 +61,7 @@ attempt_rows shard::take_request_rows(subscriber_state& sub, bool& batched) {
   return rows;
 }
 
-void shard::coalesce_ready(subscriber_state& sub) {
+void shard_core::coalesce_ready(subscriber_state& sub) {
   const auto& rule = *sub.settings.coalesce;
   std::vector<proto::coalesce_candidate> candidates;
   candidates.reserve(sub.ready.size());
@@ -94,7 +93,7 @@ void shard::coalesce_ready(subscriber_state& sub) {
                                candidates[i].stands_since.value_or(candidates[i].created_at));
     keeper.stands_since = proto::stands_since_after_merge(keeper, candidates[i]);
   }
-  const double now = proto::unix_now();
+  const double now = now_.unix_seconds();
   ready_rows kept;
   for (std::size_t i = 0; i < replaced_by.size(); ++i) {
     auto& row = sub.ready[i];

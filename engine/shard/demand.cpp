@@ -1,18 +1,14 @@
 // How a shard asks the storage thread for rows (how many each subscriber can use soon) and takes
 // the answer into its ready queues (claim by demand: docs/design.md,
 // "Claims and outcome writes").
-#include "engine/shard/shard.hpp"
+#include "engine/shard/core.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "engine/awaiting.hpp"
 #include "engine/shard/delivery.hpp"
-#include "proto/clock.hpp"
 
 namespace surge::engine {
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -21,9 +17,10 @@ constexpr int unusable_claim_batch = 64;
 
 }  // namespace
 
-void shard::accept_claims(claim_reply reply) {
+void shard_core::on_claimed(claim_reply reply, shard_time time) {
+  begin_event(time);
   claim_outstanding_ = false;
-  const auto now = steady::now();
+  const auto now = now_.steady;
   for (const auto& asked : reply.asked) {
     auto it = subscribers_.find(asked.subscriber_id);
     if (it == subscribers_.end()) continue;
@@ -71,7 +68,7 @@ void shard::accept_claims(claim_reply reply) {
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
   for (auto* sub : to_coalesce) coalesce_ready(*sub);
-  accept_tokens(reply, now);
+  accept_tokens(reply);
   // A short answer means the subscriber has nothing more due right now: poll it less often.
   for (const auto& asked : reply.asked) {
     if (asked.rows <= 0) continue;  // it asked for tokens only
@@ -90,13 +87,14 @@ void shard::accept_claims(claim_reply reply) {
     }
     // A poll that found nothing changes nothing the pump decides on; waking it would only
     // cancel and re-arm its timer, thousands of times a second on a large, quiet table.
-    if (rows > 0) sub.notify();
+    if (rows > 0) notify(sub);
   }
-  // A stopping shard may have been waiting for this answer to finish.
-  finish_if_quiet();
+  // A stopping shard may have been waiting for this answer to finish (end_event).
+  end_event();
 }
 
-void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
+void shard_core::accept_tokens(const claim_reply& reply) {
+  const auto now = now_.steady;
   if (reply.granted.empty()) {
     // Not answered (the drain stops claiming, or the cycle failed): the next scan asks again.
     for (const auto& asked : reply.asked) {
@@ -107,7 +105,7 @@ void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
     }
     return;
   }
-  const double now_unix = proto::unix_now();
+  const double now_unix = now_.unix_seconds();
   for (const auto& grant : reply.granted) {
     auto it = subscribers_.find(grant.subscriber_id);
     if (it == subscribers_.end()) continue;  // gone: its tokens are spent by nobody
@@ -119,50 +117,53 @@ void shard::accept_tokens(const claim_reply& reply, steady::time_point now) {
           std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds));
     }
     it->second->allowance.granted(grant.tokens, now, next_token_in);
-    it->second->notify();
+    notify(*it->second);
   }
 }
 
-void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
-  asio::post(io_, [this, ids = std::move(subscriber_ids), all] { wake_subscribers(ids, all); });
+void shard_core::on_new_rows(const std::vector<std::int64_t>& subscriber_ids, bool all,
+                             shard_time now) {
+  begin_event(now);
+  wake_subscribers(subscriber_ids, all);
+  end_event();
 }
 
-void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
-  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    const auto now = steady::now();
-    for (const auto id : ids) {
-      auto it = subscribers_.find(id);
-      if (it == subscribers_.end()) continue;
-      // Whatever these buckets saved up while another drain owned the subscriber was that
-      // drain's to spend: starting empty, the two together send at most burst + rate x T.
-      it->second->bucket.empty(now);
-      it->second->wire.empty(now);
-      it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
-      it->second->disowned = false;
-    }
-    wake_subscribers(ids, false);
-  });
+void shard_core::on_taken(const std::vector<std::int64_t>& subscriber_ids, shard_time time) {
+  begin_event(time);
+  const auto now = now_.steady;
+  for (const auto id : subscriber_ids) {
+    auto it = subscribers_.find(id);
+    if (it == subscribers_.end()) continue;
+    // Whatever these buckets saved up while another drain owned the subscriber was that
+    // drain's to spend: starting empty, the two together send at most burst + rate x T.
+    it->second->bucket.empty(now);
+    it->second->wire.empty(now);
+    it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
+    it->second->disowned = false;
+  }
+  wake_subscribers(subscriber_ids, false);
+  end_event();
 }
 
-void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
-  asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    for (const auto id : ids) {
-      auto it = subscribers_.find(id);
-      if (it == subscribers_.end()) continue;
-      // Requests already written finish (their outcomes are fenced by their row leases); the
-      // rest give their rows back, so the new owner's sends never overlap ours. The tokens
-      // leased for the subscriber go back once unspent for a lease (take_stale).
-      auto& sub = *it->second;
-      sub.disowned = true;
-      release_ready(sub);
-      sub.notify_wire();
-    }
-  });
+void shard_core::on_disowned(const std::vector<std::int64_t>& subscriber_ids, shard_time now) {
+  begin_event(now);
+  for (const auto id : subscriber_ids) {
+    auto it = subscribers_.find(id);
+    if (it == subscribers_.end()) continue;
+    // Requests already written finish (their outcomes are fenced by their row leases); the
+    // rest give their rows back, so the new owner's sends never overlap ours. The tokens
+    // leased for the subscriber go back once unspent for a lease (take_stale).
+    auto& sub = *it->second;
+    sub.disowned = true;
+    release_ready(sub);
+    notify_line(sub);
+  }
+  end_event();
 }
 
-void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
+void shard_core::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
   if (stopping_) return;
-  const auto now = steady::now();
+  const auto now = now_.steady;
   // New rows end the idle backoff; pauses, open circuits and buckets still decide in
   // send_demand, which reads them apart from poll_after.
   auto wake = [this, now](subscriber_state& sub) {
@@ -181,19 +182,8 @@ void shard::wake_subscribers(const std::vector<std::int64_t>& ids, bool all) {
   if (!claim_outstanding_) send_demand();
 }
 
-asio::awaitable<void> shard::demand_loop() {
-  asio::steady_timer timer(io_);
-  // The first demand goes at once: the subscribers were handed over before the shard started,
-  // and the first claims are what the first sends wait for.
-  while (!stopping_) {
-    if (!claim_outstanding_) send_demand();
-    timer.expires_after(config_.scheduler.demand_interval);
-    co_await timer.async_wait(use_tuple);
-  }
-}
-
-scheduling::token_facts shard::token_facts_of(const subscriber_state& sub,
-                                              steady::time_point now) const {
+scheduling::token_facts shard_core::token_facts_of(const subscriber_state& sub) const {
+  const auto now = now_.steady;
   return {.has_rows = !sub.ready.empty(),
           .claim_pending = sub.pending_claim > 0,
           .idle_poll = sub.idle_poll > std::chrono::milliseconds(0),
@@ -204,18 +194,18 @@ scheduling::token_facts shard::token_facts_of(const subscriber_state& sub,
           .probe_due = sub.probe_due(now)};
 }
 
-void shard::watch_tokens(subscriber_state& sub) {
+void shard_core::watch_tokens(subscriber_state& sub) {
   if (sub.token_watched) return;
   sub.token_watched = true;
   token_watch_.push_back(&sub);
 }
 
-bool shard::token_watch_needed(const subscriber_state& sub) {
+bool shard_core::token_watch_needed(const subscriber_state& sub) {
   return !sub.ready.empty() || sub.pending_claim > 0 || sub.allowance.tokens() > 0 ||
          sub.allowance.asking();
 }
 
-int shard::rows_within_memory() const {
+int shard_core::rows_within_memory() const {
   const double share = static_cast<double>(config_.scheduler.max_payload_memory) / shard_count_;
   // Rows asked for and not yet answered will carry about the estimate each.
   const double per_row = std::max(bytes_per_row_, 64.0);
@@ -226,8 +216,8 @@ int shard::rows_within_memory() const {
   return static_cast<int>(std::clamp(rows, 0.0, 1e9));
 }
 
-void shard::send_demand() {
-  const auto now = steady::now();
+void shard_core::send_demand() {
+  const auto now = now_.steady;
   const auto& scheduler = config_.scheduler;
   const scheduling::demand_limits limits{
       .horizon_seconds = std::chrono::duration<double>(scheduler.claim_horizon).count(),
@@ -295,7 +285,7 @@ void shard::send_demand() {
     if (const double stale = sub->allowance.take_stale(now); stale > 0) {
       demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
     } else if (sub->allowance.would_ask(sub->settings.rate, now) &&
-               scheduling::wants_tokens(token_facts_of(*sub, now))) {
+               scheduling::wants_tokens(token_facts_of(*sub))) {
       const double tokens = sub->allowance.ask(sub->settings.rate, now);
       if (tokens > 0) {
         demand.push_back({.subscriber_id = sub->settings.id,
@@ -312,7 +302,7 @@ void shard::send_demand() {
   token_watch_.resize(watched);
   if (demand.empty()) return;
   claim_outstanding_ = true;
-  storage_.request_claims(index_, std::move(demand));
+  out_.claim = std::move(demand);
 }
 
 }  // namespace surge::engine

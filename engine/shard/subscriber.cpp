@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/awaiting.hpp"
 #include "proto/event_match.hpp"
 
 namespace surge::engine {
@@ -145,19 +144,16 @@ double seed_for(const storage::subscriber_row& row, double now_unix) {
 }  // namespace
 
 subscriber_state::subscriber_state(const storage::subscriber_row& row, subscriber_settings derived,
-                                   boost::asio::any_io_executor executor, double now_unix,
+                                   std::chrono::steady_clock::time_point now, double now_unix,
                                    const scheduler_config& config)
     : settings(std::move(derived)),
-      bucket(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
-             std::chrono::steady_clock::now()),
-      wire(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix),
-           std::chrono::steady_clock::now()),
+      bucket(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix), now),
+      wire(row.rate_per_sec, static_cast<double>(row.burst), seed_for(row, now_unix), now),
       allowance(config.token_lease),
       pace(row.rate_per_sec, config.adaptive),
-      breaker(config.circuit),
-      wake(std::move(executor)) {}
+      breaker(config.circuit) {}
 
-void subscriber_state::apply_limits(std::chrono::steady_clock::time_point now) {
+bool subscriber_state::apply_limits(std::chrono::steady_clock::time_point now) {
   double rate = settings.rate;
   double burst = settings.burst;
   if (quota_limit) {
@@ -166,63 +162,9 @@ void subscriber_state::apply_limits(std::chrono::steady_clock::time_point now) {
     burst = std::min(burst, quota_limit->burst);
   }
   bucket.reconfigure(std::min(pace.effective(), rate), burst, now);
-  if (wire.rate() != rate || wire.burst() != std::max(1.0, burst)) {
-    wire.reconfigure(rate, burst, now);
-    notify_wire();
-  }
-}
-
-subscriber_state::wire_step subscriber_state::wire_head_step(
-    std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
-    std::chrono::steady_clock::time_point now) {
-  using verdict = wire_step::verdict;
-  if (paused_until > now) {
-    if (paused_until >= give_up_at) return {verdict::give_up};
-    return {verdict::wait, paused_until};
-  }
-  const auto wait = wire.try_pass(now, fresh_connection);
-  if (wait == std::chrono::steady_clock::duration::zero()) return {verdict::pass};
-  if (wait >= give_up_at - now) return {verdict::give_up};  // a rate of 0, or a token too late
-  return {verdict::wait, now + wait};
-}
-
-std::optional<bool> subscriber_state::wire_now(std::chrono::steady_clock::time_point give_up_at,
-                                               const bool& stopping, bool fresh_connection,
-                                               std::chrono::steady_clock::time_point now) {
-  if (stopping || disowned || now >= give_up_at) return false;
-  if (!wire_line.empty()) return std::nullopt;  // first come first served
-  const auto step = wire_head_step(give_up_at, fresh_connection, now);
-  if (step.what == wire_step::verdict::wait) return std::nullopt;
-  return step.what == wire_step::verdict::pass;
-}
-
-boost::asio::awaitable<bool> subscriber_state::wait_for_wire(
-    std::chrono::steady_clock::time_point give_up_at, const bool& stopping, bool fresh_connection) {
-  using steady = std::chrono::steady_clock;
-  boost::asio::steady_timer timer(wake.get_executor());
-  wire_line.push_back(&timer);
-  bool passed = false;
-  for (;;) {
-    const auto now = steady::now();
-    if (stopping || disowned || now >= give_up_at) break;
-    auto wake_at = give_up_at;  // behind others: until the one ahead leaves, or giving up
-    if (wire_line.front() == &timer) {
-      const auto step = wire_head_step(give_up_at, fresh_connection, now);
-      if (step.what == wire_step::verdict::pass) {
-        passed = true;
-        after_wire_wait(bucket, wire, now);
-        break;
-      }
-      if (step.what == wire_step::verdict::give_up) break;
-      wake_at = step.until;
-    }
-    timer.expires_at(wake_at);
-    co_await timer.async_wait(use_tuple);
-  }
-  const bool was_first = wire_line.front() == &timer;
-  wire_line.erase(std::find(wire_line.begin(), wire_line.end(), &timer));
-  if (was_first && !wire_line.empty()) wire_line.front()->cancel();
-  co_return passed;
+  if (wire.rate() == rate && wire.burst() == std::max(1.0, burst)) return false;
+  wire.reconfigure(rate, burst, now);
+  return true;
 }
 
 }  // namespace surge::engine

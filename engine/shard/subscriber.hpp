@@ -10,18 +10,15 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
-#include "engine/net/client_identity.hpp"
 #include "engine/config.hpp"
 #include "engine/memory/node_cache.hpp"
 #include "engine/limits/partner_quota.hpp"
 #include "engine/limits/token_allowance.hpp"
 #include "engine/limits/token_bucket.hpp"
 #include "engine/limits/wire_gate.hpp"
+#include "engine/shard/wire_line.hpp"
 #include "proto/batch.hpp"
 #include "proto/coalesce.hpp"
 #include "proto/extra_headers.hpp"
@@ -33,6 +30,7 @@
 namespace surge::engine {
 
 struct origin_state;
+struct client_identity;  // engine/net/client_identity.hpp
 
 // A subscriber's claimed rows, oldest first; its nodes come back from the shard's own cache.
 using ready_rows = std::deque<storage::claimed_row, node_cache_allocator<storage::claimed_row>>;
@@ -95,7 +93,7 @@ bool sends_now(const storage::subscriber_row& row);
 
 struct subscriber_state {
   subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
-                   boost::asio::any_io_executor executor, double now_unix,
+                   std::chrono::steady_clock::time_point now, double now_unix,
                    const scheduler_config& config);
 
   subscriber_settings settings;
@@ -112,7 +110,7 @@ struct subscriber_state {
   // What this process may spend of the subscriber's persisted bucket, which every drainer of it
   // shares: an attempt starts only with a token from here as well as from `bucket`.
   token_allowance allowance;
-  std::deque<boost::asio::steady_timer*> wire_line;  // attempts waiting at the gate, in order
+  wire_line line;  // attempts ready to write, waiting at the gate in order
   adaptive_rate pace;
   // What the partner announces of its quota (engine/limits/partner_quota), and the limit it sets
   // below the configured one until its window resets (none while the configured limit fits). A
@@ -132,7 +130,7 @@ struct subscriber_state {
   int pending_claim = 0;   // rows asked of the storage thread, not yet answered
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
-  // due is kept by the shard (shard::poll_after_of), where the demand scan reads it.
+  // due is kept by the shard (shard_core::poll_after_of), where the demand scan reads it.
   std::chrono::milliseconds idle_poll{0};
   std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};
@@ -149,48 +147,30 @@ struct subscriber_state {
   // life): the configured batch size is capped at it.
   int batch_fits = INT_MAX;
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
-  bool token_watched = false;     // on the shard's token watch (shard::watch_tokens)
+  bool token_watched = false;     // on the shard's token watch (shard_core::watch_tokens)
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
-  // The origin state of settings.target, and the target it was looked up for (shard::origin_of):
-  // found by its key once per target, not by hashing the key several times per request.
+  // The origin state of settings.target, and the target it was looked up for
+  // (shard_core::origin_of): found by its key once per target, not by hashing the key several times
+  // per request.
   origin_state* origin = nullptr;
   std::shared_ptr<const proto::target> origin_target;
   bool origin_turn = false;  // woken from the head of that queue: may send before those behind
   // Another drain owns it now (storage/ownership.hpp): nothing more goes on the wire from here.
   bool disowned = false;
-  // The pump sleeps on this timer; anything that changes what the pump can do cancels it.
-  boost::asio::steady_timer wake;
+  // When the pump looks again of its own accord (max: only when something changes), and
+  // whether it, or the wire line, is queued to look again at the end of the core's event.
+  std::chrono::steady_clock::time_point pump_at = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point line_at = std::chrono::steady_clock::time_point::max();
+  bool pump_queued = false;
+  bool line_queued = false;
 
-  void notify() { wake.cancel(); }
   // Sets the pacing bucket and the wire gate from the configured limit, lowered by the partner's
   // announced quota while it lasts (quota_limit) and, for the pacing bucket, by the adaptive
-  // pace. Tokens are kept (clamped); waiters at the gate look again when its limit changed.
-  void apply_limits(std::chrono::steady_clock::time_point now);
-  // Waits, first come first served, until the wire gate lets one more request go and no
-  // Retry-After pause is in force; true when the caller may write now (the token is taken).
-  // False when it gives up: at `give_up_at`, when a pause or a rate of 0 lasts past it, or once
-  // `stopping` (the shard's flag, which outlives the wait) or `disowned` is set.
-  boost::asio::awaitable<bool> wait_for_wire(std::chrono::steady_clock::time_point give_up_at,
-                                             const bool& stopping, bool fresh_connection);
-  // What wait_for_wire would answer without waiting, when it can: true (the token is taken) or
-  // false; nullopt when only waiting can tell (someone is ahead in the line, a pause or the next
-  // token is near). The same rules as the wait's, read at `now`.
-  std::optional<bool> wire_now(std::chrono::steady_clock::time_point give_up_at,
-                               const bool& stopping, bool fresh_connection,
-                               std::chrono::steady_clock::time_point now);
-  // Limits, a pause or the stop flag changed: the waiters at the gate look again.
-  void notify_wire() {
-    for (auto* waiter : wire_line) waiter->cancel();
-  }
-  // The head of the wire line at `now`: pass (the token is taken), give up, or wake at `until`.
-  struct wire_step {
-    enum class verdict { pass, give_up, wait } what = verdict::wait;
-    std::chrono::steady_clock::time_point until{};
-  };
-  wire_step wire_head_step(std::chrono::steady_clock::time_point give_up_at, bool fresh_connection,
-                           std::chrono::steady_clock::time_point now);
+  // pace. Tokens are kept (clamped). True when the gate's limit changed: the writers waiting at
+  // it look again.
+  bool apply_limits(std::chrono::steady_clock::time_point now);
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();

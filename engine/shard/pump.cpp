@@ -1,21 +1,16 @@
-// A subscriber's pump: it gathers the facts, lets scheduling::next_pump_step decide, and
-// carries the decision out; and the slots it waits for, its own, the
-// shard's and its origin's, handed on in turn when an attempt ends.
-#include "engine/shard/shard.hpp"
+// A subscriber's pump in the shard's core: it gathers the facts, lets
+// scheduling::next_pump_step decide, and carries the decision out until it has to wait (then it
+// arms its wake); the request it sends; and the slots it waits for, its own, the shard's and
+// its origin's, handed on in turn when an attempt ends.
+#include "engine/shard/core.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-
-#include "engine/awaiting.hpp"
 #include "engine/shard/delivery.hpp"
-#include "proto/clock.hpp"
 
 namespace surge::engine {
 
-namespace asio = boost::asio;
-
-scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub, steady::time_point now,
-                                            double now_unix) {
+scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
+  const auto now = now_.steady;
+  const double now_unix = now_.unix_seconds();
   scheduling::pump_facts facts;
   facts.has_rows = !sub.ready.empty();
   if (!facts.has_rows) return facts;
@@ -55,16 +50,14 @@ scheduling::pump_facts shard::pump_facts_of(subscriber_state& sub, steady::time_
   return facts;
 }
 
-asio::awaitable<void> shard::pump(subscriber_state& sub) {
+void shard_core::run_pump(subscriber_state& sub) {
   using scheduling::pump_action;
   const auto& limits = config_.scheduler;
-  // The clocks are read once per wake-up: the steps taken before the next wait are
-  // microseconds apart, and an older `now` only ever finds fewer tokens.
-  auto now = steady::now();
-  double now_unix = proto::unix_now();
+  const auto now = now_.steady;
+  const double now_unix = now_.unix_seconds();
   while (!stopping_) {
-    expire_quota_limit(sub, now);
-    const auto decision = scheduling::next_pump_step(pump_facts_of(sub, now, now_unix), now);
+    expire_quota_limit(sub);
+    const auto decision = scheduling::next_pump_step(pump_facts_of(sub), now);
     switch (decision.action) {
       case pump_action::wait: break;
       case pump_action::release_buffered: release_ready(sub); continue;
@@ -120,21 +113,20 @@ asio::awaitable<void> shard::pump(subscriber_state& sub) {
         // The token stays in the bucket while the batch fills.
         sub.batch_wait_since = now;
         break;
-      case pump_action::send: send_next(sub, now); continue;
+      case pump_action::send: send_next(sub); continue;
     }
     if (decision.waits_for_token) {
       if (!sub.token_wait_since) sub.token_wait_since = now;
     }
     // An announced quota's limit ends at its reset, whatever the pump waits for.
-    sub.wake.expires_at(sub.quota_limit ? std::min(decision.wake_at, sub.quota_limit->until)
-                                        : decision.wake_at);
-    co_await sub.wake.async_wait(use_tuple);
-    now = steady::now();
-    now_unix = proto::unix_now();
+    arm(sub, wake_kind::pump,
+        sub.quota_limit ? std::min(decision.wake_at, sub.quota_limit->until) : decision.wake_at);
+    return;
   }
 }
 
-void shard::send_next(subscriber_state& sub, steady::time_point now) {
+void shard_core::send_next(subscriber_state& sub) {
+  const auto now = now_.steady;
   if (!sub.allowance.has_token()) return;
   if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
   sub.allowance.spend(now);
@@ -148,50 +140,77 @@ void shard::send_next(subscriber_state& sub, steady::time_point now) {
     sub.token_wait_since.reset();
   }
   // One token and one slot per request, however many rows it carries.
-  bool batched = false;
-  auto rows = take_request_rows(sub, batched);
-  adjust_buffered(-static_cast<int>(rows.size()));
+  attempt_id id;
+  if (free_attempts_.empty()) {
+    id = static_cast<attempt_id>(attempts_.size());
+    attempts_.emplace_back();
+  } else {
+    id = free_attempts_.back();
+    free_attempts_.pop_back();
+  }
+  auto& attempt = attempts_[id];
+  attempt.sub = &sub;
+  attempt.origin = &origin;
+  attempt.rows = take_request_rows(sub, attempt.batched);
+  attempt.probe = probe;
+  attempt.started_unix = now_.unix_seconds();
+  adjust_buffered(-static_cast<int>(attempt.rows.size()));
   ++sub.in_flight;
   ++in_flight_;
   ++origin.in_flight;
-  const auto ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
+  attempt.origin_ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
   counters_.add(counters_.in_flight);
-  asio::co_spawn(io_,
-                 attempt(sub, origin, std::move(rows), batched, sub.settings.target,
-                         sub.settings.signer, probe, ticket),
-                 asio::detached);
+  // The target and signer the pump saw, so a reload cannot change them mid-attempt.
+  auto& send = out_.sends.emplace_back();
+  send.attempt = id;
+  send.target = sub.settings.target;
+  send.identity = sub.settings.identity;
+  send.request = request_buffers_.take();
+  try {
+    prepare_request(attempt, send.request, send.target, *sub.settings.signer);
+  } catch (const std::exception& error) {
+    // Never expected (delivery_refusal and the settings' checks keep unsafe values out): the
+    // attempt ends as an error of its own, its rows judged like any failed attempt's.
+    request_buffers_.give_back(std::move(send.request));
+    out_.sends.pop_back();
+    http_result failed;
+    failed.error = proto::transport_error::protocol;
+    failed.detail = std::string("internal error: ") + error.what();
+    settle_attempt(attempt, failed);
+    free_attempts_.push_back(id);
+  }
 }
 
-void shard::slot_freed(subscriber_state& sub, origin_state& origin) {
-  sub.notify();
+void shard_core::slot_freed(subscriber_state& sub, origin_state& origin) {
+  notify(sub);
   waiting_for_slot_.hand_out(
       1, [](const subscriber_state& next) { return next.waiting_for_slot; },
-      [](subscriber_state& next) {
+      [this](subscriber_state& next) {
         next.waiting_for_slot = false;
-        next.notify();
+        notify(next);
       });
   wake_origin_waiters(origin);
 }
 
-void shard::wake_origin_waiters(origin_state& origin) {
+void shard_core::wake_origin_waiters(origin_state& origin) {
   const int admissible = scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(),
-                                                    origin.limit.counted_in_flight(steady::now()));
+                                                    origin.limit.counted_in_flight(now_.steady));
   origin.waiting.hand_out(
       admissible,
       [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },
-      [](subscriber_state& next) {
+      [this](subscriber_state& next) {
         next.waiting_on_origin = nullptr;
         next.origin_turn = true;
-        next.notify();
+        notify(next);
       });
 }
 
-origin_state& shard::origin_of(subscriber_state& sub) {
+origin_state& shard_core::origin_of(subscriber_state& sub) {
   if (sub.origin_target != sub.settings.target) {
     // Origin states are never removed, so the pointer stays valid; holding the target it was
     // found for means a reload's new target, even at a reused address, is looked up again.
     auto& slot = origins_[sub.settings.target->origin_key];
-    if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, steady::now());
+    if (!slot) slot = std::make_unique<origin_state>(config_.scheduler.origin, now_.steady);
     sub.origin = slot.get();
     sub.origin_target = sub.settings.target;
   }

@@ -1,0 +1,337 @@
+// The core's events, its timers and queued looks, subscriber reloads, stop and finish, and the
+// outcomes it batches for the storage thread. Attempts are in attempt.cpp, claims in demand.cpp,
+// the pump in pump.cpp.
+#include "engine/shard/core.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/observe/log.hpp"
+
+namespace surge::engine {
+
+shard_core::shard_core(int index, int shard_count, const drain_config& config,
+                       drain_metrics& metrics, std::uint64_t seed, shard_time now)
+    : index_(index),
+      shard_count_(shard_count),
+      config_(config),
+      retry_policy_(config.retry),
+      metrics_(metrics),
+      counters_(metrics.counters),
+      now_(now),
+      // The first demand goes at once: the first claims are what the first sends wait for.
+      next_demand_at_(now.steady),
+      next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
+      next_publish_at_(now.steady),
+      in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
+      rng_(seed) {
+  bytes_per_row_ = static_cast<double>(config.scheduler.max_payload_bytes);
+}
+
+void shard_core::clear_actions() {
+  out_.claim.clear();
+  out_.writes.clear();
+  out_.sends.clear();
+  out_.verdicts.clear();
+  out_.quotas.clear();
+}
+
+void shard_core::end_event() {
+  // A pump or a line may queue others (a freed slot wakes the next waiter): run until none is.
+  while (!pump_queue_.empty() || !line_queue_.empty()) {
+    for (std::size_t i = 0; i < line_queue_.size(); ++i) {
+      line_queue_[i]->line_queued = false;
+      run_line(*line_queue_[i]);
+    }
+    line_queue_.clear();
+    for (std::size_t i = 0; i < pump_queue_.size(); ++i) {
+      pump_queue_[i]->pump_queued = false;
+      run_pump(*pump_queue_[i]);
+    }
+    pump_queue_.clear();
+  }
+  finish_if_quiet();
+}
+
+void shard_core::notify(subscriber_state& sub) {
+  if (sub.pump_queued || finished_) return;
+  sub.pump_queued = true;
+  pump_queue_.push_back(&sub);
+}
+
+void shard_core::notify_line(subscriber_state& sub) {
+  if (sub.line_queued || sub.line.empty()) return;
+  sub.line_queued = true;
+  line_queue_.push_back(&sub);
+}
+
+void shard_core::arm(subscriber_state& sub, wake_kind kind, steady::time_point at) {
+  auto& armed = kind == wake_kind::pump ? sub.pump_at : sub.line_at;
+  if (armed == at) return;
+  armed = at;
+  if (at != steady::time_point::max()) timers_.push({at, &sub, kind});
+}
+
+void shard_core::apply_limits(subscriber_state& sub) {
+  if (sub.apply_limits(now_.steady)) notify_line(sub);
+}
+
+void shard_core::run_line(subscriber_state& sub) {
+  const auto wake = sub.line.advance(gate_of(sub), now_.steady, [this](attempt_id id, bool go) {
+    out_.verdicts.push_back({id, go});
+  });
+  arm(sub, wake_kind::line, wake);
+}
+
+shard_core::steady::time_point shard_core::next_wake() const {
+  if (finished_) return steady::time_point::max();
+  auto at = std::min(next_flush_at_, next_publish_at_);
+  if (!stopping_) at = std::min(at, next_demand_at_);
+  if (!timers_.empty()) at = std::min(at, timers_.top().at);
+  return at;
+}
+
+void shard_core::on_timer(shard_time now) {
+  begin_event(now);
+  if (finished_) return;
+  while (!timers_.empty() && timers_.top().at <= now_.steady) {
+    const auto wake = timers_.top();
+    timers_.pop();
+    auto& sub = *wake.sub;
+    if (wake.kind == wake_kind::pump) {
+      if (sub.pump_at != wake.at) continue;  // re-armed since
+      sub.pump_at = steady::time_point::max();
+      notify(sub);
+    } else {
+      if (sub.line_at != wake.at) continue;
+      sub.line_at = steady::time_point::max();
+      notify_line(sub);
+    }
+  }
+  if (!stopping_ && now_.steady >= next_demand_at_) {
+    next_demand_at_ = now_.steady + config_.scheduler.demand_interval;
+    if (!claim_outstanding_) send_demand();
+  }
+  if (now_.steady >= next_flush_at_) {
+    next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
+    flush_outcomes();
+    metrics_.beat_shard(static_cast<std::size_t>(index_));
+  }
+  if (now_.steady >= next_publish_at_) {
+    next_publish_at_ = now_.steady + std::chrono::seconds(1);
+    publish_metrics();
+  }
+  end_event();
+}
+
+void shard_core::on_subscribers(std::vector<storage::subscriber_row> rows,
+                                std::vector<identity_lookup> identities, shard_time now) {
+  begin_event(now);
+  update_subscribers(std::move(rows), std::move(identities));
+  end_event();
+}
+
+void shard_core::begin_stop(shard_time now) {
+  begin_event(now);
+  if (!stopping_) {
+    stopping_ = true;
+    for (auto* sub : order_) {
+      release_ready(*sub);
+      notify_line(*sub);  // attempts not yet written give their rows back
+    }
+  }
+  end_event();
+}
+
+void shard_core::abandon(shard_time now) {
+  begin_event(now);
+  if (finished_) return;
+  if (in_flight_ > 0) {
+    log_warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
+             " attempts still in flight after the grace period; their leases will expire");
+  }
+  finish();
+}
+
+void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
+                                    std::vector<identity_lookup> identities) {
+  const double now_unix = now_.unix_seconds();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    auto& row = rows[i];
+    auto settings = derive_settings(row, config_.scheduler);
+    if (settings.credentials_problem.empty() && i < identities.size()) {
+      settings.identity = std::move(identities[i].identity);
+      settings.credentials_problem = std::move(identities[i].problem);
+    }
+    // Held, not failed: without what the partner requires every attempt would be refused.
+    if (!settings.credentials_problem.empty()) settings.rate = 0;
+    // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
+    // that reads the row's limits below see the pause, not the bad values.
+    row.rate_per_sec = settings.rate;
+    row.burst = static_cast<std::int64_t>(settings.burst);
+    auto it = subscribers_.find(row.id);
+    // Once per subscriber and value: reloads every few seconds must not repeat it.
+    const std::string& before =
+        it == subscribers_.end() ? std::string() : it->second->settings.limits_problem;
+    if (settings.limits_problem != before) {
+      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
+      if (settings.limits_problem.empty()) {
+        log_info(who + "rate and burst are usable again; sending resumes");
+      } else {
+        log_warn(who + settings.limits_problem +
+                 "; treated as paused: its rows stay queued and --until-drained does not wait "
+                 "for them");
+      }
+    }
+    const std::string& credentials_before =
+        it == subscribers_.end() ? std::string() : it->second->settings.credentials_problem;
+    if (settings.credentials_problem != credentials_before) {
+      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
+      if (settings.credentials_problem.empty()) {
+        log_info(who + "its credentials are usable again; sending resumes");
+      } else {
+        log_warn(who + settings.credentials_problem +
+                 "; held: its rows stay queued and --until-drained does not wait for them");
+      }
+    }
+    const std::string& relief_before =
+        it == subscribers_.end() ? std::string() : it->second->settings.relief_problem;
+    if (settings.relief_problem != relief_before && !settings.relief_problem.empty()) {
+      log_warn("subscriber " + std::to_string(row.id) + ": " + settings.relief_problem);
+    }
+    if (it == subscribers_.end()) {
+      auto state = std::make_unique<subscriber_state>(row, std::move(settings), now_.steady,
+                                                      now_unix, config_.scheduler);
+      auto& sub = *state;
+      sub.scan_index = order_.size();
+      poll_after_.emplace_back();
+      order_.push_back(&sub);
+      subscribers_.emplace(row.id, std::move(state));
+      if (!stopping_) notify(sub);
+    } else {
+      auto& sub = *it->second;
+      // New limits take effect without resetting tokens; a rate lowered by
+      // pushback stays lowered, within the new limit.
+      sub.pace.reconfigure(row.rate_per_sec);
+      // Queued behind another origin now: let the pump find its new one.
+      const bool moved = settings.target && sub.settings.target &&
+                         settings.target->origin_key != sub.settings.target->origin_key;
+      if (moved) sub.waiting_on_origin = nullptr;
+      settings.batch_rows = std::min(settings.batch_rows, sub.batch_fits);
+      sub.settings = std::move(settings);
+      // The partner's announced quota, if one is in force, still lowers the new limit.
+      apply_limits(sub);
+      notify_line(sub);
+      notify(sub);
+    }
+  }
+}
+
+void shard_core::dead_letter(storage::claimed_row row, std::string reason) {
+  adjust_buffered(-1);
+  let_go(row);
+  counters_.add(counters_.dead);
+  auto out = outcome_for(row, storage::outcome_kind::dead);
+  out.last_error = std::move(reason);
+  out.finished_at = now_.unix_seconds();
+  push_outcome(std::move(out));
+}
+
+void shard_core::release_ready(subscriber_state& sub) {
+  for (auto& row : sub.ready) {
+    adjust_buffered(-1);
+    let_go(row);
+    counters_.add(counters_.released);
+    push_outcome(outcome_for(row, storage::outcome_kind::release));
+  }
+  sub.ready.clear();
+}
+
+void shard_core::reschedule_ready(subscriber_state& sub, double next_attempt_at,
+                                  std::string reason) {
+  for (auto& row : sub.ready) {
+    adjust_buffered(-1);
+    let_go(row);
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at = next_attempt_at;
+    out.last_error = reason;
+    push_outcome(std::move(out));
+  }
+  sub.ready.clear();
+}
+
+void shard_core::adjust_buffered(int delta) {
+  buffered_ += delta;
+  counters_.add(counters_.buffered, delta);
+}
+
+void shard_core::push_outcome(storage::outcome outcome) {
+  outcomes_.push_back(std::move(outcome));
+  if (outcomes_.size() >= config_.scheduler.outcome_flush_rows) flush_outcomes();
+}
+
+void shard_core::flush_outcomes() {
+  if (outcomes_.empty() && deactivate_.empty()) return;
+  const auto rows = outcomes_.size();
+  out_.writes.push_back({std::exchange(outcomes_, {}), std::exchange(deactivate_, {})});
+  // The vector goes to the storage thread; the next batch is likely as large, and growing it
+  // one doubling at a time would cost a malloc per doubling.
+  outcomes_.reserve(rows);
+}
+
+void shard_core::publish_metrics() {
+  drain_metrics::shard_view view;
+  const auto now = now_.steady;
+  for (const auto* sub : order_) {
+    if (sub->paused_until > now) ++view.paused_subscribers;
+    if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
+    if (sub->consecutive_failures > 0) ++view.failing_subscribers;
+    if (sub->breaker.blocking()) ++view.open_circuits;
+    if (sub->breaker.persistently_open() || !sub->settings.credentials_problem.empty()) {
+      view.blocked.push_back(sub->settings.id);
+    }
+    if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
+    view.subscribers.push_back({.id = sub->settings.id,
+                                .delivered = sub->delivered,
+                                .failed = sub->failed_attempts,
+                                .in_flight = sub->in_flight,
+                                .buffered = static_cast<std::int64_t>(sub->ready.size()),
+                                .rate_limit = sub->settings.rate,
+                                .paused = sub->paused_until > now,
+                                .delivery_latency_sum = sub->delivery_latency_sum,
+                                .announced = announced_of(*sub, now_.wall)});
+  }
+  // Only the busiest can make the scrape's top list, so keep the hand-off small.
+  const std::size_t keep = config_.metrics_top_subscribers;
+  if (view.subscribers.size() > keep) {
+    std::nth_element(
+        view.subscribers.begin(), view.subscribers.begin() + static_cast<std::ptrdiff_t>(keep),
+        view.subscribers.end(), [](const auto& a, const auto& b) {
+          return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
+        });
+    view.subscribers.resize(keep);
+  }
+  metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
+  hand_over_quotas();
+}
+
+void shard_core::finish_if_quiet() {
+  // A claim answer still on its way may carry leased rows; finishing before it arrives would
+  // leave them leased until the lease runs out, so a stopping shard waits for it too.
+  if (stopping_ && in_flight_ == 0 && !claim_outstanding_) finish();
+}
+
+void shard_core::finish() {
+  if (finished_) return;
+  flush_outcomes();
+  hand_over_quotas();  // before the unspent tokens: the storage thread ends once it has those
+  // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
+  std::vector<storage::unspent_tokens> unspent;
+  for (auto* sub : order_) {
+    unspent.push_back({.subscriber_id = sub->settings.id, .tokens = sub->allowance.take_unspent()});
+  }
+  out_.unspent = std::move(unspent);
+  finished_ = true;
+}
+
+}  // namespace surge::engine

@@ -1,0 +1,299 @@
+#pragma once
+// A shard's core, without I/O: its subscribers, their ready queues, the demand it asks of the
+// storage thread, the pumps, batching and coalescing, the wire lines, and what each attempt's
+// result settles. It takes events (subscribers loaded, rows claimed, a connection ready to
+// write, a response, a timer, a stop) with the time they happen at, and answers with actions
+// (claim these rows, send this request, let this write go, write these outcomes) and the time
+// it next wants to be woken. The reactor (engine/shard/shard.hpp) performs the actions with
+// Asio; the tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/limits/origin_limit.hpp"
+#include "engine/memory/buffer_pool.hpp"
+#include "engine/net/http_result.hpp"
+#include "engine/observe/counters.hpp"
+#include "engine/observe/metrics.hpp"
+#include "engine/shard/delivery.hpp"
+#include "engine/shard/scheduling.hpp"
+#include "engine/shard/subscriber.hpp"
+#include "engine/store/storage_worker.hpp"
+#include "proto/retry_policy.hpp"
+
+namespace surge::engine {
+
+// The clocks, read once per event: monotonic time for every wait and limit, wall-clock time for
+// the queue's columns and HTTP dates.
+struct shard_time {
+  std::chrono::steady_clock::time_point steady;
+  std::chrono::system_clock::time_point wall;
+
+  double unix_seconds() const {
+    return std::chrono::duration<double>(wall.time_since_epoch()).count();
+  }
+  static shard_time now() {
+    return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()};
+  }
+};
+
+// One host:port as a shard sees it: its adaptive concurrency limit, the attempts in flight to
+// it, and the subscribers waiting for it to admit one more (FIFO).
+struct origin_state {
+  origin_state(const origin_limit_config& config, origin_limit::time_point now)
+      : limit(config, now) {}
+  origin_limit limit;
+  int in_flight = 0;
+  scheduling::slot_queue<subscriber_state> waiting;  // subscribers held back by `limit`
+};
+
+using attempt_id = std::uint32_t;
+
+// What a subscriber's client certificate files gave (client_identities::get, in the reactor,
+// which reads them): its identity, or why it cannot be used.
+struct identity_lookup {
+  std::shared_ptr<const client_identity> identity;
+  std::string problem;
+};
+
+// A request to send: connect (or reuse a connection), ask the core at the wire gate, write,
+// read the response, and hand the result back with on_response.
+struct send_action {
+  attempt_id attempt = 0;
+  std::shared_ptr<const proto::target> target;
+  std::shared_ptr<const client_identity> identity;
+  std::string request;  // the whole message's bytes; handed back with the result
+};
+
+// The answer to a write that waited at the wire gate (shard_core::on_write_ready).
+struct write_verdict {
+  attempt_id attempt = 0;
+  bool go = false;  // false: give up, nothing written
+};
+
+struct outcome_write {
+  std::vector<storage::outcome> outcomes;
+  std::vector<std::int64_t> deactivate;  // subscribers that answered 410 Gone
+};
+
+// What the core asks its reactor to do, in the order of each list. The reactor takes them after
+// every event (shard_core::actions) and clears them (clear_actions).
+struct shard_actions {
+  std::vector<storage::subscriber_demand> claim;  // empty: no claim; at most one outstanding
+  std::vector<outcome_write> writes;
+  std::vector<send_action> sends;
+  std::vector<write_verdict> verdicts;
+  std::vector<storage::partner_quota_row> quotas;  // announcements for `surge stats`
+  // Set once, when the core finishes: the leased tokens it did not spend.
+  std::optional<std::vector<storage::unspent_tokens>> unspent;
+};
+
+class shard_core {
+ public:
+  using steady = std::chrono::steady_clock;
+
+  // `seed` drives the backoff jitter.
+  shard_core(int index, int shard_count, const drain_config& config, drain_metrics& metrics,
+             std::uint64_t seed, shard_time now);
+
+  // Events. Each takes the time it happens at; its actions are in actions() afterwards.
+  // The subscribers (re)loaded, with the client identity each one's certificate files gave
+  // (one per row; an empty identity and problem for none).
+  void on_subscribers(std::vector<storage::subscriber_row> rows,
+                      std::vector<identity_lookup> identities, shard_time now);
+  void on_claimed(claim_reply reply, shard_time now);
+  void on_new_rows(const std::vector<std::int64_t>& subscriber_ids, bool all, shard_time now);
+  void on_taken(const std::vector<std::int64_t>& subscriber_ids, shard_time now);
+  void on_disowned(const std::vector<std::int64_t>& subscriber_ids, shard_time now);
+  // An attempt's connection is open and its request ready to write (`fresh_connection`: the
+  // first on a new connection). The answer at once when there is one (true: write; false: give
+  // up); nullopt: a write_verdict comes later, in actions().
+  std::optional<bool> on_write_ready(attempt_id attempt, bool fresh_connection, shard_time now);
+  // The attempt's exchange is over (or never began: result.not_sent). `request` is its buffer.
+  void on_response(attempt_id attempt, const http_result& result, std::string request,
+                   shard_time now);
+  // The time next_wake() named has come (calling it early does no harm).
+  void on_timer(shard_time now);
+  // Stop: give buffered rows back, let in-flight attempts finish, hand buckets back.
+  void begin_stop(shard_time now);
+  // After the grace period: finish at once; attempts still in flight keep their leases.
+  void abandon(shard_time now);
+
+  const shard_actions& actions() const { return out_; }
+  shard_actions& actions() { return out_; }
+  void clear_actions();
+  // When the core next wants on_timer: the earliest pump, wire line, demand round or flush.
+  steady::time_point next_wake() const;
+  bool finished() const { return finished_; }
+  int in_flight() const { return in_flight_; }
+  int buffered() const { return buffered_; }
+
+ private:
+  // One attempt from its send to its result.
+  struct attempt_state {
+    subscriber_state* sub = nullptr;
+    origin_state* origin = nullptr;
+    attempt_rows rows;
+    bool batched = false;
+    bool probe = false;  // the one request an open circuit lets out
+    origin_limit::ticket origin_ticket = 0;
+    double started_unix = 0;
+    steady::time_point give_up_at{};  // the rows' lease would run out before it could finish
+  };
+  enum class wake_kind : std::uint8_t { pump, line };
+  struct timed_wake {
+    steady::time_point at;
+    subscriber_state* sub;
+    wake_kind kind;
+    bool operator>(const timed_wake& other) const { return at > other.at; }
+  };
+
+  // Every event begins and ends with these: the clock is read once, and whatever the event
+  // changed is looked at again before it returns (queued pumps and wire lines, a quiet stop).
+  void begin_event(shard_time now) { now_ = now; }
+  void end_event();
+
+  void update_subscribers(std::vector<storage::subscriber_row> rows,
+                          std::vector<identity_lookup> identities);
+  void accept_tokens(const claim_reply& reply);
+  void demand_tick();
+  void flush_tick();
+  // The pump (pump.cpp): gathers the facts, lets scheduling::next_pump_step decide, and carries
+  // the decision out until it has to wait.
+  void run_pump(subscriber_state& sub);
+  // The subscriber's wire line at now_: verdicts out, and when to look again.
+  void run_line(subscriber_state& sub);
+  wire_line::gate_view gate_of(subscriber_state& sub) {
+    return {sub.wire, sub.bucket, sub.paused_until, stopping_ || sub.disowned};
+  }
+  // Anything that changes what the pump can do queues it; it runs before the event returns.
+  void notify(subscriber_state& sub);
+  // Limits, a pause or the stop changed: the writers at the subscriber's gate look again.
+  void notify_line(subscriber_state& sub);
+  void arm(subscriber_state& sub, wake_kind kind, steady::time_point at);
+  void apply_limits(subscriber_state& sub);
+
+  // Attempts (attempt.cpp).
+  void prepare_request(attempt_state& attempt, std::string& request,
+                       const std::shared_ptr<const proto::target>& target,
+                       const proto::signer& signer);
+  void settle_attempt(attempt_state& attempt, const http_result& result);
+  void split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
+                           const storage::outcome& judged, const storage::claimed_row& lead,
+                           int fits, const attempt_times& times);
+  std::string_view request_head_for(subscriber_state& sub,
+                                    const std::shared_ptr<const proto::target>& target);
+  // Batches and coalescing (batching_and_coalescing.cpp).
+  attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
+  bool batch_full(const subscriber_state& sub) const;
+  bool may_join_batch(const subscriber_state& sub, const storage::claimed_row& row, int rows,
+                      std::int64_t payload_bytes, bool check_json) const;
+  void coalesce_ready(subscriber_state& sub);
+  scheduling::pump_facts pump_facts_of(subscriber_state& sub);
+  void send_next(subscriber_state& sub);
+  void send_demand();
+  scheduling::token_facts token_facts_of(const subscriber_state& sub) const;
+  void watch_tokens(subscriber_state& sub);
+  static bool token_watch_needed(const subscriber_state& sub);
+  steady::time_point& poll_after_of(const subscriber_state& sub) {
+    return poll_after_[sub.scan_index];
+  }
+  void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
+  void dead_letter(storage::claimed_row row, std::string reason);
+  void release_ready(subscriber_state& sub);
+  void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
+  void push_outcome(storage::outcome outcome);
+  void adjust_buffered(int delta);
+  void let_go(const storage::claimed_row& row) {
+    held_bytes_ -= static_cast<std::int64_t>(row.payload.size());
+  }
+  int rows_within_memory() const;
+  std::chrono::duration<double> lease_margin() const;
+  bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
+  std::string refusal_of(const storage::claimed_row& row, double now_unix) const;
+  void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
+  void count_outcome(storage::outcome_kind kind);
+  void attempt_ended(attempt_state& attempt);
+  void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                      const http_result& result, const attempt_times& times);
+  void observe_endpoint(subscriber_state& sub, const http_result& result);
+  // The partner's announced quota (announced_quota.cpp).
+  void observe_quota(subscriber_state& sub, const http_result& result, const attempt_times& times);
+  void expire_quota_limit(subscriber_state& sub);
+  void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
+                        const char* reason);
+  static std::optional<announced_snapshot> announced_of(const subscriber_state& sub,
+                                                        std::chrono::system_clock::time_point now);
+  void hand_over_quotas();
+  void flush_outcomes();
+  void slot_freed(subscriber_state& sub, origin_state& origin);
+  void wake_origin_waiters(origin_state& origin);
+  origin_state& origin_of(subscriber_state& sub);
+  void finish();
+  void finish_if_quiet();
+  void publish_metrics();
+
+  int index_;
+  int shard_count_;
+  drain_config config_;
+  proto::retry_policy retry_policy_;
+  drain_metrics& metrics_;
+  drain_counters& counters_;
+  buffer_pool request_buffers_;
+  shard_time now_;
+  shard_actions out_;
+
+  std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
+  std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
+  // When each subscriber's idle poll is due, by scan_index. Kept apart from subscriber_state so
+  // that the scan reads one array, not thousands of scattered objects, to pass over the
+  // subscribers of a quiet table that are waiting for theirs.
+  std::vector<steady::time_point> poll_after_;
+  std::size_t demand_cursor_ = 0;
+  std::vector<subscriber_state*> token_watch_;  // see watch_tokens
+  struct round_candidate {
+    subscriber_state* sub;
+    int want;
+  };
+  std::vector<round_candidate> round_candidates_;              // send_demand's scratch
+  scheduling::slot_queue<subscriber_state> waiting_for_slot_;  // each subscriber at most once
+  std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
+
+  // Attempts by id; ids of ended ones are reused, so a steady stream allocates nothing.
+  std::vector<attempt_state> attempts_;
+  std::vector<attempt_id> free_attempts_;
+  // Pumps and wire lines to run before the event returns, and the timed wakes. An entry of
+  // timers_ whose subscriber has since re-armed for another time is stale and skipped.
+  std::vector<subscriber_state*> pump_queue_;
+  std::vector<subscriber_state*> line_queue_;
+  std::priority_queue<timed_wake, std::vector<timed_wake>, std::greater<>> timers_;
+  steady::time_point next_demand_at_;
+  steady::time_point next_flush_at_;
+  steady::time_point next_publish_at_;
+
+  int in_flight_ = 0;
+  int in_flight_cap_;
+  bool claim_outstanding_ = false;
+  int buffered_ = 0;  // rows in this shard's ready queues
+  // Payload bytes of the rows in the ready queues and in flight (scheduler.max_payload_memory).
+  std::int64_t held_bytes_ = 0;
+  // Payload bytes per claimed row, for turning the free bytes into rows to ask for: the most a
+  // row may carry until an answer shows what rows carry here.
+  double bytes_per_row_ = 0;
+  int pending_total_ = 0;  // rows asked of the storage thread, not yet answered
+  bool stopping_ = false;
+  bool finished_ = false;
+  std::vector<storage::outcome> outcomes_;
+  std::vector<std::int64_t> deactivate_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,348 @@
+#pragma once
+// A shard's core driven on a simulated clock, the way its reactor drives it: the queue it claims
+// from is kept in memory (rows due by time, leased when claimed, their outcomes applied as the
+// storage thread would apply them, and a persisted bucket that grants what is asked), and the
+// partner answers each request it is sent after a latency the test sets. Every request is read
+// back from the bytes the core built, so the partner sees what would go on the wire.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/shard/core.hpp"
+
+namespace surge::engine::testing {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+// One request as the partner received it.
+struct received {
+  std::int64_t subscriber = 0;
+  std::vector<std::int64_t> rows;  // the delivery ids it carries
+  int attempt = 0;                 // X-VVV-Attempt
+  steady::time_point at{};
+};
+
+// The partner's answer to one request.
+struct answer {
+  int status = 200;
+  std::string retry_after;
+  steady::duration latency = 20ms;
+};
+
+struct queue_row {
+  storage::claimed_row row;
+  enum class state { pending, leased, done, dead, coalesced } now = state::pending;
+  std::vector<storage::outcome_kind> outcomes;  // every outcome written for it, in order
+};
+
+inline std::int64_t header_number(std::string_view request, std::string_view name) {
+  const auto at = request.find(std::string("\r\n").append(name).append(": "));
+  if (at == std::string_view::npos) return -1;
+  std::int64_t value = -1;
+  const auto begin = request.data() + at + name.size() + 4;
+  std::from_chars(begin, request.data() + request.size(), value);
+  return value;
+}
+
+inline std::vector<std::int64_t> delivery_ids(std::string_view request) {
+  if (const auto one = header_number(request, "X-VVV-Delivery-Id"); one >= 0) return {one};
+  const std::string_view name = "\r\nX-VVV-Delivery-Ids: ";
+  const auto at = request.find(name);
+  std::vector<std::int64_t> ids;
+  if (at == std::string_view::npos) return ids;
+  auto line = request.substr(at + name.size());
+  line = line.substr(0, line.find("\r\n"));
+  std::int64_t value = 0;
+  bool in_number = false;
+  for (const char c : line) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + (c - '0');
+      in_number = true;
+    } else if (in_number) {
+      ids.push_back(value);
+      value = 0;
+      in_number = false;
+    }
+  }
+  if (in_number) ids.push_back(value);
+  return ids;
+}
+
+class simulation {
+ public:
+  explicit simulation(drain_config config = default_config())
+      : config_(std::move(config)),
+        metrics_(1),
+        now_{steady::time_point{} + 1000s,
+             std::chrono::system_clock::time_point{} + std::chrono::seconds(1'800'000'000)},
+        core_(0, 1, config_, metrics_, 7, now_) {}
+
+  static drain_config default_config() {
+    drain_config config;
+    config.http.attempt_timeout = 2s;
+    return config;
+  }
+
+  static storage::subscriber_row subscriber(std::int64_t id, double rate, std::int64_t burst) {
+    storage::subscriber_row row;
+    row.id = id;
+    row.url = "http://partner.test/hook/" + std::to_string(id);
+    row.secret = "test-secret";
+    row.rate_per_sec = rate;
+    row.burst = burst;
+    row.tokens = static_cast<double>(burst);
+    row.tokens_updated_at = 0;
+    return row;
+  }
+
+  void load(std::vector<storage::subscriber_row> rows) {
+    std::vector<identity_lookup> identities(rows.size());
+    core_.on_subscribers(std::move(rows), std::move(identities), now_);
+    perform();
+  }
+
+  // Queues a row due now (or `after` from now); returns its id.
+  std::int64_t enqueue(std::int64_t subscriber, std::string payload = R"({"clip":1})",
+                       std::string event_type = "clip.viral",
+                       steady::duration after = steady::duration::zero()) {
+    queue_row queued;
+    auto& row = queued.row;
+    row.id = next_row_id_++;
+    row.subscriber_id = subscriber;
+    row.event_type = std::move(event_type);
+    row.payload_bytes = static_cast<std::int64_t>(payload.size());
+    row.payload = std::move(payload);
+    row.created_at = unix_now();
+    row.next_attempt_at = unix_now() + std::chrono::duration<double>(after).count();
+    rows_.emplace(row.id, std::move(queued));
+    return row.id;
+  }
+
+  // Runs the core until `end`: its timers, claim answers a storage round trip later, and the
+  // partner's answers.
+  void run_until(steady::time_point end) {
+    for (int steps = 0; steps < 5'000'000; ++steps) {
+      auto next = core_.next_wake();
+      if (!events_.empty()) next = std::min(next, events_.begin()->first);
+      if (next > end) {
+        move_to(end);
+        return;
+      }
+      move_to(std::max(next, now_.steady));
+      if (!events_.empty() && events_.begin()->first <= now_.steady) {
+        auto event = std::move(events_.begin()->second);
+        events_.erase(events_.begin());
+        event();
+      } else {
+        core_.on_timer(now_);
+      }
+      perform();
+    }
+    FAIL() << "the simulation did not reach its end";
+  }
+  void run_for(steady::duration span) { run_until(now_.steady + span); }
+  // Runs until `done` holds, at most `limit`; true if it came to hold.
+  bool run_until(const std::function<bool()>& done, steady::duration limit) {
+    const auto end = now_.steady + limit;
+    while (!done() && now_.steady < end) run_until(std::min(end, now_.steady + 10ms));
+    return done();
+  }
+
+  void begin_stop() {
+    core_.begin_stop(now_);
+    perform();
+  }
+  void abandon() {
+    core_.abandon(now_);
+    perform();
+  }
+  void new_rows(const std::vector<std::int64_t>& subscribers) {
+    core_.on_new_rows(subscribers, false, now_);
+    perform();
+  }
+
+  bool all_rows(queue_row::state state) const {
+    return std::all_of(rows_.begin(), rows_.end(),
+                       [state](const auto& entry) { return entry.second.now == state; });
+  }
+  int count_rows(queue_row::state state) const {
+    return static_cast<int>(std::count_if(rows_.begin(), rows_.end(), [state](const auto& entry) {
+      return entry.second.now == state;
+    }));
+  }
+  std::vector<received> requests_of(std::int64_t subscriber) const {
+    std::vector<received> out;
+    for (const auto& r : requests) {
+      if (r.subscriber == subscriber) out.push_back(r);
+    }
+    return out;
+  }
+  double unix_now() const { return now_.unix_seconds(); }
+  steady::time_point now() const { return now_.steady; }
+  shard_core& core() { return core_; }
+  const drain_config& config() const { return config_; }
+
+  // What the partner answers each request; 200 after 20 ms unless set.
+  std::function<answer(const received&)> partner = [](const received&) { return answer{}; };
+  // How long the n-th request (from 0) takes to get its connection before it asks to write.
+  std::function<steady::duration(int)> connect_delay = [](int) { return steady::duration{}; };
+  steady::duration storage_round_trip = 2ms;
+  std::map<std::int64_t, queue_row> rows_;
+  std::vector<received> requests;
+  std::vector<std::vector<storage::subscriber_demand>> claims;  // every claim the core asked
+  std::vector<storage::outcome> outcomes;                       // every outcome it wrote
+  std::vector<std::int64_t> deactivated;
+  std::optional<std::vector<storage::unspent_tokens>> unspent;
+  int gave_up_at_gate = 0;
+
+ private:
+  void move_to(steady::time_point t) {
+    const auto step = t - now_.steady;
+    now_.steady = t;
+    now_.wall += std::chrono::duration_cast<std::chrono::system_clock::duration>(step);
+  }
+
+  void perform() {
+    for (int rounds = 0; rounds < 1000; ++rounds) {
+      shard_actions out;
+      std::swap(out, core_.actions());
+      if (out.claim.empty() && out.writes.empty() && out.sends.empty() && out.verdicts.empty() &&
+          !out.unspent) {
+        return;
+      }
+      if (!out.claim.empty()) {
+        claims.push_back(out.claim);
+        events_.emplace(now_.steady + storage_round_trip,
+                        [this, demand = std::move(out.claim)] { answer_claim(demand); });
+      }
+      for (auto& write : out.writes) {
+        for (auto& o : write.outcomes) apply(o);
+        deactivated.insert(deactivated.end(), write.deactivate.begin(), write.deactivate.end());
+      }
+      for (const auto& verdict : out.verdicts) {
+        if (verdict.go) {
+          written(verdict.attempt);
+        } else {
+          not_sent(verdict.attempt);
+        }
+      }
+      for (auto& send : out.sends) {
+        const auto id = send.attempt;
+        in_flight_[id] = std::move(send.request);
+        const auto delay = connect_delay(sends_++);
+        if (delay == steady::duration::zero()) {
+          ready_to_write(id);
+        } else {
+          events_.emplace(now_.steady + delay, [this, id] {
+            ready_to_write(id);
+            perform();
+          });
+        }
+      }
+      if (out.unspent) unspent = std::move(out.unspent);
+    }
+    FAIL() << "the core kept asking for more";
+  }
+
+  void answer_claim(const std::vector<storage::subscriber_demand>& demand) {
+    claim_reply reply;
+    reply.asked = demand;
+    for (const auto& asked : demand) {
+      if (asked.tokens > 0) {
+        reply.granted.push_back({.subscriber_id = asked.subscriber_id, .tokens = asked.tokens});
+      }
+      int given = 0;
+      for (auto& [id, queued] : rows_) {
+        if (queued.row.subscriber_id != asked.subscriber_id) continue;
+        if (queued.now != queue_row::state::pending) continue;
+        if (queued.row.next_attempt_at > unix_now()) continue;
+        if (given == asked.rows) {
+          reply.more_due.push_back(asked.subscriber_id);
+          break;
+        }
+        queued.now = queue_row::state::leased;
+        queued.row.lease = unix_now() + 60;
+        reply.rows.push_back(queued.row);
+        ++given;
+      }
+    }
+    core_.on_claimed(std::move(reply), now_);
+  }
+
+  void apply(const storage::outcome& o) {
+    outcomes.push_back(o);
+    auto& queued = rows_.at(o.delivery_id);
+    EXPECT_EQ(queued.now, queue_row::state::leased) << "an outcome for a row not leased";
+    EXPECT_EQ(queued.row.lease, o.lease) << "the fence";
+    queued.outcomes.push_back(o.kind);
+    switch (o.kind) {
+      case storage::outcome_kind::done: queued.now = queue_row::state::done; break;
+      case storage::outcome_kind::dead: queued.now = queue_row::state::dead; break;
+      case storage::outcome_kind::coalesced: queued.now = queue_row::state::coalesced; break;
+      case storage::outcome_kind::release: queued.now = queue_row::state::pending; break;
+      case storage::outcome_kind::retry:
+        queued.now = queue_row::state::pending;
+        queued.row.attempts = o.attempts;
+        queued.row.next_attempt_at = o.next_attempt_at;
+        break;
+    }
+  }
+
+  void ready_to_write(attempt_id id) {
+    const auto go = core_.on_write_ready(id, false, now_);
+    if (go && *go) written(id);
+    if (go && !*go) not_sent(id);
+  }
+
+  void written(attempt_id id) {
+    const auto& request = in_flight_.at(id);
+    received r{.subscriber = header_number(request, "X-VVV-Subscriber"),
+               .rows = delivery_ids(request),
+               .attempt = static_cast<int>(header_number(request, "X-VVV-Attempt")),
+               .at = now_.steady};
+    requests.push_back(r);
+    const auto reply = partner(r);
+    events_.emplace(now_.steady + reply.latency, [this, id, reply] {
+      http_result result;
+      result.status = reply.status;
+      result.retry_after = reply.retry_after;
+      result.exchange_time = reply.latency;
+      respond(id, result);
+    });
+  }
+
+  void not_sent(attempt_id id) {
+    ++gave_up_at_gate;
+    http_result result;
+    result.not_sent = true;
+    respond(id, result);
+  }
+
+  void respond(attempt_id id, const http_result& result) {
+    auto request = std::move(in_flight_.at(id));
+    in_flight_.erase(id);
+    core_.on_response(id, result, std::move(request), now_);
+    perform();
+  }
+
+  drain_config config_;
+  drain_metrics metrics_;
+  shard_time now_;
+  shard_core core_;
+  std::int64_t next_row_id_ = 1;
+  int sends_ = 0;
+  std::multimap<steady::time_point, std::function<void()>> events_;
+  std::map<attempt_id, std::string> in_flight_;
+};
+
+}  // namespace surge::engine::testing

@@ -1,0 +1,314 @@
+// The shard's core on a simulated clock (core_simulation.hpp): rate windows, retries, the
+// circuit breaker, Retry-After, batching and coalescing, demand, and stop with its grace. Each
+// test runs simulated seconds in milliseconds, with no socket, thread or timer.
+#include "engine/shard/core.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/engine/shard/core_simulation.hpp"
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::answer;
+using testing::queue_row;
+using testing::received;
+using testing::simulation;
+using steady = std::chrono::steady_clock;
+
+// The most requests in any window of `window` among `sent`, which must be in time order.
+int most_in_window(const std::vector<received>& sent, steady::duration window) {
+  int most = 0;
+  std::size_t first = 0;
+  for (std::size_t last = 0; last < sent.size(); ++last) {
+    while (sent[last].at - sent[first].at >= window) ++first;
+    most = std::max(most, static_cast<int>(last - first + 1));
+  }
+  return most;
+}
+
+TEST(ShardCore, ABackloggedSubscriberGetsItsRateAndNeverMoreThanItsLimitInAnyWindow) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 20.0, 5)});
+  for (int i = 0; i < 200; ++i) sim.enqueue(1);
+  const auto start = sim.now();
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 30s));
+  const auto sent = sim.requests_of(1);
+  ASSERT_EQ(sent.size(), 200u);
+  // The burst, then one request per 50 ms: 195 more take 9.75 s.
+  const double took = std::chrono::duration<double>(sent.back().at - start).count();
+  EXPECT_GE(took, 9.7);
+  EXPECT_LE(took, 195 / (0.95 * 20.0)) << "at least 95 % of its rate";
+  EXPECT_LE(most_in_window(sent, 1s), 20 + 5) << "rate x 1 s + burst";
+  EXPECT_EQ(sim.count_rows(queue_row::state::done), 200);
+}
+
+TEST(ShardCore, TwoSubscribersKeepTheirOwnRates) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 50.0, 1), simulation::subscriber(2, 5.0, 1)});
+  for (int i = 0; i < 100; ++i) {
+    sim.enqueue(1);
+    sim.enqueue(2);
+  }
+  sim.run_for(4s);
+  const auto fast = sim.requests_of(1);
+  const auto slow = sim.requests_of(2);
+  EXPECT_GE(fast.size(), 95u) << "the slow one does not hold the fast one back";
+  EXPECT_LE(slow.size(), 4u * 5 + 1);
+  EXPECT_GE(slow.size(), 4u * 5 - 2);
+  EXPECT_LE(most_in_window(slow, 1s), 5 + 1);
+}
+
+TEST(ShardCore, AFailedAttemptIsRetriedAfterItsBackoffAndEndsDone) {
+  simulation sim;
+  sim.partner = [](const received& r) { return answer{.status = r.attempt == 1 ? 503 : 200}; };
+  sim.load({simulation::subscriber(1, 100.0, 10)});
+  for (int i = 0; i < 5; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 30s));
+  std::map<std::int64_t, std::vector<steady::time_point>> attempts;
+  for (const auto& r : sim.requests) attempts[r.rows.front()].push_back(r.at);
+  ASSERT_EQ(attempts.size(), 5u);
+  for (const auto& [id, times] : attempts) {
+    ASSERT_EQ(times.size(), 2u) << "row " << id;
+    // Equal jitter on a 1 s base: the second attempt comes at least half a second after the
+    // first one's answer (20 ms).
+    EXPECT_GE(times[1] - times[0], 500ms + 20ms) << "row " << id;
+    const auto& kinds = sim.rows_.at(id).outcomes;
+    ASSERT_EQ(kinds.size(), 2u);
+    EXPECT_EQ(kinds[0], storage::outcome_kind::retry);
+    EXPECT_EQ(kinds[1], storage::outcome_kind::done);
+  }
+}
+
+TEST(ShardCore, ADeadEndpointOpensTheCircuitAndOnlyAProbeGoesUntilItRecovers) {
+  simulation sim;
+  bool healthy = false;
+  sim.partner = [&](const received&) { return answer{.status = healthy ? 200 : 500}; };
+  auto row = simulation::subscriber(1, 1000.0, 100);
+  row.max_in_flight = 1;
+  sim.load({row});
+  for (int i = 0; i < 40; ++i) sim.enqueue(1);
+  sim.run_for(3s);
+  const auto threshold = static_cast<std::size_t>(sim.config().scheduler.circuit.failure_threshold);
+  // Ten failures open it, then a probe per cool-down (1 s, then longer): a handful, not 40
+  // rows' worth of retries.
+  EXPECT_GE(sim.requests.size(), threshold);
+  EXPECT_LE(sim.requests.size(), threshold + 3);
+  const auto during = sim.requests.size();
+  healthy = true;
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 120s));
+  EXPECT_GT(sim.requests.size(), during);
+  EXPECT_EQ(sim.count_rows(queue_row::state::done), 40) << "nothing lost while it was open";
+}
+
+TEST(ShardCore, RetryAfterPausesTheSubscriberForAsLongAsItAsks) {
+  simulation sim;
+  int seen = 0;
+  sim.partner = [&](const received&) {
+    return ++seen == 1 ? answer{.status = 429, .retry_after = "2"} : answer{};
+  };
+  auto row = simulation::subscriber(1, 100.0, 1);
+  row.max_in_flight = 1;
+  sim.load({row});
+  for (int i = 0; i < 10; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 30s));
+  const auto sent = sim.requests_of(1);
+  ASSERT_EQ(sent.size(), 11u);
+  const auto answered = sent[0].at + answer{}.latency;
+  EXPECT_GE(sent[1].at - answered, 2s) << "nothing during the pause";
+  EXPECT_LT(sent[1].at - answered, 2100ms) << "and sending again once it is over";
+  EXPECT_EQ(sim.rows_.at(sent[0].rows.front()).row.attempts, 0) << "a paid 429 uses no attempt";
+}
+
+TEST(ShardCore, BatchesCarryUpToTheirSizeAndAPartialOneWaitsItsLinger) {
+  simulation sim;
+  auto row = simulation::subscriber(1, 100.0, 10);
+  row.batch_max = 10;
+  row.batch_linger = 0.3;
+  sim.load({row});
+  for (int i = 0; i < 25; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 10s));
+  std::multiset<std::size_t> sizes;
+  std::set<std::int64_t> rows;
+  for (const auto& r : sim.requests) {
+    sizes.insert(r.rows.size());
+    rows.insert(r.rows.begin(), r.rows.end());
+  }
+  EXPECT_EQ(sizes, (std::multiset<std::size_t>{5, 10, 10}));
+  EXPECT_EQ(rows.size(), 25u) << "each row in one batch";
+
+  // A lone row waits the linger for company, then goes alone.
+  const auto at = sim.now();
+  const auto lone = sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.rows_.at(lone).now == queue_row::state::done; }, 5s));
+  EXPECT_GE(sim.requests.back().at - at, 300ms);
+}
+
+TEST(ShardCore, CoalescingSendsOnlyTheNewestRowOfAKey) {
+  simulation sim;
+  auto row = simulation::subscriber(1, 100.0, 10);
+  row.coalesce_key = "/clip";
+  sim.load({row});
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 6; ++i)
+    ids.push_back(sim.enqueue(1, R"({"clip":)" + std::to_string(i % 2) + "}"));
+  ASSERT_TRUE(sim.run_until(
+      [&] {
+        return sim.count_rows(queue_row::state::pending) +
+                   sim.count_rows(queue_row::state::leased) ==
+               0;
+      },
+      10s));
+  std::set<std::int64_t> sent;
+  for (const auto& r : sim.requests) sent.insert(r.rows.begin(), r.rows.end());
+  EXPECT_EQ(sent, (std::set<std::int64_t>{ids[4], ids[5]})) << "the newest of each clip";
+  EXPECT_EQ(sim.count_rows(queue_row::state::coalesced), 4);
+  for (const auto& o : sim.outcomes) {
+    if (o.kind == storage::outcome_kind::coalesced) {
+      EXPECT_TRUE(o.coalesced_into == ids[4] || o.coalesced_into == ids[5]);
+    }
+  }
+}
+
+TEST(ShardCore, DemandAsksForWhatASubscriberCanSendSoonAndNothingForAPausedOne) {
+  simulation sim;
+  auto paused = simulation::subscriber(2, 0.0, 1);
+  sim.load({simulation::subscriber(1, 10.0, 1), paused});
+  for (int i = 0; i < 100; ++i) {
+    sim.enqueue(1);
+    sim.enqueue(2);
+  }
+  sim.run_for(2s);
+  int asked_paused = 0;
+  int most_asked = 0;
+  for (const auto& claim : sim.claims) {
+    for (const auto& d : claim) {
+      if (d.subscriber_id == 2) asked_paused += d.rows;
+      if (d.subscriber_id == 1) most_asked = std::max(most_asked, d.rows);
+    }
+  }
+  EXPECT_EQ(asked_paused, 0) << "a rate of 0 holds its rows in the queue";
+  // 10/s over the 0.5 s claim horizon, plus the burst: a few rows at a time, not the backlog.
+  EXPECT_GT(most_asked, 0);
+  EXPECT_LE(most_asked, 10);
+  EXPECT_LE(sim.count_rows(queue_row::state::leased), 10) << "no more leased than it can send";
+}
+
+TEST(ShardCore, AStopGivesBufferedRowsBackAndFinishesOnceAttemptsInFlightEnd) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.latency = 1500ms}; };
+  auto row = simulation::subscriber(1, 1000.0, 4);
+  row.max_in_flight = 4;
+  sim.load({row});
+  for (int i = 0; i < 30; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.requests.size() == 4; }, 1s));
+  sim.run_for(50ms);
+  ASSERT_GT(sim.count_rows(queue_row::state::leased), 4) << "rows are buffered behind the four";
+  sim.begin_stop();
+  sim.run_for(10ms);
+  EXPECT_EQ(sim.count_rows(queue_row::state::leased), 4)
+      << "buffered rows go back with the next outcome batch";
+  EXPECT_FALSE(sim.core().finished()) << "attempts are in flight";
+  sim.run_for(1s);
+  EXPECT_FALSE(sim.core().finished());
+  EXPECT_EQ(sim.requests.size(), 4u) << "nothing new goes out while stopping";
+  sim.run_for(1s);
+  EXPECT_TRUE(sim.core().finished());
+  EXPECT_EQ(sim.count_rows(queue_row::state::done), 4);
+  EXPECT_EQ(sim.count_rows(queue_row::state::pending), 26);
+  ASSERT_TRUE(sim.unspent.has_value()) << "its leased tokens are handed back";
+  EXPECT_EQ(sim.unspent->size(), 1u);
+}
+
+TEST(ShardCore, AnAbandonedStopFinishesAtOnceAndLeavesAttemptsToTheirLeases) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.latency = 60s}; };
+  sim.load({simulation::subscriber(1, 100.0, 2)});
+  for (int i = 0; i < 2; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.requests.size() == 2; }, 1s));
+  sim.begin_stop();
+  sim.run_for(100ms);
+  EXPECT_FALSE(sim.core().finished());
+  sim.abandon();
+  EXPECT_TRUE(sim.core().finished());
+  EXPECT_EQ(sim.count_rows(queue_row::state::leased), 2) << "left to their leases";
+}
+
+TEST(ShardCore, ThePartnersLimitIsChargedWhenTheRequestGoesOnTheWire) {
+  simulation sim;
+  // The first request's connection takes 300 ms, the next ones reuse it: admitted 500 ms apart
+  // at 2/s, the first two would reach the partner 200 ms apart if the limit were charged at
+  // admission.
+  sim.connect_delay = [](int n) { return n == 0 ? 300ms : 0ms; };
+  auto row = simulation::subscriber(1, 2.0, 1);
+  row.max_in_flight = 4;
+  sim.load({row});
+  for (int i = 0; i < 4; ++i) sim.enqueue(1);
+  const auto start = sim.now();
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 5s));
+  ASSERT_EQ(sim.requests.size(), 4u);
+  EXPECT_GE(sim.requests[0].at - start, 300ms);
+  for (std::size_t i = 1; i < sim.requests.size(); ++i) {
+    EXPECT_GE(sim.requests[i].at - sim.requests[i - 1].at, 500ms) << "one interval apart";
+    EXPECT_LT(sim.requests[i].at - sim.requests[i - 1].at, 510ms) << "and no more";
+  }
+  EXPECT_EQ(sim.gave_up_at_gate, 0);
+}
+
+TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted) {
+  simulation sim;
+  sim.connect_delay = [](int n) { return n == 0 ? 300ms : 0ms; };
+  auto row = simulation::subscriber(1, 2.0, 1);
+  row.max_in_flight = 4;
+  sim.load({row});
+  for (int i = 0; i < 4; ++i) sim.enqueue(1);
+  // The second request is admitted at 500 ms and waits at the gate until 800 ms.
+  sim.run_for(600ms);
+  ASSERT_EQ(sim.requests.size(), 1u);
+  sim.begin_stop();
+  sim.run_for(1s);
+  EXPECT_TRUE(sim.core().finished());
+  EXPECT_EQ(sim.requests.size(), 1u) << "nothing written after the stop";
+  EXPECT_EQ(sim.gave_up_at_gate, 1);
+  EXPECT_EQ(sim.count_rows(queue_row::state::done), 1);
+  EXPECT_EQ(sim.count_rows(queue_row::state::pending), 3);
+  for (const auto& [id, queued] : sim.rows_) {
+    if (queued.now == queue_row::state::pending) {
+      EXPECT_EQ(queued.row.attempts, 0) << "row " << id;
+    }
+  }
+}
+
+TEST(ShardCore, A410DeactivatesTheSubscriberAndItsOtherRowsStayQueued) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.status = 410}; };
+  auto row = simulation::subscriber(1, 100.0, 1);
+  row.max_in_flight = 1;
+  sim.load({row});
+  for (int i = 0; i < 10; ++i) sim.enqueue(1);
+  sim.run_for(2s);
+  EXPECT_EQ(sim.requests.size(), 1u);
+  EXPECT_EQ(sim.deactivated, std::vector<std::int64_t>{1});
+  EXPECT_EQ(sim.count_rows(queue_row::state::dead), 1);
+  EXPECT_EQ(sim.count_rows(queue_row::state::pending), 9);
+}
+
+TEST(ShardCore, AQuietSubscriberIsPolledLessOftenUntilRowsArrive) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 100.0, 1)});
+  sim.run_for(3s);
+  const auto polls = sim.claims.size();
+  // Polls back off from 100 ms to 500 ms: about 7 in 3 s, not one per 5 ms demand round.
+  EXPECT_GE(polls, 5u);
+  EXPECT_LE(polls, 10u);
+  sim.enqueue(1);
+  sim.new_rows({1});
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 100ms))
+      << "new rows end the backoff";
+}
+
+}  // namespace
+}  // namespace surge::engine
