@@ -28,15 +28,6 @@ using detail::count;
 using detail::is_timeout;
 using proto::transport_error;
 
-struct http_client::exchange_outcome {
-  int status = 0;
-  transport_error error = transport_error::none;
-  std::string detail;
-  std::string retry_after;
-  quota_lines quota;
-  std::string body_prefix;
-};
-
 http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::context> tls,
                          http_client_config config, http_client_counters counters)
     : executor_(std::move(executor)),
@@ -184,12 +175,13 @@ constexpr auto token_for = [] {
   }
 }();
 
-template <class Stream, class Outcome>
+// Writes the exchange's status, error and what the response said into `out`.
+template <class Stream>
 asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest, connection_view view,
                                    beast::flat_buffer& buffer, connection_lifecycle& lifecycle,
                                    std::string_view request, steady_time deadline,
                                    const bool& deadline_passed, const http_client_config& config,
-                                   Outcome& out) {
+                                   http_result& out) {
   lifecycle.on_exchange_start();
   // The client's deadline timer ends the operations at `deadline` (http_client::watch);
   // Beast's own would be armed and cancelled around each one.
@@ -322,34 +314,30 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     const auto exchange_began = now;
     // The exchange runs in this frame's callee directly: a coroutine in between to pick the
     // stream type would be one more frame allocated and freed per request.
-    exchange_outcome out;
     {
       exchange_watch watch(*this, *conn, deadline);
       if (conn->plain) {
         co_await run_exchange(conn->plain->socket(), conn->lowest(), conn->view(), conn->buffer,
                               conn->lifecycle, request, deadline, conn->deadline_passed, config_,
-                              out);
+                              result);
       } else {
         co_await run_exchange(*conn->secure, conn->lowest(), conn->view(), conn->buffer,
                               conn->lifecycle, request, deadline, conn->deadline_passed, config_,
-                              out);
+                              result);
       }
     }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;
     if (conn->lifecycle.retry_on_fresh_connection(now, deadline)) {
       close(std::move(conn));
+      // Only the failure stands until the retry answers: nothing else of this try was a response.
       result.fresh_retry = true;
-      result.error = out.error;
-      result.detail = std::move(out.detail);
+      result.status = 0;
+      result.retry_after.clear();
+      result.quota.clear();
+      result.body_prefix.clear();
       continue;
     }
-    result.status = out.status;
-    result.error = out.error;
-    result.detail = std::move(out.detail);
-    result.retry_after = std::move(out.retry_after);
-    result.quota = std::move(out.quota);
-    result.body_prefix = std::move(out.body_prefix);
     if (conn->lifecycle.phase() == connection_phase::idle) {
       pool.idle.put(std::move(conn), now);
     } else {

@@ -77,7 +77,6 @@ class http_client {
   struct connection;
   using connection_ptr = std::unique_ptr<connection>;
   struct origin;
-  struct exchange_outcome;
 
   boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
                                               steady_time deadline, http_result& result);
