@@ -12,7 +12,7 @@ namespace surge::engine {
 
 std::optional<bool> shard_core::on_write_ready(attempt_id id, bool fresh_connection,
                                                shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return false;
   auto& attempt = attempts_[id];
   auto& sub = *attempt.sub;
   const auto answer = sub.line.arrive(
@@ -25,7 +25,7 @@ std::optional<bool> shard_core::on_write_ready(attempt_id id, bool fresh_connect
 
 void shard_core::on_response(attempt_id id, const http_result& result, std::string request,
                              shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return;
   request_buffers_.give_back(std::move(request));
   settle_attempt(attempts_[id], result);
   free_attempts_.push_back(id);

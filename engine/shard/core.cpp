@@ -67,7 +67,10 @@ void shard_core::notify_line(subscriber_state& sub) {
 
 void shard_core::arm(subscriber_state& sub, wake_kind kind, steady::time_point at) {
   auto& armed = kind == wake_kind::pump ? sub.pump_at : sub.line_at;
-  if (armed == at) return;
+  // A wake already armed no later is kept: waking early only looks again and re-arms, while
+  // re-arming for every small shift of a token's time (each grant, reload or answer recomputes
+  // it) would leave a stale entry in the heap each time.
+  if (armed <= at) return;
   armed = at;
   if (at != steady::time_point::max()) timers_.push({at, &sub, kind});
 }
@@ -92,8 +95,7 @@ shard_core::steady::time_point shard_core::next_wake() const {
 }
 
 void shard_core::on_timer(shard_time now) {
-  begin_event(now);
-  if (finished_) return;
+  if (!begin_event(now)) return;
   while (!timers_.empty() && timers_.top().at <= now_.steady) {
     const auto wake = timers_.top();
     timers_.pop();
@@ -126,13 +128,13 @@ void shard_core::on_timer(shard_time now) {
 
 void shard_core::on_subscribers(std::vector<storage::subscriber_row> rows,
                                 std::vector<identity_lookup> identities, shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return;
   update_subscribers(std::move(rows), std::move(identities));
   end_event();
 }
 
 void shard_core::begin_stop(shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return;
   if (!stopping_) {
     stopping_ = true;
     for (auto* sub : order_) {
@@ -144,8 +146,7 @@ void shard_core::begin_stop(shard_time now) {
 }
 
 void shard_core::abandon(shard_time now) {
-  begin_event(now);
-  if (finished_) return;
+  if (!begin_event(now)) return;
   if (in_flight_ > 0) {
     log_warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
              " attempts still in flight after the grace period; their leases will expire");

@@ -158,7 +158,11 @@ class shard_core {
 
   // Every event begins and ends with these: the clock is read once, and whatever the event
   // changed is looked at again before it returns (queued pumps and wire lines, a quiet stop).
-  void begin_event(shard_time now) { now_ = now; }
+  // False once the core has finished: the event then changes nothing.
+  bool begin_event(shard_time now) {
+    now_ = now;
+    return !finished_;
+  }
   void end_event();
 
   void update_subscribers(std::vector<storage::subscriber_row> rows,

@@ -18,7 +18,7 @@ constexpr int unusable_claim_batch = 64;
 }  // namespace
 
 void shard_core::on_claimed(claim_reply reply, shard_time time) {
-  begin_event(time);
+  if (!begin_event(time)) return;
   claim_outstanding_ = false;
   const auto now = now_.steady;
   for (const auto& asked : reply.asked) {
@@ -123,13 +123,13 @@ void shard_core::accept_tokens(const claim_reply& reply) {
 
 void shard_core::on_new_rows(const std::vector<std::int64_t>& subscriber_ids, bool all,
                              shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return;
   wake_subscribers(subscriber_ids, all);
   end_event();
 }
 
 void shard_core::on_taken(const std::vector<std::int64_t>& subscriber_ids, shard_time time) {
-  begin_event(time);
+  if (!begin_event(time)) return;
   const auto now = now_.steady;
   for (const auto id : subscriber_ids) {
     auto it = subscribers_.find(id);
@@ -146,7 +146,7 @@ void shard_core::on_taken(const std::vector<std::int64_t>& subscriber_ids, shard
 }
 
 void shard_core::on_disowned(const std::vector<std::int64_t>& subscriber_ids, shard_time now) {
-  begin_event(now);
+  if (!begin_event(now)) return;
   for (const auto id : subscriber_ids) {
     auto it = subscribers_.find(id);
     if (it == subscribers_.end()) continue;

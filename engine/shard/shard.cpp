@@ -51,9 +51,20 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_wor
 
 shard::~shard() { join(); }
 
+namespace {
+
+// The shard's coroutines rethrow what escapes them, so that io_context::run ends the shard with
+// the error logged (start) rather than Asio's `detached` dropping it and leaving the shard
+// without its timer or a request without its result.
+void rethrow(std::exception_ptr error) {
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
+
 void shard::start() {
-  asio::co_spawn(io_, timer_loop(), asio::detached);
-  asio::co_spawn(io_, idle_loop(), asio::detached);
+  asio::co_spawn(io_, timer_loop(), rethrow);
+  asio::co_spawn(io_, idle_loop(), rethrow);
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "surge-shard");
     try {
@@ -74,13 +85,12 @@ void shard::on_subscribers(std::vector<storage::subscriber_row> rows) {
     // Certificate files are read here, not in the core.
     std::vector<identity_lookup> identities;
     identities.reserve(rows.size());
-    const auto now = shard_time::now();
+    const auto at = std::time(nullptr);
     for (const auto& row : rows) {
-      auto found = identities_.get(row.client_cert_file, row.client_key_file,
-                                   static_cast<std::time_t>(now.unix_seconds()));
+      auto found = identities_.get(row.client_cert_file, row.client_key_file, at);
       identities.push_back({std::move(found.identity), std::move(found.problem)});
     }
-    core_.on_subscribers(std::move(rows), std::move(identities), now);
+    core_.on_subscribers(std::move(rows), std::move(identities), shard_time::now());
     perform();
   });
 }
@@ -133,7 +143,11 @@ void shard::perform() {
   // A request started here may run as far as its wire gate at once, and that event comes back
   // here: the outer call performs what it adds.
   if (performing_) return;
-  performing_ = true;
+  struct performing_guard {
+    bool& flag;
+    explicit performing_guard(bool& f) : flag(f) { flag = true; }
+    ~performing_guard() { flag = false; }
+  } guard(performing_);
   for (;;) {
     auto& out = core_.actions();
     if (!out.claim.empty()) storage_.request_claims(index_, std::move(out.claim));
@@ -152,7 +166,7 @@ void shard::perform() {
     std::optional<std::vector<storage::unspent_tokens>> unspent;
     unspent.swap(out.unspent);
     core_.clear_actions();
-    for (auto& send : sends_) asio::co_spawn(io_, exchange(std::move(send)), asio::detached);
+    for (auto& send : sends_) asio::co_spawn(io_, exchange(std::move(send)), rethrow);
     sends_.clear();
     if (unspent) {
       storage_.submit_unspent(std::move(*unspent));
@@ -168,7 +182,6 @@ void shard::perform() {
       break;
     }
   }
-  performing_ = false;
   if (!finished_ && core_.next_wake() < armed_at_) timer_.cancel();
 }
 

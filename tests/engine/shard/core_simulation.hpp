@@ -30,6 +30,7 @@ struct received {
   std::vector<std::int64_t> rows;  // the delivery ids it carries
   int attempt = 0;                 // X-VVV-Attempt
   steady::time_point at{};
+  bool fresh_connection = false;  // the first request on a new connection
 };
 
 // The partner's answer to one request.
@@ -202,6 +203,7 @@ class simulation {
   std::vector<std::vector<storage::subscriber_demand>> claims;  // every claim the core asked
   std::vector<storage::outcome> outcomes;                       // every outcome it wrote
   std::vector<std::int64_t> deactivated;
+  std::vector<storage::partner_quota_row> quotas;
   std::optional<std::vector<storage::unspent_tokens>> unspent;
   int gave_up_at_gate = 0;
 
@@ -212,14 +214,21 @@ class simulation {
     now_.wall += std::chrono::duration_cast<std::chrono::system_clock::duration>(step);
   }
 
+  // As the reactor does (shard::perform): an event that comes back while actions are being
+  // performed (a write answered at once, a gate that gave up) adds to the core's list, and the
+  // loop takes it on its next pass; nothing is asked once the core has handed back its tokens.
   void perform() {
-    for (int rounds = 0; rounds < 1000; ++rounds) {
+    if (performing_) return;
+    performing_ = true;
+    for (int rounds = 0; rounds < 100'000; ++rounds) {
       shard_actions out;
       std::swap(out, core_.actions());
       if (out.claim.empty() && out.writes.empty() && out.sends.empty() && out.verdicts.empty() &&
-          !out.unspent) {
+          out.quotas.empty() && !out.unspent) {
+        performing_ = false;
         return;
       }
+      EXPECT_FALSE(unspent.has_value()) << "an action after the core finished";
       if (!out.claim.empty()) {
         claims.push_back(out.claim);
         events_.emplace(now_.steady + storage_round_trip,
@@ -229,9 +238,10 @@ class simulation {
         for (auto& o : write.outcomes) apply(o);
         deactivated.insert(deactivated.end(), write.deactivate.begin(), write.deactivate.end());
       }
+      quotas.insert(quotas.end(), out.quotas.begin(), out.quotas.end());
       for (const auto& verdict : out.verdicts) {
         if (verdict.go) {
-          written(verdict.attempt);
+          written(verdict.attempt, fresh_.at(verdict.attempt));
         } else {
           not_sent(verdict.attempt);
         }
@@ -240,13 +250,12 @@ class simulation {
         const auto id = send.attempt;
         in_flight_[id] = std::move(send.request);
         const auto delay = connect_delay(sends_++);
+        // A request that waited for its connection writes first on a new one.
+        fresh_[id] = delay != steady::duration::zero();
         if (delay == steady::duration::zero()) {
           ready_to_write(id);
         } else {
-          events_.emplace(now_.steady + delay, [this, id] {
-            ready_to_write(id);
-            perform();
-          });
+          events_.emplace(now_.steady + delay, [this, id] { ready_to_write(id); });
         }
       }
       if (out.unspent) unspent = std::move(out.unspent);
@@ -299,17 +308,19 @@ class simulation {
   }
 
   void ready_to_write(attempt_id id) {
-    const auto go = core_.on_write_ready(id, false, now_);
-    if (go && *go) written(id);
+    const auto go = core_.on_write_ready(id, fresh_.at(id), now_);
+    if (go && *go) written(id, fresh_.at(id));
     if (go && !*go) not_sent(id);
+    perform();
   }
 
-  void written(attempt_id id) {
+  void written(attempt_id id, bool fresh_connection) {
     const auto& request = in_flight_.at(id);
     received r{.subscriber = header_number(request, "X-VVV-Subscriber"),
                .rows = delivery_ids(request),
                .attempt = static_cast<int>(header_number(request, "X-VVV-Attempt")),
-               .at = now_.steady};
+               .at = now_.steady,
+               .fresh_connection = fresh_connection};
     requests.push_back(r);
     const auto reply = partner(r);
     events_.emplace(now_.steady + reply.latency, [this, id, reply] {
@@ -343,6 +354,8 @@ class simulation {
   int sends_ = 0;
   std::multimap<steady::time_point, std::function<void()>> events_;
   std::map<attempt_id, std::string> in_flight_;
+  std::map<attempt_id, bool> fresh_;
+  bool performing_ = false;
 };
 
 }  // namespace surge::engine::testing

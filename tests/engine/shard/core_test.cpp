@@ -251,9 +251,12 @@ TEST(ShardCore, ThePartnersLimitIsChargedWhenTheRequestGoesOnTheWire) {
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 5s));
   ASSERT_EQ(sim.requests.size(), 4u);
   EXPECT_GE(sim.requests[0].at - start, 300ms);
+  EXPECT_TRUE(sim.requests[0].fresh_connection);
+  // A write on a new connection is charged a little late (the partner stamps it at accept()).
+  const auto margin = wire_gate::margin_for(2.0, 1);
   for (std::size_t i = 1; i < sim.requests.size(); ++i) {
     EXPECT_GE(sim.requests[i].at - sim.requests[i - 1].at, 500ms) << "one interval apart";
-    EXPECT_LT(sim.requests[i].at - sim.requests[i - 1].at, 510ms) << "and no more";
+    EXPECT_LE(sim.requests[i].at - sim.requests[i - 1].at, 500ms + margin + 1ms) << "and no more";
   }
   EXPECT_EQ(sim.gave_up_at_gate, 0);
 }
