@@ -33,7 +33,7 @@
 #include "proto/signing.hpp"
 #include "proto/target_policy.hpp"
 #include "storage/sqlite/database.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 
 namespace {
 

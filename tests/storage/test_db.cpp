@@ -7,7 +7,7 @@
 
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/schema.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 #include "tests/support/shared_ddl.hpp"
 
 namespace surge::storage::testing {

@@ -19,7 +19,7 @@
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
 #include "tests/engine/drain/drain_faults_support.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {

@@ -19,7 +19,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "proto/signing.hpp"
-#include "tests/storage/seed001_worker_sql.hpp"
+#include "tests/storage/seed001/worker_sql.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/seed001_ddl.hpp"

@@ -6,8 +6,8 @@
 
 #include <SQLiteCpp/Transaction.h>
 
-#include "test_db.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/test_db.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 
 namespace surge::storage {
 namespace {

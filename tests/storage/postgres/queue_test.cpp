@@ -17,7 +17,7 @@
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/subscribers.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/sql_client.hpp"
 

@@ -19,8 +19,8 @@
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/outcomes.hpp"
 #include "storage/sqlite/queue.hpp"
-#include "test_db.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/test_db.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 
 namespace surge::storage {
 namespace {

@@ -1,5 +1,5 @@
 // surge_seed001_worker: a stand-in for the seed001 shape's own PHP worker, for tests. It runs
-// only that worker's statements (seed001_worker_sql.hpp) on the shape's columns, so a passing
+// only that worker's statements (worker_sql.hpp) on the shape's columns, so a passing
 // run proves the worker still works on a file Surge has migrated and is draining.
 //
 //   surge_seed001_worker --db PATH [--lease 30] [--duration 10] [--sent FILE]
@@ -26,7 +26,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
-#include "tests/storage/seed001_worker_sql.hpp"
+#include "tests/storage/seed001/worker_sql.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "storage/sqlite/claims.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

@@ -6,7 +6,7 @@
 #include "storage/sqlite/change_watch.hpp"
 #include "storage/sqlite/claims.hpp"
 #include "storage/sqlite/outcomes.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

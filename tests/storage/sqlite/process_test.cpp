@@ -19,7 +19,7 @@
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/outcomes.hpp"
 #include "storage/sqlite/queue.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 extern char** environ;
 

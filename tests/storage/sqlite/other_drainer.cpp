@@ -24,7 +24,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 
 namespace {
 

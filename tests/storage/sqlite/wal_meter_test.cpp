@@ -8,7 +8,7 @@
 
 #include "storage/sqlite/checkpointer.hpp"
 #include "storage/sqlite/wal_meter.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

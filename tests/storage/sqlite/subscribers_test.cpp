@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

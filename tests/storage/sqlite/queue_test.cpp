@@ -7,7 +7,7 @@
 
 #include "storage/sqlite/claims.hpp"
 #include "storage/sqlite/subscribers.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

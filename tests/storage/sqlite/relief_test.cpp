@@ -16,7 +16,7 @@
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/subscribers.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

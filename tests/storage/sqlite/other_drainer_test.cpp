@@ -9,8 +9,8 @@
 
 #include "storage/sqlite/claims.hpp"
 #include "storage/sqlite/outcomes.hpp"
-#include "test_db.hpp"
-#include "tests/storage/other_drainer_sql.hpp"
+#include "tests/storage/test_db.hpp"
+#include "tests/storage/sqlite/other_drainer_sql.hpp"
 
 namespace surge::storage {
 namespace {

@@ -15,7 +15,7 @@
 #include "storage/sqlite/claims.hpp"
 #include "storage/sqlite/cycle.hpp"
 #include "storage/sqlite/database.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {

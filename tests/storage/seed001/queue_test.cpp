@@ -1,5 +1,5 @@
 // A seed001 queue as Surge's drain store works it, beside the shape's own PHP worker: the
-// worker's statements (seed001_worker_sql.hpp) and Surge's claims, fences and token leases on one
+// worker's statements (worker_sql.hpp) and Surge's claims, fences and token leases on one
 // file, with the times each side would use.
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
-#include "test_db.hpp"
-#include "tests/storage/seed001_worker_sql.hpp"
+#include "tests/storage/test_db.hpp"
+#include "tests/storage/seed001/worker_sql.hpp"
 #include "tests/support/seed001_ddl.hpp"
 
 namespace surge::storage {

@@ -7,7 +7,7 @@
 #include "storage/sqlite/outcomes.hpp"
 #include "storage/sqlite/token_leases.hpp"
 #include "storage/sqlite/wal_meter.hpp"
-#include "test_db.hpp"
+#include "tests/storage/test_db.hpp"
 
 namespace surge::storage {
 namespace {
