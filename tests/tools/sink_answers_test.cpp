@@ -36,9 +36,8 @@ TEST_F(SinkAnswers, HangNeverAnswersAndDoesNotBlockOthers) {
   start(R"({"7": {"hang": true}})");  // one io thread: a blocking hang would stall everything
   test_client hanging(port());
   ASSERT_FALSE(hanging.connect());
-  const auto begin = std::chrono::steady_clock::now();
+  // Unanswered until the client's own 300 ms timeout ends the wait.
   const auto hung = hanging.send(signed_request({.subscriber_id = 7}, subscriber(7)), 300ms);
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 300ms);
   EXPECT_FALSE(hung.response);
   EXPECT_EQ(hung.error, boost::beast::error::timeout) << hung.error.message();
 
