@@ -172,29 +172,24 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
     row.burst = static_cast<std::int64_t>(settings.burst);
     auto it = subscribers_.find(row.id);
     // Once per subscriber and value: reloads every few seconds must not repeat it.
-    const std::string& before =
-        it == subscribers_.end() ? std::string() : it->second->settings.limits_problem;
-    if (settings.limits_problem != before) {
+    const auto said_once = [&row](const std::string& before, const std::string& now,
+                                  const char* usable_again, const char* held) {
+      if (now == before) return;
       const std::string who = "subscriber " + std::to_string(row.id) + ": ";
-      if (settings.limits_problem.empty()) {
-        log_info(who + "rate and burst are usable again; sending resumes");
+      if (now.empty()) {
+        log_info(who + usable_again);
       } else {
-        log_warn(who + settings.limits_problem +
-                 "; treated as paused: its rows stay queued and --until-drained does not wait "
-                 "for them");
+        log_warn(who + now + held);
       }
-    }
-    const std::string& credentials_before =
-        it == subscribers_.end() ? std::string() : it->second->settings.credentials_problem;
-    if (settings.credentials_problem != credentials_before) {
-      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
-      if (settings.credentials_problem.empty()) {
-        log_info(who + "its credentials are usable again; sending resumes");
-      } else {
-        log_warn(who + settings.credentials_problem +
-                 "; held: its rows stay queued and --until-drained does not wait for them");
-      }
-    }
+    };
+    const bool known = it != subscribers_.end();
+    said_once(known ? it->second->settings.limits_problem : std::string(), settings.limits_problem,
+              "rate and burst are usable again; sending resumes",
+              "; treated as paused: its rows stay queued and --until-drained does not wait for "
+              "them");
+    said_once(known ? it->second->settings.credentials_problem : std::string(),
+              settings.credentials_problem, "its credentials are usable again; sending resumes",
+              "; held: its rows stay queued and --until-drained does not wait for them");
     const std::string& relief_before =
         it == subscribers_.end() ? std::string() : it->second->settings.relief_problem;
     if (settings.relief_problem != relief_before && !settings.relief_problem.empty()) {

@@ -237,17 +237,21 @@ TEST(ShardCore, AnAbandonedStopFinishesAtOnceAndLeavesAttemptsToTheirLeases) {
   EXPECT_EQ(sim.count_rows(queue_row::state::leased), 2) << "left to their leases";
 }
 
-TEST(ShardCore, ThePartnersLimitIsChargedWhenTheRequestGoesOnTheWire) {
-  simulation sim;
-  // The first request's connection takes 300 ms, the next ones reuse it: admitted 500 ms apart
-  // at 2/s, the first two would reach the partner 200 ms apart if the limit were charged at
-  // admission.
+// One subscriber at 2/s, burst 1, up to four in flight, with four rows. The first request's
+// connection takes 300 ms, the next ones reuse it: admitted 500 ms apart, the first two would
+// reach the partner 200 ms apart if the limit were charged at admission.
+void load_a_slow_first_connection(simulation& sim) {
   sim.connect_delay = [](int n) { return n == 0 ? 300ms : 0ms; };
   auto row = simulation::subscriber(1, 2.0, 1);
   row.max_in_flight = 4;
   sim.load({row});
   for (int i = 0; i < 4; ++i) sim.enqueue(1);
+}
+
+TEST(ShardCore, ThePartnersLimitIsChargedWhenTheRequestGoesOnTheWire) {
+  simulation sim;
   const auto start = sim.now();
+  load_a_slow_first_connection(sim);
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 5s));
   ASSERT_EQ(sim.requests.size(), 4u);
   EXPECT_GE(sim.requests[0].at - start, 300ms);
@@ -263,11 +267,7 @@ TEST(ShardCore, ThePartnersLimitIsChargedWhenTheRequestGoesOnTheWire) {
 
 TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted) {
   simulation sim;
-  sim.connect_delay = [](int n) { return n == 0 ? 300ms : 0ms; };
-  auto row = simulation::subscriber(1, 2.0, 1);
-  row.max_in_flight = 4;
-  sim.load({row});
-  for (int i = 0; i < 4; ++i) sim.enqueue(1);
+  load_a_slow_first_connection(sim);
   // The second request is admitted at 500 ms and waits at the gate until 800 ms.
   sim.run_for(600ms);
   ASSERT_EQ(sim.requests.size(), 1u);
