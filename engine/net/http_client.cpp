@@ -39,12 +39,12 @@ http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::co
 
 http_client::~http_client() {
   // Exchanges still under way belong to coroutine frames the io_context destroys after us.
-  deadlines_.for_each([](connection& conn) { conn.watched_by = nullptr; });
+  deadlines_.for_each([](pooled_connection& conn) { conn.watched_by = nullptr; });
 }
 
 class http_client::exchange_watch {
  public:
-  exchange_watch(http_client& client, connection& conn, steady_time deadline) : conn_(conn) {
+  exchange_watch(http_client& client, pooled_connection& conn, steady_time deadline) : conn_(conn) {
     client.watch(conn, deadline);
   }
   ~exchange_watch() {
@@ -54,10 +54,10 @@ class http_client::exchange_watch {
   exchange_watch& operator=(const exchange_watch&) = delete;
 
  private:
-  connection& conn_;
+  pooled_connection& conn_;
 };
 
-void http_client::watch(connection& conn, steady_time deadline) {
+void http_client::watch(pooled_connection& conn, steady_time deadline) {
   conn.deadline_passed = false;
   // Armed before the slot is taken: if arming throws, nothing is left pointing at `conn`; if
   // taking the slot throws, the timer only wakes once for nothing.
@@ -66,7 +66,7 @@ void http_client::watch(connection& conn, steady_time deadline) {
   conn.watched_by = this;
 }
 
-void http_client::unwatch(connection& conn) {
+void http_client::unwatch(pooled_connection& conn) {
   conn.watched_by = nullptr;
   // The last one out stops the timer, so an idle shard holds no pending wait.
   if (deadlines_.remove(conn)) deadline_timer_.cancel();
@@ -76,22 +76,23 @@ void http_client::arm_deadline_timer(steady_time at) {
   deadline_timer_.expires_at(at);
   deadline_timer_.async_wait([this](const error_code& ec) {
     if (ec) return;  // set again or cancelled since: that wait is the one that counts
-    const auto next = deadlines_.on_wake(std::chrono::steady_clock::now(), [](connection& conn) {
-      // Once and for good: the operation under way ends (cancel), and so does any started
-      // after this, whose completion may already be queued behind this handler (shutdown: a
-      // read sees EOF, a write fails at once). run_exchange reads either as the deadline
-      // through deadline_passed, and the connection is not reused. Not close(): the exchange
-      // still holds the descriptor's number, which a new connection could be given.
-      conn.deadline_passed = true;
-      error_code ignored;
-      conn.lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-      conn.lowest().socket().cancel(ignored);
-    });
+    const auto next =
+        deadlines_.on_wake(std::chrono::steady_clock::now(), [](pooled_connection& conn) {
+          // Once and for good: the operation under way ends (cancel), and so does any started
+          // after this, whose completion may already be queued behind this handler (shutdown: a
+          // read sees EOF, a write fails at once). run_exchange reads either as the deadline
+          // through deadline_passed, and the connection is not reused. Not close(): the exchange
+          // still holds the descriptor's number, which a new connection could be given.
+          conn.deadline_passed = true;
+          error_code ignored;
+          conn.lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+          conn.lowest().socket().cancel(ignored);
+        });
     if (next) arm_deadline_timer(*next);
   });
 }
 
-http_client::origin& http_client::origin_for(
+http_client::origin_pool& http_client::origin_for(
     const proto::target& target, const std::shared_ptr<const client_identity>& identity) {
   // A newline cannot be part of an origin key (proto::parse_target_url), so an identity's pool
   // never shares a key with a plain one. The key is put together in a buffer kept for it, so
@@ -101,7 +102,7 @@ http_client::origin& http_client::origin_for(
   auto found = origins_.find(origin_key_);
   if (found == origins_.end()) {
     found = origins_
-                .emplace(origin_key_, std::make_unique<origin>(
+                .emplace(origin_key_, std::make_unique<origin_pool>(
                                           config_.idle_timeout,
                                           tls_session_home{&sessions_, origin_key_}, identity))
                 .first;

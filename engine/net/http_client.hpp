@@ -74,19 +74,19 @@ class http_client {
   void close_idle();
 
  private:
-  struct connection;
-  using connection_ptr = std::unique_ptr<connection>;
-  struct origin;
+  struct pooled_connection;
+  using connection_ptr = std::unique_ptr<pooled_connection>;
+  struct origin_pool;
 
-  boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin& pool,
+  boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin_pool& pool,
                                               steady_time deadline, http_result& result);
-  origin& origin_for(const proto::target& target,
-                     const std::shared_ptr<const client_identity>& identity);
+  origin_pool& origin_for(const proto::target& target,
+                          const std::shared_ptr<const client_identity>& identity);
   void close(connection_ptr conn);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
   class exchange_watch;
-  void watch(connection& conn, steady_time deadline);
-  void unwatch(connection& conn);
+  void watch(pooled_connection& conn, steady_time deadline);
+  void unwatch(pooled_connection& conn);
   void arm_deadline_timer(steady_time at);
 
   boost::asio::any_io_executor executor_;
@@ -96,9 +96,9 @@ class http_client {
   tls_session_cache sessions_;  // this shard's, so no lock between shards
   // By origin key, and identity key after it when there is one. Never erased: each origin's
   // tls_session_home must outlive its connections.
-  std::unordered_map<std::string, std::unique_ptr<origin>> origins_;
+  std::unordered_map<std::string, std::unique_ptr<origin_pool>> origins_;
   std::string origin_key_;  // origin_for's key, built in place for each send
-  deadline_slots<connection> deadlines_;
+  deadline_slots<pooled_connection> deadlines_;
   boost::asio::steady_timer deadline_timer_;
 };
 

@@ -42,9 +42,9 @@ struct connection_view {
 
 namespace surge::engine {
 
-struct http_client::connection {
-  explicit connection(boost::beast::tcp_stream stream) : plain(std::move(stream)) {}
-  connection(boost::beast::tcp_stream stream, boost::asio::ssl::context& context)
+struct http_client::pooled_connection {
+  explicit pooled_connection(boost::beast::tcp_stream stream) : plain(std::move(stream)) {}
+  pooled_connection(boost::beast::tcp_stream stream, boost::asio::ssl::context& context)
       : secure(std::in_place, std::move(stream), context) {}
 
   boost::beast::tcp_stream& lowest() {
@@ -66,9 +66,9 @@ struct http_client::connection {
   http_client* watched_by = nullptr;
 };
 
-struct http_client::origin {
-  origin(std::chrono::steady_clock::duration idle_timeout, tls_session_home home,
-         std::shared_ptr<const client_identity> who)
+struct http_client::origin_pool {
+  origin_pool(std::chrono::steady_clock::duration idle_timeout, tls_session_home home,
+              std::shared_ptr<const client_identity> who)
       : identity(std::move(who)), sessions(std::move(home)), idle(idle_timeout) {}
   // The client certificate its TLS connections present (null: none); its context must outlive
   // them, hence declared before them.

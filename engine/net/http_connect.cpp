@@ -46,7 +46,8 @@ std::optional<proto::ip_address> to_proto_address(const asio::ip::address& addre
 }  // namespace
 
 asio::awaitable<http_client::connection_ptr> http_client::open(const proto::target& target,
-                                                               origin& pool, steady_time deadline,
+                                                               origin_pool& pool,
+                                                               steady_time deadline,
                                                                http_result& result) {
   using namespace asio::experimental::awaitable_operators;
   const auto connect_deadline =
@@ -109,13 +110,13 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   count(counters_.open_connections, 1);
 
   if (!target.tls) {
-    auto conn = std::make_unique<connection>(std::move(stream));
+    auto conn = std::make_unique<pooled_connection>(std::move(stream));
     conn->lifecycle.on_connected();
     co_return conn;
   }
 
-  auto conn = std::make_unique<connection>(std::move(stream),
-                                           pool.identity ? *pool.identity->context : *tls_);
+  auto conn = std::make_unique<pooled_connection>(std::move(stream),
+                                                  pool.identity ? *pool.identity->context : *tls_);
   auto& tls_stream = *conn->secure;
   error_code literal_ec;
   asio::ip::make_address(target.host, literal_ec);
