@@ -1,0 +1,55 @@
+#pragma once
+// What goes to a PostgreSQL statement and what comes back: parameters in libpq's text format and
+// a result read as text. Private to storage/.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct pg_result;
+
+namespace surge::storage::pg {
+
+// Parameters in libpq's text format; arrays as PostgreSQL array literals.
+class params {
+ public:
+  params& add(std::int64_t value);
+  params& add(int value) { return add(static_cast<std::int64_t>(value)); }
+  params& add(double value);
+  params& add(std::string_view value);
+  params& add(const char* value) { return add(std::string_view(value)); }
+  params& add_null();
+  params& add_array(std::span<const std::int64_t> values);
+  params& add_array(std::span<const double> values);
+  params& add_array(std::span<const std::string> values);
+  params& add_array(std::span<const std::optional<std::string>> values);
+  std::size_t size() const { return values_.size(); }
+  std::vector<const char*> pointers() const;
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+class result {
+ public:
+  explicit result(pg_result* handle);
+  ~result();
+  result(result&& other) noexcept;
+  result& operator=(result&&) = delete;
+  result(const result&) = delete;
+
+  int rows() const;
+  int columns() const;
+  bool is_null(int row, int column) const;
+  std::string_view text(int row, int column) const;
+  std::int64_t int64(int row, int column) const;  // 0 when NULL
+  double real(int row, int column) const;         // 0 when NULL
+  std::int64_t affected() const;                  // rows an UPDATE/DELETE/INSERT touched
+
+ private:
+  pg_result* handle_;
+};
+
+}  // namespace surge::storage::pg
