@@ -360,7 +360,7 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
     }
   }
   if (!written_ids.empty()) {
-    db_.exec(
+    db_.send(
         "UPDATE webhook_subscriber s SET tokens = b.tokens, tokens_updated_at = $3 "
         "FROM unnest($1::bigint[], $2::float8[]) AS b(id, tokens) WHERE s.id = b.id",
         params().add_array(written_ids).add_array(written_tokens).add(now));
@@ -429,14 +429,14 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
   }
   if (rows.empty()) return rows;
   // Who holds the lease, for `surge stats`; rows of leases an hour past are pruned now and then.
-  db_.exec(
+  db_.send(
       "INSERT INTO surge_lease(lease, owner, claimed_at) VALUES ($1, $2, $3) "
       "ON CONFLICT (lease) DO UPDATE SET owner = excluded.owner, "
       "claimed_at = excluded.claimed_at",
       params().add(lease).add(owner_).add(now));
   if (claims_until_prune_-- <= 0) {
     claims_until_prune_ = claims_between_prunes - 1;
-    db_.exec("DELETE FROM surge_lease WHERE lease < $1",
+    db_.send("DELETE FROM surge_lease WHERE lease < $1",
              params().add(now - lease_record_keep_seconds));
   }
   return rows;

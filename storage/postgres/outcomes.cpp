@@ -70,10 +70,10 @@ const std::string& outcomes_stepping_over_sql() {
   return text;
 }
 
-// Around a direct write: a lock held by another session fails it within this, and the savepoint
-// lets the same transaction write the batch again stepping over the held rows.
-constexpr const char* direct_write_begin =
-    "SAVEPOINT surge_outcomes; SET LOCAL lock_timeout = '100ms'";
+// Around a direct write: a lock held by another session fails it within the short lock timeout,
+// and the savepoint lets the same transaction write the batch again stepping over the held rows.
+constexpr const char* direct_write_savepoint = "SAVEPOINT surge_outcomes";
+constexpr const char* direct_write_lock_timeout = "SET LOCAL lock_timeout = '100ms'";
 
 // The rows sent in place of coalesced ones stand for their history from now on (the window
 // counts along the chain); a target another session holds keeps what it had.
@@ -134,7 +134,8 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
                             .add_array(into);
     std::optional<result> applied;
     if (mode == lock_mode::direct) {
-      db.exec(direct_write_begin);
+      db.send(direct_write_savepoint);
+      db.send(direct_write_lock_timeout);
       try {
         applied.emplace(db.exec(outcomes_sql(), values));
       } catch (const error& failure) {
@@ -232,7 +233,8 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
       sizes.push_back(attempt.batch_size);
     }
     if (!delivery.empty()) {
-      db.exec(attempts_sql, params()
+      // Nothing is read back: it goes to the server with the cycle's next statement.
+      db.send(attempts_sql, params()
                                 .add_array(delivery)
                                 .add_array(subscriber)
                                 .add_array(number)

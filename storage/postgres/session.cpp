@@ -137,19 +137,33 @@ std::chrono::steady_clock::time_point session::answer_deadline() const {
 pg_result* session::await_result(std::string_view sql) {
   const auto deadline = answer_deadline();
   const std::string what = "to a statement (" + std::string(sql.substr(0, 40)) + "…)";
+  if (!flush_output(deadline, what)) return nullptr;
+  return collect_results(deadline, what);
+}
+
+bool session::flush_output(std::chrono::steady_clock::time_point deadline,
+                           const std::string& what) {
   // Everything queued goes out first; a full socket buffer waits for the server to read.
   while (true) {
     const int flushed = PQflush(conn_);
-    if (flushed == 0) break;
-    if (flushed < 0) return nullptr;
+    if (flushed == 0) return true;
+    if (flushed < 0) return false;
     wait_socket(POLLOUT | POLLIN, deadline, what);
-    if (PQconsumeInput(conn_) == 0) return nullptr;
+    if (PQconsumeInput(conn_) == 0) return false;
   }
+}
+
+namespace {
+bool failed(pg_result* one) {
+  const auto status = PQresultStatus(one);
+  return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY;
+}
+}  // namespace
+
+pg_result* session::collect_results(std::chrono::steady_clock::time_point deadline,
+                                    const std::string& what) {
   pg_result* kept = nullptr;
-  auto failed = [](pg_result* one) {
-    const auto status = PQresultStatus(one);
-    return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY;
-  };
+  // The first failed result, else the last, as PQexec would.
   auto keep = [&](pg_result* next) {
     if (kept && failed(kept)) {
       PQclear(next);
@@ -175,6 +189,86 @@ pg_result* session::await_result(std::string_view sql) {
       return nullptr;
     }
   }
+}
+
+result session::exec_pipelined(const std::string* sql, const params* values) {
+  auto queued = std::exchange(queued_, {});
+  if (sql) queued.push_back({*sql, values ? *values : params()});
+  ensure_connected();
+  const auto deadline = answer_deadline();
+  const std::string what = "to " + std::to_string(queued.size()) + " statements (" +
+                           queued.front().sql.substr(0, 40) + "…)";
+  // Whatever goes wrong midway leaves the pipeline's state unknown: the connection is dropped
+  // (inside a transaction, the transaction with it), after libpq's message is taken.
+  auto broken = [&](const std::string& in) -> result {
+    try {
+      checked(nullptr, in);  // throws: there is no result
+    } catch (...) {
+      drop_connection();
+      throw;
+    }
+    return result(nullptr);
+  };
+  if (PQenterPipelineMode(conn_) == 0) return broken(queued.front().sql);
+  for (const auto& statement : queued) {
+    const auto pointers = statement.values.pointers();
+    if (PQsendQueryParams(conn_, statement.sql.c_str(), static_cast<int>(pointers.size()), nullptr,
+                          pointers.data(), nullptr, nullptr, 0) == 0) {
+      return broken(statement.sql);
+    }
+  }
+  if (PQpipelineSync(conn_) == 0 || !flush_output(deadline, what)) {
+    return broken(queued.front().sql);
+  }
+  pg_result* first_failure = nullptr;
+  const std::string* failed_sql = nullptr;
+  pg_result* last = nullptr;
+  for (const auto& statement : queued) {
+    pg_result* one = collect_results(deadline, what);
+    if (one == nullptr) {
+      if (first_failure) PQclear(first_failure);
+      if (last) PQclear(last);
+      return broken(statement.sql);
+    }
+    if (last) PQclear(std::exchange(last, nullptr));
+    if (!first_failure && failed(one)) {
+      first_failure = one;
+      failed_sql = &statement.sql;
+    } else {
+      last = one;
+    }
+  }
+  // The sync's own marker ends the pipeline.
+  while (true) {
+    pg_result* marker = nullptr;
+    if (PQisBusy(conn_) == 0) marker = PQgetResult(conn_);
+    if (marker && PQresultStatus(marker) == PGRES_PIPELINE_SYNC) {
+      PQclear(marker);
+      break;
+    }
+    if (marker) {
+      PQclear(marker);
+      continue;
+    }
+    try {
+      wait_socket(POLLIN, deadline, what);
+    } catch (...) {
+      if (first_failure) PQclear(first_failure);
+      if (last) PQclear(last);
+      throw;
+    }
+    if (PQconsumeInput(conn_) == 0) {
+      if (first_failure) PQclear(first_failure);
+      if (last) PQclear(last);
+      return broken(queued.front().sql);
+    }
+  }
+  PQexitPipelineMode(conn_);
+  if (first_failure) {
+    if (last) PQclear(last);
+    return checked(first_failure, *failed_sql);  // throws
+  }
+  return checked(last, queued.back().sql);
 }
 
 session::unbounded::unbounded(session& db) : db_(db) {
@@ -226,6 +320,7 @@ result session::checked(pg_result* handle, std::string_view sql) {
 }
 
 result session::exec(std::string_view sql) {
+  if (!queued_.empty()) exec_pipelined(nullptr, nullptr);
   ensure_connected();
   const std::string text(sql);
   if (PQsendQuery(conn_, text.c_str()) == 0) return checked(nullptr, sql);
@@ -233,6 +328,7 @@ result session::exec(std::string_view sql) {
 }
 
 result session::exec(const std::string& sql, const params& values) {
+  if (!queued_.empty()) return exec_pipelined(&sql, &values);
   ensure_connected();
   const auto pointers = values.pointers();
   if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
@@ -240,6 +336,10 @@ result session::exec(const std::string& sql, const params& values) {
     return checked(nullptr, sql);
   }
   return checked(await_result(sql), sql);
+}
+
+void session::send(std::string sql, params values) {
+  queued_.push_back({std::move(sql), std::move(values)});
 }
 
 std::vector<std::string> session::take_notifications() {
@@ -254,16 +354,24 @@ std::vector<std::string> session::take_notifications() {
 }
 
 bool session::in_transaction() const {
-  return conn_ && PQtransactionStatus(conn_) == PQTRANS_INTRANS;
+  // A transaction's BEGIN may still wait in the queue for its first statement.
+  return in_transaction_ || (conn_ && PQtransactionStatus(conn_) == PQTRANS_INTRANS);
 }
 
 transaction::transaction(session& db, std::string_view begin) : db_(db) {
-  db_.exec(begin);
+  // Connected (again) now, while no transaction is open; the BEGIN itself goes with the
+  // transaction's first statement.
+  db_.ensure_connected();
+  db_.send(std::string(begin));
   db_.in_transaction_ = true;
 }
 
 transaction::~transaction() {
-  if (!open_) return;
+  if (open_) roll_back();
+}
+
+void transaction::roll_back() {
+  db_.queued_.clear();
   db_.in_transaction_ = false;
   // A dropped connection took the transaction with it; connecting again only to roll back
   // would wait on a server that may be silent.
@@ -280,9 +388,15 @@ void transaction::commit() {
   // Still marked inside the transaction while COMMIT runs: a COMMIT sent on a fresh connection
   // would only warn "no transaction in progress" and look like success.
   try {
-    db_.exec("COMMIT");
+    db_.exec(std::string("COMMIT"), params());
   } catch (...) {
-    db_.in_transaction_ = false;
+    // A queued statement that failed kept the COMMIT from running: the server still holds the
+    // aborted transaction.
+    if (db_.conn_ && PQtransactionStatus(db_.conn_) != PQTRANS_IDLE) {
+      roll_back();
+    } else {
+      db_.in_transaction_ = false;
+    }
     throw;
   }
   db_.in_transaction_ = false;

@@ -48,8 +48,17 @@ class session {
 
   // Runs one statement; throws storage::error naming the SQLSTATE on failure. A connection
   // found broken is re-established once first, so a restarted server costs one failed call.
+  // `sql` without parameters may hold several statements; statements queued by send() go first,
+  // in a round trip of their own.
   result exec(std::string_view sql);
+  // Statements queued by send() go in the same round trip, before this one (libpq's pipeline
+  // mode): the first of them to fail is what throws.
   result exec(const std::string& sql, const params& values);
+
+  // Queues one statement whose result the caller does not read (a BEGIN, a SAVEPOINT, an INSERT
+  // of records): it reaches the server with the next exec, so a transaction's cycle waits for one
+  // round trip where it would wait for several. A transaction that rolls back first discards it.
+  void send(std::string sql, params values = {});
 
   // A setting for this session (`SET …`), made now and again on every new connection.
   void set_on_connect(std::string statement);
@@ -89,6 +98,14 @@ class session {
   // Sends what PQsendQuery* queued and collects its results: the first failed one, else the
   // last, as PQexec would, but never waiting past the session's limits.
   pg_result* await_result(std::string_view sql);
+  // The pieces of await_result: false when the connection broke while sending.
+  bool flush_output(std::chrono::steady_clock::time_point deadline, const std::string& what);
+  // The results of the next statement sent, up to libpq's end marker: nullptr when the
+  // connection broke.
+  pg_result* collect_results(std::chrono::steady_clock::time_point deadline,
+                             const std::string& what);
+  // The queued statements and then `sql` (none when null) in one pipeline and one sync.
+  result exec_pipelined(const std::string* sql, const params* values);
   void drop_connection();
   std::chrono::steady_clock::time_point answer_deadline() const;
   // The SET statements that put the session's limits in force.
@@ -104,6 +121,11 @@ class session {
   bool in_transaction_ = false;
   std::int64_t connections_ = 0;
   std::vector<std::string> on_connect_;
+  struct queued_statement {
+    std::string sql;
+    params values;
+  };
+  std::vector<queued_statement> queued_;
 };
 
 // BEGIN … COMMIT, rolled back when left without commit (exceptions included).
@@ -116,6 +138,8 @@ class transaction {
   void commit();
 
  private:
+  void roll_back();
+
   session& db_;
   bool open_ = true;
 };

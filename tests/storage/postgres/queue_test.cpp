@@ -231,6 +231,65 @@ TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
   EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM surge_attempt"), 4);
 }
 
+// A cycle's statements go to the server in a few pipelines (storage/postgres/session.hpp): the
+// attempt records travel with the token read that follows them. When the server refuses them,
+// the whole cycle fails and writes nothing, and the next cycle writes the same outcomes.
+TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 3);
+  auto store = queue.store();
+  store->renew_ownership(proto::unix_now());
+  subscriber_demand want{.subscriber_id = id, .rows = 2};
+  const auto claimed =
+      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+  ASSERT_EQ(claimed.size(), 2u);
+  std::vector<outcome> outcomes;
+  for (const auto& row : claimed) {
+    outcome& o = outcomes.emplace_back();
+    o.delivery_id = row.id;
+    o.lease = row.lease;
+    o.kind = outcome_kind::done;
+    o.attempts = 1;
+    o.last_status = 200;
+    o.finished_at = 2;
+    o.has_attempt = true;
+    o.attempt = {.delivery_id = row.id,
+                 .subscriber_id = id,
+                 .attempt = 1,
+                 .started_at = 1,
+                 .finished_at = 2,
+                 .status_code = 200};
+  }
+  queue.sql.exec(
+      "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+      "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$");
+  queue.sql.exec(
+      "CREATE TRIGGER refuse BEFORE INSERT ON surge_attempt FOR EACH ROW EXECUTE FUNCTION "
+      "refuse()");
+  subscriber_demand more{.subscriber_id = id, .rows = 1, .tokens = 1};
+  try {
+    store->write_and_claim(outcomes, {}, {&more, 1}, proto::unix_now(), 30, INT64_MAX);
+    FAIL() << "the refused attempt records were not reported";
+  } catch (const error& failure) {
+    EXPECT_EQ(failure.what_kind(), error::kind::row_rejected) << failure.what();
+    EXPECT_NE(std::string(failure.what()).find("surge_attempt"), std::string::npos)
+        << "names the statement that failed, not the one it travelled with: " << failure.what();
+  }
+  EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 0);
+  EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE locked_until = 0"), 1)
+      << "the failed cycle claimed nothing";
+  // The same store, the same session: the next cycle writes the outcomes and claims.
+  queue.sql.exec("DROP TRIGGER refuse ON surge_attempt");
+  const auto cycle =
+      store->write_and_claim(outcomes, {}, {&more, 1}, proto::unix_now(), 30, INT64_MAX);
+  EXPECT_EQ(cycle.written.applied, 2);
+  EXPECT_EQ(cycle.claimed.size(), 1u);
+  EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM surge_attempt"), 2);
+  EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 2);
+}
+
 TEST(PostgresQueue, RowsNoClaimCouldMatchAreDeadLetteredWithTheReason) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
