@@ -211,9 +211,7 @@ result session::exec_pipelined(const std::string* sql, const params* values) {
   };
   if (PQenterPipelineMode(conn_) == 0) return broken(queued.front().sql);
   for (const auto& statement : queued) {
-    const auto pointers = statement.values.pointers();
-    if (PQsendQueryParams(conn_, statement.sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                          pointers.data(), nullptr, nullptr, 0) == 0) {
+    if (send_query(conn_, statement.sql, statement.values) == 0) {
       return broken(statement.sql);
     }
   }
@@ -330,9 +328,7 @@ result session::exec(std::string_view sql) {
 result session::exec(const std::string& sql, const params& values) {
   if (!queued_.empty()) return exec_pipelined(&sql, &values);
   ensure_connected();
-  const auto pointers = values.pointers();
-  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(pointers.size()), nullptr,
-                        pointers.data(), nullptr, nullptr, 0) == 0) {
+  if (send_query(conn_, sql, values) == 0) {
     return checked(nullptr, sql);
   }
   return checked(await_result(sql), sql);

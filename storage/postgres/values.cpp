@@ -1,5 +1,6 @@
 #include "storage/postgres/values.hpp"
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,21 @@ void append_quoted(std::string& out, std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+void append_be32(std::string& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
+}
+
+void append_be64(std::string& out, std::uint64_t value) {
+  for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
+}
+
+// PostgreSQL's float8 type, as array_recv checks the elements' type.
+constexpr std::uint32_t float8_oid = 701;
+
+}  // namespace
+
 params& params::add(std::int64_t value) {
   values_.emplace_back(std::to_string(value));
   return *this;
@@ -56,12 +72,24 @@ params& params::add_array(std::span<const std::int64_t> values) {
   return *this;
 }
 params& params::add_array(std::span<const double> values) {
-  std::string out = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    out += format_real(values[i]);
+  // array_send's layout: dimensions, a has-nulls flag, the element type, each dimension's length
+  // and lower bound, then each element's length and its big-endian IEEE 754 bytes.
+  std::string out;
+  out.reserve(20 + values.size() * 12);
+  append_be32(out, values.empty() ? 0 : 1);
+  append_be32(out, 0);
+  append_be32(out, float8_oid);
+  if (!values.empty()) {
+    append_be32(out, static_cast<std::uint32_t>(values.size()));
+    append_be32(out, 1);
   }
-  values_.emplace_back(out + "}");
+  for (const double value : values) {
+    append_be32(out, 8);
+    append_be64(out, std::bit_cast<std::uint64_t>(value));
+  }
+  values_.emplace_back(std::move(out));
+  formats_.resize(values_.size(), 0);
+  formats_.back() = 1;
   return *this;
 }
 params& params::add_array(std::span<const std::string> values) {
@@ -86,11 +114,20 @@ params& params::add_array(std::span<const std::optional<std::string>> values) {
   values_.emplace_back(out + "}");
   return *this;
 }
-std::vector<const char*> params::pointers() const {
-  std::vector<const char*> out;
-  out.reserve(values_.size());
-  for (const auto& value : values_) out.push_back(value ? value->c_str() : nullptr);
-  return out;
+int send_query(pg_conn* conn, const std::string& sql, const params& values) {
+  const auto count = values.values_.size();
+  std::vector<const char*> pointers(count);
+  std::vector<int> lengths(count, 0);
+  std::vector<int> formats(values.formats_);
+  formats.resize(count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& value = values.values_[i];
+    if (!value) continue;
+    pointers[i] = value->data();
+    lengths[i] = static_cast<int>(value->size());  // read for binary values only
+  }
+  return PQsendQueryParams(conn, sql.c_str(), static_cast<int>(count), nullptr, pointers.data(),
+                           lengths.data(), formats.data(), 0);
 }
 
 result::result(pg_result* handle) : handle_(handle) {}
