@@ -36,22 +36,26 @@ constexpr const char* new_rows_channel = "surge_new_rows";
 // Oldest due first per subscriber, rows another transaction holds skipped (SKIP LOCKED): several
 // drainers and the steady-state drainer claim side by side without waiting on each other. Each
 // subscriber's seek starts after its resume point (storage/resume_points.hpp), past the rows this
-// drain already holds and the finished rows' dead index entries. The picked ids go to the UPDATE
-// as an array, which the planner looks up by primary key; joined with the CTE instead, it
-// estimated a handful of rows and hashed the whole table for every claim.
+// drain already holds and the finished rows' dead index entries. The picked rows go to the UPDATE
+// as an array of their places in the table (ctid), which it reads directly, with no second walk
+// down the primary key (a quarter of the claim's cost); joined with the CTE instead, the planner
+// estimated a handful of rows and hashed the whole table for every claim. A row locked here keeps
+// its place until this transaction ends; should the UPDATE not find a picked row where it was
+// picked (another session changed it just before the lock), the row is left out of this claim
+// and stays due, as a row SKIP LOCKED steps over.
 constexpr const char* claim_sql = R"sql(
 WITH picked AS (
-  SELECT c.id FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[])
+  SELECT c.ctid FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[])
     AS want(sid, n, after_at, after_id)
   CROSS JOIN LATERAL (
-    SELECT w.id FROM webhook_delivery w
+    SELECT w.ctid FROM webhook_delivery w
     WHERE w.subscriber_id = want.sid AND w.status IN ('pending', 'retry')
       AND w.next_attempt_at <= $3 AND w.locked_until <= $3
       AND (w.next_attempt_at, w.id) > (want.after_at, want.after_id)
     ORDER BY w.next_attempt_at, w.id LIMIT want.n
     FOR UPDATE SKIP LOCKED) c)
 UPDATE webhook_delivery d SET locked_until = $4
-WHERE d.id = ANY (ARRAY(SELECT id FROM picked))
+WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM picked))
 RETURNING d.id, d.subscriber_id, d.event_type,
   CASE WHEN octet_length(d.payload) > $5::bigint THEN '' ELSE d.payload END,
   d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload), d.coalesced_since
