@@ -94,8 +94,10 @@ struct storage_worker_config {
   // The first backlog count waits for the shards' first claims to be answered, or this long
   // when none is asked (engine/store/backlog_watch.hpp, first_count_due).
   std::chrono::milliseconds first_count_wait = 100ms;
-  std::chrono::milliseconds backlog_refresh_interval = 2s;  // while it is large
-  std::chrono::milliseconds error_backoff = 500ms;          // after a failed claim or write
+  // While it is large; in between, the last count less the rows finished since stands for it
+  // (engine/store/backlog_watch.hpp, backlog_estimate).
+  std::chrono::milliseconds backlog_refresh_interval = 10s;
+  std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
   // How often the storage loop asks whether another connection committed (PRAGMA
   // data_version, about a microsecond) and, if so, which subscribers got new due rows: those
   // are woken at once instead of at their next idle poll. 0 turns the wake off (polls only).

@@ -28,6 +28,29 @@ std::chrono::steady_clock::duration backlog_check_interval(
     const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
     std::chrono::steady_clock::duration last_count_took);
 
+// The backlog between two counts: the last count less the rows finished since (delivered, dead
+// or coalesced; a retried or released row stays due). A count reads every due row, so while the
+// backlog is large it runs seldom (backlog_check_interval), and the gauge, the progress line and
+// the choice of the next check's interval follow the drain's own progress instead. Rows queued
+// since the count show at the next one: the estimate errs low, towards checking sooner.
+class backlog_estimate {
+ public:
+  // A count found `rows` (-1: none yet) when `finished_total` rows had been finished.
+  void counted(std::int64_t rows, std::int64_t finished_total) {
+    counted_ = rows;
+    finished_at_count_ = finished_total;
+  }
+  std::int64_t at(std::int64_t finished_total) const {
+    if (counted_ < 0) return counted_;
+    const auto left = counted_ - (finished_total - finished_at_count_);
+    return left > 0 ? left : 0;
+  }
+
+ private:
+  std::int64_t counted_ = -1;
+  std::int64_t finished_at_count_ = 0;
+};
+
 // Whether the drain's first backlog count may run. The count reads every due row (about 20 ms
 // at 200,000 rows) on the storage thread, so the shards' first claims, asked a moment after
 // start, would wait behind it and the first sends with them. It runs once a claim has been

@@ -146,6 +146,12 @@ void storage_worker::wake_for_new_rows() {
   }
 }
 
+std::int64_t storage_worker::finished_rows() const {
+  return counters_.delivered.load(std::memory_order_relaxed) +
+         counters_.dead.load(std::memory_order_relaxed) +
+         counters_.coalesced.load(std::memory_order_relaxed);
+}
+
 void storage_worker::check_drained() {
   cadence_.backlog_checked(steady::now());
   // Outcomes held for their commit (engine/store/commit_timing.hpp) would make this check skip; a
@@ -159,8 +165,10 @@ void storage_worker::check_drained() {
     update_drainable();
     const double now = proto::unix_now();
     const auto count_began = steady::now();
+    const auto finished_before_count = finished_rows();
     auto outstanding = db_->count_outstanding(now, drainable_);
     cadence_.backlog_counted(steady::now() - count_began);
+    backlog_estimate_.counted(outstanding, finished_before_count);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
     const auto earliest = db_->earliest_scheduled(now, drainable_);
     metrics_.oldest_due_age.store(earliest ? std::max(0.0, now - *earliest) : 0.0,
@@ -171,6 +179,7 @@ void storage_worker::check_drained() {
     if (backlog_watch_.sweep_due(outstanding, steady::now())) {
       sweep_stuck_rows();
       outstanding = db_->count_outstanding(now, drainable_);
+      backlog_estimate_.counted(outstanding, finished_rows());
       counters_.backlog.store(outstanding, std::memory_order_relaxed);
     }
     bool due_soon = false;

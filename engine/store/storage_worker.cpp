@@ -155,8 +155,9 @@ void storage_worker::run() {
     if (claiming) {
       const bool shards_idle = counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
                                counters_.buffered.load(std::memory_order_relaxed) == 0;
-      const auto due = cadence_.due(steady::now(),
-                                    counters_.backlog.load(std::memory_order_relaxed), shards_idle);
+      const auto backlog = backlog_estimate_.at(finished_rows());
+      counters_.backlog.store(backlog, std::memory_order_relaxed);
+      const auto due = cadence_.due(steady::now(), backlog, shards_idle);
       if (due.reload_subscribers) reload_subscribers(false);
       if (due.renew_ownership) renew_ownership();
       if (due.count_backlog) check_drained();

@@ -199,6 +199,9 @@ class storage_worker {
   static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
   backlog_watch backlog_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
   std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
+  backlog_estimate backlog_estimate_;
+  // Rows the shards have finished: delivered, dead or coalesced (for backlog_estimate_).
+  std::int64_t finished_rows() const;
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;

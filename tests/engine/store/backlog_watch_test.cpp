@@ -144,6 +144,28 @@ TEST(BacklogCheckInterval, OneStalledCountDoesNotHoldTheEndForMinutes) {
   EXPECT_EQ(backlog_check_interval(timing, 50, true, 10s), clock::duration(30s));
 }
 
+TEST(BacklogEstimate, BetweenCountsTheLastCountLessTheRowsFinishedSince) {
+  backlog_estimate estimate;
+  EXPECT_EQ(estimate.at(0), -1) << "unknown before the first count";
+  estimate.counted(200000, 1500);  // 1,500 rows had been finished when the count ran
+  EXPECT_EQ(estimate.at(1500), 200000);
+  EXPECT_EQ(estimate.at(51500), 150000);
+  EXPECT_EQ(estimate.at(500000), 0) << "never below zero: rows queued since count nowhere";
+  // The next count replaces it, rows queued meanwhile included.
+  estimate.counted(180000, 60000);
+  EXPECT_EQ(estimate.at(70000), 170000);
+}
+
+TEST(BacklogEstimate, AsTheDrainNearsItsEndTheChecksComeOften) {
+  // A large count is refreshed rarely; the rows finished since bring the estimate down, and once
+  // it is small the checks that can end --until-drained come at the short interval again.
+  backlog_estimate estimate;
+  estimate.counted(200000, 0);
+  EXPECT_EQ(backlog_check_interval(timing, estimate.at(100000), false, 2ms), clock::duration(2s));
+  EXPECT_EQ(backlog_check_interval(timing, estimate.at(199500), false, 2ms),
+            clock::duration(250ms));
+}
+
 TEST(FirstCountDue, WaitsForTheFirstClaimsAnswer) {
   // The shards ask a moment after start; a count before their answer would hold their claims.
   EXPECT_FALSE(first_count_due(false, 0ms, 100ms));

@@ -74,8 +74,8 @@ TEST(StorageCadence, ALargeBacklogWithBusyShardsIsCountedRarely) {
   cadence.claim_answered();
   cadence.backlog_checked(start);
   cadence.backlog_counted(1ms);
-  EXPECT_FALSE(cadence.due(start + 1s, 200'000, false).count_backlog);
-  EXPECT_TRUE(cadence.due(start + 2s, 200'000, false).count_backlog);
+  EXPECT_FALSE(cadence.due(start + 9s, 200'000, false).count_backlog);
+  EXPECT_TRUE(cadence.due(start + 10s, 200'000, false).count_backlog);
   // Idle shards or a small backlog: the end may be near, so counts come every 250 ms.
   EXPECT_TRUE(cadence.due(start + 250ms, 200'000, true).count_backlog);
   EXPECT_TRUE(cadence.due(start + 250ms, 10, false).count_backlog);
