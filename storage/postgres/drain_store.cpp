@@ -42,7 +42,8 @@ constexpr const char* new_rows_channel = "surge_new_rows";
 // estimated a handful of rows and hashed the whole table for every claim. A row locked here keeps
 // its place until this transaction ends; should the UPDATE not find a picked row where it was
 // picked (another session changed it just before the lock), the row is left out of this claim
-// and stays due, as a row SKIP LOCKED steps over.
+// and stays due, as a row SKIP LOCKED steps over. (A ctid names a row only within one table:
+// webhook_delivery is a plain table, as the shared DDL makes it, not a partitioned one.)
 constexpr const char* claim_sql = R"sql(
 WITH picked AS (
   SELECT c.ctid FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[])

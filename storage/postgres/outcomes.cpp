@@ -134,6 +134,9 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
                             .add_array(into);
     std::optional<result> applied;
     if (mode == lock_mode::direct) {
+      // A lock timeout (busy) thrown below is taken for the outcome UPDATE's own: a queued
+      // statement that could fail that way goes first, apart.
+      if (!db.only_begin_queued()) db.flush();
       db.send(direct_write_savepoint);
       db.send(direct_write_lock_timeout);
       try {

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include <libpq-fe.h>
@@ -127,11 +128,12 @@ void session::ensure_connected() {
   }
 }
 
-std::chrono::steady_clock::time_point session::answer_deadline() const {
+std::chrono::steady_clock::time_point session::answer_deadline(int statements) const {
   if (statement_timeout_lifted_ || limits_.statement_timeout.count() == 0) {
     return std::chrono::steady_clock::time_point::max();
   }
-  return std::chrono::steady_clock::now() + limits_.statement_timeout + limits_.silence_margin;
+  return std::chrono::steady_clock::now() + statements * limits_.statement_timeout +
+         limits_.silence_margin;
 }
 
 pg_result* session::await_result(std::string_view sql) {
@@ -195,9 +197,10 @@ result session::exec_pipelined(const std::string* sql, const params* values) {
   auto queued = std::exchange(queued_, {});
   if (sql) queued.push_back({*sql, values ? *values : params()});
   ensure_connected();
-  const auto deadline = answer_deadline();
+  // The server's statement timeout applies to each statement in turn.
+  const auto deadline = answer_deadline(static_cast<int>(queued.size()));
   const std::string what = "to " + std::to_string(queued.size()) + " statements (" +
-                           queued.front().sql.substr(0, 40) + "…)";
+                           queued.back().sql.substr(0, 40) + "…)";
   // Whatever goes wrong midway leaves the pipeline's state unknown: the connection is dropped
   // (inside a transaction, the transaction with it), after libpq's message is taken.
   auto broken = [&](const std::string& in) -> result {
@@ -211,62 +214,36 @@ result session::exec_pipelined(const std::string* sql, const params* values) {
   };
   if (PQenterPipelineMode(conn_) == 0) return broken(queued.front().sql);
   for (const auto& statement : queued) {
-    if (send_query(conn_, statement.sql, statement.values) == 0) {
-      return broken(statement.sql);
-    }
+    if (send_query(conn_, statement.sql, statement.values) == 0) return broken(statement.sql);
   }
   if (PQpipelineSync(conn_) == 0 || !flush_output(deadline, what)) {
-    return broken(queued.front().sql);
+    return broken(queued.back().sql);
   }
-  pg_result* first_failure = nullptr;
+  using owned = std::unique_ptr<pg_result, decltype(&PQclear)>;
+  owned first_failure(nullptr, &PQclear);
+  owned last(nullptr, &PQclear);
   const std::string* failed_sql = nullptr;
-  pg_result* last = nullptr;
   for (const auto& statement : queued) {
-    pg_result* one = collect_results(deadline, what);
-    if (one == nullptr) {
-      if (first_failure) PQclear(first_failure);
-      if (last) PQclear(last);
-      return broken(statement.sql);
-    }
-    if (last) PQclear(std::exchange(last, nullptr));
-    if (!first_failure && failed(one)) {
-      first_failure = one;
+    owned one(collect_results(deadline, what), &PQclear);  // a wait that ends throws
+    if (!one) return broken(statement.sql);
+    if (!first_failure && failed(one.get())) {
+      first_failure = std::move(one);
       failed_sql = &statement.sql;
     } else {
-      last = one;
+      last = std::move(one);
     }
   }
   // The sync's own marker ends the pipeline.
   while (true) {
-    pg_result* marker = nullptr;
-    if (PQisBusy(conn_) == 0) marker = PQgetResult(conn_);
-    if (marker && PQresultStatus(marker) == PGRES_PIPELINE_SYNC) {
-      PQclear(marker);
-      break;
-    }
-    if (marker) {
-      PQclear(marker);
-      continue;
-    }
-    try {
-      wait_socket(POLLIN, deadline, what);
-    } catch (...) {
-      if (first_failure) PQclear(first_failure);
-      if (last) PQclear(last);
-      throw;
-    }
-    if (PQconsumeInput(conn_) == 0) {
-      if (first_failure) PQclear(first_failure);
-      if (last) PQclear(last);
-      return broken(queued.front().sql);
-    }
+    owned marker(PQisBusy(conn_) == 0 ? PQgetResult(conn_) : nullptr, &PQclear);
+    if (marker && PQresultStatus(marker.get()) == PGRES_PIPELINE_SYNC) break;
+    if (marker) continue;
+    wait_socket(POLLIN, deadline, what);
+    if (PQconsumeInput(conn_) == 0) return broken(queued.back().sql);
   }
-  PQexitPipelineMode(conn_);
-  if (first_failure) {
-    if (last) PQclear(last);
-    return checked(first_failure, *failed_sql);  // throws
-  }
-  return checked(last, queued.back().sql);
+  if (PQexitPipelineMode(conn_) == 0) return broken(queued.back().sql);
+  if (first_failure) return checked(first_failure.release(), *failed_sql);  // throws
+  return checked(last.release(), queued.back().sql);
 }
 
 session::unbounded::unbounded(session& db) : db_(db) {
@@ -318,7 +295,7 @@ result session::checked(pg_result* handle, std::string_view sql) {
 }
 
 result session::exec(std::string_view sql) {
-  if (!queued_.empty()) exec_pipelined(nullptr, nullptr);
+  flush();
   ensure_connected();
   const std::string text(sql);
   if (PQsendQuery(conn_, text.c_str()) == 0) return checked(nullptr, sql);
@@ -332,6 +309,14 @@ result session::exec(const std::string& sql, const params& values) {
     return checked(nullptr, sql);
   }
   return checked(await_result(sql), sql);
+}
+
+void session::flush() {
+  if (!queued_.empty()) exec_pipelined(nullptr, nullptr);
+}
+
+bool session::only_begin_queued() const {
+  return queued_.size() == 1 && queued_.front().sql.starts_with("BEGIN");
 }
 
 void session::send(std::string sql, params values) {
@@ -370,8 +355,9 @@ void transaction::roll_back() {
   db_.queued_.clear();
   db_.in_transaction_ = false;
   // A dropped connection took the transaction with it; connecting again only to roll back
-  // would wait on a server that may be silent.
+  // would wait on a server that may be silent. A BEGIN still queued never reached the server.
   if (!db_.conn_ || PQstatus(db_.conn_) != CONNECTION_OK) return;
+  if (PQtransactionStatus(db_.conn_) == PQTRANS_IDLE) return;
   try {
     db_.exec("ROLLBACK");
   } catch (const error&) {

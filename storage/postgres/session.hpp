@@ -3,9 +3,6 @@
 // with text parameters, read text results, hold a transaction. Private to storage/.
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +56,11 @@ class session {
   // of records): it reaches the server with the next exec, so a transaction's cycle waits for one
   // round trip where it would wait for several. A transaction that rolls back first discards it.
   void send(std::string sql, params values = {});
+  // Sends what is queued now, in a round trip of its own.
+  void flush();
+  // Whether the queue holds a transaction's BEGIN and nothing else (a statement of its own
+  // that fails would otherwise be taken for the next exec's failure).
+  bool only_begin_queued() const;
 
   // A setting for this session (`SET …`), made now and again on every new connection.
   void set_on_connect(std::string statement);
@@ -107,7 +109,8 @@ class session {
   // The queued statements and then `sql` (none when null) in one pipeline and one sync.
   result exec_pipelined(const std::string* sql, const params* values);
   void drop_connection();
-  std::chrono::steady_clock::time_point answer_deadline() const;
+  // How long the client waits for the answers of `statements` statements sent together.
+  std::chrono::steady_clock::time_point answer_deadline(int statements = 1) const;
   // The SET statements that put the session's limits in force.
   std::string bounds_statement() const;
   result checked(pg_result* handle, std::string_view sql);
@@ -131,6 +134,7 @@ class session {
 // BEGIN … COMMIT, rolled back when left without commit (exceptions included).
 class transaction {
  public:
+  // `begin`: one statement (it is queued, and queued statements go one by one).
   explicit transaction(session& db, std::string_view begin = "BEGIN");
   ~transaction();
   transaction(const transaction&) = delete;
