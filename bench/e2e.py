@@ -216,7 +216,16 @@ def run_scenario(args, scenario, workdir, pg=None):
             f" into {scenario.receiver}")
         receiver_cpu = receiver.cpu_seconds()
         server_cpu = pg.cpu_seconds() if scenario.queue == "postgres" else None
-        drain = run_drain(args, directory, db, scenario)
+        proxy = None
+        drain_db = db
+        if scenario.queue == "postgres" and args.pg_delay_ms > 0:
+            proxy = pg_queue.DelayProxy(pg, args.pg_delay_ms, directory)
+            drain_db = proxy.uri(scenario.name)
+        try:
+            drain = run_drain(args, directory, drain_db, scenario)
+        finally:
+            if proxy is not None:
+                proxy.stop()
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         if server_cpu is not None:
             server_cpu = pg.cpu_seconds() - server_cpu
@@ -347,6 +356,10 @@ def main():
     parser.add_argument("--start-margin", type=float, default=2.0,
                         help="(d): the small subscribers' rows fall due from now + this")
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags, every scenario")
+    parser.add_argument("--pg-delay-ms", type=float, default=0.0,
+                        help="pg_* scenarios: the drain reaches PostgreSQL through"
+                             " bench/delay_proxy.py, which holds every chunk this long each way"
+                             " (a server on another host); 0: the Unix socket directly")
     parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
                         help="the rows in id order: interleaved as a producer's fan-out writes"
                              " them (one row per subscriber per event), or each subscriber's"
@@ -378,6 +391,7 @@ def main():
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
               "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args,
+              "pg_delay_ms": args.pg_delay_ms,
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
     pg = None  # one PostgreSQL server for every postgres scenario, started by the first

@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -183,6 +184,9 @@ class PgServer:
         return (f"postgresql:///{urllib.parse.quote(database)}?host={host}&port={self.port}"
                 f"&user=surge")
 
+    def socket_path(self):
+        return str(Path(self.directory, f".s.PGSQL.{self.port}"))
+
     def _wait_ready(self, timeout):
         deadline = time.time() + timeout
         while True:
@@ -252,3 +256,30 @@ class PgServer:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+class DelayProxy:
+    """bench/delay_proxy.py in front of `server`'s socket, adding `delay_ms` each way; uri() is
+    the drain's way to the server through it (TCP on 127.0.0.1)."""
+
+    def __init__(self, server, delay_ms, directory):
+        port_file = Path(directory, "delay_proxy.port")
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("delay_proxy.py")),
+             "--unix", server.socket_path(), "--delay-ms", str(delay_ms),
+             "--port-file", str(port_file)])
+        deadline = time.time() + 10
+        while not port_file.exists() or not port_file.read_text().strip():
+            if self.process.poll() is not None or time.time() > deadline:
+                self.stop()
+                raise RuntimeError("bench/delay_proxy.py did not start")
+            time.sleep(0.05)
+        self.port = int(port_file.read_text())
+
+    def uri(self, database):
+        return f"postgresql://surge@127.0.0.1:{self.port}/{urllib.parse.quote(database)}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
