@@ -59,7 +59,7 @@ UPDATE webhook_delivery d SET locked_until = $4
 WHERE d.ctid = ANY (ARRAY(SELECT ctid FROM picked))
 RETURNING d.id, d.subscriber_id, d.event_type,
   CASE WHEN octet_length(d.payload) > $5::bigint THEN '' ELSE d.payload END,
-  d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload), d.coalesced_since
+  d.attempts, d.next_attempt_at, d.created_at, octet_length(d.payload), d.coalesced_since, d.ctid
 )sql";
 
 bool due_order(const claimed_row& a, const claimed_row& b) {
@@ -273,7 +273,7 @@ class postgres_drain_store final : public drain_store {
                                      std::span<const std::int64_t> deactivate) {
     const auto now = std::chrono::steady_clock::now();
     auto mode = now < step_over_until_ ? pg::lock_mode::step_over : pg::lock_mode::direct;
-    auto report = pg::apply_outcomes(db_, outcomes, deactivate, mode);
+    auto report = pg::apply_outcomes(db_, outcomes, deactivate, mode, &places_);
     if (mode == pg::lock_mode::step_over && now >= step_over_until_) {
       step_over_until_ = now + step_over_for;
     }
@@ -288,6 +288,7 @@ class postgres_drain_store final : public drain_store {
   double reserve_seconds_;
   lease_values leases_;
   resume_points resume_;
+  pg::row_places places_;  // where this drain's leased rows sit, for their outcomes
   // Until when outcomes step over held rows, after a direct write met a lock.
   std::chrono::steady_clock::time_point step_over_until_{};
   static constexpr auto step_over_for = std::chrono::seconds(5);
@@ -408,6 +409,7 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
     auto& row = rows.emplace_back();
     pg::read_claimed_row(found, i, 0, row);
     row.lease = lease;
+    places_.leased(row.id, lease, std::string(found.text(i, 9)));
   }
   // RETURNING hands rows back in no promised order.
   std::sort(rows.begin(), rows.end(), due_order);

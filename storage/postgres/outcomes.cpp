@@ -56,6 +56,19 @@ const std::string& outcomes_sql() {
   return text;
 }
 
+// Directly, each row read at its place ($10, row_places) and matched by id and lease as well.
+const std::string& outcomes_at_places_sql() {
+  static const std::string text = [] {
+    std::string sql(outcome_set);
+    const std::string unnest_end = "$9::bigint[])";
+    sql.replace(sql.find(unnest_end), unnest_end.size(), "$9::bigint[], $10::tid[])");
+    const std::string columns_end = "into_id)";
+    sql.replace(sql.find(columns_end), columns_end.size(), "into_id, place)");
+    return sql + " AND d.ctid = o.place\nRETURNING d.id, true";
+  }();
+  return text;
+}
+
 // Stepping over rows another session holds locked (an operator's open transaction), so one held
 // row never stalls every other outcome: the result names each row taken with whether its fence
 // held, and a row not named was held. Its row locks cost a WAL record each, so it is the way only
@@ -102,37 +115,94 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::float8[], $5::fl
 
 }  // namespace
 
+void row_places::leased(std::int64_t id, double lease, std::string place) {
+  places_[id] = {.lease = lease, .ctid = std::move(place)};
+}
+
+std::string row_places::take(std::int64_t id, double lease) {
+  const auto found = places_.find(id);
+  if (found == places_.end()) return {};
+  std::string place = found->second.lease == lease ? std::move(found->second.ctid) : "";
+  places_.erase(found);
+  return place;
+}
+
+namespace {
+
+// The outcome statements' nine arrays, of `items`.
+params outcome_values(std::span<const outcome* const> items) {
+  std::vector<std::int64_t> ids, attempts, into;
+  std::vector<double> leases, next_at, finished_at;
+  std::vector<std::string> kinds;
+  std::vector<std::optional<std::string>> statuses, errors;
+  for (const auto* item : items) {
+    ids.push_back(item->delivery_id);
+    leases.push_back(item->lease);
+    kinds.emplace_back(kind_word(item->kind));
+    attempts.push_back(item->attempts);
+    next_at.push_back(item->next_attempt_at);
+    statuses.push_back(item->last_status == 0 ? std::nullopt
+                                              : std::optional(std::to_string(item->last_status)));
+    errors.push_back(text_or_null(item->last_error));
+    finished_at.push_back(item->finished_at);
+    into.push_back(item->coalesced_into);
+  }
+  params values;
+  values.add_array(ids)
+      .add_array(leases)
+      .add_array(kinds)
+      .add_array(attempts)
+      .add_array(next_at)
+      .add_array(statuses)
+      .add_array(errors)
+      .add_array(finished_at)
+      .add_array(into);
+  return values;
+}
+
+// A direct write: the rows with a place read there first, then the rest (and any row not found
+// at its place) by id. The ids whose fence held.
+std::unordered_set<std::int64_t> write_directly(session& db, std::span<const outcome> batch,
+                                                row_places* places) {
+  std::vector<const outcome*> placed, by_id;
+  std::vector<std::string> where;
+  for (const auto& item : batch) {
+    auto place = places ? places->take(item.delivery_id, item.lease) : std::string();
+    if (place.empty()) {
+      by_id.push_back(&item);
+    } else {
+      placed.push_back(&item);
+      where.push_back(std::move(place));
+    }
+  }
+  std::unordered_set<std::int64_t> fenced;
+  if (!placed.empty()) {
+    const auto applied = db.exec(outcomes_at_places_sql(), outcome_values(placed).add_array(where));
+    for (int i = 0; i < applied.rows(); ++i) fenced.insert(applied.int64(i, 0));
+    for (const auto* item : placed) {
+      if (!fenced.contains(item->delivery_id)) by_id.push_back(item);
+    }
+  }
+  if (!by_id.empty()) {
+    const auto applied = db.exec(outcomes_sql(), outcome_values(by_id));
+    for (int i = 0; i < applied.rows(); ++i) fenced.insert(applied.int64(i, 0));
+  }
+  return fenced;
+}
+
+}  // namespace
+
 write_report apply_outcomes(session& db, std::span<const outcome> batch,
-                            std::span<const std::int64_t> deactivate, lock_mode& mode) {
+                            std::span<const std::int64_t> deactivate, lock_mode& mode,
+                            row_places* places) {
   write_report report;
   if (!batch.empty()) {
-    std::vector<std::int64_t> ids, attempts, into;
-    std::vector<double> leases, next_at, finished_at;
-    std::vector<std::string> kinds;
-    std::vector<std::optional<std::string>> statuses, errors;
-    for (const auto& item : batch) {
-      ids.push_back(item.delivery_id);
-      leases.push_back(item.lease);
-      kinds.emplace_back(kind_word(item.kind));
-      attempts.push_back(item.attempts);
-      next_at.push_back(item.next_attempt_at);
-      statuses.push_back(item.last_status == 0 ? std::nullopt
-                                               : std::optional(std::to_string(item.last_status)));
-      errors.push_back(text_or_null(item.last_error));
-      finished_at.push_back(item.finished_at);
-      into.push_back(item.coalesced_into);
-    }
-    const auto values = params()
-                            .add_array(ids)
-                            .add_array(leases)
-                            .add_array(kinds)
-                            .add_array(attempts)
-                            .add_array(next_at)
-                            .add_array(statuses)
-                            .add_array(errors)
-                            .add_array(finished_at)
-                            .add_array(into);
-    std::optional<result> applied;
+    std::vector<std::int64_t> ids;
+    for (const auto& item : batch) ids.push_back(item.delivery_id);
+    // Directly, every row is taken and those named held their fence; stepping over, the rows
+    // named are the ones taken, each saying whether its fence held.
+    std::unordered_set<std::int64_t> taken;
+    std::unordered_set<std::int64_t> fenced;
     if (mode == lock_mode::direct) {
       // A lock timeout (busy) thrown below is taken for the outcome UPDATE's own: a queued
       // statement that could fail that way goes first, apart.
@@ -140,23 +210,27 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
       db.send(direct_write_savepoint);
       db.send(direct_write_lock_timeout);
       try {
-        applied.emplace(db.exec(outcomes_sql(), values));
+        fenced = write_directly(db, batch, places);
+        taken.insert(ids.begin(), ids.end());
       } catch (const error& failure) {
         if (failure.what_kind() != error::kind::busy) throw;
         // Another session holds one of these rows: the batch again, stepping over it.
         db.exec("ROLLBACK TO SAVEPOINT surge_outcomes");
         mode = lock_mode::step_over;
+        fenced.clear();
       }
     }
-    if (!applied) applied.emplace(db.exec(outcomes_stepping_over_sql(), values));
-    // Directly, every row is taken and those named held their fence; stepping over, the rows
-    // named are the ones taken, each saying whether its fence held.
-    std::unordered_set<std::int64_t> taken;
-    std::unordered_set<std::int64_t> fenced;
-    if (mode == lock_mode::direct) taken.insert(ids.begin(), ids.end());
-    for (int i = 0; i < applied->rows(); ++i) {
-      taken.insert(applied->int64(i, 0));
-      if (applied->text(i, 1) == "t") fenced.insert(applied->int64(i, 0));
+    if (mode == lock_mode::step_over) {
+      std::vector<const outcome*> all;
+      for (const auto& item : batch) {
+        all.push_back(&item);
+        if (places) places->take(item.delivery_id, item.lease);  // written by id here
+      }
+      const auto applied = db.exec(outcomes_stepping_over_sql(), outcome_values(all));
+      for (int i = 0; i < applied.rows(); ++i) {
+        taken.insert(applied.int64(i, 0));
+        if (applied.text(i, 1) == "t") fenced.insert(applied.int64(i, 0));
+      }
     }
     report.applied = static_cast<int>(fenced.size());
     std::vector<std::int64_t> absent;  // not taken: held by another session, or gone

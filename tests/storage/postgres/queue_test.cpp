@@ -290,6 +290,58 @@ TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt
   EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 2);
 }
 
+// An outcome reads its row where the claim left it (its ctid), and by id when it is no longer
+// there: a row another session updated meanwhile (a new row version elsewhere, the lease kept)
+// is still written, and a row whose lease was taken is still reported lost.
+TEST(PostgresQueue, AnOutcomeFindsItsRowWhereverAnotherSessionMovedIt) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 3);
+  auto store = queue.store();
+  store->renew_ownership(proto::unix_now());
+  subscriber_demand want{.subscriber_id = id, .rows = 3};
+  const auto claimed =
+      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+  ASSERT_EQ(claimed.size(), 3u);
+  auto place = [&](std::int64_t row) {
+    return text(
+        queue.sql
+            .query("SELECT ctid::text FROM webhook_delivery WHERE id = ?", {std::to_string(row)})
+            .at(0),
+        0);
+  };
+  const auto before = place(claimed[0].id);
+  queue.sql.exec("UPDATE webhook_delivery SET payload = payload || ' ' WHERE id = ?",
+                 {std::to_string(claimed[0].id)});
+  ASSERT_NE(place(claimed[0].id), before) << "the update wrote a new row version elsewhere";
+  queue.sql.exec("UPDATE webhook_delivery SET locked_until = locked_until + 1 WHERE id = ?",
+                 {std::to_string(claimed[1].id)});
+  std::vector<outcome> outcomes;
+  for (const auto& row : claimed) {
+    outcome& o = outcomes.emplace_back();
+    o.delivery_id = row.id;
+    o.lease = row.lease;
+    o.kind = outcome_kind::done;
+    o.attempts = 1;
+    o.last_status = 200;
+    o.finished_at = 2;
+  }
+  const auto report = store->write_outcomes(outcomes, {});
+  EXPECT_EQ(report.applied, 2);
+  ASSERT_EQ(report.lost_leases.size(), 1u);
+  EXPECT_EQ(report.lost_leases[0], claimed[1].id);
+  auto status = [&](std::int64_t row) {
+    return text(
+        queue.sql.query("SELECT status FROM webhook_delivery WHERE id = ?", {std::to_string(row)})
+            .at(0),
+        0);
+  };
+  EXPECT_EQ(status(claimed[0].id), "done") << "written by id once not found at its place";
+  EXPECT_EQ(status(claimed[1].id), "pending");
+  EXPECT_EQ(status(claimed[2].id), "done");
+}
+
 TEST(PostgresQueue, RowsNoClaimCouldMatchAreDeadLetteredWithTheReason) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
