@@ -43,7 +43,9 @@ void coalesce_sweeper::run() {
       sweep_once();
       warned = false;
     } catch (const std::exception& error) {
-      // Busy or failing database: the storage thread reports it; the next sweep tries again.
+      // Busy or failing database: the storage thread reports it; the next sweep tries again, on
+      // a new connection.
+      db_.reset();
       if (!warned) log_warn(std::string("coalescing the backlog failed: ") + error.what());
       warned = true;
     }
@@ -53,10 +55,13 @@ void coalesce_sweeper::run() {
 }
 
 void coalesce_sweeper::sweep_once() {
-  storage::connection db({.location = config_.db_path,
-                          .create_if_missing = false,
-                          .lock_wait = &lock_wait_,
-                          .shape = config_.shape});
+  if (!db_) {
+    db_.emplace(storage::connection_config{.location = config_.db_path,
+                                           .create_if_missing = false,
+                                           .lock_wait = &lock_wait_,
+                                           .shape = config_.shape});
+  }
+  auto& db = *db_;
   for (const auto& subscriber : storage::load_subscribers(db, config_.subscribers)) {
     if (!subscriber.active || subscriber.coalesce_key.empty()) continue;
     // The same rule the shard applies, with the same checks on stored values.

@@ -15,8 +15,9 @@
 
 #include "engine/observe/counters.hpp"
 #include "proto/id_set.hpp"
-#include "storage/queue_shape.hpp"
+#include "storage/connection.hpp"
 #include "storage/database.hpp"
+#include "storage/queue_shape.hpp"
 
 namespace surge::engine {
 
@@ -48,6 +49,9 @@ class coalesce_sweeper {
   coalesce_sweeper_config config_;
   drain_counters& counters_;
   storage::interruptible_wait lock_wait_;
+  // The sweeps' own connection, kept from one to the next (opening one each second cost a
+  // PostgreSQL server a backend and a look at the catalog each time); dropped after a failure.
+  std::optional<storage::connection> db_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
