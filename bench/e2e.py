@@ -216,6 +216,8 @@ def run_scenario(args, scenario, workdir, pg=None):
             f" into {scenario.receiver}")
         receiver_cpu = receiver.cpu_seconds()
         server_cpu = pg.cpu_seconds() if scenario.queue == "postgres" else None
+        if scenario.queue == "postgres" and args.pg_statements:
+            pg_queue.reset_statements(db)
         proxy = None
         drain_db = db
         if scenario.queue == "postgres" and args.pg_delay_ms > 0:
@@ -229,7 +231,16 @@ def run_scenario(args, scenario, workdir, pg=None):
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         if server_cpu is not None:
             server_cpu = pg.cpu_seconds() - server_cpu
+        # Read before analyse's own queries.
+        statements = (pg_queue.statements(db) if scenario.queue == "postgres"
+                      and args.pg_statements else None)
         result = analyse(db, scenario, drain, queued)
+        if statements and result["delivered"]:
+            result["server_statements"] = [
+                {"calls": one["calls"], "rows": one["rows"],
+                 "exec_us_per_delivery": round(1000 * one["exec_ms"] / result["delivered"], 2),
+                 "plan_us_per_delivery": round(1000 * one["plan_ms"] / result["delivered"], 2),
+                 "statement": one["statement"]} for one in statements]
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
         result["queue"] = scenario.queue
@@ -356,6 +367,10 @@ def main():
     parser.add_argument("--start-margin", type=float, default=2.0,
                         help="(d): the small subscribers' rows fall due from now + this")
     parser.add_argument("--drain-args", default="", help="extra `surge drain` flags, every scenario")
+    parser.add_argument("--pg-statements", action="store_true",
+                        help="pg_* scenarios: the server loads pg_stat_statements, and each"
+                             " result names the statements that took it longest, in µs of"
+                             " execution and planning per delivery (server_statements)")
     parser.add_argument("--pg-delay-ms", type=float, default=0.0,
                         help="pg_* scenarios: the drain reaches PostgreSQL through"
                              " bench/delay_proxy.py, which holds every chunk this long each way"
@@ -418,7 +433,8 @@ def main():
                                                      "skipped": "PostgreSQL is not installed"}
                         continue
                     log("starting a PostgreSQL server for the postgres scenarios")
-                    pg = pg_queue.PgServer()
+                    pg = pg_queue.PgServer(settings=pg_queue.STATEMENT_SETTINGS
+                                           if args.pg_statements else ())
                 report["scenarios"][name] = run_scenario(args, scenario, workdir, pg)
                 summary = {k: v for k, v in report["scenarios"][name].items()
                            if k != "timeline"}

@@ -132,7 +132,7 @@ class PgServer:
     """initdb + postgres in a temp dir; stop() (or leaving the `with`) shuts it down and
     removes the dir."""
 
-    def __init__(self, shared_buffers="256MB", prefix="surge-pg-", timeout=60):
+    def __init__(self, shared_buffers="256MB", prefix="surge-pg-", timeout=60, settings=()):
         binaries = server_binaries()
         if binaries is None:
             raise RuntimeError(f"no PostgreSQL server binaries in {BIN} (Debian package "
@@ -170,7 +170,8 @@ class PgServer:
             self.process = subprocess.Popen(
                 [str(binaries / "postgres"), "-D", str(self.data), "-k", str(self.directory),
                  "-c", "listen_addresses=", "-p", str(self.port),
-                 "-c", f"shared_buffers={shared_buffers}"],
+                 "-c", f"shared_buffers={shared_buffers}",
+                 *[part for setting in settings for part in ("-c", setting)]],
                 cwd=self.directory, env=env, stdout=self.log_file, stderr=subprocess.STDOUT,
                 start_new_session=True,  # a Ctrl-C reaches us, and stop() shuts it down
                 **self.as_user)
@@ -283,3 +284,27 @@ class DelayProxy:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=10)
+
+
+# A server started with these keeps per-statement counts (bench/e2e.py --pg-statements).
+STATEMENT_SETTINGS = ("shared_preload_libraries=pg_stat_statements",
+                      "pg_stat_statements.track_planning=on")
+
+
+def reset_statements(uri):
+    execute(uri, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; "
+                 "SELECT pg_stat_statements_reset()")
+
+
+def statements(uri, top=8):
+    """The statements that took the server longest since reset_statements, each with its calls,
+    rows and total execution and planning time in ms, the longest first."""
+    rows = query(uri, f"""
+        SELECT calls, total_exec_time, total_plan_time, rows,
+               left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
+        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database
+                                              WHERE datname = current_database())
+        ORDER BY total_exec_time DESC LIMIT {int(top)}""")
+    return [{"calls": int(calls), "exec_ms": float(exec_ms), "plan_ms": float(plan_ms),
+             "rows": int(count), "statement": text}
+            for calls, exec_ms, plan_ms, count, text in rows]
