@@ -61,6 +61,35 @@ std::string text(const sql_client::row& row, std::size_t column) {
   return row.at(column).value_or("NULL");
 }
 
+// A new drain's first claim: up to `rows` rows of `subscriber_id`.
+std::vector<claimed_row> first_claim(drain_store& store, std::int64_t subscriber_id, int rows) {
+  store.renew_ownership(proto::unix_now());
+  subscriber_demand want{.subscriber_id = subscriber_id, .rows = rows};
+  return store.write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+}
+
+// Each row delivered with a 200, and its attempt recorded when `recorded`.
+std::vector<outcome> delivered(const std::vector<claimed_row>& rows, bool recorded) {
+  std::vector<outcome> outcomes;
+  for (const auto& row : rows) {
+    outcome& o = outcomes.emplace_back();
+    o.delivery_id = row.id;
+    o.lease = row.lease;
+    o.kind = outcome_kind::done;
+    o.attempts = 1;
+    o.last_status = 200;
+    o.finished_at = proto::unix_now();
+    o.has_attempt = recorded;
+    o.attempt = {.delivery_id = row.id,
+                 .subscriber_id = row.subscriber_id,
+                 .attempt = 1,
+                 .started_at = o.finished_at - 0.01,
+                 .finished_at = o.finished_at,
+                 .status_code = 200};
+  }
+  return outcomes;
+}
+
 TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
@@ -240,28 +269,9 @@ TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt
   const auto id = queue.subscriber();
   queue.rows(id, 3);
   auto store = queue.store();
-  store->renew_ownership(proto::unix_now());
-  subscriber_demand want{.subscriber_id = id, .rows = 2};
-  const auto claimed =
-      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+  const auto claimed = first_claim(*store, id, 2);
   ASSERT_EQ(claimed.size(), 2u);
-  std::vector<outcome> outcomes;
-  for (const auto& row : claimed) {
-    outcome& o = outcomes.emplace_back();
-    o.delivery_id = row.id;
-    o.lease = row.lease;
-    o.kind = outcome_kind::done;
-    o.attempts = 1;
-    o.last_status = 200;
-    o.finished_at = 2;
-    o.has_attempt = true;
-    o.attempt = {.delivery_id = row.id,
-                 .subscriber_id = id,
-                 .attempt = 1,
-                 .started_at = 1,
-                 .finished_at = 2,
-                 .status_code = 200};
-  }
+  const auto outcomes = delivered(claimed, true);
   queue.sql.exec(
       "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
       "$$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$");
@@ -299,10 +309,7 @@ TEST(PostgresQueue, AnOutcomeFindsItsRowWhereverAnotherSessionMovedIt) {
   const auto id = queue.subscriber();
   queue.rows(id, 3);
   auto store = queue.store();
-  store->renew_ownership(proto::unix_now());
-  subscriber_demand want{.subscriber_id = id, .rows = 3};
-  const auto claimed =
-      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+  const auto claimed = first_claim(*store, id, 3);
   ASSERT_EQ(claimed.size(), 3u);
   auto place = [&](std::int64_t row) {
     return text(
@@ -317,16 +324,7 @@ TEST(PostgresQueue, AnOutcomeFindsItsRowWhereverAnotherSessionMovedIt) {
   ASSERT_NE(place(claimed[0].id), before) << "the update wrote a new row version elsewhere";
   queue.sql.exec("UPDATE webhook_delivery SET locked_until = locked_until + 1 WHERE id = ?",
                  {std::to_string(claimed[1].id)});
-  std::vector<outcome> outcomes;
-  for (const auto& row : claimed) {
-    outcome& o = outcomes.emplace_back();
-    o.delivery_id = row.id;
-    o.lease = row.lease;
-    o.kind = outcome_kind::done;
-    o.attempts = 1;
-    o.last_status = 200;
-    o.finished_at = 2;
-  }
+  const auto outcomes = delivered(claimed, false);
   const auto report = store->write_outcomes(outcomes, {});
   EXPECT_EQ(report.applied, 2);
   ASSERT_EQ(report.lost_leases.size(), 1u);
@@ -534,19 +532,9 @@ TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
   const auto id = queue.subscriber();
   queue.rows(id, 2);
   auto store = queue.store();
-  store->renew_ownership(proto::unix_now());
-  subscriber_demand want{.subscriber_id = id, .rows = 2};
-  const auto claimed =
-      store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+  const auto claimed = first_claim(*store, id, 2);
   ASSERT_EQ(claimed.size(), 2u);
-  std::vector<outcome> outcomes;
-  for (const auto& row : claimed) {
-    outcomes.push_back({.delivery_id = row.id,
-                        .lease = row.lease,
-                        .attempts = 1,
-                        .last_status = 200,
-                        .finished_at = proto::unix_now()});
-  }
+  const auto outcomes = delivered(claimed, false);
 
   server->stop();
   try {
