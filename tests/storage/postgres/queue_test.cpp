@@ -55,17 +55,25 @@ struct pg_queue {
   std::unique_ptr<drain_store> store(const std::string& owner = {}) {
     return open_drain_store({.location = uri, .owner = owner});
   }
+  // A subscriber with `queued` rows, and a drain's first claim of up to `claimed` of them.
+  struct claimed_backlog {
+    std::int64_t subscriber = 0;
+    std::unique_ptr<drain_store> drain;
+    std::vector<claimed_row> rows;
+  };
+  claimed_backlog claim_some(int queued, int claimed) {
+    claimed_backlog out{.subscriber = subscriber(), .drain = store()};
+    rows(out.subscriber, queued);
+    out.drain->renew_ownership(proto::unix_now());
+    subscriber_demand want{.subscriber_id = out.subscriber, .rows = claimed};
+    out.rows =
+        out.drain->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
+    return out;
+  }
 };
 
 std::string text(const sql_client::row& row, std::size_t column) {
   return row.at(column).value_or("NULL");
-}
-
-// A new drain's first claim: up to `rows` rows of `subscriber_id`.
-std::vector<claimed_row> first_claim(drain_store& store, std::int64_t subscriber_id, int rows) {
-  store.renew_ownership(proto::unix_now());
-  subscriber_demand want{.subscriber_id = subscriber_id, .rows = rows};
-  return store.write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX).claimed;
 }
 
 // Each row delivered with a 200, and its attempt recorded when `recorded`.
@@ -266,10 +274,7 @@ TEST(PostgresQueue, OutcomesAreFencedOnTheLeaseAndALostLeaseIsReported) {
 TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
-  const auto id = queue.subscriber();
-  queue.rows(id, 3);
-  auto store = queue.store();
-  const auto claimed = first_claim(*store, id, 2);
+  auto [id, store, claimed] = queue.claim_some(3, 2);
   ASSERT_EQ(claimed.size(), 2u);
   const auto outcomes = delivered(claimed, true);
   queue.sql.exec(
@@ -306,10 +311,7 @@ TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt
 TEST(PostgresQueue, AnOutcomeFindsItsRowWhereverAnotherSessionMovedIt) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
-  const auto id = queue.subscriber();
-  queue.rows(id, 3);
-  auto store = queue.store();
-  const auto claimed = first_claim(*store, id, 3);
+  auto [id, store, claimed] = queue.claim_some(3, 3);
   ASSERT_EQ(claimed.size(), 3u);
   auto place = [&](std::int64_t row) {
     return text(
@@ -529,10 +531,7 @@ TEST(PostgresQueue, TheSeed001ShapeIsRefusedOnPostgreSQL) {
 TEST(PostgresQueue, ARestartedServerCostsOneFailedCycleAndLosesNoOutcome) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
-  const auto id = queue.subscriber();
-  queue.rows(id, 2);
-  auto store = queue.store();
-  const auto claimed = first_claim(*store, id, 2);
+  auto [id, store, claimed] = queue.claim_some(2, 2);
   ASSERT_EQ(claimed.size(), 2u);
   const auto outcomes = delivered(claimed, false);
 
