@@ -29,8 +29,10 @@ std::optional<std::string> text_or_null(const std::string& text) {
 }
 
 // Each outcome kind sets what its SQLite statement sets (storage/sqlite/outcomes.cpp); every update
-// is fenced on our lease.
-constexpr const char* outcome_set = R"sql(
+// is fenced on our lease. `at_places`: each row is also read at its place (the tid array $10,
+// row_places), which must still hold it.
+std::string outcome_update(bool at_places) {
+  std::string sql = R"sql(
 UPDATE webhook_delivery d SET
   status = CASE o.kind WHEN 'done' THEN 'done' WHEN 'coalesced' THEN 'done'
                        WHEN 'retry' THEN 'retry' WHEN 'dead' THEN 'dead' ELSE d.status END,
@@ -45,27 +47,26 @@ UPDATE webhook_delivery d SET
   coalesced_into = CASE WHEN o.kind = 'coalesced' THEN o.into_id ELSE d.coalesced_into END,
   locked_until = 0
 FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::int[], $5::float8[], $6::int[],
-            $7::text[], $8::float8[], $9::bigint[])
-  AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id)
-WHERE d.id = o.id AND d.locked_until = o.lease)sql";
+            $7::text[], $8::float8[], $9::bigint[])sql";
+  sql += at_places ? ", $10::tid[])" : ")";
+  sql +=
+      "\n  AS o(id, lease, kind, attempts, next_at, last_status, last_error, finished_at, into_id";
+  sql += at_places ? ", place)" : ")";
+  sql += "\nWHERE d.id = o.id AND d.locked_until = o.lease";
+  if (at_places) sql += " AND d.ctid = o.place";
+  return sql;
+}
 
 // Directly: the ids that come back are the ones whose fence held. A row another session holds
 // makes it wait, for the short lock timeout set around it.
 const std::string& outcomes_sql() {
-  static const std::string text = std::string(outcome_set) + "\nRETURNING d.id, true";
+  static const std::string text = outcome_update(false) + "\nRETURNING d.id, true";
   return text;
 }
 
-// Directly, each row read at its place ($10, row_places) and matched by id and lease as well.
+// Directly, each row read at its place and matched by id and lease as well.
 const std::string& outcomes_at_places_sql() {
-  static const std::string text = [] {
-    std::string sql(outcome_set);
-    const std::string unnest_end = "$9::bigint[])";
-    sql.replace(sql.find(unnest_end), unnest_end.size(), "$9::bigint[], $10::tid[])");
-    const std::string columns_end = "into_id)";
-    sql.replace(sql.find(columns_end), columns_end.size(), "into_id, place)");
-    return sql + " AND d.ctid = o.place\nRETURNING d.id, true";
-  }();
+  static const std::string text = outcome_update(true) + "\nRETURNING d.id, true";
   return text;
 }
 
@@ -77,7 +78,7 @@ const std::string& outcomes_stepping_over_sql() {
   static const std::string text =
       "WITH taken AS (SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[]) "
       "FOR UPDATE SKIP LOCKED), written AS (" +
-      std::string(outcome_set) +
+      outcome_update(false) +
       " AND d.id IN (SELECT id FROM taken) RETURNING d.id) "
       "SELECT t.id, w.id IS NOT NULL FROM taken t LEFT JOIN written w ON w.id = t.id";
   return text;
