@@ -1,15 +1,14 @@
 #include "tools/config_file.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "engine/bounded_file.hpp"
 
 namespace surge::tools {
 
@@ -38,34 +37,15 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(first, last - first + 1));
 }
 
-// The file's text: a regular file (a FIFO would block, a device such as /dev/zero never ends)
-// of at most max_config_bytes, without a leading UTF-8 byte order mark.
+// The file's text (engine/bounded_file.hpp: a regular file, a device such as /dev/zero or a FIFO
+// refused) of at most max_config_bytes, without a leading UTF-8 byte order mark.
 std::string read_config(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
-    if (errno == ENOENT) throw CLI::FileError::Missing(path);
-    throw CLI::FileError(path + ": " + std::strerror(errno));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    throw CLI::FileError(path + ": not a regular file (" +
-                         (S_ISDIR(info.st_mode)    ? std::string("a directory")
-                          : S_ISFIFO(info.st_mode) ? std::string("a FIFO")
-                          : S_ISCHR(info.st_mode)  ? std::string("a character device")
-                                                   : std::string("not a file")) +
-                         "); --config names a TOML file");
-  }
-  if (static_cast<std::uintmax_t>(info.st_size) > max_config_bytes) {
-    throw CLI::FileError(path + ": " + std::to_string(info.st_size) +
-                         " bytes; a config file is at most " + std::to_string(max_config_bytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CLI::FileError(path + ": cannot be read");
-  std::string text(max_config_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_config_bytes) {
-    throw CLI::FileError(path + ": grew past " + std::to_string(max_config_bytes) +
-                         " bytes while being read");
+  std::string text;
+  try {
+    text = engine::read_bounded_file(path, max_config_bytes, "--config");
+  } catch (const engine::file_read_error& error) {
+    if (error.missing) throw CLI::FileError::Missing(path);
+    throw CLI::FileError(std::string(error.what()) + "; --config names a TOML file");
   }
   if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
   return text;

@@ -3,8 +3,6 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,6 +14,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include "engine/bounded_file.hpp"
 #include "engine/net/tls_sessions.hpp"
 
 namespace surge::engine {
@@ -24,18 +23,9 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
-std::string read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error(std::string("cannot read ") + what + " " + path + ": " +
-                             std::strerror(errno));
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    throw std::runtime_error(std::string("cannot read ") + what + " " + path + ": " +
-                             std::strerror(errno));
-  }
-  return bytes;
+// A client certificate or key, read with the bound every file Surge reads has.
+std::string read_pem(const std::string& path, const char* what) {
+  return read_bounded_file(path, max_pem_file_bytes, std::string("cannot read ") + what);
 }
 
 std::string digest_of(const std::string& cert, const std::string& key) {
@@ -101,8 +91,8 @@ std::string client_certificate_validity_problem(const client_identity& identity,
 std::shared_ptr<const client_identity> load_client_identity(const http_client_config& config,
                                                             const std::string& cert_file,
                                                             const std::string& key_file) {
-  const auto cert = read_file(cert_file, "client certificate");
-  const auto key = read_file(key_file, "client key");
+  const auto cert = read_pem(cert_file, "client certificate");
+  const auto key = read_pem(key_file, "client key");
   auto identity = std::make_shared<client_identity>();
   identity->key = digest_of(cert, key);
   identity->cert_file = cert_file;
@@ -159,8 +149,8 @@ client_identities::found client_identities::get(const std::string& cert_file,
   try {
     // Read again each time: a rotated file is used from the next reload on, and an unchanged
     // one keeps its context, its connections and its sessions.
-    const auto cert = read_file(cert_file, "client certificate");
-    const auto key = read_file(key_file, "client key");
+    const auto cert = read_pem(cert_file, "client certificate");
+    const auto key = read_pem(key_file, "client key");
     if (!slot || slot->key != digest_of(cert, key)) {
       slot.reset();
       slot = load_client_identity(config_, cert_file, key_file);
