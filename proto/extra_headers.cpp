@@ -94,6 +94,11 @@ std::string extra_header_problem(const header_field& field) {
   if (const auto problem = header_value_problem(field.value); !problem.empty()) {
     return "header '" + field.name + "': the value " + std::string(problem);
   }
+  if (field.value.size() > max_extra_header_value_bytes) {
+    return "header '" + field.name + "': the value is " + std::to_string(field.value.size()) +
+           " bytes; partners' servers refuse header lines this long, so at most " +
+           std::to_string(max_extra_header_value_bytes) + " are sent";
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 // for partners behind a gateway that wants more than a signature. They go out after the headers
 // Surge writes itself and may never replace or duplicate one of them: a partner must be able to
 // trust that the signature, the body's framing and the host it sees are Surge's own.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,8 +26,13 @@ struct header_field {
 // change how the request is read. Case-insensitive, as field names are.
 std::string extra_header_name_problem(std::string_view name);
 
-// The same for a whole field: the name's rule, then the value's (proto/header_value.hpp), as
-// "header 'Name': problem"; empty when it may be sent.
+// The longest value an extra header may have. Partners' servers refuse longer header lines
+// (nginx answers 400 past its 8 KiB large_client_header_buffers), so a longer value would be
+// stored, then fail every attempt; it is refused when set instead.
+inline constexpr std::size_t max_extra_header_value_bytes = 8 * 1024;
+
+// The same for a whole field: the name's rule, then the value's (proto/header_value.hpp) and its
+// size, as "header 'Name': problem"; empty when it may be sent.
 std::string extra_header_problem(const header_field& field);
 
 // "Name: value" as given on a command line (optional whitespace around the value trimmed), or

@@ -84,6 +84,17 @@ TEST(extra_headers, unsafe_values_are_refused_by_the_header_value_rule) {
             "header 'X-Key': the value contains a non-ASCII byte");
 }
 
+TEST(extra_headers, a_value_longer_than_partners_accept_is_refused_when_set) {
+  EXPECT_EQ(extra_header_problem({"Authorization", std::string(max_extra_header_value_bytes, 'a')}),
+            "");
+  const auto problem = extra_header_problem({"Authorization", std::string(64 * 1024 + 1, 'a')});
+  EXPECT_NE(problem.find("header 'Authorization': the value is 65537 bytes"), std::string::npos)
+      << problem;
+  std::string error;
+  parse_header_line("X-Key: " + std::string(max_extra_header_value_bytes + 1, 'k'), &error);
+  EXPECT_NE(error.find("at most 8192"), std::string::npos) << error;
+}
+
 TEST(extra_headers, command_line_form_is_parsed_and_checked) {
   std::string error;
   auto field = parse_header_line("Authorization:   Bearer x  ", &error);
