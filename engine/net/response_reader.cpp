@@ -1,5 +1,7 @@
 #include "engine/net/response_reader.hpp"
 
+#include <string_view>
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/beast/core/error.hpp>
@@ -35,6 +37,29 @@ bool is_parse_error(const error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_version).category();
 }
 
+// A control byte in the header section (other than HTAB, and the CR LF that end its lines)
+// fails Beast's parser, and with it a response the partner meant: a 2xx would be sent again.
+// RFC 9110 section 5.5 lets a recipient replace such bytes instead. They become obs-text
+// (0x80), which the parser accepts and which no field Surge reads accepts: a field Surge does
+// not need is left alone, and a Retry-After or quota field that held one is malformed as a
+// whole and ignored, as the draft says. A bare CR becomes SP, as section 5.5 asks. Only the
+// bytes before the header's end are touched: the body is the partner's.
+void soften_header_controls(beast::flat_buffer& buffer) {
+  const auto data = buffer.data();
+  char* const bytes = static_cast<char*>(data.data());
+  const std::string_view held(bytes, data.size());
+  const auto header_end = held.find("\r\n\r\n");
+  const std::size_t end = header_end == std::string_view::npos ? held.size() : header_end;
+  for (std::size_t i = 0; i < end; ++i) {
+    const auto byte = static_cast<unsigned char>(bytes[i]);
+    if (byte == '\r') {
+      if (i + 1 < held.size() && held[i + 1] != '\n') bytes[i] = ' ';
+    } else if ((byte < 0x20 && byte != '\t' && byte != '\n') || byte == 0x7f) {
+      bytes[i] = static_cast<char>(0x80);
+    }
+  }
+}
+
 }  // namespace
 
 response_reader::response_reader(const http_client_config& config) : config_(config) {
@@ -68,6 +93,7 @@ response_reader::progress response_reader::on_bytes(beast::flat_buffer& buffer) 
   while (!finished_ && buffer.size() > 0) {
     any_byte_ = true;
     error_code ec;
+    if (!in_body_) soften_header_controls(buffer);
     const auto used = parser_->put(buffer.data(), ec);
     buffer.consume(used);
     if (!in_body_) {

@@ -3,11 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+
+#include "proto/retry_after.hpp"
 
 namespace surge::engine {
 namespace {
@@ -200,6 +203,32 @@ TEST(ResponseReader, KeepsTheFinalResponsesQuotaFieldsOnly) {
     const auto quota = proto::parse_announced_quota(fields, std::chrono::system_clock::now());
     ASSERT_TRUE(quota.has_value());
     EXPECT_EQ(quota->remaining, 5u);
+  }
+}
+
+// RFC 9110 section 5.5: a recipient may be lenient with control bytes in a field value. A 2xx
+// the partner accepted is never failed by a byte in a header Surge does not need, and a quota
+// field holding one is ignored as a whole, never read as a pause.
+TEST(ResponseReader, AControlByteInAHeaderNeitherFailsTheResponseNorPacesThePartner) {
+  const std::string answer =
+      "HTTP/1.1 200 O\x01K\r\nX-Note: a\x7f"
+      "b\x01"
+      "c\r\nRateLimit: \"q\";r=0;t=600\x7f\r\n"
+      "Retry-After: 600\x01\r\nX-Bare: a\rb\r\nContent-Length: 4\r\n\r\n\x01\x7f\r\n";
+  for (std::size_t piece : {1, 5, 1000}) {
+    fed f(answer, piece);
+    ASSERT_EQ(f.last, progress::done) << piece << " " << f.reader.detail();
+    EXPECT_EQ(f.reader.status(), 200) << piece;
+    EXPECT_EQ(f.reader.error(), proto::transport_error::none) << piece;
+    EXPECT_EQ(f.reader.body_prefix(), "\x01\x7f\r\n") << "the body is the partner's";
+    const auto lines = f.reader.take_quota();
+    const auto quota =
+        proto::parse_announced_quota(to_quota_fields(lines), std::chrono::system_clock::now());
+    EXPECT_FALSE(quota.has_value()) << "a malformed quota field is ignored as a whole";
+    EXPECT_FALSE(proto::parse_retry_after(f.reader.retry_after(), std::chrono::system_clock::now(),
+                                          std::chrono::hours(1))
+                     .has_value());
+    EXPECT_TRUE(f.reusable());
   }
 }
 
