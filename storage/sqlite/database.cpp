@@ -1,5 +1,7 @@
 #include "storage/sqlite/database.hpp"
 
+#include <chrono>
+#include <cstdint>
 #include <thread>
 
 #include <sqlite3.h>
@@ -21,6 +23,28 @@ int wait_for_lock(void* context, int calls) {
   if (waited >= wait.timeout) return 0;
   std::this_thread::sleep_for(step);
   return 1;
+}
+
+// Puts the file in WAL mode, a no-op for a file already in it. Two connections switching a new
+// file at once deadlock: each holds the shared lock the other must see go, so SQLite answers
+// SQLITE_BUSY at once instead of calling the busy handler. One of them then tries again after a
+// short, varied sleep, until the busy timeout runs out.
+void use_wal(SQLite::Database& db, std::chrono::milliseconds timeout) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  // Varied per connection, so two openers do not retry in step.
+  unsigned step = 1 + static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(&db) >> 4) % 7;
+  for (;;) {
+    try {
+      db.exec("PRAGMA journal_mode=WAL");
+      return;
+    } catch (const SQLite::Exception& error) {
+      const int code = error.getErrorCode() & 0xff;
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || clock::now() >= deadline) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(step));
+    step = step % 13 + 3;
+  }
 }
 
 }  // namespace
@@ -50,7 +74,7 @@ SQLite::Database open_database(const database_config& config) {
   if (!config.read_only) {
     // WAL lets the other drainer read while we write and makes our commits cheap; it is a
     // property of the file, so this is a no-op when the file is already in WAL mode.
-    db.exec("PRAGMA journal_mode=WAL");
+    use_wal(db, config.lock_wait ? config.lock_wait->timeout : config.busy_timeout);
   }
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last
   // commits, which then come back as due rows (at-least-once holds).

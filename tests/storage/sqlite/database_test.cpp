@@ -1,7 +1,11 @@
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
 
+#include <atomic>
 #include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include <SQLiteCpp/Exception.h>
 #include <gtest/gtest.h>
@@ -24,6 +28,38 @@ TEST(Database, OpensInWalWithNormalSyncAndTheBusyTimeout) {
   EXPECT_EQ(query_text(db, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(query_int(db, "PRAGMA synchronous"), 1);  // NORMAL
   EXPECT_EQ(query_int(db, "PRAGMA busy_timeout"), 1234);
+}
+
+// Two programs opening a new file at once (two `surge migrate`, a drain and `emit`) both switch
+// it to WAL; those switches deadlock, and SQLite answers one of them SQLITE_BUSY without waiting.
+// Every opener must still get the file, in WAL mode.
+TEST(Database, OpenersOfANewFileAtOnceWaitForEachOther) {
+  testing::temp_dir dir;
+  for (int round = 0; round < 20; ++round) {
+    const auto path = dir.file("queue" + std::to_string(round) + ".db");
+    std::atomic<int> opened{0};
+    std::vector<std::string> failures(4);
+    std::vector<std::thread> openers;
+    std::atomic<bool> go{false};
+    for (std::size_t i = 0; i < failures.size(); ++i) {
+      openers.emplace_back([&, i] {
+        while (!go.load()) std::this_thread::yield();
+        try {
+          database_config config;
+          config.path = path;
+          config.busy_timeout = std::chrono::seconds(5);
+          SQLite::Database db = open_database(config);
+          if (query_text(db, "PRAGMA journal_mode") == "wal") ++opened;
+        } catch (const std::exception& error) {
+          failures[i] = error.what();
+        }
+      });
+    }
+    go.store(true);
+    for (auto& opener : openers) opener.join();
+    for (const auto& failure : failures) EXPECT_EQ(failure, "") << "round " << round;
+    EXPECT_EQ(opened.load(), 4) << "round " << round;
+  }
 }
 
 TEST(Database, ThePageCacheIsSizedAsConfigured) {
