@@ -313,7 +313,7 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
   // waited for, so it never holds up the other subscribers' tokens and rows.
   const auto rows = db_.exec(
       "SELECT id, tokens, tokens_updated_at, rate_per_sec, burst FROM webhook_subscriber "
-      "WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE SKIP LOCKED",
+      "WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED",
       params().add_array(asked));
   std::unordered_map<std::int64_t, proto::persisted_bucket> buckets;
   for (int i = 0; i < rows.rows(); ++i) {

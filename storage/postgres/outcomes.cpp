@@ -103,7 +103,7 @@ WHERE d.id = c.into_id AND d.id IN (
 // Subscribers a 410 deactivates, stepping over rows another session holds.
 constexpr const char* deactivate_sql = R"sql(
 UPDATE webhook_subscriber SET active = 0 WHERE id IN (
-  SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[]) FOR UPDATE SKIP LOCKED)
+  SELECT id FROM webhook_subscriber WHERE id = ANY($1::bigint[]) FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id
 )sql";
 

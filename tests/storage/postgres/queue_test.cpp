@@ -406,6 +406,34 @@ TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
   EXPECT_NEAR(queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)}), 5, 1e-9);
 }
 
+// A fan-out producer writes a spike's rows in transactions that stay open a while; each insert's
+// foreign key holds FOR KEY SHARE on the subscriber's row. Spending the subscriber's bucket must
+// not conflict with that lock, or the subscriber gets nothing until the producer commits.
+TEST(PostgresQueue, AProducersOpenTransactionDoesNotHoldTheSubscribersTokens) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber(/*rate=*/10, /*burst=*/5);
+  queue.rows(id, 3);
+  sql_client producer(queue.uri);
+  producer.begin();
+  producer.exec(
+      std::string(other_drainer_sql::insert_delivery),
+      {std::to_string(id), "video.trending", R"({"n":2})", "0", std::to_string(proto::unix_now())});
+  auto store = queue.store();
+  const double now = proto::unix_now();
+  store->renew_ownership(now);
+  subscriber_demand want{.subscriber_id = id, .rows = 3, .tokens = 3};
+  const auto cycle = store->write_and_claim({}, {}, {&want, 1}, now, 30, INT64_MAX);
+  ASSERT_EQ(cycle.granted.size(), 1u);
+  EXPECT_EQ(cycle.granted[0].tokens, 3) << "the producer's foreign key lock held the bucket";
+  EXPECT_EQ(cycle.claimed.size(), 3u);
+  EXPECT_TRUE(cycle.held_subscribers.empty());
+  // The steady-state drainer's own bucket update still waits for ours: the two never
+  // overwrite each other, and the producer goes on.
+  producer.commit();
+  EXPECT_NEAR(queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)}), 2, 0.1);
+}
+
 TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
