@@ -152,7 +152,9 @@ drain_summary run_drain(const drain_config& input) {
   storage.attach(endpoints);
 
   asio::io_context control;
-  asio::signal_set signals(control, SIGINT, SIGTERM);
+  // SIGHUP too: a dropped SSH session must stop the drain as Ctrl-C does, leases released and
+  // the summary written, not kill it with its rows leased.
+  asio::signal_set signals(control, SIGINT, SIGTERM, SIGHUP);
   asio::steady_timer stop_timer(control);
   asio::steady_timer progress_timer(control);
   asio::steady_timer finish_poll(control);
@@ -228,7 +230,10 @@ drain_summary run_drain(const drain_config& input) {
   std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
                                                                       int signal_number) {
     if (ec) return;
-    request_stop(signal_number == SIGINT ? "SIGINT" : "SIGTERM", true);
+    request_stop(signal_number == SIGINT   ? "SIGINT"
+                 : signal_number == SIGHUP ? "SIGHUP (the terminal hung up)"
+                                           : "SIGTERM",
+                 true);
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);

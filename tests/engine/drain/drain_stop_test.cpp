@@ -224,6 +224,30 @@ TEST(DrainStop, TwoSignalsSentBackToBackAreOneStop) {
   EXPECT_EQ(*exit_code, 0) << read_file(dir.file("drain.err"));
 }
 
+// An operator's SSH session drops: the drain gets SIGHUP and stops as on Ctrl-C, its unsent
+// leases given back and its summary written, instead of dying with exit 129.
+TEST(DrainStop, AHangUpStopsGracefully) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 300}})"});
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
+  queue.add_rows(id, 2000);
+  tools::child_process drain(surge_binary(), slow_drain_args(queue, "10"), dir.file("drain.out"),
+                             dir.file("drain.err"));
+  wait_for_first_delivery(queue);
+  drain.signal(SIGHUP);
+  const auto exit_code = drain.wait(20s);
+  ASSERT_TRUE(exit_code.has_value());
+  const auto err = read_file(dir.file("drain.err"));
+  EXPECT_EQ(*exit_code, 0) << err;
+  EXPECT_NE(err.find("stopping: SIGHUP"), std::string::npos) << err;
+  SQLite::Statement leased(queue.db(),
+                           "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
+  leased.bind(1, proto::unix_now());
+  ASSERT_TRUE(leased.executeStep());
+  EXPECT_EQ(leased.getColumn(0).getInt64(), 0) << "a graceful stop leaves no lease behind";
+}
+
 class DrainQueueFile : public ::testing::TestWithParam<bool> {};
 
 // The path no longer names the opened file: deleted (false) or replaced by a copy (true). A
