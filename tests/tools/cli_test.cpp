@@ -33,6 +33,14 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--subscribers"), std::string::npos) << result.err;
 
+  // A typo in a spike's subscriber list is not an empty spike: it must not end "drained".
+  const auto known = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 1);
+  result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--subscribers",
+                           std::to_string(known) + ",99,200-300"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("no subscriber of this queue: 99,200-300"), std::string::npos)
+      << result.err;
+
   result = run_surge(dir, {"drain", "--db", queue.path(), "--lease", "5"});
   EXPECT_EQ(result.exit_code, 2) << "a lease shorter than two attempt timeouts is refused";
 
