@@ -344,8 +344,9 @@ storage::subscriber_row must_load(storage::connection& db, std::int64_t id) {
 }  // namespace
 
 void add_subscriber_command(CLI::App& app, command_action& action) {
-  auto* group =
-      app.add_subcommand("subscriber", "Add, list, change, enable or disable subscribers, or resume their stopped keys.");
+  auto* group = app.add_subcommand(
+      "subscriber",
+      "Add, list, change, enable or disable subscribers, or resume their stopped keys.");
   group->require_subcommand(1, 1);
 
   auto add_opts = std::make_shared<subscriber_options>();
@@ -384,6 +385,13 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         std::cout << boost::json::serialize(out) << "\n";
       } else {
         std::cout << row.id << "\n";
+        // The id stays alone on standard output, for `id=$(surge subscriber add …)`; a secret
+        // Surge made up is the partner's to know, so the operator is told where it is.
+        if (!add_opts->secret) {
+          std::cerr << "subscriber " << row.id << ": generated signing secret " << row.secret
+                    << "\n  (give it to the partner; `surge subscriber secret --db … " << row.id
+                    << "` prints it again)\n";
+        }
       }
       return exit_ok;
     };
@@ -487,6 +495,23 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       }
       std::cout << "resumed " << resumed << (resumed == 1 ? " key" : " keys") << " of subscriber "
                 << resume_opts->id << "\n";
+      return exit_ok;
+    };
+  });
+
+  auto secret_opts = std::make_shared<subscriber_options>();
+  auto* secret = group->add_subcommand(
+      "secret", "Print a subscriber's signing secret (for the partner, who verifies with it).");
+  secret->add_option("--db", secret_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required();
+  add_queue_shape_option(secret, secret_opts->shape);
+  secret->add_option("id", secret_opts->id, "Subscriber id")->required();
+  secret->callback([&action, secret_opts] {
+    action = [secret_opts] {
+      storage::connection db({.location = secret_opts->db_path,
+                              .create_if_missing = false,
+                              .shape = named_shape(secret_opts->shape)});
+      std::cout << must_load(db, secret_opts->id).secret << "\n";
       return exit_ok;
     };
   });

@@ -354,5 +354,32 @@ TEST(AdminCli, SubscriberListRedactsCredentials) {
   EXPECT_TRUE(parsed.as_array()[0].at("rate_per_sec").is_null()) << result.out;
 }
 
+// The operator who follows the README never passes --json: a secret Surge made up is shown on
+// standard error (standard output stays the id alone, for scripts) and can be read back.
+TEST(AdminCli, AGeneratedSecretIsShownAndCanBeReadBack) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                                     "https://partner.example/hook", "--rate-per-minute", "600"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const auto id = std::stoll(added.out);
+  EXPECT_EQ(added.out, std::to_string(id) + "\n");
+  const auto read = run_surge(dir, {"subscriber", "secret", "--db", queue.path(),
+                                    added.out.substr(0, added.out.size() - 1)});
+  ASSERT_EQ(read.exit_code, 0) << read.err;
+  const auto secret = read.out.substr(0, read.out.size() - 1);
+  EXPECT_GE(secret.size(), 16u) << read.out;
+  EXPECT_NE(added.err.find("generated signing secret " + secret), std::string::npos) << added.err;
+
+  const auto given =
+      run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                      "https://partner.example/hook", "--secret", "their-own-secret-1234"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(given.err.find("generated"), std::string::npos) << "a secret given is not echoed";
+  const auto missing = run_surge(dir, {"subscriber", "secret", "--db", queue.path(), "999"});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("no subscriber with id 999"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace surge::testing
