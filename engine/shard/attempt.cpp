@@ -105,6 +105,11 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     release_ready(sub);
     notify_line(sub);
   }
+  // An ordered key's next row is claimable once this row's finish is written (a retry keeps
+  // the key where it is).
+  const bool frees_key =
+      sub.settings.order.has_value() && judged.outcome.kind != storage::outcome_kind::retry;
+  judged.outcome.frees_key = frees_key;
   if (batched) {
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
@@ -125,6 +130,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     push_outcome(std::move(judged.outcome));
   }
   attempt_ended(attempt);
+  if (frees_key) claim_after_key_freed(sub);
 }
 
 void shard_core::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,

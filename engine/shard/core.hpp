@@ -211,6 +211,9 @@ class shard_core {
     return poll_after_[sub.scan_index];
   }
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
+  // An ordered row finished: its outcome goes now and a claim follows it, so the key's next row
+  // comes one storage cycle later instead of at the subscriber's idle poll.
+  void claim_after_key_freed(subscriber_state& sub);
   void dead_letter(storage::claimed_row row, std::string reason);
   void release_ready(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);

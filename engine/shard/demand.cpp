@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "engine/shard/delivery.hpp"
 
@@ -78,7 +79,8 @@ void shard_core::on_claimed(claim_reply reply, shard_time time) {
     const int rows = sub.rows_in_answer;
     const bool more_due = std::find(reply.more_due.begin(), reply.more_due.end(),
                                     asked.subscriber_id) != reply.more_due.end();
-    if (rows < asked.rows && !more_due) {
+    const bool key_freed = std::exchange(sub.key_freed, false);
+    if (rows < asked.rows && !more_due && !key_freed) {
       sub.idle_poll = std::clamp(sub.idle_poll * 2, config_.scheduler.idle_poll_min,
                                  config_.scheduler.idle_poll_max);
       poll_after_of(sub) = now + sub.idle_poll;
@@ -180,6 +182,16 @@ void shard_core::wake_subscribers(const std::vector<std::int64_t>& ids, bool all
   }
   // Now rather than at the next demand tick; an answer on its way will be followed by one.
   if (!claim_outstanding_) send_demand();
+}
+
+void shard_core::claim_after_key_freed(subscriber_state& sub) {
+  // The storage thread writes an outcome that frees a key with the next claim
+  // (engine/store/commit_timing.hpp), so the claim sent here finds the key's next row.
+  flush_outcomes();
+  sub.key_freed = true;
+  sub.idle_poll = std::chrono::milliseconds(0);
+  poll_after_of(sub) = std::min(poll_after_of(sub), now_.steady);
+  if (!claim_outstanding_ && !stopping_) send_demand();
 }
 
 scheduling::token_facts shard_core::token_facts_of(const subscriber_state& sub) const {

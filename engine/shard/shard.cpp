@@ -150,10 +150,12 @@ void shard::perform() {
   } guard(performing_);
   for (;;) {
     auto& out = core_.actions();
-    if (!out.claim.empty()) storage_.request_claims(index_, std::move(out.claim));
+    // Outcomes before the claim, which wakes the storage thread: a finished row of an ordered
+    // key is then written in the same cycle that claims the key's next row.
     for (auto& write : out.writes) {
       storage_.submit(std::move(write.outcomes), std::move(write.deactivate));
     }
+    if (!out.claim.empty()) storage_.request_claims(index_, std::move(out.claim));
     if (!out.quotas.empty()) storage_.submit_quotas(std::move(out.quotas));
     for (const auto& verdict : out.verdicts) {
       if (verdict.attempt >= verdicts_.size()) verdicts_.resize(verdict.attempt + 1);

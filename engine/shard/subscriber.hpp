@@ -132,6 +132,9 @@ struct subscriber_state {
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
   // due is kept by the shard (shard_core::poll_after_of), where the demand scan reads it.
   std::chrono::milliseconds idle_poll{0};
+  // An ordered row finished since the last claim answer: a short answer may predate its write,
+  // so it starts no idle backoff.
+  bool key_freed = false;
   std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};
   // Set while a partial batch waits for more rows (at most the subscriber's batch_linger).

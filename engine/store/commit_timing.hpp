@@ -23,8 +23,11 @@ struct commit_timing {
 };
 
 // Whether the outcomes waiting (and subscriber deactivations, which ride with them) should be
-// written now. `force`: the drain is ending or its end is being checked.
+// written now. `force`: the drain is ending or its end is being checked. `frees_key`: one of them
+// finishes an ordered key's row, whose next row waits for that write to be claimed: a key moves
+// at its partner's pace, not at the commit interval's.
 bool outcomes_due(const commit_timing& timing, std::size_t waiting, bool deactivations_waiting,
-                  std::chrono::steady_clock::duration since_last_commit, bool force = false);
+                  std::chrono::steady_clock::duration since_last_commit, bool force = false,
+                  bool frees_key = false);
 
 }  // namespace surge::engine

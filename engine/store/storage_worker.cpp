@@ -423,8 +423,10 @@ void storage_worker::settle_refused(const storage::outcome& refused, const stora
 }
 
 bool storage_worker::outcomes_due_now(steady::time_point now, bool force) const {
+  const bool frees_key = std::any_of(pending_outcomes_.begin(), pending_outcomes_.end(),
+                                     [](const storage::outcome& o) { return o.frees_key; });
   return outcomes_due(config_.storage.outcome_commits, pending_outcomes_.size(),
-                      !pending_deactivate_.empty(), now - last_commit_, force);
+                      !pending_deactivate_.empty(), now - last_commit_, force, frees_key);
 }
 
 void storage_worker::note_written(const storage::write_report& report, std::size_t rows,

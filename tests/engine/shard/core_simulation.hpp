@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +20,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/shard/core.hpp"
+#include "engine/store/commit_timing.hpp"
+#include "storage/ordered_claim.hpp"
 
 namespace surge::engine::testing {
 
@@ -198,6 +202,8 @@ class simulation {
   // How long the n-th request (from 0) takes to get its connection before it asks to write.
   std::function<steady::duration(int)> connect_delay = [](int) { return steady::duration{}; };
   steady::duration storage_round_trip = 2ms;
+  // Set: outcomes are written on the storage thread's commit timing, not as soon as handed over.
+  std::optional<commit_timing> commits;
   std::map<std::int64_t, queue_row> rows_;
   std::vector<received> requests;
   std::vector<std::vector<storage::subscriber_demand>> claims;  // every claim the core asked
@@ -235,6 +241,10 @@ class simulation {
                         [this, demand = std::move(out.claim)] { answer_claim(demand); });
       }
       for (auto& write : out.writes) {
+        if (commits) {
+          hold(std::move(write.outcomes));
+          write.outcomes.clear();
+        }
         for (auto& o : write.outcomes) apply(o);
         deactivated.insert(deactivated.end(), write.deactivate.begin(), write.deactivate.end());
       }
@@ -263,12 +273,38 @@ class simulation {
     FAIL() << "the core kept asking for more";
   }
 
+  // Outcomes held as the storage thread holds them (engine/store/commit_timing.hpp), written
+  // with a claim when due then, or at the commit interval.
+  void hold(std::vector<storage::outcome> written) {
+    if (held_.empty()) {
+      events_.emplace(now_.steady + commits->interval, [this] { commit(); });
+    }
+    std::move(written.begin(), written.end(), std::back_inserter(held_));
+  }
+  void commit() {
+    for (const auto& o : held_) apply(o);
+    held_.clear();
+    last_commit_ = now_.steady;
+  }
+
   void answer_claim(const std::vector<storage::subscriber_demand>& demand) {
+    if (commits) {
+      const bool frees_key = std::any_of(held_.begin(), held_.end(),
+                                         [](const storage::outcome& o) { return o.frees_key; });
+      if (outcomes_due(*commits, held_.size(), false, now_.steady - last_commit_, false,
+                       frees_key)) {
+        commit();
+      }
+    }
     claim_reply reply;
     reply.asked = demand;
     for (const auto& asked : demand) {
       if (asked.tokens > 0) {
         reply.granted.push_back({.subscriber_id = asked.subscriber_id, .tokens = asked.tokens});
+      }
+      if (asked.order) {
+        claim_ordered(asked, reply);
+        continue;
       }
       int given = 0;
       for (auto& [id, queued] : rows_) {
@@ -286,6 +322,39 @@ class simulation {
       }
     }
     core_.on_claimed(std::move(reply), now_);
+  }
+
+  // An ordered subscriber's claim, by the storage's own walk over its unfinished rows.
+  void claim_ordered(const storage::subscriber_demand& asked, claim_reply& reply) {
+    const std::set<std::string, std::less<>> stopped;
+    storage::ordered_reader reader{
+        .payload_cap = INT64_MAX,
+        .page =
+            [&](std::int64_t after, std::int64_t limit,
+                std::vector<storage::unfinished_row>& page) {
+              for (auto it = rows_.upper_bound(after);
+                   it != rows_.end() && static_cast<std::int64_t>(page.size()) < limit; ++it) {
+                const auto& queued = it->second;
+                if (queued.row.subscriber_id != asked.subscriber_id) continue;
+                if (queued.now != queue_row::state::pending &&
+                    queued.now != queue_row::state::leased) {
+                  continue;
+                }
+                page.push_back({.row = queued.row,
+                                .due = queued.row.next_attempt_at <= unix_now(),
+                                .free = queued.now == queue_row::state::pending});
+              }
+            },
+        .payload_of = [&](std::int64_t id) { return rows_.at(id).row.payload; }};
+    auto pick = storage::pick_key_heads(asked, stopped, reader);
+    for (auto& row : pick.rows) {
+      auto& queued = rows_.at(row.id);
+      queued.now = queue_row::state::leased;
+      queued.row.lease = unix_now() + 60;
+      row.lease = queued.row.lease;
+      reply.rows.push_back(std::move(row));
+    }
+    if (pick.more_due) reply.more_due.push_back(asked.subscriber_id);
   }
 
   void apply(const storage::outcome& o) {
@@ -353,6 +422,8 @@ class simulation {
   std::int64_t next_row_id_ = 1;
   int sends_ = 0;
   std::multimap<steady::time_point, std::function<void()>> events_;
+  std::vector<storage::outcome> held_;  // with `commits`: handed over, not yet written
+  steady::time_point last_commit_{};
   std::map<attempt_id, std::string> in_flight_;
   std::map<attempt_id, bool> fresh_;
   bool performing_ = false;

@@ -42,5 +42,13 @@ TEST(CommitTiming, AnEndingDrainWritesWhateverIsHeld) {
   EXPECT_TRUE(outcomes_due(timing, 0, true, 0ms, true));
 }
 
+TEST(CommitTiming, AFreedOrderedKeyIsWrittenWithTheNextClaim) {
+  // Its key's next row can be claimed only once this finish is written: waiting for the
+  // interval would set one hot key's pace.
+  EXPECT_FALSE(outcomes_due(timing, 1, false, 1ms));
+  EXPECT_TRUE(outcomes_due(timing, 1, false, 1ms, false, true));
+  EXPECT_FALSE(outcomes_due(timing, 0, false, 1ms, false, true));
+}
+
 }  // namespace
 }  // namespace surge::engine
