@@ -60,6 +60,9 @@ struct scheduler_config {
   // A pause (Retry-After) longer than this gives buffered rows back to the queue instead of
   // holding their leases.
   std::chrono::milliseconds pause_release_threshold = 5s;
+  // A subscriber whose URL resolves only to addresses the target policy refuses is held this
+  // long, its rows queued and unspent, before its URL is tried again (DNS may move back).
+  std::chrono::milliseconds refused_target_hold = 60s;
   // A coalescing subscriber claims up to this many rows ahead (no more than it can send within
   // coalesce_lookahead), so that repeats of a key are in its queue together and merge.
   int coalesce_lookahead_rows = 256;

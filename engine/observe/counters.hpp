@@ -21,6 +21,7 @@ struct drain_counters {
   // Outcomes the database refused for the row's own sake (a constraint, a trigger, a value out
   // of range), written as dead instead, or left to the row's lease when even that was refused.
   std::atomic<std::int64_t> refused_outcomes{0};
+  std::atomic<std::int64_t> refused_target_holds{0};  // subscribers held for a refused target
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> buffered{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried

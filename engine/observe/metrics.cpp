@@ -280,6 +280,10 @@ std::string drain_metrics::render(std::size_t top) const {
           "Outcomes the database refused for the row's own sake (a constraint, a trigger, a value "
           "out of range): written as dead instead, or left to the row's lease.",
           c.refused_outcomes.load());
+  counter("surge_refused_target_holds_total",
+          "Times a subscriber was held because its URL resolved only to addresses the target "
+          "policy refuses (loopback, private, link-local, metadata): its rows stay queued.",
+          c.refused_target_holds.load());
   counter("surge_fresh_connection_retries_total",
           "Requests resent once on a new connection after a stale keep-alive one failed.",
           c.fresh_retries.load());

@@ -71,6 +71,12 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   times.started_unix = attempt.started_unix;
   times.now = now_.wall;
   times.finished_unix = std::chrono::duration<double>(times.now.time_since_epoch()).count();
+  if (result.error == proto::transport_error::refused_target) {
+    hold_for_refused_target(sub, rows, result.detail, times.finished_unix);
+    attempt_ended(attempt);
+    return;
+  }
+  sub.refused_target.clear();
   // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
   // whole wait); connect and TLS time are not in it, so opening connections does not read as
   // queueing.
@@ -255,6 +261,32 @@ std::string shard_core::refusal_of(const storage::claimed_row& row, double now_u
           std::to_string(static_cast<std::int64_t>(window)) + " s";
   }
   return why;
+}
+
+void shard_core::hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
+                                         const std::string& refused, double now_unix) {
+  // Nothing was sent: no attempt is counted and no row dies. The subscriber waits as for a
+  // pause, its buffered rows back in the queue, until its URL is tried again.
+  const auto hold = config_.scheduler.refused_target_hold;
+  const auto hold_seconds = std::chrono::duration<double>(hold).count();
+  if (sub.refused_target.empty()) {
+    counters_.add(counters_.refused_target_holds);
+    log_warn("subscriber " + std::to_string(sub.settings.id) + " held: its URL's host gives " +
+             refused +
+             ", which the target policy refuses (--allow-private-targets allows it); "
+             "its rows stay queued and it is tried again every " +
+             std::to_string(static_cast<long long>(hold_seconds)) + " s");
+  }
+  sub.refused_target = refused;
+  const std::string reason = "subscriber held: refused target: " + refused;
+  pause_subscriber(sub, hold, now_unix, reason.c_str());
+  for (const auto& row : rows) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.attempts = row.attempts;
+    out.next_attempt_at = now_unix + hold_seconds;
+    out.last_error = reason;
+    push_outcome(std::move(out));
+  }
 }
 
 void shard_core::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {

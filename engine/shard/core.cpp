@@ -283,7 +283,8 @@ void shard_core::publish_metrics() {
     if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
-    if (sub->breaker.persistently_open() || !sub->settings.credentials_problem.empty()) {
+    if (sub->breaker.persistently_open() || !sub->settings.credentials_problem.empty() ||
+        !sub->refused_target.empty()) {
       view.blocked.push_back(sub->settings.id);
     }
     if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;

@@ -227,6 +227,9 @@ class shard_core {
   bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
   std::string refusal_of(const storage::claimed_row& row, double now_unix) const;
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
+  // Every resolved address of the subscriber's URL was refused by the target policy.
+  void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
+                               const std::string& refused, double now_unix);
   void count_outcome(storage::outcome_kind kind);
   void attempt_ended(attempt_state& attempt);
   void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,

@@ -245,13 +245,6 @@ attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t su
   if (result.status == 0) out.attempt.error_class = std::string(proto::to_string(result.error));
 
   judged.unpaid_rate_limits = unpaid_rate_limits;
-  if (result.error == proto::transport_error::refused_target) {
-    // The target policy is not a transient failure: retrying would only knock again.
-    out.kind = storage::outcome_kind::dead;
-    out.attempts = attempt_number;
-    out.last_error = "refused target: " + result.detail;
-    return judged;
-  }
 
   proto::attempt_result classified;
   classified.status = result.status;

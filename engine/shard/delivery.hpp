@@ -87,7 +87,8 @@ struct attempt_times {
 };
 
 // `unit_random` in [0, 1) drives the backoff jitter. `unpaid_rate_limits` is the subscriber's
-// streak of 429s without a usable Retry-After so far (proto::decide).
+// streak of 429s without a usable Retry-After so far (proto::decide). A refused target never
+// comes here: it holds the subscriber instead (shard_core::hold_for_refused_target).
 attempt_judgement judge_attempt(const storage::claimed_row& row, std::int64_t subscriber_id,
                                 const http_result& result, const attempt_times& times,
                                 const proto::retry_policy& policy,

@@ -137,6 +137,9 @@ struct subscriber_state {
   bool key_freed = false;
   std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};
+  // While held because its URL resolved only to refused addresses: what was refused (a
+  // subscriber's state, not its rows' fate); empty otherwise.
+  std::string refused_target;
   // Set while a partial batch waits for more rows (at most the subscriber's batch_linger).
   std::optional<std::chrono::steady_clock::time_point> batch_wait_since;
   // Set while the front row waits for a token, to account token wait time.

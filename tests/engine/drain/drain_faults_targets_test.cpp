@@ -39,13 +39,14 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
     std::string host_port;    // authority of the URL
     std::string reason;       // expected in last_error
     bool loopback_reachable;  // reaches a listener here when private targets are allowed
+    bool malformed = false;   // a URL no resolver is asked about: its rows die
   };
   const std::vector<target_case> cases = {
       {"127.0.0.1:" + port, "refused non-public address 127.0.0.1 (loopback)", true},
-      {"2130706433:" + port, "malformed URL: numeric host", false},
-      {"0x7f.1:" + port, "malformed URL: numeric host", false},
-      {"0177.0.0.1:" + port, "malformed URL: numeric host", false},
-      {"127.1:" + port, "malformed URL: numeric host", false},
+      {"2130706433:" + port, "malformed URL: numeric host", false, true},
+      {"0x7f.1:" + port, "malformed URL: numeric host", false, true},
+      {"0177.0.0.1:" + port, "malformed URL: numeric host", false, true},
+      {"127.1:" + port, "malformed URL: numeric host", false, true},
       {"[::1]:" + port, "refused non-public address ::1 (loopback)", sink_v6.has_value()},
       {"[::ffff:127.0.0.1]:" + port, "(loopback)", sink_v6.has_value()},  // needs IPv6
       // NAT64 of 127.0.0.1: classified by the embedded address; nothing routes it here.
@@ -56,11 +57,14 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
       {"localhost:" + port, "(loopback)", true},
   };
   std::map<std::int64_t, const target_case*> by_row;
+  std::map<std::int64_t, std::int64_t> subscriber_of;
   std::set<std::int64_t> reachable_subscribers;
   for (const auto& target : cases) {
     const auto id = queue.add_subscriber("http://placeholder/", 100, 10);
     queue.set_url(id, "http://" + target.host_port + "/hook/" + std::to_string(id));
-    by_row[queue.add_rows(id, 1).front()] = &target;
+    const auto row = queue.add_rows(id, 1).front();
+    by_row[row] = &target;
+    subscriber_of[row] = id;
     if (target.loopback_reachable) reachable_subscribers.insert(id);
   }
 
@@ -70,9 +74,22 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const auto& [row, target] : by_row) {
     const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "dead") << target->host_port << " was not refused outright";
     EXPECT_NE(state.last_error.find(target->reason), npos)
         << target->host_port << ": " << state.last_error;
+    if (target->malformed) {
+      EXPECT_EQ(state.status, "dead") << target->host_port << " was not refused outright";
+      continue;
+    }
+    // A refused address is the subscriber's state, not its rows' fate: the row waits, with
+    // no attempt spent, and the subscriber is named once in a warning.
+    EXPECT_NE(state.status, "dead") << target->host_port;
+    EXPECT_EQ(state.attempts, 0) << target->host_port;
+    EXPECT_NE(state.last_error.find("subscriber held: refused target"), npos) << state.last_error;
+    const auto subscriber = std::to_string(subscriber_of.at(row));
+    const auto warning = "subscriber " + subscriber + " held: its URL's host gives";
+    const auto first = result.err.find(warning);
+    EXPECT_NE(first, npos) << result.err;
+    EXPECT_EQ(result.err.find(warning, first + 1), npos) << "one warning per subscriber";
   }
   EXPECT_TRUE(record_so_far(sink).empty()) << "a refused target reached the IPv4 listener";
   if (sink_v6) {
@@ -86,7 +103,7 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
     reachable_ids += (reachable_ids.empty() ? "" : ",") + std::to_string(id);
   }
   queue.db().exec(
-      "UPDATE webhook_delivery SET status = 'pending', attempts = 0 "
+      "UPDATE webhook_delivery SET status = 'pending', attempts = 0, next_attempt_at = 0 "
       "WHERE subscriber_id IN (" +
       reachable_ids + ")");
   const auto allowed = run_surge(dir, fast_drain(queue, {"--subscribers", reachable_ids}));

@@ -42,6 +42,9 @@ struct answer {
   int status = 200;
   std::string retry_after;
   steady::duration latency = 20ms;
+  // Set: no answer, the client's failure instead (status is then ignored).
+  proto::transport_error error = proto::transport_error::none;
+  std::string detail;
 };
 
 struct queue_row {
@@ -394,7 +397,9 @@ class simulation {
     const auto reply = partner(r);
     events_.emplace(now_.steady + reply.latency, [this, id, reply] {
       http_result result;
-      result.status = reply.status;
+      result.status = reply.error == proto::transport_error::none ? reply.status : 0;
+      result.error = reply.error;
+      result.detail = reply.detail;
       result.retry_after = reply.retry_after;
       result.exchange_time = reply.latency;
       respond(id, result);

@@ -313,6 +313,41 @@ TEST(ShardCore, AQuietSubscriberIsPolledLessOftenUntilRowsArrive) {
       << "new rows end the backoff";
 }
 
+// A URL whose host resolves only to refused addresses (a VPN partner on 10.x, DNS pointing at
+// loopback for a moment) is the subscriber's state: held, its rows queued with no attempt spent,
+// tried again after the hold; the other subscribers go on.
+TEST(ShardCore, ARefusedTargetHoldsItsSubscriberAndSpendsNoRow) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 50.0, 10), simulation::subscriber(2, 50.0, 10)});
+  for (int i = 0; i < 20; ++i) {
+    sim.enqueue(1);
+    sim.enqueue(2);
+  }
+  sim.partner = [](const received& r) {
+    if (r.subscriber != 1) return answer{};
+    return answer{.error = proto::transport_error::refused_target,
+                  .detail = "refused non-public address 10.0.0.5 (private_use)"};
+  };
+  sim.run_for(10s);
+  EXPECT_EQ(sim.requests_of(2).size(), 20u);
+  const auto tried = sim.requests_of(1).size();
+  EXPECT_GE(tried, 1u);
+  EXPECT_LE(tried, 16u) << "only what was already in flight when the first refusal came";
+  int held = 0;
+  for (const auto& [id, queued] : sim.rows_) {
+    if (queued.row.subscriber_id != 1) continue;
+    EXPECT_EQ(queued.now, queue_row::state::pending) << "row " << id;
+    EXPECT_EQ(queued.row.attempts, 0) << "row " << id;
+    held += queued.row.next_attempt_at >= sim.unix_now() + 49 ? 1 : 0;
+  }
+  EXPECT_EQ(held, 20) << "every row waits out the hold";
+  // After the hold the URL is tried again, once, and held again.
+  sim.run_for(55s);
+  const auto retried = sim.requests_of(1).size() - tried;
+  EXPECT_GE(retried, 1u);
+  EXPECT_LE(retried, 16u);
+}
+
 TEST(ShardCore, OneHotOrderedKeyMovesAtItsPartnersPaceNotAtTheIdlePoll) {
   // A viral spike is mostly one video: one key, each row waiting for the one before it. A
   // finished row's write rides with the claim of the key's next row.

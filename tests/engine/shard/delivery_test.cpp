@@ -287,17 +287,6 @@ TEST(JudgeAttempt, GoneDeadLettersAndDeactivates) {
   EXPECT_TRUE(judged.deactivate_subscriber);
 }
 
-TEST(JudgeAttempt, RefusedTargetIsDeadAtOnceWithTheAddress) {
-  http_result result;
-  result.error = proto::transport_error::refused_target;
-  result.detail = "refused non-public address 10.0.0.5 (private_use)";
-  const auto judged = judge_attempt(sample_row(0), 7, result, times_at(1'700'000'010),
-                                    proto::retry_policy{}, 3600s, 0.5);
-  EXPECT_EQ(judged.outcome.kind, storage::outcome_kind::dead);
-  EXPECT_NE(judged.outcome.last_error.find("10.0.0.5"), std::string::npos);
-  EXPECT_EQ(judged.outcome.attempt.error_class, "refused_target");
-}
-
 TEST(JudgeAttempt, TransportErrorsAreRecordedByClass) {
   http_result result;
   result.error = proto::transport_error::timeout;
