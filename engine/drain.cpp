@@ -339,6 +339,10 @@ drain_summary run_drain(const drain_config& input) {
   summary.lost_leases = counters.lost_leases.load();
   summary.attempts = counters.attempts.load();
   summary.remaining = storage.remaining();
+  summary.held = metrics.held_subscribers();
+  summary.quarantined = storage.quarantined();
+  std::sort(summary.held.begin(), summary.held.end(),
+            [](const auto& a, const auto& b) { return a.id < b.id; });
   summary.storage_errors = counters.storage_errors.load();
   summary.tls_full_handshakes = metrics.tls_handshakes_full.load();
   summary.tls_resumed_handshakes = metrics.tls_handshakes_resumed.load();

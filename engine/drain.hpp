@@ -1,11 +1,14 @@
 #pragma once
 // `surge drain`: wires the shards and the storage thread together and runs until stopped,
-// drained, or out of time; SIGINT/SIGTERM stop it gracefully.
+// drained, or out of time; SIGINT/SIGTERM/SIGHUP stop it gracefully.
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "engine/config.hpp"
+#include "engine/observe/metrics.hpp"
 
 namespace surge::engine {
 
@@ -30,6 +33,11 @@ struct drain_summary {
   std::int64_t unwritten = 0;
   // Why the drain had to stop on its own (the queue file deleted or replaced); empty if not.
   std::string failure;
+  // Subscribers that could not send when the drain ended, and why (by id).
+  std::vector<held_subscriber> held;
+  // Rows whose outcome the database refused even as a dead-letter, by id with its reason: this
+  // drain sent each once and claimed it no more.
+  std::map<std::int64_t, std::string> quarantined;
 };
 
 // Runs the drain on the calling thread (which handles signals and progress). Throws at

@@ -50,8 +50,11 @@ void add_drain_command(CLI::App& app, command_action& action) {
       "Exit codes: 0 stopped cleanly (signal, --duration, --until-drained); 1 start-up or "
       "database failure, including a queue file deleted or replaced while draining and outcomes "
       "the database had not taken when the grace period ended (those rows are sent again once "
-      "their leases expire); 2 bad flags, including --subscribers naming no subscriber; 3 a second "
-      "signal cut the shutdown short.");
+      "their leases expire); 2 bad flags, including --subscribers naming no subscriber; 3 a "
+      "second signal cut the shutdown short; 5 --until-drained sent everything it could, but "
+      "rows of subscribers that cannot send now stay queued (paused, circuit open, held, "
+      "inactive: the summary's held: lines name them), or rows whose outcome the database "
+      "refused were quarantined (quarantined: lines).");
   auto opts = std::make_shared<drain_cli_options>();
   add_drain_options(cmd, *opts);
   add_config_option(cmd);
@@ -70,6 +73,19 @@ void add_drain_command(CLI::App& app, command_action& action) {
                   << " rows before the grace period ended; they are sent again once their "
                      "leases expire\n";
         return exit_failure;
+      }
+      // Drained of everything that could be sent, but rows of subscribers that cannot send now
+      // (held: lines above the summary; inactive or rate 0) are still queued.
+      if (!summary.quarantined.empty()) {
+        std::cerr << "surge: the database refused the outcomes of " << summary.quarantined.size()
+                  << " rows (the quarantined: lines name them); each was sent once and is "
+                     "still queued as it was\n";
+        return exit_held;
+      }
+      if (summary.drained && summary.remaining > 0) {
+        std::cerr << "surge: drained except " << summary.remaining
+                  << " rows of subscribers that cannot send now (the held: lines say why)\n";
+        return exit_held;
       }
       return exit_ok;
     };

@@ -2,7 +2,7 @@
 // Each `surge` subcommand registers itself on the top-level CLI11 app and, when chosen, sets the
 // function main() runs after parsing. Exit codes (docs/cli.md): 0 success, 1 runtime failure,
 // 2 usage error (bad flag or value), 3 stopped by a second signal, 4 `audit` found a rate-limit
-// violation.
+// violation, 5 `drain --until-drained` left rows of subscribers that cannot send now.
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,6 +20,8 @@ inline constexpr int exit_failure = 1;
 inline constexpr int exit_usage = 2;
 // 3 is returned by the drain itself (std::_Exit) on a second signal.
 inline constexpr int exit_violation = 4;
+// `drain --until-drained` sent all it could; rows of subscribers that cannot send now remain.
+inline constexpr int exit_held = 5;
 
 void add_migrate_command(CLI::App& app, command_action& action);
 void add_emit_command(CLI::App& app, command_action& action);

@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics_server.hpp"
 #include "tools/commands.hpp"
 #include "tools/number_check.hpp"
+#include "tools/time_arg.hpp"
 
 namespace surge::tools {
 
@@ -242,6 +244,16 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
 
 void print_drain_summary(const engine::drain_summary& s) {
   const double seconds = s.elapsed.count();
+  // One line per subscriber that could not send, before the summary line (which stays last).
+  for (const auto& held : s.held) {
+    const std::string until =
+        held.until_unix > 0 ? "until " + format_utc(held.until_unix) : "until an operator acts";
+    std::printf("held: subscriber %lld: %s (%s)\n", static_cast<long long>(held.id),
+                held.reason.c_str(), until.c_str());
+  }
+  for (const auto& [row, reason] : s.quarantined) {
+    std::printf("quarantined: row %lld: %s\n", static_cast<long long>(row), reason.c_str());
+  }
   // A count the database could not give at the stop is unknown, not a number.
   const std::string remaining = s.remaining < 0 ? "unknown" : std::to_string(s.remaining);
   std::printf(

@@ -149,10 +149,10 @@ std::int64_t drain_metrics::failing_subscribers() const {
   return total;
 }
 
-std::vector<std::int64_t> drain_metrics::blocked_subscribers() const {
+std::vector<held_subscriber> drain_metrics::held_subscribers() const {
   std::lock_guard lock(views_mutex_);
-  std::vector<std::int64_t> out;
-  for (const auto& view : views_) out.insert(out.end(), view.blocked.begin(), view.blocked.end());
+  std::vector<held_subscriber> out;
+  for (const auto& view : views_) out.insert(out.end(), view.held.begin(), view.held.end());
   return out;
 }
 

@@ -59,6 +59,15 @@ struct subscriber_snapshot {
   std::optional<announced_snapshot> announced;  // none until its partner announces a quota
 };
 
+// A subscriber that cannot send now, and why: behind a circuit that stays open, unusable
+// credentials, a refused target, or a pause (Retry-After, its partner's announced quota).
+struct held_subscriber {
+  std::int64_t id = 0;
+  std::string reason;
+  double until_unix = 0;  // when it may send again; 0: not by itself (an operator must act)
+  friend bool operator==(const held_subscriber&, const held_subscriber&) = default;
+};
+
 struct queued_snapshot {
   std::int64_t id = 0;
   std::int64_t queued = 0;
@@ -89,7 +98,7 @@ struct drain_metrics {
     std::int64_t failing_subscribers = 0;
     std::int64_t open_circuits = 0;
     std::int64_t quota_paced = 0;  // paced below their limit by their partner's announced quota
-    std::vector<std::int64_t> blocked;  // subscribers behind a persistently open circuit
+    std::vector<held_subscriber> held;
     std::vector<subscriber_snapshot> subscribers;
   };
   void publish(std::size_t shard, shard_view view);
@@ -101,7 +110,7 @@ struct drain_metrics {
   };
   void publish_queue(queue_view view);
   std::int64_t failing_subscribers() const;
-  std::vector<std::int64_t> blocked_subscribers() const;
+  std::vector<held_subscriber> held_subscribers() const;
 
   void count_attempt(int status);  // 0: transport failure
 

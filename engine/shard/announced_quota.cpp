@@ -79,6 +79,7 @@ void shard_core::expire_quota_limit(subscriber_state& sub) {
 
 void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
                                   const char* reason) {
+  if (now_.steady + pause > sub.paused_until) sub.pause_reason = reason;
   sub.paused_until = std::max(sub.paused_until, now_.steady + pause);
   notify_line(sub);
   poll_after_of(sub) = std::max(poll_after_of(sub), sub.paused_until);

@@ -275,6 +275,24 @@ void shard_core::flush_outcomes() {
   outcomes_.reserve(rows);
 }
 
+std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
+                                                   steady::time_point now, double now_unix) {
+  const auto id = sub.settings.id;
+  if (!sub.refused_target.empty())
+    return held_subscriber{id, "refused target: " + sub.refused_target};
+  if (!sub.settings.credentials_problem.empty()) {
+    return held_subscriber{id, sub.settings.credentials_problem};
+  }
+  if (sub.breaker.persistently_open()) {
+    return held_subscriber{id, "circuit open: its endpoint failed probe after probe"};
+  }
+  if (sub.paused_until > now) {
+    const double until = now_unix + std::chrono::duration<double>(sub.paused_until - now).count();
+    return held_subscriber{id, sub.pause_reason, until};
+  }
+  return std::nullopt;
+}
+
 void shard_core::publish_metrics() {
   drain_metrics::shard_view view;
   const auto now = now_.steady;
@@ -283,10 +301,7 @@ void shard_core::publish_metrics() {
     if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
-    if (sub->breaker.persistently_open() || !sub->settings.credentials_problem.empty() ||
-        !sub->refused_target.empty()) {
-      view.blocked.push_back(sub->settings.id);
-    }
+    if (auto held = hold_of(*sub, now, now_.unix_seconds())) view.held.push_back(std::move(*held));
     if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
     view.subscribers.push_back({.id = sub->settings.id,
                                 .delivered = sub->delivered,

@@ -244,6 +244,9 @@ class shard_core {
                                                         std::chrono::system_clock::time_point now);
   void hand_over_quotas();
   void flush_outcomes();
+  // Why `sub` cannot send now, if it cannot: for /metrics, --until-drained and the summary.
+  static std::optional<held_subscriber> hold_of(const subscriber_state& sub, steady::time_point now,
+                                                double now_unix);
   void slot_freed(subscriber_state& sub, origin_state& origin);
   void wake_origin_waiters(origin_state& origin);
   origin_state& origin_of(subscriber_state& sub);

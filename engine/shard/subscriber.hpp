@@ -137,6 +137,7 @@ struct subscriber_state {
   bool key_freed = false;
   std::size_t scan_index = 0;  // its place in the shard's demand scan
   std::chrono::steady_clock::time_point paused_until{};
+  std::string pause_reason;  // why paused_until was set (Retry-After, the announced quota)
   // While held because its URL resolved only to refused addresses: what was refused (a
   // subscriber's state, not its rows' fate); empty otherwise.
   std::string refused_target;

@@ -65,10 +65,18 @@ void storage_worker::sweep_malformed_rows() {
 }
 
 void storage_worker::update_drainable() {
-  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of subscribers whose
-  // circuit stays open probe after probe cannot be sent now, so --until-drained does not wait
-  // for them; everything else in the chosen set counts.
-  auto blocked = metrics_.blocked_subscribers();
+  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of held ones
+  // (engine/observe/metrics.hpp: a circuit that stays open, unusable credentials, a refused
+  // target, or a pause that outlasts --until-drained-wait) cannot be sent soon, so
+  // --until-drained does not wait for them; everything else in the chosen set counts. A pause
+  // shorter than pause_release_threshold keeps its rows in memory and is waited out.
+  const auto wait =
+      std::max(config_.until_drained_retry_wait, config_.scheduler.pause_release_threshold);
+  const double horizon = proto::unix_now() + std::chrono::duration<double>(wait).count();
+  std::vector<std::int64_t> blocked;
+  for (const auto& held : metrics_.held_subscribers()) {
+    if (held.until_unix == 0 || held.until_unix > horizon) blocked.push_back(held.id);
+  }
   std::sort(blocked.begin(), blocked.end());
   bool any_excluded = false;
   std::string list;
@@ -152,6 +160,12 @@ std::int64_t storage_worker::finished_rows() const {
          counters_.coalesced.load(std::memory_order_relaxed);
 }
 
+std::int64_t storage_worker::without_quarantined(std::int64_t outstanding) const {
+  // Quarantined rows stay unfinished in the queue, and no claim of this drain takes them: they
+  // are not waited for. (One another program finished meanwhile makes this an underestimate.)
+  return std::max<std::int64_t>(0, outstanding - static_cast<std::int64_t>(quarantined_.size()));
+}
+
 void storage_worker::check_drained() {
   cadence_.backlog_checked(steady::now());
   // Outcomes held for their commit (engine/store/commit_timing.hpp) would make this check skip; a
@@ -166,7 +180,7 @@ void storage_worker::check_drained() {
     const double now = proto::unix_now();
     const auto count_began = steady::now();
     const auto finished_before_count = finished_rows();
-    auto outstanding = db_->count_outstanding(now, drainable_);
+    auto outstanding = without_quarantined(db_->count_outstanding(now, drainable_));
     cadence_.backlog_counted(steady::now() - count_began);
     backlog_estimate_.counted(outstanding, finished_before_count);
     counters_.backlog.store(outstanding, std::memory_order_relaxed);
@@ -178,7 +192,7 @@ void storage_worker::check_drained() {
                            rows_handed_out_);
     if (backlog_watch_.sweep_due(outstanding, steady::now())) {
       sweep_stuck_rows();
-      outstanding = db_->count_outstanding(now, drainable_);
+      outstanding = without_quarantined(db_->count_outstanding(now, drainable_));
       backlog_estimate_.counted(outstanding, finished_rows());
       counters_.backlog.store(outstanding, std::memory_order_relaxed);
     }

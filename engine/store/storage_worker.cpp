@@ -417,9 +417,13 @@ void storage_worker::settle_refused(const storage::outcome& refused, const stora
       if (again.what_kind() != storage::error::kind::row_rejected) throw;
     }
   }
+  // Sending it again when its lease ends would only be refused again, and a partner that
+  // answered 2xx would get it once per lease: it stays out of this drain's claims.
+  quarantined_.emplace(refused.delivery_id, reason);
   log_error("row " + std::to_string(refused.delivery_id) + ": " + reason +
-            "; even a dead-letter was refused, so the row is left to its lease and will be "
-            "claimed again when it ends");
+            "; even a dead-letter was refused, so the row is quarantined: this drain never "
+            "claims or sends it again, and it stays in the queue as it was (its lease ends on "
+            "its own)");
 }
 
 bool storage_worker::outcomes_due_now(steady::time_point now, bool force) const {
@@ -509,6 +513,9 @@ void storage_worker::answer_claims() {
             claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
       }
       rows = std::move(result.claimed);
+      if (!quarantined_.empty()) {
+        std::erase_if(rows, [this](const auto& row) { return quarantined_.contains(row.id); });
+      }
       rows_handed_out_ += static_cast<std::int64_t>(rows.size());
       granted = std::move(result.granted);
       more_due = std::move(result.more_due);

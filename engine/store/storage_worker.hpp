@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -110,6 +111,9 @@ class storage_worker {
   }
   // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
   std::int64_t remaining() const { return remaining_; }
+  // After join(): rows whose outcome the database refused, even as a dead-letter, by id with
+  // the reason: this drain claimed them no more (settle_refused).
+  const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
   // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.
   std::int64_t unwritten() const { return unwritten_; }
   // After join(): what was done about a queue file's write-ahead log deleted under the drain
@@ -142,6 +146,7 @@ class storage_worker {
   void note_held_subscribers(const std::vector<std::int64_t>& held);
   void reload_subscribers(bool initial);
   void check_drained();
+  std::int64_t without_quarantined(std::int64_t outstanding) const;
   // `initial`: the first renewal, before any shard sent: buckets were just seeded.
   void renew_ownership(bool initial = false);
   void release_ownership();
@@ -198,6 +203,7 @@ class storage_worker {
   // outstanding row, so it is done seldom (see backlog_watch).
   static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
   backlog_watch backlog_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
+  std::map<std::int64_t, std::string> quarantined_;  // see quarantined()
   std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
   backlog_estimate backlog_estimate_;
   // Rows the shards have finished: delivered, dead or coalesced (for backlog_estimate_).

@@ -4,6 +4,7 @@
 // other rows are delivered and their outcomes reach the queue (docs/reliability.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -62,7 +63,9 @@ TEST(DrainFaultsRows, ATriggerRefusingOneRowsOutcomeDeadLettersThatRowAndNothing
 
 // The trigger refuses every change of the row, so not even a dead-letter can be written: the row
 // is left to its lease and the others still go through.
-TEST(DrainFaultsRows, ARowWhoseEveryUpdateIsRefusedIsLeftToItsLeaseAndTheOthersGoOn) {
+// Sending it again at each lease expiry would only be refused again (8 times in 40 s before): the
+// row is quarantined in the drain's memory, sent once, named, and counted in the exit code.
+TEST(DrainFaultsRows, ARowWhoseEveryUpdateIsRefusedIsQuarantinedSentOnceAndTheOthersGoOn) {
   temp_dir dir;
   test_queue queue(dir);
   sink_process sink(dir, queue.path());
@@ -73,15 +76,29 @@ TEST(DrainFaultsRows, ARowWhoseEveryUpdateIsRefusedIsLeftToItsLeaseAndTheOthersG
       "CREATE TRIGGER refuse_all BEFORE UPDATE OF status ON webhook_delivery "
       "WHEN NEW.id = " +
       std::to_string(frozen) + " BEGIN SELECT RAISE(ABORT, 'row is frozen'); END");
+  // Longer than the row's 5 s lease: a drain that claimed it again would send it again.
   auto args = fast_drain(queue);
   drop_option(args, "--until-drained-wait");
   args.erase(std::find(args.begin(), args.end(), "--until-drained"));
-  args.insert(args.end(), {"--duration", "6"});
+  args.insert(args.end(), {"--duration", "12"});
   const auto result = run_surge(dir, args, 90s);
-  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.exit_code, 5) << result.err;
   EXPECT_EQ(rows_with_status(queue, "done"), 199) << result.err;
   EXPECT_EQ(queue.row(frozen).status, "pending");
-  EXPECT_NE(result.err.find("left to its lease"), npos) << result.err;
+  EXPECT_NE(result.err.find("is quarantined"), npos) << result.err;
+  EXPECT_NE(result.out.find("quarantined: row " + std::to_string(frozen) + ":"), npos)
+      << result.out;
+  const auto requests = sink.stop_and_read();
+  EXPECT_EQ(std::count_if(requests.begin(), requests.end(),
+                          [&](const auto& r) { return r.delivery_id == frozen; }),
+            1)
+      << "sent again by the same process";
+
+  // --until-drained does not wait for it: every other row done, exit 5.
+  queue.sql().exec("UPDATE webhook_delivery SET locked_until = 0 WHERE id = ?",
+                   {std::to_string(frozen)});
+  const auto again = run_surge(dir, fast_drain(queue), 90s);
+  EXPECT_EQ(again.exit_code, 5) << again.err;
 }
 
 class DrainFaultsRowsOn : public ::testing::TestWithParam<backend> {};

@@ -139,6 +139,30 @@ std::string http_date(std::time_t when) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, DrainRetryOn, all_backends(), backend_name);
 
+// A partner that asks for ten minutes (Retry-After: 600) cannot be sent to within the drain's
+// wait: --until-drained ends once every other row is done, names the paused subscriber and exits
+// 5, so a cron job tells "drained" from "drained except held" and is not kept alive by it.
+TEST(DrainRetry, ALongPauseEndsAnUntilDrainedRunWithTheSubscriberNamedAndExitFive) {
+  retry_env env(R"({"1": {"status": 429, "retry_after": "600"}})");
+  const auto paused = env.subscriber(100, 10, 1);
+  const auto healthy = env.subscriber(100, 10);
+  env.queue.add_rows(paused, 20);
+  const auto rows = env.queue.add_rows(healthy, 50);
+  // The pause (600 s) outlasts --until-drained-wait (10 s): the drain does not wait for it.
+  const auto result = env.drain();
+  EXPECT_EQ(result.exit_code, 5) << result.err;
+  const std::string line =
+      "held: subscriber " + std::to_string(paused) + ": subscriber paused by Retry-After (until ";
+  EXPECT_NE(result.out.find(line), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("drained except"), std::string::npos) << result.err;
+  for (const auto row : rows) EXPECT_EQ(env.queue.row(row).status, "done");
+  const auto requests = env.sink->stop_and_read();
+  EXPECT_EQ(std::count_if(requests.begin(), requests.end(),
+                          [&](const auto& r) { return r.subscriber_id == paused; }),
+            1)
+      << "the paused partner was asked once";
+}
+
 TEST(DrainRetry, ServiceUnavailableWithAnHttpDateIsHonoured) {
   const auto until = static_cast<std::time_t>(proto::unix_now()) + 4;
   retry_env env(R"({"1": {"fail_first": 1, "status": 503, "retry_after": ")" + http_date(until) +
@@ -191,7 +215,8 @@ TEST(DrainRetry, GoneDeadLettersAndDeactivatesTheSubscriber) {
   const auto id = env.subscriber(100, 10, 1);
   const auto rows = env.queue.add_rows(id, 4);
   const auto result = env.drain();
-  ASSERT_EQ(result.exit_code, 0) << result.err;
+  ASSERT_EQ(result.exit_code, 5) << "drained except the deactivated subscriber's rows: "
+                                 << result.err;
   const auto requests = env.sink->stop_and_read();
   ASSERT_EQ(requests.size(), 1u) << "rows after a 410 must not be sent";
   // Only the row that got the 410 is dead; the others wait, unleased, for the subscriber to be
