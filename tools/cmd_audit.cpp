@@ -181,7 +181,9 @@ void add_audit_command(CLI::App& app, command_action& action) {
       "requests started in any 1 s and 60 s window against burst + rate x T + 1, the rate "
       "achieved after the first burst, latency percentiles.");
   auto opts = std::make_shared<audit_options>();
-  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(cmd, opts->shape);
   cmd->add_option("--subscriber", opts->subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");

@@ -27,7 +27,9 @@ struct dead_options {
 };
 
 void add_selection_options(CLI::App* cmd, dead_options& o) {
-  cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  cmd->add_option("--db", o.db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(cmd, o.shape);
   cmd->add_option("--subscriber", o.subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");

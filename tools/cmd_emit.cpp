@@ -30,7 +30,9 @@ void add_emit_command(CLI::App& app, command_action& action) {
   auto* cmd = app.add_subcommand(
       "emit", "Queue one event for every active subscriber whose event filter matches it.");
   auto opts = std::make_shared<emit_options>();
-  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(cmd, opts->shape);
   cmd->add_option("--type", opts->type, "Event type, e.g. video.trending")->required();
   auto* data = cmd->add_option("--data", opts->data, "JSON payload (the exact bytes POSTed)");

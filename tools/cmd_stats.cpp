@@ -17,6 +17,7 @@
 #include "storage/ordered_keys.hpp"
 #include "storage/partner_quotas.hpp"
 #include "storage/queue.hpp"
+#include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
 
@@ -272,13 +273,22 @@ void add_stats_command(CLI::App& app, command_action& action) {
   auto db_path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto shape = std::make_shared<std::string>();
-  cmd->add_option("--db", *db_path, "Queue: a SQLite file or a postgresql:// URI")->required();
+  cmd->add_option("--db", *db_path, "Queue: a SQLite file or a postgresql:// URI")
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(cmd, *shape);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([&action, db_path, json, shape] {
     action = [db_path, json, shape] {
       storage::connection db(
           {.location = *db_path, .create_if_missing = false, .shape = named_shape(*shape)});
+      // A queue only the steady-state drainer has used lacks Surge's columns: say how to add
+      // them, before printing anything, rather than quote the database's error halfway.
+      if (storage::schema_version(db) == 0) {
+        const storage::error unmigrated("Surge has not migrated this queue yet",
+                                        storage::error::kind::schema_missing);
+        throw storage::error(storage::with_remedy(unmigrated, *db_path), unmigrated.what_kind());
+      }
       const double now = proto::unix_now();
       const auto stats = storage::read_stats(db, now);
       const auto owners = storage::read_ownership(db, now);

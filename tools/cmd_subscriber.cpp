@@ -400,7 +400,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto list_opts = std::make_shared<subscriber_options>();
   auto* list = group->add_subcommand("list", "List subscribers.");
   list->add_option("--db", list_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
-      ->required();
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(list, list_opts->shape);
   list->add_flag("--json", list_opts->json, "Print JSON");
   list->callback([&action, list_opts] {
@@ -431,7 +432,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto set_opts = std::make_shared<subscriber_options>();
   auto* set = group->add_subcommand("set", "Change a subscriber's settings.");
   set->add_option("--db", set_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
-      ->required();
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(set, set_opts->shape);
   set->add_option("id", set_opts->id, "Subscriber id")->required();
   add_setting_options(set, *set_opts);
@@ -473,7 +475,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       "resume-key",
       "Let an ordered subscriber's stopped key go on past its dead row (which stays dead).");
   resume->add_option("--db", resume_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
-      ->required();
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(resume, resume_opts->shape);
   resume->add_option("id", resume_opts->id, "Subscriber id")->required();
   auto* key_option =
@@ -503,7 +506,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto* secret = group->add_subcommand(
       "secret", "Print a subscriber's signing secret (for the partner, who verifies with it).");
   secret->add_option("--db", secret_opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
-      ->required();
+      ->required()
+      ->check(existing_queue());
   add_queue_shape_option(secret, secret_opts->shape);
   secret->add_option("id", secret_opts->id, "Subscriber id")->required();
   secret->callback([&action, secret_opts] {
@@ -522,7 +526,8 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
         group->add_subcommand(enable ? "enable" : "disable",
                               enable ? "Mark a subscriber active." : "Mark a subscriber inactive.");
     cmd->add_option("--db", opts->db_path, "Queue: a SQLite file or a postgresql:// URI")
-        ->required();
+        ->required()
+        ->check(existing_queue());
     add_queue_shape_option(cmd, opts->shape);
     cmd->add_option("id", opts->id, "Subscriber id")->required();
     cmd->callback([&action, opts, enable] {

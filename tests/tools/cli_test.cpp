@@ -1,8 +1,11 @@
 // The `surge` program through its command line: exit codes, messages, --json output.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <boost/json/parse.hpp>
 
@@ -10,9 +13,28 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "tests/support/e2e.hpp"
+#include "tests/support/shared_ddl.hpp"
 
 namespace surge::testing {
 namespace {
+
+// The first command the runbook gives, on a queue only the steady-state drainer has used: it
+// says what to run instead of quoting the database alone.
+TEST(Cli, StatsOnAQueueSurgeHasNotMigratedSaysToRunMigrate) {
+  temp_dir dir;
+  const auto path = dir.file("theirs.db");
+  {
+    SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec(shared_ddl);
+  }
+  auto result = run_surge(dir, {"stats", "--db", path});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("Run `surge migrate --db " + path + "`"), std::string::npos)
+      << result.err;
+  ASSERT_EQ(run_surge(dir, {"migrate", "--db", path}).exit_code, 0);
+  result = run_surge(dir, {"stats", "--db", path});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
 
 TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   temp_dir dir;
@@ -27,6 +49,23 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   result = run_surge(dir, {"drain", "--db", dir.file("missing.db")});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("missing.db"), std::string::npos) << result.err;
+
+  // Every command that needs an existing queue says so the same way: exit 2 with the path.
+  const auto missing = dir.file("missing.db");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"stats", "--db", missing},
+           {"dead", "list", "--db", missing},
+           {"audit", "--db", missing},
+           {"prune", "--db", missing, "--older-than", "1d"},
+           {"emit", "--db", missing, "--type", "t", "--data", "{}"},
+           {"subscriber", "list", "--db", missing},
+           {"subscriber", "set", "--db", missing, "1", "--rate", "5"},
+           {"subscriber", "secret", "--db", missing, "1"}}) {
+    result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 2) << args[0] << " " << args[1] << ": " << result.err;
+    EXPECT_NE(result.err.find("missing.db"), std::string::npos) << args[0] << ": " << result.err;
+    EXPECT_FALSE(std::filesystem::exists(missing)) << args[0] << " created the file";
+  }
 
   test_queue queue(dir);
   result = run_surge(dir, {"drain", "--db", queue.path(), "--subscribers", "5-2"});
