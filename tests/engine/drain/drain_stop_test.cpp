@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 #include <sys/mount.h>
@@ -67,6 +68,14 @@ void drain_again_once_leases_expire(const temp_dir& dir, test_queue& queue, std:
                       "--progress-interval", "0", "--per-subscriber-in-flight", "50"});
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows));
+}
+
+// Rows still leased now: none after a graceful stop.
+std::int64_t leases_left(test_queue& queue) {
+  SQLite::Statement leased(queue.db(),
+                           "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
+  leased.bind(1, proto::unix_now());
+  return leased.executeStep() ? leased.getColumn(0).getInt64() : -1;
 }
 
 TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock) {
@@ -197,55 +206,47 @@ TEST(DrainStop, TimeoutSignallingChildAndGroupIsOneStop) {
   const auto err = read_file(dir.file("drain.err"));
   EXPECT_EQ(*exit_code, 0) << err;
   EXPECT_EQ(err.find("second signal"), std::string::npos) << err;
-  SQLite::Statement leased(queue.db(),
-                           "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
-  leased.bind(1, proto::unix_now());
-  ASSERT_TRUE(leased.executeStep());
-  EXPECT_EQ(leased.getColumn(0).getInt64(), 0) << "a graceful stop leaves no lease behind";
+  EXPECT_EQ(leases_left(queue), 0) << "a graceful stop leaves no lease behind";
   EXPECT_GT(done_rows(queue), 0);
   EXPECT_LT(done_rows(queue), static_cast<std::int64_t>(rows.size()));
 }
 
-TEST(DrainStop, TwoSignalsSentBackToBackAreOneStop) {
+// A drain sending 2,000 rows to a receiver that answers in 300 ms, past its first delivery.
+struct busy_drain {
   temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 300}})"});
-  const auto id = queue.add_subscriber_at(sink, 1000, 100);
-  queue.add_rows(id, 2000);
-  tools::child_process drain(surge_binary(), slow_drain_args(queue, "10"), dir.file("drain.out"),
-                             dir.file("drain.err"));
-  wait_for_first_delivery(queue);
+  test_queue queue{dir};
+  sink_process sink{dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 300}})"}};
+  std::optional<tools::child_process> drain;
+  busy_drain() {
+    queue.add_rows(queue.add_subscriber_at(sink, 1000, 100), 2000);
+    drain.emplace(surge_binary(), slow_drain_args(queue, "10"), dir.file("drain.out"),
+                  dir.file("drain.err"));
+    wait_for_first_delivery(queue);
+  }
+};
+
+TEST(DrainStop, TwoSignalsSentBackToBackAreOneStop) {
+  busy_drain run;
   // As a process-group kill reaching a wrapper and the drain, then the wrapper forwarding it.
-  drain.signal(SIGTERM);
+  run.drain->signal(SIGTERM);
   std::this_thread::sleep_for(20ms);
-  drain.signal(SIGTERM);
-  const auto exit_code = drain.wait(20s);
+  run.drain->signal(SIGTERM);
+  const auto exit_code = run.drain->wait(20s);
   ASSERT_TRUE(exit_code.has_value());
-  EXPECT_EQ(*exit_code, 0) << read_file(dir.file("drain.err"));
+  EXPECT_EQ(*exit_code, 0) << read_file(run.dir.file("drain.err"));
 }
 
 // An operator's SSH session drops: the drain gets SIGHUP and stops as on Ctrl-C, its unsent
 // leases given back and its summary written, instead of dying with exit 129.
 TEST(DrainStop, AHangUpStopsGracefully) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 300}})"});
-  const auto id = queue.add_subscriber_at(sink, 1000, 100);
-  queue.add_rows(id, 2000);
-  tools::child_process drain(surge_binary(), slow_drain_args(queue, "10"), dir.file("drain.out"),
-                             dir.file("drain.err"));
-  wait_for_first_delivery(queue);
-  drain.signal(SIGHUP);
-  const auto exit_code = drain.wait(20s);
+  busy_drain run;
+  run.drain->signal(SIGHUP);
+  const auto exit_code = run.drain->wait(20s);
   ASSERT_TRUE(exit_code.has_value());
-  const auto err = read_file(dir.file("drain.err"));
+  const auto err = read_file(run.dir.file("drain.err"));
   EXPECT_EQ(*exit_code, 0) << err;
   EXPECT_NE(err.find("stopping: SIGHUP"), std::string::npos) << err;
-  SQLite::Statement leased(queue.db(),
-                           "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
-  leased.bind(1, proto::unix_now());
-  ASSERT_TRUE(leased.executeStep());
-  EXPECT_EQ(leased.getColumn(0).getInt64(), 0) << "a graceful stop leaves no lease behind";
+  EXPECT_EQ(leases_left(run.queue), 0) << "a graceful stop leaves no lease behind";
 }
 
 class DrainQueueFile : public ::testing::TestWithParam<bool> {};

@@ -348,15 +348,23 @@ TEST(ShardCore, ARefusedTargetHoldsItsSubscriberAndSpendsNoRow) {
   EXPECT_LE(retried, 16u);
 }
 
-TEST(ShardCore, OneHotOrderedKeyMovesAtItsPartnersPaceNotAtTheIdlePoll) {
-  // A viral spike is mostly one video: one key, each row waiting for the one before it. A
-  // finished row's write rides with the claim of the key's next row.
-  simulation sim;
+// `rows` rows of one subscriber at 50/s (burst 10) ordered by video, over `keys` videos in turn,
+// with outcomes written on the storage thread's commit timing.
+void queue_ordered(simulation& sim, int rows, int keys) {
   sim.commits = commit_timing{};
   auto subscriber = simulation::subscriber(1, 50.0, 10);
   subscriber.order = proto::order_rule{.pointer = "/video_id"};
   sim.load({subscriber});
-  for (int i = 0; i < 120; ++i) sim.enqueue(1, R"({"video_id":"v1"})");
+  for (int i = 0; i < rows; ++i) {
+    sim.enqueue(1, R"({"video_id":"v)" + std::to_string(i % keys) + R"("})");
+  }
+}
+
+TEST(ShardCore, OneHotOrderedKeyMovesAtItsPartnersPaceNotAtTheIdlePoll) {
+  // A viral spike is mostly one video: one key, each row waiting for the one before it. A
+  // finished row's write rides with the claim of the key's next row.
+  simulation sim;
+  queue_ordered(sim, 120, 1);
   const auto start = sim.now();
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
   const auto sent = sim.requests_of(1);
@@ -375,13 +383,7 @@ TEST(ShardCore, OneHotOrderedKeyMovesAtItsPartnersPaceNotAtTheIdlePoll) {
 
 TEST(ShardCore, TenOrderedKeysGoTogetherAtTheSubscribersRate) {
   simulation sim;
-  sim.commits = commit_timing{};
-  auto subscriber = simulation::subscriber(1, 50.0, 10);
-  subscriber.order = proto::order_rule{.pointer = "/video_id"};
-  sim.load({subscriber});
-  for (int i = 0; i < 200; ++i) {
-    sim.enqueue(1, R"({"video_id":"v)" + std::to_string(i % 10) + R"("})");
-  }
+  queue_ordered(sim, 200, 10);
   const auto start = sim.now();
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
   const auto sent = sim.requests_of(1);
