@@ -3,7 +3,14 @@
 against `surge sink` on 127.0.0.1.
 
     bench/ordered.py --surge build/release/tools/surge            # the measurement
+    bench/ordered.py --surge ... --hot                             # one hot key, and ten
     bench/ordered.py --surge ... --smoke                           # tiny, for the test suite
+
+--hot measures what a viral spike looks like first: most events of one video, so one key (and
+then ten), --hot-rows rows (300) at a limit of --hot-rate (50/s, burst 10). A key moves one row
+per round trip, so the pace is the limit's when the partner answers faster than 1/limit. For each:
+the span from first to last arrival at the sink against the limit-bound ideal ((rows - burst) /
+rate), as `pace_of_limit` (1.0: exactly the limit).
 
 One subscriber, --keys keys (1,000), --events events per key (30), queued as a producer writes a
 spike: one row per key per event, interleaved. The same queue is drained until empty four times:
@@ -53,12 +60,13 @@ def out_of_order(received, key_of):
     return late
 
 
-def run(surge, keys, events, rate, ordered):
+def run(surge, keys, events, rate, ordered, burst=None):
     with tempfile.TemporaryDirectory(prefix="surge-ordered-") as directory:
         db = new_queue(surge, directory)
         sink = Sink(surge, directory, db)
         try:
-            options = ["--rate", str(rate), "--burst", str(max(1, rate // 10))]
+            burst = burst if burst is not None else max(1, rate // 10)
+            options = ["--rate", str(rate), "--burst", str(burst)]
             if ordered:
                 options += ["--ordered", "/video_id"]
             sid = add_subscriber(surge, db, f"http://127.0.0.1:{sink.port}/hook/1", *options)
@@ -86,8 +94,12 @@ def run(surge, keys, events, rate, ordered):
         late = out_of_order(received, key_of)
         if ordered and late:
             raise RuntimeError(f"{label}: {late} deliveries arrived after a later row of their key")
+        span = received[-1][0] - received[0][0] if len(received) > 1 else 0.0
+        ideal = max(0, rows - burst) / rate
         return {"rows": rows,
                 "seconds": result["seconds"],
+                "arrival_span_seconds": round(span, 3),
+                "pace_of_limit": round(ideal / span, 3) if span > 0 else None,
                 "rows_per_second": round(rows / result["seconds"], 1),
                 "cpu_ms_per_1000_deliveries": round(result["cpu_seconds"] * 1e6 / rows, 1),
                 "requests": len(received),
@@ -103,8 +115,18 @@ def main():
     parser.add_argument("--keys", type=int, default=1000)
     parser.add_argument("--events", type=int, default=30)
     parser.add_argument("--rate", type=int, default=2000, help="the limit of the limited runs")
+    parser.add_argument("--hot", action="store_true", help="one hot key and ten, at a limit")
+    parser.add_argument("--hot-rows", type=int, default=300)
+    parser.add_argument("--hot-rate", type=int, default=50)
     args = parser.parse_args()
     surge = str(Path(args.surge).resolve())
+    if args.hot:
+        report = {"rows": args.hot_rows, "rate": args.hot_rate, "burst": 10}
+        for keys in (1, 10):
+            report[f"keys_{keys}"] = run(surge, keys, args.hot_rows // keys, args.hot_rate, True,
+                                         burst=10)
+        print(json.dumps(report, indent=2))
+        return
     keys, events = (20, 5) if args.smoke else (args.keys, args.events)
     report = {"keys": keys, "events_per_key": events}
     for rate in (args.rate, 1_000_000):
