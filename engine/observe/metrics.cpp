@@ -335,10 +335,12 @@ std::string drain_metrics::render(std::size_t top) const {
                    commit_duration);
 
   std::vector<subscriber_snapshot> subscribers;
+  std::vector<held_subscriber> held;
   std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0;
   {
     std::lock_guard lock(views_mutex_);
     for (const auto& view : views_) {
+      held.insert(held.end(), view.held.begin(), view.held.end());
       paused += view.paused_subscribers;
       failing += view.failing_subscribers;
       open_circuits += view.open_circuits;
@@ -357,6 +359,20 @@ std::string drain_metrics::render(std::size_t top) const {
   gauge("surge_subscribers_circuit_open",
         "Subscribers whose circuit is open: one probe per cool-down, nothing claimed.",
         static_cast<double>(open_circuits));
+
+  // Which partner cannot send, and why, so that an alert can name it: a series per held
+  // subscriber, the lowest ids first, no more than the busiest subscribers' count.
+  header(out, "surge_subscriber_held", "gauge",
+         "1 for a subscriber that cannot send now, by reason: refused_target, credentials, "
+         "circuit_open or paused (Retry-After, its partner's announced quota).");
+  std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  if (held.size() > top) held.resize(top);
+  for (const auto& h : held) {
+    value_line(out,
+               "surge_subscriber_held{subscriber=\"" + std::to_string(h.id) + "\",reason=\"" +
+                   h.kind + "\"}",
+               1);
+  }
 
   // Bounded cardinality: the busiest subscribers only.
   std::sort(subscribers.begin(), subscribers.end(), [](const auto& a, const auto& b) {

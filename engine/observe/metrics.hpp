@@ -63,7 +63,8 @@ struct subscriber_snapshot {
 // credentials, a refused target, or a pause (Retry-After, its partner's announced quota).
 struct held_subscriber {
   std::int64_t id = 0;
-  std::string reason;
+  std::string kind;       // refused_target, credentials, circuit_open or paused: a metric label
+  std::string reason;     // for people: the log's words
   double until_unix = 0;  // when it may send again; 0: not by itself (an operator must act)
   friend bool operator==(const held_subscriber&, const held_subscriber&) = default;
 };

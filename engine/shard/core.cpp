@@ -278,17 +278,19 @@ void shard_core::flush_outcomes() {
 std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
                                                    steady::time_point now, double now_unix) {
   const auto id = sub.settings.id;
-  if (!sub.refused_target.empty())
-    return held_subscriber{id, "refused target: " + sub.refused_target};
+  if (!sub.refused_target.empty()) {
+    return held_subscriber{id, "refused_target", "refused target: " + sub.refused_target};
+  }
   if (!sub.settings.credentials_problem.empty()) {
-    return held_subscriber{id, sub.settings.credentials_problem};
+    return held_subscriber{id, "credentials", sub.settings.credentials_problem};
   }
   if (sub.breaker.persistently_open()) {
-    return held_subscriber{id, "circuit open: its endpoint failed probe after probe"};
+    return held_subscriber{id, "circuit_open",
+                           "circuit open: its endpoint failed probe after probe"};
   }
   if (sub.paused_until > now) {
     const double until = now_unix + std::chrono::duration<double>(sub.paused_until - now).count();
-    return held_subscriber{id, sub.pause_reason, until};
+    return held_subscriber{id, "paused", sub.pause_reason, until};
   }
   return std::nullopt;
 }

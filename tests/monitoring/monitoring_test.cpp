@@ -86,11 +86,18 @@ class running_drain {
 };
 
 // Sample names (the part before `{` or the value) of a text exposition.
-std::set<std::string> exported_names(const std::string& exposition) {
+// The names of the series in `exposition`; with `families`, also of every family it declares
+// (`# TYPE`), which may have no series at the moment (no subscriber held, say).
+std::set<std::string> exported_names(const std::string& exposition, bool families = false) {
   std::set<std::string> names;
   std::istringstream in(exposition);
   std::string line;
   while (std::getline(in, line)) {
+    if (families && line.starts_with("# TYPE ")) {
+      const auto name = line.substr(7);
+      names.insert(name.substr(0, name.find(' ')));
+      continue;
+    }
     if (line.empty() || line[0] == '#') continue;
     names.insert(line.substr(0, line.find_first_of("{ ")));
   }
@@ -141,10 +148,13 @@ TEST(Monitoring, DashboardAndRulesUseOnlyMetricsADrainExports) {
   // Per-subscriber series need a delivery, the queue's a first sample: wait for both.
   std::set<std::string> exported;
   for (int i = 0; i < 100; ++i) {
-    exported = exported_names(http_get(drain.port(), "/metrics").body);
+    const auto text = http_get(drain.port(), "/metrics").body;
+    exported = exported_names(text);
     if (exported.count("surge_subscriber_queued_rows") &&
-        exported.count("surge_subscriber_delivered_total"))
+        exported.count("surge_subscriber_delivered_total")) {
+      exported = exported_names(text, true);
       break;
+    }
     std::this_thread::sleep_for(100ms);
   }
   ASSERT_TRUE(exported.count("surge_subscriber_queued_rows")) << "no queue sample within 10 s";
