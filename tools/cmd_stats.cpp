@@ -282,9 +282,11 @@ void add_stats_command(CLI::App& app, command_action& action) {
     action = [db_path, json, shape] {
       storage::connection db(
           {.location = *db_path, .create_if_missing = false, .shape = named_shape(*shape)});
-      // A queue only the steady-state drainer has used lacks Surge's columns: say how to add
-      // them, before printing anything, rather than quote the database's error halfway.
-      if (storage::schema_version(db) == 0) {
+      // A seed000 queue only the steady-state drainer has used lacks the columns Surge reads
+      // (seed001's stats read its own tables only): say how to add them, before printing
+      // anything, rather than quote the database's error halfway. A queue of no shape Surge can
+      // use is told apart first (exit 2, naming what is missing).
+      if (db.shape() == storage::queue_shape::seed000 && storage::schema_version(db) == 0) {
         const storage::error unmigrated("Surge has not migrated this queue yet",
                                         storage::error::kind::schema_missing);
         throw storage::error(storage::with_remedy(unmigrated, *db_path), unmigrated.what_kind());
