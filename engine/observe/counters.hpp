@@ -21,7 +21,6 @@ struct drain_counters {
   // Outcomes the database refused for the row's own sake (a constraint, a trigger, a value out
   // of range), written as dead instead, or left to the row's lease when even that was refused.
   std::atomic<std::int64_t> refused_outcomes{0};
-  std::atomic<std::int64_t> refused_target_holds{0};  // subscribers held for a refused target
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> buffered{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
@@ -33,6 +32,8 @@ struct drain_counters {
   std::atomic<std::int64_t> wal_frames{0};
   // Times the storage thread saw rows queued by another connection and woke their subscribers.
   std::atomic<std::int64_t> new_row_wakes{0};
+  // Last, so that the hot counters above keep their places on their cache lines.
+  std::atomic<std::int64_t> refused_target_holds{0};  // subscribers held for a refused target
 
   void add(std::atomic<std::int64_t>& counter, std::int64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);
