@@ -99,7 +99,7 @@ def run(surge, keys, events, rate, ordered, burst=None):
         return {"rows": rows,
                 "seconds": result["seconds"],
                 "arrival_span_seconds": round(span, 3),
-                "pace_of_limit": round(ideal / span, 3) if span > 0 else None,
+                "pace_of_limit": round(ideal / span, 3) if span > 0 and rate < 1_000_000 else None,
                 "rows_per_second": round(rows / result["seconds"], 1),
                 "cpu_ms_per_1000_deliveries": round(result["cpu_seconds"] * 1e6 / rows, 1),
                 "requests": len(received),

@@ -54,8 +54,9 @@ struct outcome {
   // An ordered subscriber's row whose death stops its key: the key, written to surge_stopped_key
   // with a dead outcome (stopped_at: when written) and ignored with any other.
   std::optional<stopped_key> stops_key;
-  // An ordered subscriber's row that finished (done, dead or coalesced): its key's next row can
-  // be claimed only once this is written, so the drain writes it with the next claim.
+  // An ordered subscriber's row that finished (done, dead or coalesced) while nothing else of
+  // the subscriber waited to be sent: its key's next row can be claimed only once this is
+  // written, so the drain writes it with the next claim.
   bool frees_key = false;
 };
 

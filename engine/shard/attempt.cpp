@@ -112,9 +112,11 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     notify_line(sub);
   }
   // An ordered key's next row is claimable once this row's finish is written (a retry keeps
-  // the key where it is).
-  const bool frees_key =
-      sub.settings.order.has_value() && judged.outcome.kind != storage::outcome_kind::retry;
+  // the key where it is). Hurried only when the subscriber has nothing else buffered to send,
+  // as with one hot key: with many keys, other keys' rows are ready, and the finish rides the
+  // usual commit cadence and batched hand-off.
+  const bool frees_key = sub.settings.order.has_value() &&
+                         judged.outcome.kind != storage::outcome_kind::retry && sub.ready.empty();
   judged.outcome.frees_key = frees_key;
   if (batched) {
     counters_.add(counters_.batch_posts);
