@@ -18,6 +18,31 @@ namespace surge::engine {
 
 using namespace std::chrono_literals;
 
+// Name lookups for partner hosts (engine/net/dns_resolver.hpp): each shard asks c-ares, which
+// runs every lookup at once on the shard's own thread, and keeps answers in a cache
+// (engine/net/dns_cache.hpp).
+struct dns_config {
+  // Name servers to ask, "IP[:PORT]" separated by commas; empty: those of /etc/resolv.conf.
+  // /etc/hosts is read first either way.
+  std::string servers;
+  // One query's wait for an answer before it is sent again, doubling on each of `tries`; a
+  // lookup whose name server never answers ends after about 2 s + 4 s by default. A connect
+  // stops waiting for it at its own deadline anyway (connect_timeout).
+  std::chrono::milliseconds try_timeout = 2s;
+  int tries = 2;
+  // An answer is kept for its TTL, held within these bounds: at least a second so that a
+  // zero TTL does not mean a lookup per connection, and at most five minutes.
+  std::chrono::seconds min_ttl = 1s;
+  std::chrono::seconds max_ttl = 300s;
+  // A failed lookup (NXDOMAIN, no address, no answer) is kept this long: the rows behind the
+  // name fail at once meanwhile instead of each asking again.
+  std::chrono::milliseconds failure_ttl = 5s;
+  // Host names each shard keeps answers for; past it, the answers expiring soonest go.
+  std::size_t max_hosts = 4096;
+
+  friend bool operator==(const dns_config&, const dns_config&) = default;
+};
+
 struct http_client_config {
   std::chrono::milliseconds connect_timeout = 4s;  // TCP connect (and each address tried)
   std::chrono::milliseconds attempt_timeout = 8s;  // resolve + connect + TLS + request + response
@@ -32,6 +57,7 @@ struct http_client_config {
   // as many new connections can start at once and all resume.
   std::size_t tls_sessions = 4096;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
+  dns_config dns;
 
   friend bool operator==(const http_client_config&, const http_client_config&) = default;
 };

@@ -7,6 +7,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics_server.hpp"
+#include "proto/target_policy.hpp"
 #include "tools/commands.hpp"
 #include "tools/number_check.hpp"
 #include "tools/time_arg.hpp"
@@ -16,6 +17,50 @@ namespace surge::tools {
 namespace {
 // Ten years: longer than any drain or retry window, and far from overflowing milliseconds.
 constexpr double max_seconds = 10 * 365 * 86400.0;
+
+// "IP", "IP:PORT" or "[IPv6]:PORT", comma-separated: what c-ares takes as its server list.
+CLI::Validator name_server_list() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::size_t start = 0;
+        while (start <= value.size()) {
+          const auto comma = value.find(',', start);
+          const auto item =
+              value.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+          std::string host = item;
+          std::string port;
+          if (!item.empty() && item.front() == '[') {
+            const auto close = item.find(']');
+            if (close == std::string::npos) return "\"" + item + "\": missing ]";
+            host = item.substr(1, close - 1);
+            if (close + 1 < item.size()) {
+              if (item[close + 1] != ':') return "\"" + item + "\": expected :PORT after ]";
+              port = item.substr(close + 2);
+            }
+          } else if (const auto colon = item.find(':'); colon != std::string::npos) {
+            if (item.find(':', colon + 1) != std::string::npos) {
+              return "\"" + item + "\": write an IPv6 server as [ADDRESS]:PORT";
+            }
+            host = item.substr(0, colon);
+            port = item.substr(colon + 1);
+          }
+          if (!proto::ip_address::parse(host)) {
+            return "\"" + item + "\": not an IP address (a name server is given by address)";
+          }
+          if (!port.empty() || (item.find(':') != std::string::npos && item.front() != '[')) {
+            const bool digits = !port.empty() && port.size() <= 5 &&
+                                port.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+              return "\"" + item + "\": port must be 1-65535";
+            }
+          }
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+        return {};
+      },
+      "IP[:PORT],...");
+}
 
 // Rounded, so that a default given back in seconds comes back as the same milliseconds.
 std::chrono::milliseconds millis(double seconds) {
@@ -75,6 +120,10 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->check(finite_in(0.0, 7 * 86400.0));
   cmd->add_flag("--allow-private-targets", o.allow_private_targets,
                 "Allow loopback and private addresses (tests and local benchmarks)");
+  cmd->add_option("--dns-server", o.dns_servers,
+                  "Name servers for partner hosts, IP[:PORT] or [IPv6]:PORT, comma-separated "
+                  "(default: those of /etc/resolv.conf; /etc/hosts is read first either way)")
+      ->check(name_server_list());
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle instead of the system trust store")
       ->check(CLI::ExistingFile);
   cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
@@ -189,6 +238,7 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.retry_after_cap = std::chrono::seconds(static_cast<std::int64_t>(o.retry_after_cap));
   config.http.allow_private_targets = o.allow_private_targets;
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
+  config.http.dns.servers = o.dns_servers;
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
   config.scheduler.max_payload_memory = o.max_payload_memory_mib * 1024 * 1024;
   config.scheduler.circuit.failure_threshold = o.circuit_failures;

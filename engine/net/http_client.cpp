@@ -35,6 +35,7 @@ http_client::http_client(asio::any_io_executor executor, std::shared_ptr<ssl::co
       config_(std::move(config)),
       counters_(counters),
       sessions_(config_.tls_sessions),
+      resolver_(executor_, config_.dns),
       deadline_timer_(executor_) {}
 
 http_client::~http_client() {

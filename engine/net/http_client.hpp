@@ -20,6 +20,7 @@
 #include "engine/config.hpp"
 #include "engine/net/connection_state.hpp"
 #include "engine/net/deadline_slots.hpp"
+#include "engine/net/dns_resolver.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/net/tls_sessions.hpp"
 #include "proto/outcome.hpp"
@@ -94,6 +95,7 @@ class http_client {
   http_client_config config_;
   http_client_counters counters_;
   tls_session_cache sessions_;  // this shard's, so no lock between shards
+  dns_resolver resolver_;       // this shard's too
   // By origin key, and identity key after it when there is one. Never erased: each origin's
   // tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin_pool>> origins_;

@@ -1,5 +1,5 @@
-// Opening a connection for the client: the target resolved once, every
-// address checked before any is connected to, TCP_NODELAY, and over TLS SNI, hostname
+// Opening a connection for the client: the target resolved once (engine/net/dns_resolver.hpp),
+// every address checked before any is connected to, TCP_NODELAY, and over TLS SNI, hostname
 // verification and a resumed session where the origin gave one.
 #include "engine/net/http_client.hpp"
 #include "engine/net/http_client_support.hpp"
@@ -9,10 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/ssl.h>
@@ -30,7 +28,7 @@ using proto::transport_error;
 
 namespace {
 
-std::optional<proto::ip_address> to_proto_address(const asio::ip::address& address) {
+proto::ip_address to_proto_address(const asio::ip::address& address) {
   proto::ip_address out;
   if (address.is_v4()) {
     const auto bytes = address.to_v4().to_bytes();
@@ -43,51 +41,56 @@ std::optional<proto::ip_address> to_proto_address(const asio::ip::address& addre
   return out;
 }
 
+asio::ip::address to_asio_address(const proto::ip_address& address) {
+  if (!address.v6) {
+    asio::ip::address_v4::bytes_type bytes;
+    std::copy_n(address.bytes.begin(), bytes.size(), bytes.begin());
+    return asio::ip::address_v4(bytes);
+  }
+  asio::ip::address_v6::bytes_type bytes;
+  std::copy_n(address.bytes.begin(), bytes.size(), bytes.begin());
+  return asio::ip::address_v6(bytes);
+}
+
 }  // namespace
 
 asio::awaitable<http_client::connection_ptr> http_client::open(const proto::target& target,
                                                                origin_pool& pool,
                                                                steady_time deadline,
                                                                http_result& result) {
-  using namespace asio::experimental::awaitable_operators;
   const auto connect_deadline =
       std::min(deadline, std::chrono::steady_clock::now() + config_.connect_timeout);
 
-  std::vector<tcp::endpoint> resolved;
+  std::vector<proto::ip_address> resolved;
   error_code ec;
   if (auto literal = asio::ip::make_address(target.host, ec); !ec) {
-    resolved.emplace_back(literal, target.port);
+    resolved.push_back(to_proto_address(literal));
   } else {
-    tcp::resolver resolver(executor_);
-    asio::steady_timer timer(executor_, connect_deadline);
-    auto winner = co_await (
-        resolver.async_resolve(target.host, std::to_string(target.port), awaitable_tuple) ||
-        timer.async_wait(awaitable_tuple));
-    if (winner.index() == 1) {
+    auto looked_up = co_await resolver_.resolve(target.host, connect_deadline);
+    if (looked_up.timed_out) {
       result.error = transport_error::resolve;
       result.detail = "resolving " + target.host + " timed out";
       co_return nullptr;
     }
-    auto [resolve_ec, results] = std::get<0>(winner);
-    if (resolve_ec) {
+    if (looked_up.answer.addresses.empty()) {
       result.error = transport_error::resolve;
-      result.detail = "resolving " + target.host + ": " + resolve_ec.message();
+      result.detail = "resolving " + target.host + ": " + looked_up.answer.error;
       co_return nullptr;
     }
-    for (const auto& entry : results) resolved.push_back(entry.endpoint());
+    resolved = std::move(looked_up.answer.addresses);
   }
 
   // Every resolved address is checked and only checked ones are connected to: no second lookup
   // can swap in an internal address (DNS rebinding).
   std::vector<tcp::endpoint> allowed;
   std::string refused;
-  for (const auto& endpoint : resolved) {
-    const auto address = to_proto_address(endpoint.address());
-    const auto kind = proto::classify_address(*address);
+  for (const auto& address : resolved) {
+    const auto kind = proto::classify_address(address);
     if (kind == proto::address_class::public_routable || config_.allow_private_targets) {
-      allowed.push_back(endpoint);
+      allowed.emplace_back(to_asio_address(address), target.port);
     } else if (refused.empty()) {
-      refused = endpoint.address().to_string() + " (" + std::string(proto::to_string(kind)) + ")";
+      refused =
+          to_asio_address(address).to_string() + " (" + std::string(proto::to_string(kind)) + ")";
     }
   }
   if (allowed.empty()) {

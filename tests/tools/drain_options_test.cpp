@@ -42,6 +42,18 @@ TEST(DrainOptions, AFlagChangesOnlyItsOwnField) {
   EXPECT_TRUE(config == engine::drain_config{});
 }
 
+TEST(DrainOptions, NameServersAreGivenByAddressWithAnOptionalPort) {
+  const auto config =
+      parsed("--db postgresql://localhost/queue --dns-server 127.0.0.1:5353,[::1]:53,192.0.2.1");
+  EXPECT_EQ(config.http.dns.servers, "127.0.0.1:5353,[::1]:53,192.0.2.1");
+  for (const auto* bad : {"ns.example", "127.0.0.1:0", "127.0.0.1:99999", "::1:53", "[::1",
+                          "127.0.0.1,", "127.0.0.1:x"}) {
+    EXPECT_THROW(parsed(std::string("--db postgresql://localhost/queue --dns-server ") + bad),
+                 CLI::ValidationError)
+        << bad;
+  }
+}
+
 TEST(DrainOptions, TheOriginLimitIsOnByDefault) {
   const auto config = parsed("--db postgresql://localhost/queue");
   EXPECT_EQ(config.scheduler.origin.latency_tolerance, 2.0);
