@@ -101,6 +101,11 @@ class idle_list {
 
   std::size_t size() const { return entries_.size(); }
 
+  template <class Visit>
+  void for_each(Visit visit) const {
+    for (const auto& entry : entries_) visit(entry.first);
+  }
+
  private:
   std::chrono::steady_clock::duration idle_timeout_;
   using entry = std::pair<Connection, steady_time>;

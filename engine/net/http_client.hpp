@@ -69,6 +69,10 @@ class http_client {
                                            write_gate* gate = nullptr,
                                            std::shared_ptr<const client_identity> identity = {});
 
+  // Bytes of read buffer the idle connections hold: none, as each gives its buffer back when
+  // it goes idle (thousands of connections to slow partners wait far more than they read).
+  std::size_t idle_buffer_bytes() const;
+
   // Closes connections idle for longer than the idle timeout.
   void evict_idle();
   // Closes every idle connection (shutdown).
@@ -84,6 +88,8 @@ class http_client {
   origin_pool& origin_for(const proto::target& target,
                           const std::shared_ptr<const client_identity>& identity);
   void close(connection_ptr conn);
+  // Back to the origin's idle list, its read buffer given back first.
+  void park(origin_pool& pool, connection_ptr conn, steady_time now);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
   class exchange_watch;
   void watch(pooled_connection& conn, steady_time deadline);

@@ -138,6 +138,7 @@ class client_and_peer {
     return results;
   }
   http_result send_one() { return send(1).at(0); }
+  const http_client& client() const { return client_; }
 
   closing_peer peer;
 
@@ -209,6 +210,21 @@ TEST(HttpFreshRetry, AnAnswerCutOffOnAReusedConnectionIsNotRetried) {
   const auto second = pair.send_one();
   expect_failed_without_answer(second);
   EXPECT_FALSE(second.fresh_retry);
+  expect_seen(pair.peer, 1, 2);
+}
+
+// Thousands of connections to slow partners wait far more than they read: an idle one gives
+// its read buffer back (OpenSSL's record buffers go too: SSL_MODE_RELEASE_BUFFERS, checked in
+// tls_sessions_test).
+TEST(HttpIdleConnection, AnIdleConnectionHoldsNoReadBufferAndIsStillReused) {
+  client_and_peer pair(scripts{{.answered = 5}});
+  const auto first = pair.send_one();
+  EXPECT_EQ(first.status, 204) << first.detail;
+  EXPECT_EQ(pair.client().idle_buffer_bytes(), 0u);
+  const auto second = pair.send_one();
+  EXPECT_EQ(second.status, 204) << second.detail;
+  EXPECT_TRUE(second.reused_connection);
+  EXPECT_EQ(pair.client().idle_buffer_bytes(), 0u);
   expect_seen(pair.peer, 1, 2);
 }
 

@@ -110,5 +110,10 @@ TEST(TlsSessionCache, ForgottenSessionsOrThoseOpenSslGaveUpOnAreNotOffered) {
   cache.forget("https://never-seen:443");
 }
 
+TEST(ClientTlsContext, ConnectionsGiveTheirRecordBuffersBackWhileTheyWait) {
+  const auto context = make_client_tls_context(http_client_config{});
+  EXPECT_NE(SSL_CTX_get_mode(context->native_handle()) & SSL_MODE_RELEASE_BUFFERS, 0u);
+}
+
 }  // namespace
 }  // namespace surge::engine
