@@ -2,6 +2,7 @@
 // Every knob of the drain engine, one struct per component, every timeout named.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -43,8 +44,18 @@ struct dns_config {
   friend bool operator==(const dns_config&, const dns_config&) = default;
 };
 
+// An HTTP proxy every partner connection leaves through, with CONNECT
+// (engine/net/proxy_tunnel.hpp). Given by the operator, so its own address is not held to the
+// target policy; the partner's addresses are.
+struct egress_proxy {
+  std::string host;  // a name or an IP literal (IPv6 without brackets)
+  std::uint16_t port = 0;
+  friend bool operator==(const egress_proxy&, const egress_proxy&) = default;
+};
+
 struct http_client_config {
-  std::chrono::milliseconds connect_timeout = 4s;  // TCP connect (and each address tried)
+  // TCP connect (and each address tried); through a proxy, reaching it and its CONNECT answer.
+  std::chrono::milliseconds connect_timeout = 4s;
   std::chrono::milliseconds attempt_timeout = 8s;  // resolve + connect + TLS + request + response
   // Idle keep-alive connections are closed before common server idle timeouts (Node.js and
   // Apache close after 5 s) so that a reused connection is rarely already half-closed.
@@ -58,6 +69,7 @@ struct http_client_config {
   std::size_t tls_sessions = 4096;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
   dns_config dns;
+  std::optional<egress_proxy> proxy;  // none: partners are connected to directly
 
   friend bool operator==(const http_client_config&, const http_client_config&) = default;
 };

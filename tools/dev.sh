@@ -20,6 +20,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certifi
 packages+=(prometheus)
 # systemd-analyze: the shipped unit files are verified as systemd would read them.
 packages+=(systemd)
+# tinyproxy: the egress proxy the drain's --proxy tests go through.
+packages+=(tinyproxy)
 # A throwaway PostgreSQL server (initdb in a temp dir, run as the package's `postgres` user when
 # the suite runs as root): the PostgreSQL queue's tests run against it, not a mock.
 packages+=(postgresql-15)

@@ -124,6 +124,10 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
                   "Name servers for partner hosts, IP[:PORT] or [IPv6]:PORT, comma-separated "
                   "(default: those of /etc/resolv.conf; /etc/hosts is read first either way)")
       ->check(name_server_list());
+  cmd->add_option("--proxy", o.proxy,
+                  "Leave through this HTTP proxy, http://HOST:PORT: every partner connection is "
+                  "a CONNECT tunnel to an address of the partner that passed the target checks "
+                  "(HTTPS_PROXY and the like are ignored)");
   cmd->add_option("--ca-file", o.ca_file, "PEM CA bundle instead of the system trust store")
       ->check(CLI::ExistingFile);
   cmd->add_option("--max-payload-bytes", o.max_payload_bytes,
@@ -239,6 +243,19 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.http.allow_private_targets = o.allow_private_targets;
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
   config.http.dns.servers = o.dns_servers;
+  if (!o.proxy.empty()) {
+    auto parsed = proto::parse_target_url(o.proxy);
+    if (!parsed.value) throw usage_error("bad --proxy " + o.proxy + ": " + parsed.error);
+    if (parsed.value->tls) {
+      throw usage_error("bad --proxy " + o.proxy +
+                        ": give the proxy as http://HOST:PORT (TLS to the proxy is not "
+                        "supported; HTTPS to partners runs end to end inside its tunnel)");
+    }
+    if (parsed.value->path != "/") {
+      throw usage_error("bad --proxy " + o.proxy + ": a proxy URL has no path");
+    }
+    config.http.proxy = engine::egress_proxy{parsed.value->host, parsed.value->port};
+  }
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
   config.scheduler.max_payload_memory = o.max_payload_memory_mib * 1024 * 1024;
   config.scheduler.circuit.failure_threshold = o.circuit_failures;

@@ -42,6 +42,7 @@ struct drain_cli_options {
   bool allow_private_targets = detail::drain_defaults.http.allow_private_targets;
   std::string ca_file;
   std::string dns_servers;  // --dns-server
+  std::string proxy;        // --proxy
   std::size_t max_payload_bytes = detail::drain_defaults.scheduler.max_payload_bytes;
   std::int64_t max_payload_memory_mib =
       detail::drain_defaults.scheduler.max_payload_memory / (1024 * 1024);

@@ -3,6 +3,7 @@
 // verification and a resumed session where the origin gave one.
 #include "engine/net/http_client.hpp"
 #include "engine/net/http_client_support.hpp"
+#include "engine/net/proxy_tunnel.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -50,6 +51,46 @@ asio::ip::address to_asio_address(const proto::ip_address& address) {
   asio::ip::address_v6::bytes_type bytes;
   std::copy_n(address.bytes.begin(), bytes.size(), bytes.begin());
   return asio::ip::address_v6(bytes);
+}
+
+// Through `proxy`: a tunnel to the first of `allowed` the proxy connects to. Nullopt with the
+// failure in `result`.
+asio::awaitable<std::optional<beast::tcp_stream>> connect_through_proxy(
+    const egress_proxy& proxy, dns_resolver& resolver, const asio::any_io_executor& executor,
+    const std::vector<tcp::endpoint>& allowed, const std::string& target_host,
+    steady_time connect_deadline, http_result& result) {
+  const auto proxy_name =
+      (proxy.host.find(':') != std::string::npos ? "[" + proxy.host + "]" : proxy.host) + ":" +
+      std::to_string(proxy.port);
+  std::vector<tcp::endpoint> proxy_endpoints;
+  error_code ec;
+  if (auto literal = asio::ip::make_address(proxy.host, ec); !ec) {
+    proxy_endpoints.emplace_back(literal, proxy.port);
+  } else {
+    auto looked_up = co_await resolver.resolve(proxy.host, connect_deadline);
+    if (looked_up.timed_out || looked_up.answer.addresses.empty()) {
+      result.error = transport_error::resolve;
+      result.detail = "resolving proxy " + proxy.host +
+                      (looked_up.timed_out ? " timed out" : ": " + looked_up.answer.error);
+      co_return std::nullopt;
+    }
+    for (const auto& address : looked_up.answer.addresses) {
+      proxy_endpoints.emplace_back(to_asio_address(address), proxy.port);
+    }
+  }
+  // Each checked address of the partner in turn, on a new connection to the proxy (a proxy
+  // that refused one usually closes), until a tunnel opens or the proxy cannot be reached.
+  for (const auto& endpoint : allowed) {
+    beast::tcp_stream attempt(executor);
+    attempt.expires_at(connect_deadline);
+    auto failure =
+        co_await open_proxy_tunnel(attempt, proxy_endpoints, proxy_name, endpoint, target_host);
+    if (!failure) co_return std::optional<beast::tcp_stream>(std::move(attempt));
+    result.error = failure->error;
+    result.detail = std::move(failure->detail);
+    if (failure->proxy_unreachable) break;
+  }
+  co_return std::nullopt;
 }
 
 }  // namespace
@@ -100,15 +141,24 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
 
-  beast::tcp_stream stream(executor_);
-  stream.expires_at(connect_deadline);
-  auto [connect_ec, endpoint] = co_await stream.async_connect(allowed, awaitable_tuple);
-  if (connect_ec) {
-    result.error =
-        is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
-    result.detail = "connecting to " + target.host + ": " + connect_ec.message();
-    co_return nullptr;
+  std::optional<beast::tcp_stream> connected;
+  if (config_.proxy) {
+    auto tunnel = co_await connect_through_proxy(*config_.proxy, resolver_, executor_, allowed,
+                                                 target.host, connect_deadline, result);
+    if (!tunnel) co_return nullptr;
+    connected.emplace(std::move(*tunnel));
+  } else {
+    connected.emplace(executor_);
+    connected->expires_at(connect_deadline);
+    auto [connect_ec, endpoint] = co_await connected->async_connect(allowed, awaitable_tuple);
+    if (connect_ec) {
+      result.error =
+          is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
+      result.detail = "connecting to " + target.host + ": " + connect_ec.message();
+      co_return nullptr;
+    }
   }
+  auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);
   count(counters_.open_connections, 1);
 

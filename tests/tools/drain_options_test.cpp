@@ -54,6 +54,23 @@ TEST(DrainOptions, NameServersAreGivenByAddressWithAnOptionalPort) {
   }
 }
 
+TEST(DrainOptions, AProxyIsAnHttpUrlWithAHostAndAPortOnly) {
+  const auto config =
+      parsed("--db postgresql://localhost/queue --proxy http://egress.internal:3128");
+  ASSERT_TRUE(config.http.proxy);
+  EXPECT_EQ(config.http.proxy->host, "egress.internal");
+  EXPECT_EQ(config.http.proxy->port, 3128);
+  const auto v6 = parsed("--db postgresql://localhost/queue --proxy http://[fd00::1]:8080");
+  EXPECT_EQ(v6.http.proxy->host, "fd00::1");
+  EXPECT_FALSE(parsed("--db postgresql://localhost/queue").http.proxy) << "none by default";
+  for (const auto* bad : {"https://egress:3128", "http://egress:3128/path", "egress:3128",
+                          "http://user:secret@egress:3128"}) {
+    EXPECT_THROW(parsed(std::string("--db postgresql://localhost/queue --proxy ") + bad),
+                 usage_error)
+        << bad;
+  }
+}
+
 TEST(DrainOptions, TheOriginLimitIsOnByDefault) {
   const auto config = parsed("--db postgresql://localhost/queue");
   EXPECT_EQ(config.scheduler.origin.latency_tolerance, 2.0);
