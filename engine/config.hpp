@@ -67,6 +67,10 @@ struct http_client_config {
   // TLS sessions each shard keeps for resumption, over all origins (engine/net/tls_sessions.hpp):
   // as many new connections can start at once and all resume.
   std::size_t tls_sessions = 4096;
+  // An origin whose first full handshake brought no session by the end of its first exchange
+  // (tickets off) is not waited for by its other new connections for this long
+  // (engine/net/handshake_gate.hpp).
+  std::chrono::milliseconds tls_no_session_hold = 60s;
   std::string user_agent = "Surge/0.1 (+webhook spike drainer)";
   dns_config dns;
   std::optional<egress_proxy> proxy;  // none: partners are connected to directly

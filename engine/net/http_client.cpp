@@ -103,9 +103,10 @@ http_client::origin_pool& http_client::origin_for(
   auto found = origins_.find(origin_key_);
   if (found == origins_.end()) {
     found = origins_
-                .emplace(origin_key_, std::make_unique<origin_pool>(
-                                          config_.idle_timeout,
-                                          tls_session_home{&sessions_, origin_key_}, identity))
+                .emplace(origin_key_,
+                         std::make_unique<origin_pool>(
+                             config_.idle_timeout, tls_session_home{&sessions_, origin_key_, {}},
+                             identity, config_.tls_no_session_hold))
                 .first;
   }
   return *found->second;
@@ -124,6 +125,27 @@ void http_client::close(connection_ptr conn) {
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
   conn->lowest().close();
   count(counters_.open_connections, -1);
+}
+
+asio::awaitable<bool> http_client::wait_for_session(origin_pool& pool, steady_time until) {
+  asio::steady_timer timer(executor_, until);
+  // Off the list however the wait ends, the coroutine's frame destroyed at shutdown included.
+  struct listed {
+    origin_pool& pool;
+    asio::steady_timer* timer;
+    ~listed() { std::erase(pool.handshake_waiters, timer); }
+  } on_list{pool, &timer};
+  pool.handshake_waiters.push_back(&timer);
+  auto [ec] = co_await timer.async_wait(use_tuple);
+  co_return ec == asio::error::operation_aborted;
+}
+
+void http_client::end_handshake_turn(origin_pool& pool, pooled_connection& conn,
+                                     bool handshake_succeeded, steady_time now) {
+  if (!conn.handshake_turn) return;
+  pool.gate.on_full_for_all_done(*conn.handshake_turn, handshake_succeeded, now);
+  conn.handshake_turn.reset();
+  if (pool.gate.wake_waiters()) pool.wake_handshake_waiters();
 }
 
 void http_client::park(origin_pool& pool, connection_ptr conn, steady_time now) {
@@ -321,6 +343,8 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
         deadline += now - asked;
       }
       if (!*go) {
+        // Another new connection may bring the origin's session instead.
+        end_handshake_turn(pool, *conn, false, now);
         // Nothing was written, so the connection is as good as it was.
         park(pool, std::move(conn), now);
         // On the fresh retry, the first try's failure stands.
@@ -346,6 +370,8 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;
+    // Its first response brought the origin's TLS 1.3 tickets, if the origin gives any.
+    end_handshake_turn(pool, *conn, true, now);
     if (conn->lifecycle.retry_on_fresh_connection(now, deadline)) {
       close(std::move(conn));
       // Only the failure stands until the retry answers: nothing else of this try was a response.

@@ -88,6 +88,12 @@ class http_client {
   origin_pool& origin_for(const proto::target& target,
                           const std::shared_ptr<const client_identity>& identity);
   void close(connection_ptr conn);
+  // Until a session of `pool`'s origin is stored or the handshake it waits for ends (true), or
+  // `until` (false).
+  boost::asio::awaitable<bool> wait_for_session(origin_pool& pool, steady_time until);
+  // The connection's full handshake was the one its origin waited for: that wait is over.
+  void end_handshake_turn(origin_pool& pool, pooled_connection& conn, bool handshake_succeeded,
+                          steady_time now);
   // Back to the origin's idle list, its read buffer given back first.
   void park(origin_pool& pool, connection_ptr conn, steady_time now);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).

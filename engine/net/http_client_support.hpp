@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
@@ -18,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "engine/awaiting.hpp"
+#include "engine/net/handshake_gate.hpp"
 #include "engine/net/http_client.hpp"
 
 namespace surge::engine::detail {
@@ -61,6 +64,9 @@ struct http_client::pooled_connection {
   // While an exchange is under way: its place among the client's deadlines, whether the
   // deadline has come (the client then shuts the socket down and cancels its operations), and
   // the client that watches it (reset if the client goes first, at shutdown).
+  // Set while this connection's full handshake is the one its origin's new connections wait
+  // for (first_handshake_gate::full_for_all), until its first exchange ends.
+  std::optional<std::uint64_t> handshake_turn;
   std::size_t deadline_slot = 0;
   bool deadline_passed = false;
   http_client* watched_by = nullptr;
@@ -68,13 +74,31 @@ struct http_client::pooled_connection {
 
 struct http_client::origin_pool {
   origin_pool(std::chrono::steady_clock::duration idle_timeout, tls_session_home home,
-              std::shared_ptr<const client_identity> who)
-      : identity(std::move(who)), sessions(std::move(home)), idle(idle_timeout) {}
+              std::shared_ptr<const client_identity> who,
+              std::chrono::steady_clock::duration no_session_hold)
+      : identity(std::move(who)),
+        sessions(std::move(home)),
+        idle(idle_timeout),
+        gate(no_session_hold) {
+    // The pool never moves (the client holds it by pointer), so the home may point back to it.
+    sessions.on_stored = [this] {
+      gate.on_session_stored();
+      wake_handshake_waiters();
+    };
+  }
+  void wake_handshake_waiters() {
+    auto waiting = std::move(handshake_waiters);
+    handshake_waiters.clear();
+    for (auto* timer : waiting) timer->cancel();
+  }
   // The client certificate its TLS connections present (null: none); its context must outlive
   // them, hence declared before them.
   std::shared_ptr<const client_identity> identity;
   tls_session_home sessions;  // declared first: destroyed after the connections that point to it
   idle_list<connection_ptr> idle;
+  // New TLS connections wait here for the session another one's full handshake brings.
+  first_handshake_gate gate;
+  std::vector<boost::asio::steady_timer*> handshake_waiters;
 };
 
 }  // namespace surge::engine

@@ -180,6 +180,19 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
   tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
+  // One full handshake per origin at a time while none of its sessions is here; the other new
+  // connections wait for the session it brings, then resume (engine/net/handshake_gate.hpp).
+  for (;;) {
+    const auto decision =
+        pool.gate.on_connect(sessions_.has(pool.sessions.origin_key, std::time(nullptr)),
+                             std::chrono::steady_clock::now());
+    if (decision.what == first_handshake_gate::step::full_for_all) {
+      conn->handshake_turn = decision.turn;
+    }
+    if (decision.what != first_handshake_gate::step::wait) break;
+    // At the connect deadline it goes on with a full handshake of its own.
+    if (!co_await wait_for_session(pool, connect_deadline)) break;
+  }
   prepare_resumption(tls_stream.native_handle(), pool.sessions);
   conn->lowest().expires_at(deadline);
   auto [handshake_ec] =
@@ -189,6 +202,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();
     // Whatever this origin gave before is not offered again: the next try starts afresh.
     sessions_.forget(pool.sessions.origin_key);
+    end_handshake_turn(pool, *conn, false, std::chrono::steady_clock::now());
     close(std::move(conn));
     co_return nullptr;
   }

@@ -24,7 +24,17 @@ int on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* home = static_cast<tls_session_home*>(SSL_get_ex_data(ssl, home_index()));
   if (home == nullptr || home->cache == nullptr) return 0;
   home->cache->store(home->origin_key, session_ptr(session));
+  if (home->on_stored) home->on_stored();
   return 1;
+}
+
+// The server would refuse an expired session and fall back to a full handshake anyway.
+// OpenSSL marks a session unresumable once a TLS 1.3 resumption used it, or when a connection
+// that used it is freed after a failure (no close_notify).
+bool offerable(SSL_SESSION* session, std::time_t now) {
+  const auto expires = static_cast<std::time_t>(SSL_SESSION_get_time(session)) +
+                       static_cast<std::time_t>(SSL_SESSION_get_timeout(session));
+  return expires > now && SSL_SESSION_is_resumable(session) == 1;
 }
 
 }  // namespace
@@ -43,8 +53,9 @@ std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& 
   SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE |
                                              SSL_SESS_CACHE_NO_AUTO_CLEAR);
   SSL_CTX_sess_set_new_cb(native, on_new_session);
-  // A connection waiting for its next request keeps no record buffers (about 50 KB of the
-  // 200 KB an idle TLS connection held): OpenSSL frees them whenever they are empty.
+  // A connection waiting for its next request keeps no record buffers: OpenSSL frees them
+  // whenever they are empty. Asio's stream sets it on each SSL object too; on the context it
+  // holds for every SSL object made from it.
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   home_index();  // allocated here, before the shards' threads start
   context->set_verify_mode(ssl::verify_peer);
@@ -96,18 +107,17 @@ session_ptr tls_session_cache::take(const std::string& origin_key, std::time_t n
   auto& sessions = found->second.sessions;
   while (!sessions.empty()) {
     SSL_SESSION* session = sessions.front().get();
-    // The server would refuse an expired session and fall back to a full handshake anyway.
-    // OpenSSL marks a session unresumable once a TLS 1.3 resumption used it, or when a
-    // connection that used it is freed after a failure (no close_notify).
-    const auto expires = static_cast<std::time_t>(SSL_SESSION_get_time(session)) +
-                         static_cast<std::time_t>(SSL_SESSION_get_timeout(session));
-    if (expires <= now || SSL_SESSION_is_resumable(session) != 1) {
+    if (!offerable(session, now)) {
       sessions.pop_front();
       --sessions_;
       continue;
     }
     touch(found->second);
     if (SSL_SESSION_get_protocol_version(session) >= TLS1_3_VERSION) {
+      if (sessions.size() == 1) {
+        // The origin's last ticket stays, unused (so still resumable); a copy is offered.
+        if (session_ptr copy(SSL_SESSION_dup(session)); copy) return copy;
+      }
       session_ptr once = std::move(sessions.front());
       sessions.pop_front();
       --sessions_;
@@ -119,6 +129,15 @@ session_ptr tls_session_cache::take(const std::string& origin_key, std::time_t n
   }
   forget(origin_key);
   return nullptr;
+}
+
+bool tls_session_cache::has(const std::string& origin_key, std::time_t now) const {
+  auto found = entries_.find(origin_key);
+  if (found == entries_.end()) return false;
+  for (const auto& held : found->second.sessions) {
+    if (offerable(held.get(), now)) return true;
+  }
+  return false;
 }
 
 void tls_session_cache::forget(const std::string& origin_key) {

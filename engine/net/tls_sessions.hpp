@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -36,12 +37,14 @@ using session_ptr = std::unique_ptr<SSL_SESSION, session_free>;
 // ticket and a reference to the peer's certificate, hence the bound. Not thread-safe: each
 // shard has its own, filled and read on its own thread.
 //
-// A TLS 1.3 ticket is offered once (RFC 8446 C.4; OpenSSL marks it used after a resumption,
-// and servers with single-use tickets refuse it again): each connection takes one and gets at
-// least one new ticket back, which arrives before its first response. So as many connections
-// can start at once and all resume as there are tickets kept, which is why the bound is on
-// sessions in all rather than per origin. A TLS 1.2 session is offered until it expires, as
-// TLS 1.2 servers expect, and only the newest is kept.
+// A TLS 1.3 ticket is offered once while the origin has others (RFC 8446 C.4 asks clients not
+// to reuse one; OpenSSL marks it used after a resumption): each connection takes one and gets
+// at least one new ticket back, which arrives with its first response. The origin's last
+// ticket is not given away but offered as a copy, again and again until newer ones arrive: a
+// burst of new connections then resumes instead of each doing a full handshake. Servers with
+// single-use tickets answer such a copy with a full handshake, which the connection would have
+// done anyway. A TLS 1.2 session is offered until it expires, as TLS 1.2 servers expect, and
+// only the newest is kept.
 class tls_session_cache {
  public:
   explicit tls_session_cache(std::size_t capacity) : capacity_(capacity) {}
@@ -49,9 +52,12 @@ class tls_session_cache {
   // Keeps `session` as the origin's newest. Sessions that cannot be resumed (no ticket, no
   // id) are not kept.
   void store(const std::string& origin_key, session_ptr session);
-  // A reference to the session to offer to `origin_key` (newest first), or null when there is
-  // none that is resumable and unexpired at `now` (Unix seconds).
+  // A reference to the session to offer to `origin_key` (newest first; a copy of the last TLS
+  // 1.3 ticket), or null when there is none that is resumable and unexpired at `now` (Unix
+  // seconds).
   session_ptr take(const std::string& origin_key, std::time_t now);
+  // Whether take() would give a session now.
+  bool has(const std::string& origin_key, std::time_t now) const;
   // After a failed handshake: whatever the origin gave before is not offered again.
   void forget(const std::string& origin_key);
   std::size_t origins() const { return entries_.size(); }
@@ -75,6 +81,8 @@ class tls_session_cache {
 struct tls_session_home {
   tls_session_cache* cache = nullptr;
   std::string origin_key;
+  // Told after a session of the origin was stored (engine/net/handshake_gate.hpp's waiters).
+  std::function<void()> on_stored;
 };
 
 // Before the handshake of a new connection: tickets the server sends on `ssl` (in TLS 1.3 they

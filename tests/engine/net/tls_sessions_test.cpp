@@ -23,7 +23,15 @@ session_ptr resumable_session(unsigned char id, int version = TLS1_3_VERSION, lo
   return session;
 }
 
-TEST(TlsSessionCache, Tls13TicketsAreOfferedOnceNewestFirstToTheirOriginOnly) {
+// The one-byte id a resumable_session was made with; -1 for none.
+int id_of(const session_ptr& session) {
+  if (!session) return -1;
+  unsigned int length = 0;
+  const unsigned char* id = SSL_SESSION_get_id(session.get(), &length);
+  return length == 1 ? id[0] : -1;
+}
+
+TEST(TlsSessionCache, Tls13TicketsAreOfferedOnceNewestFirstToTheirOriginOnlyButTheLastIsCopied) {
   tls_session_cache cache(8);
   EXPECT_EQ(cache.take("https://a.example:443", now), nullptr);
   auto older = resumable_session(1);
@@ -37,8 +45,28 @@ TEST(TlsSessionCache, Tls13TicketsAreOfferedOnceNewestFirstToTheirOriginOnly) {
   EXPECT_EQ(cache.take("https://b.example:443", now), nullptr);
 
   EXPECT_EQ(cache.take("https://a.example:443", now).get(), newer_raw);
-  EXPECT_EQ(cache.take("https://a.example:443", now).get(), older_raw);
-  EXPECT_EQ(cache.take("https://a.example:443", now), nullptr);
+  // The last ticket stays; copies of it are offered, each resumable, until newer ones arrive.
+  EXPECT_TRUE(cache.has("https://a.example:443", now));
+  for (int i = 0; i < 3; ++i) {
+    const auto copy = cache.take("https://a.example:443", now);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_NE(copy.get(), older_raw);
+    EXPECT_EQ(SSL_SESSION_is_resumable(copy.get()), 1);
+    EXPECT_EQ(id_of(copy), 1) << "a copy of the older session";
+  }
+  EXPECT_EQ(cache.sessions(), 1u);
+  auto newest = resumable_session(3);
+  SSL_SESSION* newest_raw = newest.get();
+  cache.store("https://a.example:443", std::move(newest));
+  EXPECT_EQ(cache.take("https://a.example:443", now).get(), newest_raw) << "a new ticket first";
+}
+
+TEST(TlsSessionCache, AnExpiredLastTicketIsNotOfferedNorCopied) {
+  tls_session_cache cache(8);
+  cache.store("https://a:443", resumable_session(1, TLS1_3_VERSION, 300));
+  EXPECT_NE(cache.take("https://a:443", now + 299), nullptr);
+  EXPECT_FALSE(cache.has("https://a:443", now + 300));
+  EXPECT_EQ(cache.take("https://a:443", now + 300), nullptr);
   EXPECT_EQ(cache.origins(), 0u);
 }
 
@@ -74,18 +102,14 @@ TEST(TlsSessionCache, BoundedInAllTheLeastRecentlyUsedOriginsOldestSessionDroppe
   cache.store("https://a:443", resumable_session(1));
   cache.store("https://a:443", resumable_session(2));
   cache.store("https://b:443", resumable_session(3));
-  auto c = resumable_session(4);
-  SSL_SESSION* c_raw = c.get();
-  cache.store("https://c:443", std::move(c));  // a is the least recently used: its 1 goes
+  cache.store("https://c:443", resumable_session(4));  // a is the least recently used: its 1 goes
   EXPECT_EQ(cache.sessions(), 3u);
-  EXPECT_NE(cache.take("https://a:443", now), nullptr);  // 2
-  EXPECT_EQ(cache.take("https://a:443", now), nullptr);  // 1 was dropped
-  cache.store("https://d:443", resumable_session(5));
-  cache.store("https://d:443", resumable_session(6));  // b is now the least recently used
+  EXPECT_EQ(id_of(cache.take("https://a:443", now)), 2) << "1 was dropped";
+  cache.store("https://d:443", resumable_session(5));  // b is now the least recently used
   EXPECT_EQ(cache.sessions(), 3u);
   EXPECT_EQ(cache.take("https://b:443", now), nullptr);
-  EXPECT_EQ(cache.take("https://c:443", now).get(), c_raw);
-  EXPECT_EQ(cache.origins(), 1u);
+  EXPECT_EQ(id_of(cache.take("https://c:443", now)), 4);
+  EXPECT_EQ(cache.origins(), 3u);
 
   tls_session_cache none(0);
   none.store("https://a:443", resumable_session(1));
