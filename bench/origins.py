@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Many partner hosts, far away and slow: what a delivery costs when the rows go to many
+origins instead of one nginx next door. The real `surge drain` (release build) over HTTPS.
+
+    bench/origins.py --surge build/release/tools/surge origins         # 1, 50, 200 origins
+    bench/origins.py --surge build/release/tools/surge slow_partners   # 50 origins, 200/500 ms
+    bench/origins.py --surge ... origins --smoke                        # tiny, for the test suite
+
+origins: --rows rows (100,000) over 1,000 unthrottled subscribers, queued interleaved as a
+producer's fan-out writes them, sent to 1, 50 and 200 origins: one nginx (`return 204`, one
+worker) listening on 127.0.0.1 ... 127.0.0.200, each address an origin (host:port), subscribers
+spread round-robin. Reported as ratios to the one-origin run of the same invocation.
+
+slow_partners: 1,000 subscribers at 10/s burst 10 (10,000/s of limits in all) with 200 rows
+each, over 50 origins that answer every POST after 200 ms, then 500 ms: `surge sink` with a
+delay, listening on 0.0.0.0 so that 127.0.0.1 ... 127.0.0.50 are 50 origins. The time is set
+against the limit-bound ideal ((rows - burst) / rate per subscriber) and window violations are
+counted twice: from the sink's record (a one-second window holding more than burst + rate
+arrivals of one subscriber; the partner's view, skewed when the sink itself runs short of CPU)
+and from the attempts' start times the drain wrote (surge_attempt).
+
+Each run reports: deliveries/s, CPU per delivery (user + system of the drain, /usr/bin/time),
+peak RSS, TLS handshakes full and resumed (the drain's summary) and per origin, the peak of
+requests in flight and of open connections (its /metrics, sampled every 100 ms), and WAL frames
+per delivery (the drain's storage line). Prints one JSON document; fails only when a run did
+not do its job (rows left, a process that did not start).
+"""
+import argparse
+import json
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e_peers import cpu_seconds_of, nginx_binary  # noqa: E402
+
+
+def log(*parts):
+    print("origins:", *parts, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_pki(directory, addresses):
+    """A CA and one certificate naming every origin address, with the openssl CLI."""
+    def run(*args):
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+        "-subj", "/CN=surge origins bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=origins")
+    names = ",".join(["DNS:localhost"] + [f"IP:{a}" for a in addresses])
+    Path(directory, "server.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+        f"extendedKeyUsage=serverAuth\nsubjectAltName={names}\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+
+
+def wait_for(port, address="127.0.0.1", what="receiver"):
+    for _ in range(200):
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{what} did not start on {address}:{port}")
+
+
+class Nginx:
+    """nginx answering 204 over TLS on 127.0.0.1 ... 127.0.0.N, one worker."""
+
+    def __init__(self, directory, addresses):
+        root = Path(directory, "nginx").resolve()
+        root.mkdir()
+        self.port = free_port()
+        listens = "".join(f"    listen {a}:{self.port} ssl;\n" for a in addresses)
+        temp_paths = "".join(f"  {name}_temp_path {root}/{name};\n"
+                             for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        (root / "nginx.conf").write_text(
+            f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n"
+            f"error_log {root}/error.log warn;\nworker_rlimit_nofile 16384;\n"
+            "events { worker_connections 8192; }\n"
+            f"http {{\n  access_log off;\n{temp_paths}  server {{\n{listens}"
+            f"    ssl_certificate {Path(directory, 'server.crt').resolve()};\n"
+            f"    ssl_certificate_key {Path(directory, 'server.key').resolve()};\n"
+            "    location / { return 204; }\n  }\n}\n")
+        self.process = subprocess.Popen(
+            [nginx_binary(), "-p", str(root), "-c", str(root / "nginx.conf"), "-e",
+             str(root / "error.log")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port, what="nginx")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+class Sink:
+    """`surge sink` over TLS on 0.0.0.0, answering every POST after `delay_ms`."""
+
+    def __init__(self, surge, directory, db, delay_ms, port):
+        self.port = port
+        behaviours = Path(directory, "behaviours.json")
+        behaviours.write_text(json.dumps({"*": {"delay_ms": delay_ms}}))
+        self.record = Path(directory, "sink.csv")
+        self.process = subprocess.Popen(
+            [surge, "sink", "--listen", f"0.0.0.0:{self.port}", "--db", db,
+             "--tls-cert", str(Path(directory, "server.crt")),
+             "--tls-key", str(Path(directory, "server.key")),
+             "--behaviours", str(behaviours), "--record", str(self.record)],
+            stdout=subprocess.DEVNULL, stderr=open(Path(directory, "sink.err"), "w"))
+        wait_for(self.port, what="surge sink")
+
+    def stop(self):
+        self.cpu_seconds = cpu_seconds_of(self.process.pid)
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+    def arrivals(self):
+        """subscriber id -> sorted arrival times."""
+        out = {}
+        for line in self.record.read_text().splitlines():
+            fields = line.split(",")
+            out.setdefault(int(fields[1]), []).append(float(fields[0]))
+        for times in out.values():
+            times.sort()
+        return out
+
+
+def window_violations(arrivals, rate, burst):
+    """One-second windows of a subscriber holding more than burst + rate arrivals (1 ms slack)."""
+    limit = burst + rate
+    violations = 0
+    for times in arrivals.values():
+        start = 0
+        for end, t in enumerate(times):
+            while t - times[start] > 1.001:
+                start += 1
+            if end - start + 1 > limit:
+                violations += 1
+    return violations
+
+
+def attempt_starts(db):
+    """subscriber id -> sorted start times of its attempts (surge_attempt)."""
+    connection = sqlite3.connect(db)
+    out = {}
+    for sid, started in connection.execute(
+            "SELECT subscriber_id, started_at FROM surge_attempt ORDER BY started_at"):
+        out.setdefault(sid, []).append(started)
+    connection.close()
+    return out
+
+
+def queue_rows(surge, directory, subscribers, rows_each, url_of, rate=None, burst=None):
+    db = str(Path(directory, "queue.db"))
+    subprocess.run([surge, "migrate", "--db", db], check=True, capture_output=True)
+    connection = sqlite3.connect(db)
+    with connection:
+        for sid in range(1, subscribers + 1):
+            connection.execute(
+                "INSERT INTO webhook_subscriber (id, url, secret, rate_per_sec, burst, active) "
+                "VALUES (?, ?, ?, ?, ?, 1)",
+                (sid, url_of(sid), f"secret-{sid}", rate if rate else 1_000_000.0,
+                 burst if burst else 1_000_000))
+        # Interleaved, as a producer's fan-out writes a spike: one row per subscriber per event.
+        payload = '{"video_id": 1, "event": "video.trending", "views": 123456}'
+        connection.executemany(
+            "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, created_at) "
+            "VALUES (?, 'video.trending', ?, strftime('%s','now'))",
+            ((sid, payload) for _ in range(rows_each) for sid in range(1, subscribers + 1)))
+    connection.close()
+    return db
+
+
+class MetricsSampler(threading.Thread):
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.port, self.stop_flag = port, threading.Event()
+        self.peak = {"surge_in_flight_requests": 0.0, "surge_open_connections": 0.0}
+
+    def run(self):
+        while not self.stop_flag.is_set():
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
+                                              timeout=1).read().decode()
+                for line in text.splitlines():
+                    name, _, value = line.partition(" ")
+                    if name in self.peak:
+                        self.peak[name] = max(self.peak[name], float(value))
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+
+PERF = []  # set by --perf: the drain runs under `perf record`
+
+
+def drain(surge, directory, db, extra=()):
+    metrics_port = free_port()
+    timing = Path(directory, "time.txt")
+    stderr_path = Path(directory, "drain.err")
+    command = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(timing), *PERF, surge, "drain",
+               "--db", db, "--until-drained", "--allow-private-targets", "--progress-interval",
+               "0", "--ca-file", str(Path(directory, "ca.crt")), "--metrics-listen",
+               f"127.0.0.1:{metrics_port}", *extra]
+    sampler = MetricsSampler(metrics_port)
+    sampler.start()
+    with open(stderr_path, "w") as err:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=err, text=True)
+    sampler.stop_flag.set()
+    sampler.join()
+    log_text = stderr_path.read_text()
+    if result.returncode != 0:
+        raise RuntimeError(f"surge drain exited {result.returncode}: {log_text[-2000:]}")
+    elapsed, user, system, rss_kb = (float(x) for x in timing.read_text().split()[-4:])
+    summary = result.stdout.strip().splitlines()[-1]
+    delivered = int(re.search(r"delivered=(\d+)", summary).group(1))
+    full, resumed = (int(x) for x in re.search(r"tls_full=(\d+) tls_resumed=(\d+)",
+                                                summary).groups())
+    wal = re.search(r"storage: \d+ commits wrote (\d+) WAL frames", log_text)
+    attempts = int(re.search(r"attempts=(\d+)", summary).group(1))
+    connection = sqlite3.connect(db)
+    failures = dict(connection.execute(
+        "SELECT error_class, COUNT(*) FROM surge_attempt WHERE error_class IS NOT NULL "
+        "AND error_class != '' GROUP BY error_class").fetchall())
+    connection.close()
+    return {"seconds": elapsed, "delivered": delivered, "failed_attempts": failures,
+            "deliveries_per_s": round(delivered / elapsed, 1),
+            "cpu_us_per_delivery": round((user + system) / delivered * 1e6, 1),
+            "peak_rss_mb": round(rss_kb / 1024, 1),
+            "attempts": attempts, "tls_full": full, "tls_resumed": resumed,
+            "peak_in_flight": int(sampler.peak["surge_in_flight_requests"]),
+            "peak_open_connections": int(sampler.peak["surge_open_connections"]),
+            "wal_frames_per_delivery": round(int(wal.group(1)) / delivered, 2) if wal else None}
+
+
+def left(db):
+    connection = sqlite3.connect(db)
+    (n,) = connection.execute(
+        "SELECT COUNT(*) FROM webhook_delivery WHERE status != 'done'").fetchone()
+    connection.close()
+    return n
+
+
+def origins(args):
+    counts = [1, 5] if args.smoke else [1, 50, 200]
+    subscribers = 20 if args.smoke else 1000
+    rows_each = max(1, (200 if args.smoke else args.rows) // subscribers)
+    addresses = [f"127.0.0.{i}" for i in range(1, max(counts) + 1)]
+    results = {}
+    for count in counts:
+        with tempfile.TemporaryDirectory(prefix="surge-origins-") as directory:
+            write_pki(directory, addresses)
+            nginx = Nginx(directory, addresses[:count])
+            try:
+                db = queue_rows(args.surge, directory, subscribers, rows_each,
+                                lambda sid: f"https://127.0.0.{1 + sid % count}:{nginx.port}"
+                                            f"/hook/{sid}")
+                log(f"{count} origins: {subscribers * rows_each} rows")
+                run = drain(args.surge, directory, db, args.drain_args)
+                if left(db):
+                    raise RuntimeError(f"{left(db)} rows left after the drain")
+            finally:
+                nginx.stop()
+        run["origins"] = count
+        run["full_handshakes_per_origin"] = round(run["tls_full"] / count, 1)
+        results[f"{count}_origins"] = run
+        log(json.dumps(run))
+    one = results["1_origins"]
+    for run in results.values():
+        run["rate_vs_one_origin"] = round(run["deliveries_per_s"] / one["deliveries_per_s"], 2)
+        run["cpu_vs_one_origin"] = round(run["cpu_us_per_delivery"] / one["cpu_us_per_delivery"],
+                                         2)
+    return results
+
+
+def slow_partners(args):
+    delays = [200] if args.smoke else args.delays
+    subscribers = 20 if args.smoke else 1000
+    count = 5 if args.smoke else 50
+    rows_each = 20 if args.smoke else 200
+    rate, burst = 10.0, 10
+    addresses = [f"127.0.0.{i}" for i in range(1, count + 1)]
+    results = {}
+    for delay in delays:
+        with tempfile.TemporaryDirectory(prefix="surge-slow-") as directory:
+            write_pki(directory, addresses)
+            # The sink reads the subscribers' secrets at start: the queue comes first, with
+            # the port the sink will listen on.
+            port = free_port()
+            db = queue_rows(args.surge, directory, subscribers, rows_each,
+                            lambda sid: f"https://127.0.0.{1 + sid % count}:{port}/hook/{sid}",
+                            rate, burst)
+            sink = Sink(args.surge, directory, db, delay, port)
+            log(f"{delay} ms: {subscribers * rows_each} rows over {count} origins")
+            try:
+                run = drain(args.surge, directory, db, args.drain_args)
+            finally:
+                sink.stop()
+            if left(db):
+                raise RuntimeError(f"{left(db)} rows left after the drain")
+            arrivals = sink.arrivals()
+            starts = attempt_starts(db)
+        ideal = (rows_each - burst) / rate
+        run.update({"delay_ms": delay, "origins": count,
+                    "receiver_cpu_us_per_delivery": round(
+                        sink.cpu_seconds / run["delivered"] * 1e6, 1),
+                    "limit_bound_ideal_s": ideal,
+                    "ideal_over_time": round(ideal / run["seconds"], 3),
+                    "full_handshakes_per_origin": round(run["tls_full"] / count, 1),
+                    "connections_opened": run["tls_full"] + run["tls_resumed"],
+                    "opened_over_peak_in_flight": round(
+                        (run["tls_full"] + run["tls_resumed"]) / max(1, run["peak_in_flight"]),
+                        2),
+                    "window_violations_at_receiver": window_violations(arrivals, rate, burst),
+                    "window_violations_of_attempt_starts": window_violations(starts, rate,
+                                                                             burst)})
+        results[f"{delay}ms"] = run
+        log(json.dumps(run))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenario", choices=["origins", "slow_partners"])
+    parser.add_argument("--surge", default="build/release/tools/surge")
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--drain-args", default="", help="extra drain flags, space-separated")
+    parser.add_argument("--delays", type=lambda t: [int(x) for x in t.split(",")],
+                        default=[200, 500], help="slow_partners: answer delays in ms")
+    parser.add_argument("--perf", help="profile each drain with perf record into this file")
+    args = parser.parse_args()
+    if args.perf:
+        PERF.extend(["perf", "record", "-F", "499", "-g", "-o", args.perf, "--"])
+    args.drain_args = args.drain_args.split()
+    run = origins if args.scenario == "origins" else slow_partners
+    report = {"scenario": args.scenario, "cores": os.cpu_count(),
+              "load_before": os.getloadavg()[0], "results": run(args)}
+    report["load_after"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
