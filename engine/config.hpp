@@ -60,6 +60,10 @@ struct http_client_config {
   // Idle keep-alive connections are closed before common server idle timeouts (Node.js and
   // Apache close after 5 s) so that a reused connection is rarely already half-closed.
   std::chrono::milliseconds idle_timeout = 4s;
+  // A connection idle this long gives its read buffer back (thousands of connections to slow
+  // partners wait far more than they read); sooner, a busy one would free and allocate it for
+  // every request.
+  std::chrono::milliseconds idle_buffer_release = 1s;
   std::size_t max_response_body = 4096;  // kept only for diagnostics
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;

@@ -106,6 +106,14 @@ class idle_list {
     for (const auto& entry : entries_) visit(entry.first);
   }
 
+  // Visits the connections idle since `since` or longer, oldest first.
+  template <class Visit>
+  void for_each_idle_since(steady_time since, Visit visit) {
+    for (auto it = entries_.rbegin(); it != entries_.rend() && it->second <= since; ++it) {
+      visit(it->first);
+    }
+  }
+
  private:
   std::chrono::steady_clock::duration idle_timeout_;
   using entry = std::pair<Connection, steady_time>;

@@ -2,6 +2,7 @@
 #include "engine/net/http_client_support.hpp"
 #include "engine/net/response_reader.hpp"
 
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -9,7 +10,6 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
@@ -42,21 +42,6 @@ http_client::~http_client() {
   // Exchanges still under way belong to coroutine frames the io_context destroys after us.
   deadlines_.for_each([](pooled_connection& conn) { conn.watched_by = nullptr; });
 }
-
-class http_client::exchange_watch {
- public:
-  exchange_watch(http_client& client, pooled_connection& conn, steady_time deadline) : conn_(conn) {
-    client.watch(conn, deadline);
-  }
-  ~exchange_watch() {
-    if (conn_.watched_by != nullptr) conn_.watched_by->unwatch(conn_);
-  }
-  exchange_watch(const exchange_watch&) = delete;
-  exchange_watch& operator=(const exchange_watch&) = delete;
-
- private:
-  pooled_connection& conn_;
-};
 
 void http_client::watch(pooled_connection& conn, steady_time deadline) {
   conn.deadline_passed = false;
@@ -114,12 +99,12 @@ http_client::origin_pool& http_client::origin_for(
 
 void http_client::close(connection_ptr conn) {
   if (!conn) return;
-  if (conn->secure && conn->lifecycle.ended_cleanly()) {
+  if (conn->tls && conn->lifecycle.ended_cleanly()) {
     // OpenSSL makes the session of a TLS connection freed without close_notify unresumable (a
     // TLS 1.0 rule, dropped since TLS 1.1), which would spoil the cached session it shares.
     // None is sent here (servers close on EOF), so a connection that ended well says so; a
     // failed one keeps the rule.
-    SSL_set_shutdown(conn->secure->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+    SSL_set_shutdown(conn->tls->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
   }
   error_code ignored;
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -149,9 +134,6 @@ void http_client::end_handshake_turn(origin_pool& pool, pooled_connection& conn,
 }
 
 void http_client::park(origin_pool& pool, connection_ptr conn, steady_time now) {
-  // A reusable connection has no bytes beyond its response, so the buffer is empty here; the
-  // next exchange allocates it again (one allocation, against 16 KiB held per idle connection).
-  if (conn->buffer.size() == 0) conn->buffer.shrink_to_fit();
   pool.idle.put(std::move(conn), now);
 }
 
@@ -167,7 +149,15 @@ std::size_t http_client::idle_buffer_bytes() const {
 void http_client::evict_idle() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<connection_ptr> expired;
-  for (auto& [key, entry] : origins_) entry->idle.evict(now, expired);
+  for (auto& [key, entry] : origins_) {
+    entry->idle.evict(now, expired);
+    // A connection idle for a while gives its read buffer back (16 KiB; the next exchange
+    // allocates it again). Not at once: a busy connection would free and allocate it for
+    // every request. A reusable connection has no bytes beyond its response, so it is empty.
+    entry->idle.for_each_idle_since(now - config_.idle_buffer_release, [](connection_ptr& conn) {
+      if (conn->buffer.size() == 0 && conn->buffer.capacity() != 0) conn->buffer.shrink_to_fit();
+    });
+  }
   for (auto& conn : expired) close(std::move(conn));
 }
 
@@ -199,21 +189,16 @@ bool input_pending(connection_view conn, bool raw_tls_counts) {
   }
 }
 
-constexpr std::size_t read_chunk = 16 * 1024;
+// Sized to a webhook response (a status line and a few headers; bodies are kept to 4 KiB), not
+// to the largest header allowed: each request waiting for its answer holds this much, and a
+// larger answer takes a few more reads.
+constexpr std::size_t read_chunk = 4 * 1024;
 
 // A plain exchange runs on the socket under Beast's stream, without Beast's `transfer_op`
-// around each operation, and `co_await` starts the operation directly (use_tuple). Beast's TLS
-// stream declares its operations through `async_result<Token>::return_type` in Boost 1.81,
-// which `deferred` lacks, so it keeps `use_awaitable` and the frame that initiates each
-// operation.
+// around each operation, and `co_await` starts the operation directly (use_tuple); a TLS one
+// on engine/net/tls_socket.hpp.
 template <class Stream>
-constexpr auto token_for = [] {
-  if constexpr (std::is_same_v<Stream, tcp::socket>) {
-    return use_tuple;
-  } else {
-    return awaitable_tuple;
-  }
-}();
+constexpr bool is_plain = std::is_same_v<Stream, tcp::socket>;
 
 // Writes the exchange's status, error and what the response said into `out`.
 template <class Stream>
@@ -239,8 +224,14 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest, co
       lifecycle.on_failure();
       co_return;
     }
-    auto [write_ec, n] = co_await stream.async_write_some(
-        asio::buffer(request.data() + written, request.size() - written), token_for<Stream>);
+    const auto rest = asio::buffer(request.data() + written, request.size() - written);
+    std::tuple<error_code, std::size_t> outcome;
+    if constexpr (is_plain<Stream>) {
+      outcome = co_await stream.async_write_some(rest, use_tuple);
+    } else {
+      outcome = co_await stream.write_some(rest);
+    }
+    auto [write_ec, n] = outcome;
     if (write_ec) {
       out.error = is_timeout(write_ec) || deadline_passed ? transport_error::timeout
                                                           : transport_error::send;
@@ -262,8 +253,13 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest, co
       reader.on_deadline();
       break;
     }
-    auto [read_ec, bytes] =
-        co_await stream.async_read_some(buffer.prepare(read_chunk), token_for<Stream>);
+    std::tuple<error_code, std::size_t> outcome;
+    if constexpr (is_plain<Stream>) {
+      outcome = co_await stream.async_read_some(buffer.prepare(read_chunk), use_tuple);
+    } else {
+      outcome = co_await stream.read_some(buffer.prepare(read_chunk));
+    }
+    auto [read_ec, bytes] = outcome;
     buffer.commit(bytes);
     if (bytes > 0) {
       lifecycle.on_response_byte();
@@ -358,12 +354,12 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     // stream type would be one more frame allocated and freed per request.
     {
       exchange_watch watch(*this, *conn, deadline);
-      if (conn->plain) {
-        co_await run_exchange(conn->plain->socket(), conn->lowest(), conn->view(), conn->buffer,
+      if (!conn->tls) {
+        co_await run_exchange(conn->stream.socket(), conn->lowest(), conn->view(), conn->buffer,
                               conn->lifecycle, request, deadline, conn->deadline_passed, config_,
                               result);
       } else {
-        co_await run_exchange(*conn->secure, conn->lowest(), conn->view(), conn->buffer,
+        co_await run_exchange(*conn->tls, conn->lowest(), conn->view(), conn->buffer,
                               conn->lifecycle, request, deadline, conn->deadline_passed, config_,
                               result);
       }

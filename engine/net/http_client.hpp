@@ -69,11 +69,12 @@ class http_client {
                                            write_gate* gate = nullptr,
                                            std::shared_ptr<const client_identity> identity = {});
 
-  // Bytes of read buffer the idle connections hold: none, as each gives its buffer back when
-  // it goes idle (thousands of connections to slow partners wait far more than they read).
+  // Bytes of read buffer the idle connections hold: none once they have been idle for
+  // idle_buffer_release and evict_idle has run since.
   std::size_t idle_buffer_bytes() const;
 
-  // Closes connections idle for longer than the idle timeout.
+  // Closes connections idle for longer than the idle timeout, and takes the read buffers of
+  // those idle for idle_buffer_release.
   void evict_idle();
   // Closes every idle connection (shutdown).
   void close_idle();
@@ -94,7 +95,7 @@ class http_client {
   // The connection's full handshake was the one its origin waited for: that wait is over.
   void end_handshake_turn(origin_pool& pool, pooled_connection& conn, bool handshake_succeeded,
                           steady_time now);
-  // Back to the origin's idle list, its read buffer given back first.
+  // Back to the origin's idle list.
   void park(origin_pool& pool, connection_ptr conn, steady_time now);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
   class exchange_watch;

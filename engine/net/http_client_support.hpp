@@ -15,13 +15,13 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/system/error_code.hpp>
 #include <openssl/ssl.h>
 
 #include "engine/awaiting.hpp"
 #include "engine/net/handshake_gate.hpp"
 #include "engine/net/http_client.hpp"
+#include "engine/net/tls_socket.hpp"
 
 namespace surge::engine::detail {
 
@@ -46,19 +46,15 @@ struct connection_view {
 namespace surge::engine {
 
 struct http_client::pooled_connection {
-  explicit pooled_connection(boost::beast::tcp_stream stream) : plain(std::move(stream)) {}
-  pooled_connection(boost::beast::tcp_stream stream, boost::asio::ssl::context& context)
-      : secure(std::in_place, std::move(stream), context) {}
+  explicit pooled_connection(boost::beast::tcp_stream connected) : stream(std::move(connected)) {}
 
-  boost::beast::tcp_stream& lowest() {
-    return plain ? *plain : boost::beast::get_lowest_layer(*secure);
-  }
+  boost::beast::tcp_stream& lowest() { return stream; }
   detail::connection_view view() {
-    return {lowest().socket().native_handle(), secure ? secure->native_handle() : nullptr};
+    return {stream.socket().native_handle(), tls ? tls->native_handle() : nullptr};
   }
 
-  std::optional<boost::beast::tcp_stream> plain;
-  std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> secure;
+  boost::beast::tcp_stream stream;
+  std::optional<tls_socket> tls;     // for https; destroyed first (SSL_free), then the socket
   boost::beast::flat_buffer buffer;  // kept across responses; a fresh parser reads each one
   connection_lifecycle lifecycle;
   // While an exchange is under way: its place among the client's deadlines, whether the
@@ -70,6 +66,22 @@ struct http_client::pooled_connection {
   std::size_t deadline_slot = 0;
   bool deadline_passed = false;
   http_client* watched_by = nullptr;
+};
+
+// Keeps an exchange's (or a TLS handshake's) deadline with the client's one timer while it lives.
+class http_client::exchange_watch {
+ public:
+  exchange_watch(http_client& client, pooled_connection& conn, steady_time deadline) : conn_(conn) {
+    client.watch(conn, deadline);
+  }
+  ~exchange_watch() {
+    if (conn_.watched_by != nullptr) conn_.watched_by->unwatch(conn_);
+  }
+  exchange_watch(const exchange_watch&) = delete;
+  exchange_watch& operator=(const exchange_watch&) = delete;
+
+ private:
+  pooled_connection& conn_;
 };
 
 struct http_client::origin_pool {

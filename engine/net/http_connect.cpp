@@ -11,10 +11,9 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 namespace surge::engine {
 
@@ -168,18 +167,25 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return conn;
   }
 
-  auto conn = std::make_unique<pooled_connection>(std::move(stream),
-                                                  pool.identity ? *pool.identity->context : *tls_);
-  auto& tls_stream = *conn->secure;
+  auto conn = std::make_unique<pooled_connection>(std::move(stream));
+  conn->tls.emplace(conn->stream.socket(),
+                    (pool.identity ? *pool.identity->context : *tls_).native_handle());
+  SSL* ssl_handle = conn->tls->native_handle();
+  // The certificate must name the URL's host (OpenSSL's RFC 6125 check, no partial
+  // wildcards), or its address when the URL gives one; SNI carries a name only.
   error_code literal_ec;
   asio::ip::make_address(target.host, literal_ec);
-  if (literal_ec && !SSL_set_tlsext_host_name(tls_stream.native_handle(), target.host.c_str())) {
+  const bool named = literal_ec ? SSL_set_tlsext_host_name(ssl_handle, target.host.c_str()) == 1 &&
+                                      SSL_set1_host(ssl_handle, target.host.c_str()) == 1
+                                : X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_handle),
+                                                                target.host.c_str()) == 1;
+  if (!named) {
     result.error = transport_error::tls;
-    result.detail = "cannot set SNI host name";
+    result.detail = "cannot set the TLS server name " + target.host;
     close(std::move(conn));
     co_return nullptr;
   }
-  tls_stream.set_verify_callback(ssl::host_name_verification(target.host));
+  SSL_set_hostflags(ssl_handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   // One full handshake per origin at a time while none of its sessions is here; the other new
   // connections wait for the session it brings, then resume (engine/net/handshake_gate.hpp).
   for (;;) {
@@ -193,21 +199,30 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     // At the connect deadline it goes on with a full handshake of its own.
     if (!co_await wait_for_session(pool, connect_deadline)) break;
   }
-  prepare_resumption(tls_stream.native_handle(), pool.sessions);
-  conn->lowest().expires_at(deadline);
-  auto [handshake_ec] =
-      co_await tls_stream.async_handshake(ssl::stream_base::client, awaitable_tuple);
+  prepare_resumption(ssl_handle, pool.sessions);
+  error_code handshake_ec;
+  {
+    // The client's deadline timer ends the handshake's waits at the attempt deadline.
+    exchange_watch watch(*this, *conn, deadline);
+    handshake_ec = co_await conn->tls->handshake();
+  }
   if (handshake_ec) {
-    result.error = is_timeout(handshake_ec) ? transport_error::timeout : transport_error::tls;
-    result.detail = "TLS handshake with " + target.host + ": " + handshake_ec.message();
+    result.error = is_timeout(handshake_ec) || conn->deadline_passed ? transport_error::timeout
+                                                                     : transport_error::tls;
+    result.detail =
+        "TLS handshake with " + target.host + ": " +
+        (conn->deadline_passed ? "the attempt deadline passed" : handshake_ec.message());
+    if (const auto verified = SSL_get_verify_result(ssl_handle); verified != X509_V_OK) {
+      result.detail += std::string(" (") + X509_verify_cert_error_string(verified) + ")";
+    }
     // Whatever this origin gave before is not offered again: the next try starts afresh.
     sessions_.forget(pool.sessions.origin_key);
     end_handshake_turn(pool, *conn, false, std::chrono::steady_clock::now());
     close(std::move(conn));
     co_return nullptr;
   }
-  count(SSL_session_reused(tls_stream.native_handle()) == 1 ? counters_.tls_resumed_handshakes
-                                                            : counters_.tls_full_handshakes,
+  count(SSL_session_reused(ssl_handle) == 1 ? counters_.tls_resumed_handshakes
+                                            : counters_.tls_full_handshakes,
         1);
   conn->lifecycle.on_connected();
   co_return conn;
