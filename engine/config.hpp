@@ -13,6 +13,7 @@
 #include "engine/limits/token_allowance.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
+#include "proto/target_policy.hpp"
 #include "storage/queue_shape.hpp"
 
 namespace surge::engine {
@@ -44,14 +45,10 @@ struct dns_config {
   friend bool operator==(const dns_config&, const dns_config&) = default;
 };
 
-// An HTTP proxy every partner connection leaves through, with CONNECT
-// (engine/net/proxy_tunnel.hpp). Given by the operator, so its own address is not held to the
-// target policy; the partner's addresses are.
-struct egress_proxy {
-  std::string host;  // a name or an IP literal (IPv6 without brackets)
-  std::uint16_t port = 0;
-  friend bool operator==(const egress_proxy&, const egress_proxy&) = default;
-};
+// An HTTP proxy partner connections leave through, with CONNECT (engine/net/proxy_tunnel.hpp).
+// Given by the operator, so its own address is not held to the target policy; the partner's
+// addresses are.
+using egress_proxy = proto::proxy_address;
 
 struct http_client_config {
   // TCP connect (and each address tried); through a proxy, reaching it and its CONNECT answer.

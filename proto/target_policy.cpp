@@ -339,4 +339,16 @@ address_class classify_address(const ip_address& address) {
   return classify_v4(v4_at(address.bytes, 0));
 }
 
+proxy_parse parse_proxy_url(std::string_view url) {
+  auto parsed = parse_target_url(url);
+  if (!parsed.value) return {std::nullopt, parsed.error};
+  if (parsed.value->tls) {
+    return {std::nullopt,
+            "give the proxy as http://HOST:PORT (TLS to the proxy is not supported; HTTPS to "
+            "partners runs end to end inside its tunnel)"};
+  }
+  if (parsed.value->path != "/") return {std::nullopt, "a proxy URL has no path"};
+  return {proxy_address{std::move(parsed.value->host), parsed.value->port}, {}};
+}
+
 }  // namespace surge::proto

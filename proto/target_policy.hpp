@@ -26,6 +26,19 @@ struct target_parse {
 // http and https only; no userinfo; a host is required; no fragment is sent.
 target_parse parse_target_url(std::string_view url);
 
+// An egress proxy, "http://HOST:PORT": plain HTTP to the proxy (partners' TLS runs end to end
+// inside its CONNECT tunnels), no path, no user info.
+struct proxy_address {
+  std::string host;  // as in target: lower-cased, IPv6 without brackets
+  std::uint16_t port = 0;
+  friend bool operator==(const proxy_address&, const proxy_address&) = default;
+};
+struct proxy_parse {
+  std::optional<proxy_address> value;
+  std::string error;  // set when value is empty
+};
+proxy_parse parse_proxy_url(std::string_view url);
+
 // A subscriber URL fit to show an operator: user info becomes "***@" and every query value (and
 // the fragment) "***", since partners put tokens there; scheme, host, port and path stay. Works
 // on text that does not parse too, so a malformed URL never leaks what it carries.

@@ -29,9 +29,15 @@ inline std::string numbered_placeholders(int first, int count) {
 std::string id_filter(const proto::id_set& which, std::string_view column);
 
 // Surge's per-subscriber credentials (surge_subscriber_credential), read beside either shape's
-// subscriber rows: the three columns to select, and the join naming the subscriber id column.
-constexpr const char* credential_columns =
-    ", COALESCE(c.headers, ''), COALESCE(c.client_cert, ''), COALESCE(c.client_key, '')";
+// subscriber rows: the four columns to select (the proxy column only once schema 10 added it;
+// `subscriber list` may read a queue not migrated that far), and the join naming the subscriber
+// id column.
+inline std::string credential_columns(bool with_proxy) {
+  return std::string(
+             ", COALESCE(c.headers, ''), COALESCE(c.client_cert, ''), "
+             "COALESCE(c.client_key, ''), ") +
+         (with_proxy ? "COALESCE(c.proxy, '')" : "''");
+}
 inline std::string credential_join(std::string_view subscriber_id) {
   return " LEFT JOIN surge_subscriber_credential c ON c.subscriber_id = " +
          std::string(subscriber_id) + " ";

@@ -48,6 +48,9 @@ struct subscriber_row {
   // in a file the operator protects, and a rotated file is picked up on the next reload.
   std::vector<proto::header_field> extra_headers;
   std::string client_cert_file, client_key_file;
+  // The egress proxy this partner's connections leave through, "http://HOST:PORT" (schema 10);
+  // empty: the drain's --proxy, or none.
+  std::string proxy;
   // Ordered delivery per key (schema 9, surge_subscriber_order; storage/ordered_keys.hpp sets
   // it): nullopt for an unordered subscriber.
   std::optional<proto::order_rule> order;

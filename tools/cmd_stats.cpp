@@ -11,6 +11,7 @@
 #include <boost/json/value.hpp>
 
 #include "proto/clock.hpp"
+#include "proto/target_policy.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
 #include "storage/ownership.hpp"
@@ -114,13 +115,14 @@ void print_relief(const std::vector<storage::subscriber_row>& rows) {
   }
 }
 
-// Subscribers that send extra headers or present a client certificate. Header names only: the
-// values are credentials, and stats output ends up in tickets and terminals.
+// Subscribers that send extra headers, present a client certificate or leave through a proxy of
+// their own. Header names only: the values are credentials, and stats output ends up in tickets
+// and terminals.
 std::vector<storage::subscriber_row> credential_subscribers(storage::connection& db) {
   std::vector<storage::subscriber_row> out;
   for (auto& row : storage::load_subscribers(db)) {
     if (!row.extra_headers.empty() || !row.client_cert_file.empty() ||
-        !row.client_key_file.empty()) {
+        !row.client_key_file.empty() || !row.proxy.empty()) {
       out.push_back(std::move(row));
     }
   }
@@ -135,13 +137,14 @@ std::string header_names(const storage::subscriber_row& row) {
 
 void print_credentials(const std::vector<storage::subscriber_row>& rows) {
   if (rows.empty()) return;
-  std::printf("\n%-12s %-32s  %s\n", "subscriber", "extra headers (values hidden)",
+  std::printf("\n%-12s %-32s  %-28s  %s\n", "subscriber", "extra headers (values hidden)", "proxy",
               "client certificate (key)");
   for (const auto& r : rows) {
     const std::string cert =
         r.client_cert_file.empty() ? "-" : r.client_cert_file + " (" + r.client_key_file + ")";
-    std::printf("%-12lld %-32s  %s\n", static_cast<long long>(r.id), header_names(r).c_str(),
-                cert.c_str());
+    const std::string proxy = r.proxy.empty() ? "-" : proto::redact_url(r.proxy);
+    std::printf("%-12lld %-32s  %-28s  %s\n", static_cast<long long>(r.id), header_names(r).c_str(),
+                proxy.c_str(), cert.c_str());
   }
 }
 
@@ -153,7 +156,8 @@ boost::json::array credentials_json(const std::vector<storage::subscriber_row>& 
     out.push_back({{"subscriber_id", r.id},
                    {"headers", std::move(names)},
                    {"client_cert", r.client_cert_file},
-                   {"client_key", r.client_key_file}});
+                   {"client_key", r.client_key_file},
+                   {"proxy", r.proxy}});
   }
   return out;
 }

@@ -43,6 +43,8 @@ struct subscriber_options {
   bool clear_headers = false;
   std::optional<std::string> client_cert, client_key;
   bool no_client_cert = false;
+  std::optional<std::string> proxy;
+  bool no_proxy = false;
   // Ordered delivery per key (Surge's own table, either shape).
   std::optional<std::string> ordered, dead_key;
   bool unordered = false;
@@ -50,7 +52,7 @@ struct subscriber_options {
 
   bool changes_credentials() const {
     return !headers.empty() || !remove_headers.empty() || clear_headers || client_cert ||
-           no_client_cert;
+           no_client_cert || proxy || no_proxy;
   }
 };
 
@@ -100,6 +102,10 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
                               "PEM file of the client certificate's private key");
   cert->needs(key);
   key->needs(cert);
+  cmd->add_option("--proxy", o.proxy,
+                  "The egress proxy this partner's connections leave through, http://HOST:PORT "
+                  "(instead of the drain's --proxy); each is a CONNECT tunnel to an address "
+                  "Surge checked");
   cmd->add_option("--ordered", o.ordered,
                   "Deliver in enqueue order per key, one row of a key in flight: the JSON pointer "
                   "to the key in the payload (e.g. /video_id); '' orders the whole subscriber");
@@ -147,6 +153,13 @@ void apply_credentials(const subscriber_options& o, storage::subscriber_row& row
     row.client_cert_file = cert;
     row.client_key_file = key;
   }
+  if (o.no_proxy) row.proxy.clear();
+  if (o.proxy) {
+    if (auto parsed = proto::parse_proxy_url(*o.proxy); !parsed.value) {
+      throw usage_error("bad --proxy " + proto::redact_url(*o.proxy) + ": " + parsed.error);
+    }
+    row.proxy = *o.proxy;
+  }
 }
 
 // What the partner gets besides the signature, for listings: header names only, never their
@@ -162,6 +175,9 @@ std::string credentials_text(const storage::subscriber_row& row) {
   if (!row.client_cert_file.empty()) {
     parts += (parts.empty() ? "" : "; ") + std::string("client cert ") + row.client_cert_file +
              " (key " + row.client_key_file + ")";
+  }
+  if (!row.proxy.empty()) {
+    parts += (parts.empty() ? "" : "; ") + std::string("proxy ") + proto::redact_url(row.proxy);
   }
   return parts.empty() ? "" : " {" + parts + "}";
 }
@@ -279,6 +295,7 @@ boost::json::object to_json(const storage::subscriber_row& row) {
   out["headers"] = std::move(header_names);  // names only: the values are credentials
   out["client_cert"] = row.client_cert_file;
   out["client_key"] = row.client_key_file;
+  out["proxy"] = row.proxy;
   out["ordered_key"] =
       row.order ? boost::json::value(row.order->pointer) : boost::json::value(nullptr);
   if (row.order) out["dead_key"] = proto::dead_key_name(row.order->when_dead);
@@ -444,6 +461,9 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
   auto* no_cert = set->add_flag("--no-client-cert", set_opts->no_client_cert,
                                 "Stop presenting a client certificate");
   no_cert->excludes(set->get_option("--client-cert"));
+  set->add_flag("--no-proxy", set_opts->no_proxy,
+                "Leave through the drain's --proxy (or directly) again")
+      ->excludes(set->get_option("--proxy"));
   set->add_flag("--unordered", set_opts->unordered,
                 "Deliver without order again (its stopped keys go on)")
       ->excludes(set->get_option("--ordered"))

@@ -244,17 +244,9 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
   config.http.dns.servers = o.dns_servers;
   if (!o.proxy.empty()) {
-    auto parsed = proto::parse_target_url(o.proxy);
+    auto parsed = proto::parse_proxy_url(o.proxy);
     if (!parsed.value) throw usage_error("bad --proxy " + o.proxy + ": " + parsed.error);
-    if (parsed.value->tls) {
-      throw usage_error("bad --proxy " + o.proxy +
-                        ": give the proxy as http://HOST:PORT (TLS to the proxy is not "
-                        "supported; HTTPS to partners runs end to end inside its tunnel)");
-    }
-    if (parsed.value->path != "/") {
-      throw usage_error("bad --proxy " + o.proxy + ": a proxy URL has no path");
-    }
-    config.http.proxy = engine::egress_proxy{parsed.value->host, parsed.value->port};
+    config.http.proxy = std::move(*parsed.value);
   }
   config.scheduler.max_payload_bytes = o.max_payload_bytes;
   config.scheduler.max_payload_memory = o.max_payload_memory_mib * 1024 * 1024;

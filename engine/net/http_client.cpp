@@ -79,12 +79,19 @@ void http_client::arm_deadline_timer(steady_time at) {
 }
 
 http_client::origin_pool& http_client::origin_for(
-    const proto::target& target, const std::shared_ptr<const client_identity>& identity) {
+    const proto::target& target, const std::shared_ptr<const client_identity>& identity,
+    const egress_proxy* proxy) {
   // A newline cannot be part of an origin key (proto::parse_target_url), so an identity's pool
   // never shares a key with a plain one. The key is put together in a buffer kept for it, so
   // finding the pool of a send allocates nothing.
   origin_key_.assign(target.origin_key);
   if (identity) origin_key_.append("\nclient-cert ").append(identity->key);
+  if (proxy) {
+    origin_key_.append("\nproxy ")
+        .append(proxy->host)
+        .append(":")
+        .append(std::to_string(proxy->port));
+  }
   auto found = origins_.find(origin_key_);
   if (found == origins_.end()) {
     found = origins_
@@ -93,6 +100,7 @@ http_client::origin_pool& http_client::origin_for(
                              config_.idle_timeout, tls_session_home{&sessions_, origin_key_, {}},
                              identity, config_.tls_no_session_hold))
                 .first;
+    found->second->proxy = proxy ? std::optional<egress_proxy>(*proxy) : config_.proxy;
   }
   return *found->second;
 }
@@ -294,14 +302,15 @@ asio::awaitable<void> run_exchange(Stream& stream, beast::tcp_stream& lowest, co
 
 asio::awaitable<http_result> http_client::send(const proto::target& target,
                                                std::string_view request, write_gate* gate,
-                                               std::shared_ptr<const client_identity> identity) {
+                                               std::shared_ptr<const client_identity> identity,
+                                               const egress_proxy* proxy) {
   // The clock is read at the start, after a wait at the gate and after the exchange: each
   // reading serves every decision until the next (about 30 ns a reading, several per request
   // otherwise).
   auto now = std::chrono::steady_clock::now();
   auto deadline = now + config_.attempt_timeout;
   http_result result;
-  auto& pool = origin_for(target, identity);
+  auto& pool = origin_for(target, identity, proxy);
 
   // Two tries at most: the lifecycle retries only a reused connection's failure, and the retry
   // opens a new one (a server that closed one idle connection has often closed the others too).

@@ -65,9 +65,12 @@ class http_client {
   // stay put until the send returns. Never throws for network failures: they come back as
   // errors. With an `identity`, a TLS connection presents its client certificate; connections
   // and resumption sessions are pooled per origin and identity, never shared between them.
+  // With a `proxy`, the connections leave through it (pooled apart from others); without one,
+  // through the configured proxy, if any.
   boost::asio::awaitable<http_result> send(const proto::target& target, std::string_view request,
                                            write_gate* gate = nullptr,
-                                           std::shared_ptr<const client_identity> identity = {});
+                                           std::shared_ptr<const client_identity> identity = {},
+                                           const egress_proxy* proxy = nullptr);
 
   // Bytes of read buffer the idle connections hold: none once they have been idle for
   // idle_buffer_release and evict_idle has run since.
@@ -87,7 +90,8 @@ class http_client {
   boost::asio::awaitable<connection_ptr> open(const proto::target& target, origin_pool& pool,
                                               steady_time deadline, http_result& result);
   origin_pool& origin_for(const proto::target& target,
-                          const std::shared_ptr<const client_identity>& identity);
+                          const std::shared_ptr<const client_identity>& identity,
+                          const egress_proxy* proxy);
   void close(connection_ptr conn);
   // Until a session of `pool`'s origin is stored or the handshake it waits for ends (true), or
   // `until` (false).

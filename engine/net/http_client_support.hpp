@@ -108,6 +108,8 @@ struct http_client::origin_pool {
   std::shared_ptr<const client_identity> identity;
   tls_session_home sessions;  // declared first: destroyed after the connections that point to it
   idle_list<connection_ptr> idle;
+  // The proxy its connections leave through (the subscriber's, or the drain's), if any.
+  std::optional<egress_proxy> proxy;
   // New TLS connections wait here for the session another one's full handshake brings.
   first_handshake_gate gate;
   std::vector<boost::asio::steady_timer*> handshake_waiters;

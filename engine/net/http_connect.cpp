@@ -141,8 +141,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   }
 
   std::optional<beast::tcp_stream> connected;
-  if (config_.proxy) {
-    auto tunnel = co_await connect_through_proxy(*config_.proxy, resolver_, executor_, allowed,
+  if (pool.proxy) {
+    auto tunnel = co_await connect_through_proxy(*pool.proxy, resolver_, executor_, allowed,
                                                  target.host, connect_deadline, result);
     if (!tunnel) co_return nullptr;
     connected.emplace(std::move(*tunnel));

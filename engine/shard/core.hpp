@@ -70,6 +70,7 @@ struct send_action {
   attempt_id attempt = 0;
   std::shared_ptr<const proto::target> target;
   std::shared_ptr<const client_identity> identity;
+  std::shared_ptr<const proto::proxy_address> proxy;  // the subscriber's own; null: the drain's
   std::string request;  // the whole message's bytes; handed back with the result
 };
 

@@ -165,6 +165,7 @@ void shard_core::send_next(subscriber_state& sub) {
   send.attempt = id;
   send.target = sub.settings.target;
   send.identity = sub.settings.identity;
+  send.proxy = sub.settings.proxy;
   send.request = request_buffers_.take();
   try {
     prepare_request(attempt, send.request, send.target, *sub.settings.signer);

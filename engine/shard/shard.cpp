@@ -216,7 +216,8 @@ asio::awaitable<void> shard::exchange(send_action send) {
   http_result result;
   try {
     wire_gate_of_attempt gate(*this, send.attempt);
-    result = co_await client_.send(*send.target, send.request, &gate, send.identity);
+    result =
+        co_await client_.send(*send.target, send.request, &gate, send.identity, send.proxy.get());
   } catch (const std::exception& error) {
     result.error = proto::transport_error::protocol;
     result.detail = std::string("internal error: ") + error.what();

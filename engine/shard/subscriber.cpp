@@ -116,6 +116,19 @@ subscriber_settings derive_settings(const storage::subscriber_row& row,
   if (!row.extra_headers.empty() && out.credentials_problem.empty()) {
     out.extra_headers = std::make_shared<const std::vector<proto::header_field>>(row.extra_headers);
   }
+  if (!row.proxy.empty()) {
+    // A stored proxy that cannot be used holds the subscriber: sending around it would leave
+    // through an address the partner (or the operator's firewall) does not expect.
+    auto proxy = proto::parse_proxy_url(row.proxy);
+    if (!proxy.value) {
+      if (out.credentials_problem.empty()) {
+        out.credentials_problem =
+            "stored proxy " + proto::redact_url(row.proxy) + ": " + proxy.error;
+      }
+    } else {
+      out.proxy = std::make_shared<const proto::proxy_address>(std::move(*proxy.value));
+    }
+  }
 
   auto parsed = proto::parse_target_url(row.url);
   if (parsed.value) {

@@ -69,6 +69,8 @@ struct subscriber_settings {
   // connections present (null: none). Shared, like the target, with attempts in flight.
   std::shared_ptr<const std::vector<proto::header_field>> extra_headers;
   std::shared_ptr<const client_identity> identity;
+  // The egress proxy its connections leave through (null: the drain's --proxy, or none).
+  std::shared_ptr<const proto::proxy_address> proxy;
   // Why those credentials cannot be used (a refused header, an unreadable or mismatched
   // certificate or key); empty if fine. Such a subscriber is held, as for limits_problem: its
   // rows stay queued (sent without what the partner requires they would only be refused), the

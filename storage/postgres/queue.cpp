@@ -19,11 +19,13 @@ constexpr const char* base_columns =
 // With Surge's credentials once the queue is migrated that far (`subscriber list` may read one
 // that is not).
 std::string subscriber_columns(session& db) {
-  const bool credentials =
-      db.exec("SELECT to_regclass('surge_subscriber_credential') IS NOT NULL").text(0, 0) == "t";
-  if (!credentials) return std::string(base_columns) + " FROM webhook_subscriber ";
-  return std::string(base_columns) + detail::credential_columns + " FROM webhook_subscriber" +
-         detail::credential_join("webhook_subscriber.id");
+  const auto found = db.exec(
+      "SELECT to_regclass('surge_subscriber_credential') IS NOT NULL, EXISTS (SELECT 1 FROM "
+      "information_schema.columns WHERE table_schema = current_schema() AND table_name = "
+      "'surge_subscriber_credential' AND column_name = 'proxy')");
+  if (found.text(0, 0) != "t") return std::string(base_columns) + " FROM webhook_subscriber ";
+  return std::string(base_columns) + detail::credential_columns(found.text(0, 1) == "t") +
+         " FROM webhook_subscriber" + detail::credential_join("webhook_subscriber.id");
 }
 
 subscriber_row read_subscriber(const result& rows, int i) {
@@ -50,6 +52,7 @@ subscriber_row read_subscriber(const result& rows, int i) {
     row.extra_headers = proto::decode_header_fields(rows.text(i, 17));
     row.client_cert_file = rows.text(i, 18);
     row.client_key_file = rows.text(i, 19);
+    row.proxy = rows.text(i, 20);
   }
   return row;
 }
@@ -215,21 +218,23 @@ std::int64_t add_subscriber(session& db, const subscriber_row& row) {
 }
 
 void set_subscriber_credentials(session& db, const subscriber_row& row) {
-  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty()) {
+  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty() &&
+      row.proxy.empty()) {
     db.exec("DELETE FROM surge_subscriber_credential WHERE subscriber_id = $1",
             params().add(row.id));
     return;
   }
   db.exec(
       "INSERT INTO surge_subscriber_credential(subscriber_id, headers, client_cert, "
-      "client_key) VALUES ($1, $2, $3, $4) ON CONFLICT (subscriber_id) DO UPDATE SET "
-      "headers = EXCLUDED.headers, client_cert = EXCLUDED.client_cert, "
-      "client_key = EXCLUDED.client_key",
+      "client_key, proxy) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (subscriber_id) DO UPDATE "
+      "SET headers = EXCLUDED.headers, client_cert = EXCLUDED.client_cert, "
+      "client_key = EXCLUDED.client_key, proxy = EXCLUDED.proxy",
       params()
           .add(row.id)
           .add(proto::encode_header_fields(row.extra_headers))
           .add(row.client_cert_file)
-          .add(row.client_key_file));
+          .add(row.client_key_file)
+          .add(row.proxy));
 }
 
 bool update_subscriber(session& db, const subscriber_row& row) {

@@ -12,7 +12,7 @@ namespace {
 
 // Counted apart from SQLite's versions. One step here: the DDL is idempotent, so a queue left at
 // an older version runs it again and only what is missing changes.
-constexpr int postgres_schema_version = 10;
+constexpr int postgres_schema_version = 11;
 
 constexpr const char* shared_ddl = R"sql(
 CREATE TABLE IF NOT EXISTS webhook_subscriber (
@@ -98,6 +98,8 @@ CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id BIGINT PRIMARY KEY REFERENCES webhook_subscriber(id) ON DELETE CASCADE,
   headers TEXT NOT NULL DEFAULT '',
   client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+-- The egress proxy a partner's connections leave through (SQLite migration 10).
+ALTER TABLE surge_subscriber_credential ADD COLUMN IF NOT EXISTS proxy TEXT NOT NULL DEFAULT '';
 -- Ordered delivery per key (SQLite migration 9): the key's pointer and what a dead row does to
 -- its key, and the keys a dead row stopped. The index the ordered claim reads is made only while a
 -- subscriber is ordered (storage/ordered_keys.hpp).

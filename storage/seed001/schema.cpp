@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS surge_partner_quota (
   paced_rate REAL NOT NULL, paced_burst REAL NOT NULL, paced_until REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS surge_subscriber_credential (
   subscriber_id INTEGER PRIMARY KEY, headers TEXT NOT NULL DEFAULT '',
-  client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '');
+  client_cert TEXT NOT NULL DEFAULT '', client_key TEXT NOT NULL DEFAULT '',
+  proxy TEXT NOT NULL DEFAULT '');
 -- SQLite gives a deleted subscriber's id to the next one inserted: its credentials go with it,
 -- or the next partner would be sent them.
 CREATE TRIGGER IF NOT EXISTS surge_subscriber_credential_gone
@@ -81,7 +82,7 @@ bool complete(SQLite::Database& db) {
     trigger.bind(1, name);
     if (!trigger.executeStep()) return false;
   }
-  return true;
+  return detail::credentials_have_proxy(db);
 }
 
 }  // namespace
@@ -91,6 +92,10 @@ int migrate(SQLite::Database& db) {
   if (schema_version(db) >= latest_schema_version() && complete(db)) return schema_version(db);
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   db.exec(surge_ddl);
+  // A credentials table made before the proxy column: the column is added (schema 10).
+  if (!detail::credentials_have_proxy(db)) {
+    db.exec("ALTER TABLE surge_subscriber_credential ADD COLUMN proxy TEXT NOT NULL DEFAULT ''");
+  }
   db.exec(ordered_tables_ddl("webhook_subscribers"));
   SQLite::Statement record(db,
                            "INSERT OR IGNORE INTO surge_schema_version(version, applied_at) "

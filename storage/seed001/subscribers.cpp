@@ -25,7 +25,8 @@ std::string select_columns(SQLite::Database& db) {
   if (!db.tableExists("surge_subscriber_credential")) {
     return std::string(base_columns) + from_tables;
   }
-  return std::string(base_columns) + detail::credential_columns + from_tables +
+  return std::string(base_columns) +
+         detail::credential_columns(detail::credentials_have_proxy(db)) + from_tables +
          detail::credential_join("s.id");
 }
 

@@ -167,6 +167,8 @@ END;
          static const std::string ddl = ordered_tables_ddl("webhook_subscriber");
          return ddl.c_str();
        }()},
+      // The egress proxy a partner's connections leave through (`subscriber set --proxy`).
+      {10, {{"surge_subscriber_credential", "proxy", "TEXT NOT NULL DEFAULT ''"}}, ""},
   };
   return all;
 }

@@ -56,6 +56,15 @@ inline void read_credentials(const SQLite::Statement& query, int first, subscrib
   row.extra_headers = proto::decode_header_fields(query.getColumn(first).getString());
   row.client_cert_file = query.getColumn(first + 1).getString();
   row.client_key_file = query.getColumn(first + 2).getString();
+  row.proxy = query.getColumn(first + 3).getString();
+}
+
+// Whether the credentials table has schema 10's proxy column.
+inline bool credentials_have_proxy(SQLite::Database& db) {
+  SQLite::Statement query(db,
+                          "SELECT 1 FROM pragma_table_info('surge_subscriber_credential') "
+                          "WHERE name = 'proxy'");
+  return query.executeStep();
 }
 
 }  // namespace surge::storage::detail

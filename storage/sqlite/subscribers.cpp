@@ -25,8 +25,8 @@ std::string select_columns(SQLite::Database& db) {
   sql += batch_columns;
   // Added by schema 8.
   if (!db.tableExists("surge_subscriber_credential")) return sql + " FROM webhook_subscriber ";
-  return sql + detail::credential_columns + " FROM webhook_subscriber" +
-         detail::credential_join("webhook_subscriber.id");
+  return sql + detail::credential_columns(detail::credentials_have_proxy(db)) +
+         " FROM webhook_subscriber" + detail::credential_join("webhook_subscriber.id");
 }
 
 bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
@@ -150,18 +150,20 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
 
 void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row) {
   detail::write_transaction transaction(db);
-  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty()) {
+  if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty() &&
+      row.proxy.empty()) {
     SQLite::Statement remove(db, "DELETE FROM surge_subscriber_credential WHERE subscriber_id = ?");
     remove.bind(1, row.id);
     remove.exec();
   } else {
     SQLite::Statement upsert(db,
                              "INSERT OR REPLACE INTO surge_subscriber_credential(subscriber_id, "
-                             "headers, client_cert, client_key) VALUES (?, ?, ?, ?)");
+                             "headers, client_cert, client_key, proxy) VALUES (?, ?, ?, ?, ?)");
     upsert.bind(1, row.id);
     upsert.bind(2, proto::encode_header_fields(row.extra_headers));
     upsert.bind(3, row.client_cert_file);
     upsert.bind(4, row.client_key_file);
+    upsert.bind(5, row.proxy);
     upsert.exec();
   }
   transaction.commit();

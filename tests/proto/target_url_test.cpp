@@ -149,5 +149,19 @@ TEST(TargetUrl, RedactHidesUserInfoQueryValuesAndFragment) {
   EXPECT_EQ(redact_url(""), "");
 }
 
+TEST(ProxyUrl, AnHttpUrlWithAHostAndAPortOnly) {
+  const auto parsed = parse_proxy_url("http://Egress.Example:3128");
+  ASSERT_TRUE(parsed.value) << parsed.error;
+  EXPECT_EQ(parsed.value->host, "egress.example");
+  EXPECT_EQ(parsed.value->port, 3128);
+  EXPECT_EQ(parse_proxy_url("http://[fd00::1]:8080").value->host, "fd00::1");
+  EXPECT_EQ(parse_proxy_url("http://egress").value->port, 80);
+  EXPECT_NE(parse_proxy_url("https://egress:3128").error.find("TLS to the proxy"),
+            std::string::npos);
+  EXPECT_EQ(parse_proxy_url("http://egress:3128/path").error, "a proxy URL has no path");
+  EXPECT_FALSE(parse_proxy_url("http://user:pw@egress:3128").value);
+  EXPECT_FALSE(parse_proxy_url("egress:3128").value);
+}
+
 }  // namespace
 }  // namespace surge::proto

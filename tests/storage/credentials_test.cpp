@@ -66,9 +66,18 @@ void round_trip(connection& db) {
   EXPECT_EQ(loaded->extra_headers, row.extra_headers);
   EXPECT_EQ(loaded->client_cert_file, "");
 
+  // A proxy alone is kept (schema 10), and cleared with the rest.
   row.extra_headers.clear();
+  row.proxy = "http://egress.internal:3128";
+  set_subscriber_credentials(db, row);
+  EXPECT_EQ(load_subscriber(db, row.id)->proxy, row.proxy);
+  EXPECT_TRUE(load_subscriber(db, row.id)->extra_headers.empty());
+  EXPECT_EQ(load_subscriber(db, other.id)->proxy, "");
+
+  row.proxy.clear();
   set_subscriber_credentials(db, row);
   EXPECT_TRUE(load_subscriber(db, row.id)->extra_headers.empty());
+  EXPECT_EQ(load_subscriber(db, row.id)->proxy, "");
 }
 
 // The producer deletes a subscriber with its own plain SQL and inserts the next one with the same
@@ -203,7 +212,7 @@ TEST(Credentials, ASubscriberAndItsCredentialsAreOneWriteOnPostgres) {
 TEST(Credentials, RoundTripOnASeed000File) {
   testing::temp_dir dir;
   connection db({.location = dir.file("queue.db")});
-  EXPECT_EQ(migrate(db, true), 9);
+  EXPECT_EQ(migrate(db, true), 10);
   round_trip(db);
   SQLite::Database raw(dir.file("queue.db"));
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM surge_subscriber_credential").getInt(), 0);
@@ -242,7 +251,7 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_TRUE(rows[0].extra_headers.empty());
   // Migrating brings the table back.
-  EXPECT_EQ(migrate(again), 9);
+  EXPECT_EQ(migrate(again), 10);
   auto row = rows[0];
   row.extra_headers = {{"X-Api-Key", "k"}};
   set_subscriber_credentials(again, row);
@@ -252,8 +261,34 @@ TEST(Credentials, AFileFromBeforeTheTableListsSubscribersWithout) {
 TEST(Credentials, RoundTripOnPostgres) {
   SURGE_REQUIRE_POSTGRES(server);
   connection db({.location = server->create_database()});
-  EXPECT_EQ(migrate(db, true), 10);
+  EXPECT_EQ(migrate(db, true), 11);
   round_trip(db);
+}
+
+// A file migrated before schema 10 (credentials without the proxy column) lists its
+// subscribers and their credentials; migrating adds the column, and a proxy round-trips.
+TEST(Credentials, AFileFromBeforeTheProxyColumnListsSubscribersAndGainsIt) {
+  testing::temp_dir dir;
+  connection db({.location = dir.file("queue.db")});
+  migrate(db, true);
+  auto row = new_subscriber();
+  row.id = add_subscriber(db, row);
+  row.extra_headers = {{"X-Api-Key", "k"}};
+  set_subscriber_credentials(db, row);
+  {
+    SQLite::Database raw(dir.file("queue.db"), SQLite::OPEN_READWRITE);
+    raw.exec(
+        "ALTER TABLE surge_subscriber_credential DROP COLUMN proxy; "
+        "DELETE FROM surge_schema_version WHERE version = 10");
+  }
+  connection again({.location = dir.file("queue.db"), .create_if_missing = false});
+  ASSERT_EQ(load_subscribers(again).size(), 1u);
+  EXPECT_EQ(load_subscribers(again)[0].extra_headers, row.extra_headers);
+  EXPECT_EQ(migrate(again), 10);
+  row.proxy = "http://egress.internal:3128";
+  set_subscriber_credentials(again, row);
+  EXPECT_EQ(load_subscriber(again, row.id)->proxy, row.proxy);
+  EXPECT_EQ(load_subscriber(again, row.id)->extra_headers, row.extra_headers);
 }
 
 }  // namespace

@@ -156,5 +156,49 @@ TEST(DrainProxy, TheTargetPolicyHoldsForTheFinalTargetAndTheProxyIsNeverAsked) {
   EXPECT_TRUE(sink.stop_and_read().empty());
 }
 
+TEST(DrainProxy, EachSubscriberLeavesThroughItsOwnProxyAndADeadOneCostsOnlyItsSubscriber) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process proxied(dir, queue.path());
+  sink_process direct(dir, queue.path());
+  tinyproxy_process proxy(dir, {proxied.port(), direct.port()});
+  const auto via_proxy = queue.add_subscriber("http://placeholder/", 1000, 100);
+  queue.set_url(via_proxy, proxied.url_for(via_proxy));
+  const auto without = queue.add_subscriber("http://placeholder/", 1000, 100);
+  queue.set_url(without, direct.url_for(without));
+  const auto via_dead_proxy = queue.add_subscriber("http://placeholder/", 1000, 100);
+  queue.set_url(via_dead_proxy, direct.url_for(via_dead_proxy));
+  const auto proxied_rows = queue.add_rows(via_proxy, 20);
+  const auto direct_rows = queue.add_rows(without, 20);
+  const auto stranded = queue.add_rows(via_dead_proxy, 3);
+
+  // Set through the CLI, as an operator would.
+  auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(via_proxy),
+                             "--proxy", proxy.url()});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(via_dead_proxy),
+                        "--proxy", "http://127.0.0.1:" + std::to_string(unused_port())});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  const auto bad = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
+                                   std::to_string(without), "--proxy", "https://egress:3128"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad --proxy"), npos) << bad.err;
+  const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path()});
+  EXPECT_NE(listed.out.find("proxy " + proxy.url()), npos) << listed.out;
+
+  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"}));
+  ASSERT_TRUE(result.exit_code == 0 || result.exit_code == 5) << result.err;
+  for (auto row : proxied_rows) EXPECT_EQ(queue.row(row).status, "done");
+  for (auto row : direct_rows) EXPECT_EQ(queue.row(row).status, "done");
+  const auto state = queue.row(stranded.front());
+  EXPECT_NE(state.status, "done");
+  EXPECT_NE(state.last_error.find("connecting to proxy 127.0.0.1:"), npos) << state.last_error;
+
+  const auto requests = proxy.requests();
+  EXPECT_GE(count_with(requests, "CONNECT 127.0.0.1:" + std::to_string(proxied.port())), 1);
+  EXPECT_EQ(count_with(requests, "CONNECT 127.0.0.1:" + std::to_string(direct.port())), 0)
+      << "a subscriber without a proxy of its own went through one";
+}
+
 }  // namespace
 }  // namespace surge::testing

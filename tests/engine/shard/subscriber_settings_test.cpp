@@ -202,5 +202,24 @@ TEST(SubscriberSettings, SeveralReliefProblemsAreAllSaid) {
   EXPECT_NE(settings.relief_problem.find("coalesce_key 'x'"), std::string::npos);
 }
 
+TEST(SubscriberSettings, AStoredProxyIsUsedAndOneThatCannotBeHoldsTheSubscriber) {
+  auto row = sample();
+  row.proxy = "http://Egress.Internal:3128";
+  auto settings = derive_settings(row, {});
+  ASSERT_NE(settings.proxy, nullptr);
+  EXPECT_EQ(settings.proxy->host, "egress.internal");
+  EXPECT_EQ(settings.proxy->port, 3128);
+  EXPECT_TRUE(settings.credentials_problem.empty());
+
+  // Written by another program: never sent around, which would leave by an unexpected address.
+  row.proxy = "https://user:secret@egress:3128";
+  settings = derive_settings(row, {});
+  EXPECT_EQ(settings.proxy, nullptr);
+  EXPECT_NE(settings.credentials_problem.find("stored proxy"), std::string::npos);
+  EXPECT_EQ(settings.credentials_problem.find("secret"), std::string::npos)
+      << "the problem shows the proxy redacted: " << settings.credentials_problem;
+  EXPECT_TRUE(settings.unusable_reason.empty()) << "its rows must not be dead-lettered";
+}
+
 }  // namespace
 }  // namespace surge::engine

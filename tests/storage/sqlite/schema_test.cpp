@@ -67,8 +67,9 @@ void expect_fully_migrated(SQLite::Database& db) {
       columns(db, "surge_partner_quota"),
       (std::set<std::string>{"subscriber_id", "form", "quota", "window_seconds", "remaining",
                              "reset_at", "seen_at", "paced_rate", "paced_burst", "paced_until"}));
-  EXPECT_EQ(columns(db, "surge_subscriber_credential"),
-            (std::set<std::string>{"subscriber_id", "headers", "client_cert", "client_key"}));
+  EXPECT_EQ(
+      columns(db, "surge_subscriber_credential"),
+      (std::set<std::string>{"subscriber_id", "headers", "client_cert", "client_key", "proxy"}));
   EXPECT_TRUE(has_index(db, "idx_delivery_due"));
   EXPECT_TRUE(has_index(db, "idx_delivery_subscriber_due"));
   // The attempt records' only index follows the write order (migration 5).
@@ -89,10 +90,10 @@ TEST(Schema, EmptyFileGetsSharedTablesAndMigrations) {
   testing::temp_dir dir;
   SQLite::Database db = testing::open_migrated(dir.file("queue.db"));
   expect_fully_migrated(db);
-  EXPECT_EQ(latest_schema_version(), 9);
+  EXPECT_EQ(latest_schema_version(), 10);
   EXPECT_EQ(query_int(db, "SELECT COUNT(*) FROM surge_schema_version"), latest_schema_version());
   EXPECT_EQ(query_int(db, "SELECT MIN(version) FROM surge_schema_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 9);
+  EXPECT_EQ(query_int(db, "SELECT MAX(version) FROM surge_schema_version"), 10);
   EXPECT_NEAR(query_double(db, "SELECT MAX(applied_at) FROM surge_schema_version"),
               proto::unix_now(), 60);
 }
