@@ -93,8 +93,17 @@ response_reader::progress response_reader::on_bytes(beast::flat_buffer& buffer) 
   while (!finished_ && buffer.size() > 0) {
     any_byte_ = true;
     error_code ec;
-    if (!in_body_) soften_header_controls(buffer);
-    const auto used = parser_->put(buffer.data(), ec);
+    auto offered = buffer.data();
+    if (!in_body_) {
+      soften_header_controls(buffer);
+      // A CR that ends what has arrived is undecided (the next read may bring its LF); Beast
+      // judges it bare at once, so it waits: where the reads split a response must not matter.
+      if (static_cast<const char*>(offered.data())[offered.size() - 1] == '\r') {
+        if (offered.size() == 1) return progress::need_more;
+        offered = boost::asio::buffer(offered.data(), offered.size() - 1);
+      }
+    }
+    const auto used = parser_->put(offered, ec);
     buffer.consume(used);
     if (!in_body_) {
       header_bytes_ += used;
