@@ -121,15 +121,17 @@ void http_client::close(connection_ptr conn) {
 }
 
 asio::awaitable<bool> http_client::wait_for_session(origin_pool& pool, steady_time until) {
-  asio::steady_timer timer(executor_, until);
-  // Off the list however the wait ends, the coroutine's frame destroyed at shutdown included.
+  origin_pool::session_waiter waiter{asio::steady_timer(executor_, until), &pool};
+  // Off the list however the wait ends, the coroutine's frame destroyed at shutdown included
+  // (after the pool, which then reset waiter.pool).
   struct listed {
-    origin_pool& pool;
-    asio::steady_timer* timer;
-    ~listed() { std::erase(pool.handshake_waiters, timer); }
-  } on_list{pool, &timer};
-  pool.handshake_waiters.push_back(&timer);
-  auto [ec] = co_await timer.async_wait(use_tuple);
+    origin_pool::session_waiter& waiter;
+    ~listed() {
+      if (waiter.pool != nullptr) std::erase(waiter.pool->handshake_waiters, &waiter);
+    }
+  } on_list{waiter};
+  pool.handshake_waiters.push_back(&waiter);
+  auto [ec] = co_await waiter.timer.async_wait(use_tuple);
   co_return ec == asio::error::operation_aborted;
 }
 
@@ -375,8 +377,9 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     }
     now = std::chrono::steady_clock::now();
     result.exchange_time = now - exchange_began;
-    // Its first response brought the origin's TLS 1.3 tickets, if the origin gives any.
-    end_handshake_turn(pool, *conn, true, now);
+    // Its first response brought the origin's TLS 1.3 tickets, if the origin gives any; an
+    // exchange that read no response says nothing of them, and another connect may try.
+    end_handshake_turn(pool, *conn, result.status != 0, now);
     if (conn->lifecycle.retry_on_fresh_connection(now, deadline)) {
       close(std::move(conn));
       // Only the failure stands until the retry answers: nothing else of this try was a response.

@@ -98,10 +98,19 @@ struct http_client::origin_pool {
       wake_handshake_waiters();
     };
   }
+  // A connect waiting for the session (http_client::wait_for_session); `pool` is reset when
+  // the pool goes first (shutdown: the io_context destroys the waiting frames after the client).
+  struct session_waiter {
+    boost::asio::steady_timer timer;
+    origin_pool* pool;
+  };
   void wake_handshake_waiters() {
     auto waiting = std::move(handshake_waiters);
     handshake_waiters.clear();
-    for (auto* timer : waiting) timer->cancel();
+    for (auto* waiter : waiting) waiter->timer.cancel();
+  }
+  ~origin_pool() {
+    for (auto* waiter : handshake_waiters) waiter->pool = nullptr;
   }
   // The client certificate its TLS connections present (null: none); its context must outlive
   // them, hence declared before them.
@@ -112,7 +121,7 @@ struct http_client::origin_pool {
   std::optional<egress_proxy> proxy;
   // New TLS connections wait here for the session another one's full handshake brings.
   first_handshake_gate gate;
-  std::vector<boost::asio::steady_timer*> handshake_waiters;
+  std::vector<session_waiter*> handshake_waiters;
 };
 
 }  // namespace surge::engine

@@ -168,8 +168,15 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   }
 
   auto conn = std::make_unique<pooled_connection>(std::move(stream));
-  conn->tls.emplace(conn->stream.socket(),
-                    (pool.identity ? *pool.identity->context : *tls_).native_handle());
+  try {
+    conn->tls.emplace(conn->stream.socket(),
+                      (pool.identity ? *pool.identity->context : *tls_).native_handle());
+  } catch (const std::exception& error) {
+    result.error = transport_error::tls;
+    result.detail = error.what();
+    close(std::move(conn));
+    co_return nullptr;
+  }
   SSL* ssl_handle = conn->tls->native_handle();
   // The certificate must name the URL's host (OpenSSL's RFC 6125 check, no partial
   // wildcards), or its address when the URL gives one; SNI carries a name only.
@@ -206,6 +213,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     exchange_watch watch(*this, *conn, deadline);
     handshake_ec = co_await conn->tls->handshake();
   }
+  // Done just as the deadline shut the socket down: as late as a failure.
+  if (!handshake_ec && conn->deadline_passed) handshake_ec = asio::error::timed_out;
   if (handshake_ec) {
     result.error = is_timeout(handshake_ec) || conn->deadline_passed ? transport_error::timeout
                                                                      : transport_error::tls;

@@ -23,8 +23,9 @@ int home_index() {
 int on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* home = static_cast<tls_session_home*>(SSL_get_ex_data(ssl, home_index()));
   if (home == nullptr || home->cache == nullptr) return 0;
-  home->cache->store(home->origin_key, session_ptr(session));
-  if (home->on_stored) home->on_stored();
+  if (home->cache->store(home->origin_key, session_ptr(session)) && home->on_stored) {
+    home->on_stored();
+  }
   return 1;
 }
 
@@ -72,8 +73,8 @@ std::shared_ptr<ssl::context> make_client_tls_context(const http_client_config& 
 
 void tls_session_cache::touch(entry& e) { recency_.splice(recency_.begin(), recency_, e.recency); }
 
-void tls_session_cache::store(const std::string& origin_key, session_ptr session) {
-  if (!session || SSL_SESSION_is_resumable(session.get()) != 1 || capacity_ == 0) return;
+bool tls_session_cache::store(const std::string& origin_key, session_ptr session) {
+  if (!session || SSL_SESSION_is_resumable(session.get()) != 1 || capacity_ == 0) return false;
   auto found = entries_.find(origin_key);
   if (found == entries_.end()) {
     recency_.push_front(origin_key);
@@ -99,6 +100,7 @@ void tls_session_cache::store(const std::string& origin_key, session_ptr session
       forget(key);
     }
   }
+  return true;
 }
 
 session_ptr tls_session_cache::take(const std::string& origin_key, std::time_t now) {

@@ -49,9 +49,9 @@ class tls_session_cache {
  public:
   explicit tls_session_cache(std::size_t capacity) : capacity_(capacity) {}
 
-  // Keeps `session` as the origin's newest. Sessions that cannot be resumed (no ticket, no
-  // id) are not kept.
-  void store(const std::string& origin_key, session_ptr session);
+  // Keeps `session` as the origin's newest and says so. Sessions that cannot be resumed (no
+  // ticket, no id) are not kept.
+  bool store(const std::string& origin_key, session_ptr session);
   // A reference to the session to offer to `origin_key` (newest first; a copy of the last TLS
   // 1.3 ticket), or null when there is none that is resumable and unexpired at `now` (Unix
   // seconds).

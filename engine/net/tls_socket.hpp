@@ -44,6 +44,8 @@ class tls_socket {
   // error.
   next after(int ret, boost::system::error_code& ec);
   boost::asio::awaitable<boost::system::error_code> wait(next what);
+  template <class Call>
+  boost::asio::awaitable<std::tuple<boost::system::error_code, std::size_t>> until_done(Call call);
 
   boost::asio::ip::tcp::socket& socket_;
   SSL* ssl_ = nullptr;

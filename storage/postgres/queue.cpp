@@ -21,8 +21,8 @@ constexpr const char* base_columns =
 std::string subscriber_columns(session& db) {
   const auto found = db.exec(
       "SELECT to_regclass('surge_subscriber_credential') IS NOT NULL, EXISTS (SELECT 1 FROM "
-      "information_schema.columns WHERE table_schema = current_schema() AND table_name = "
-      "'surge_subscriber_credential' AND column_name = 'proxy')");
+      "pg_attribute WHERE attrelid = to_regclass('surge_subscriber_credential') AND attname = "
+      "'proxy' AND NOT attisdropped)");
   if (found.text(0, 0) != "t") return std::string(base_columns) + " FROM webhook_subscriber ";
   return std::string(base_columns) + detail::credential_columns(found.text(0, 1) == "t") +
          " FROM webhook_subscriber" + detail::credential_join("webhook_subscriber.id");

@@ -92,9 +92,10 @@ TEST(TlsSessionCache, OnlyTheNewestTls12SessionIsKept) {
 
 TEST(TlsSessionCache, SessionsThatCannotResumeAreNotKept) {
   tls_session_cache cache(8);
-  cache.store("https://a:443", session_ptr(SSL_SESSION_new()));  // no id, no ticket
-  cache.store("https://a:443", nullptr);
-  EXPECT_EQ(cache.origins(), 0u);
+  EXPECT_FALSE(cache.store("https://a:443", session_ptr(SSL_SESSION_new())));  // no id, no ticket
+  EXPECT_FALSE(cache.store("https://a:443", nullptr));
+  EXPECT_TRUE(cache.store("https://b:443", resumable_session(1)));
+  EXPECT_EQ(cache.origins(), 1u) << "only b's";
 }
 
 TEST(TlsSessionCache, BoundedInAllTheLeastRecentlyUsedOriginsOldestSessionDroppedFirst) {
