@@ -16,8 +16,8 @@ def log(*parts):
     print("e2e:", *parts, file=sys.stderr, flush=True)
 
 
-def write_pki(directory):
-    """A CA and a certificate for localhost signed by it, with the openssl CLI."""
+def write_pki(directory, addresses=("127.0.0.1",)):
+    """A CA and a certificate for localhost and `addresses` signed by it, with the openssl CLI."""
     def run(*args):
         subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -27,7 +27,8 @@ def write_pki(directory):
     run("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
     Path(directory, "server.ext").write_text(
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        "extendedKeyUsage=serverAuth\nsubjectAltName="
+        + ",".join(["DNS:localhost"] + [f"IP:{a}" for a in addresses]) + "\n")
     run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
 

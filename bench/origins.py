@@ -40,7 +40,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_peers import cpu_seconds_of, nginx_binary  # noqa: E402
+from e2e_peers import cpu_seconds_of, nginx_binary, write_pki  # noqa: E402
 
 
 def log(*parts):
@@ -51,23 +51,6 @@ def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def write_pki(directory, addresses):
-    """A CA and one certificate naming every origin address, with the openssl CLI."""
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-        "-subj", "/CN=surge origins bench CA", "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    run("req", "-new", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=origins")
-    names = ",".join(["DNS:localhost"] + [f"IP:{a}" for a in addresses])
-    Path(directory, "server.ext").write_text(
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        f"extendedKeyUsage=serverAuth\nsubjectAltName={names}\n")
-    run("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
 
 
 def wait_for(port, address="127.0.0.1", what="receiver"):
