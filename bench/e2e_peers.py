@@ -122,11 +122,13 @@ class Nginx:
     """nginx answering 204 to everything: one worker in the foreground (master_process off, so it
     runs as root or not), keep-alive with nginx's defaults, every file under the scenario's dir."""
 
-    def __init__(self, directory, tls):
+    def __init__(self, directory, tls, addresses=("127.0.0.1",)):
+        """Listens on one port of each of `addresses` (bench/origins.py: one origin each)."""
         root = Path(directory, "nginx").resolve()
         root.mkdir()
         self.port = free_port()
-        listen = f"127.0.0.1:{self.port}" + (" ssl" if tls else "")
+        listens = "".join(f"    listen {a}:{self.port}" + (" ssl;\n" if tls else ";\n")
+                          for a in addresses)
         certificate = ""
         if tls:
             # The scenario's throw-away PKI: a P-256 key, a CA the drain gets with --ca-file.
@@ -134,13 +136,14 @@ class Nginx:
                            f"    ssl_certificate_key {Path(directory, 'server.key').resolve()};\n")
         temp_paths = "".join(f"  {name}_temp_path {root}/{name};\n"
                              for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-        # 1,600 drain connections (100 subscribers x 16) and wrk's 200 at once.
+        # 1,600 drain connections (100 subscribers x 16) and wrk's 200 at once; up to the
+        # drain's 4,096 in flight over many origins.
         (root / "nginx.conf").write_text(
             f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n"
-            f"error_log {root}/error.log warn;\nworker_rlimit_nofile 8192;\n"
-            "events { worker_connections 4096; }\n"
+            f"error_log {root}/error.log warn;\nworker_rlimit_nofile 16384;\n"
+            "events { worker_connections 8192; }\n"
             f"http {{\n  access_log off;\n{temp_paths}"
-            f"  server {{\n    listen {listen};\n{certificate}"
+            f"  server {{\n{listens}{certificate}"
             "    location / { return 204; }\n  }\n}\n")
         self.root = root
         self.log_file = open(root / "stdout", "w")

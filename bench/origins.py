@@ -40,7 +40,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_peers import cpu_seconds_of, nginx_binary, write_pki  # noqa: E402
+from e2e_peers import Nginx, cpu_seconds_of, write_pki  # noqa: E402
 
 
 def log(*parts):
@@ -61,34 +61,6 @@ def wait_for(port, address="127.0.0.1", what="receiver"):
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"{what} did not start on {address}:{port}")
-
-
-class Nginx:
-    """nginx answering 204 over TLS on 127.0.0.1 ... 127.0.0.N, one worker."""
-
-    def __init__(self, directory, addresses):
-        root = Path(directory, "nginx").resolve()
-        root.mkdir()
-        self.port = free_port()
-        listens = "".join(f"    listen {a}:{self.port} ssl;\n" for a in addresses)
-        temp_paths = "".join(f"  {name}_temp_path {root}/{name};\n"
-                             for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-        (root / "nginx.conf").write_text(
-            f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n"
-            f"error_log {root}/error.log warn;\nworker_rlimit_nofile 16384;\n"
-            "events { worker_connections 8192; }\n"
-            f"http {{\n  access_log off;\n{temp_paths}  server {{\n{listens}"
-            f"    ssl_certificate {Path(directory, 'server.crt').resolve()};\n"
-            f"    ssl_certificate_key {Path(directory, 'server.key').resolve()};\n"
-            "    location / { return 204; }\n  }\n}\n")
-        self.process = subprocess.Popen(
-            [nginx_binary(), "-p", str(root), "-c", str(root / "nginx.conf"), "-e",
-             str(root / "error.log")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self.port, what="nginx")
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=10)
 
 
 class Sink:
@@ -248,7 +220,7 @@ def origins(args):
     for count in counts:
         with tempfile.TemporaryDirectory(prefix="surge-origins-") as directory:
             write_pki(directory, addresses)
-            nginx = Nginx(directory, addresses[:count])
+            nginx = Nginx(directory, True, addresses[:count])
             try:
                 db = queue_rows(args.surge, directory, subscribers, rows_each,
                                 lambda sid: f"https://127.0.0.{1 + sid % count}:{nginx.port}"

@@ -41,8 +41,7 @@ TEST(DrainProxy, HttpsAndHttpGoThroughTheProxyToTheAddressSurgeChecked) {
   // 127.0.0.1; TLS inside the tunnel still verifies the certificate for "localhost".
   const auto https_id = queue.add_subscriber("http://placeholder/", 1000, 100);
   queue.set_url(https_id, secure.url_for(https_id, true, "localhost"));
-  const auto http_id = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(http_id, plain.url_for(http_id));
+  const auto http_id = queue.add_subscriber_at(plain, 1000, 100);
   queue.add_rows(https_id, 30);
   queue.add_rows(http_id, 30);
 
@@ -70,10 +69,8 @@ TEST(DrainProxy, ATargetTheProxyRefusesCostsOnlyItsOwnSubscriber) {
   sink_process allowed(dir, queue.path());
   sink_process refused(dir, queue.path());
   tinyproxy_process proxy(dir, {allowed.port()});
-  const auto good = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(good, allowed.url_for(good));
-  const auto bad = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(bad, refused.url_for(bad));
+  const auto good = queue.add_subscriber_at(allowed, 1000, 100);
+  const auto bad = queue.add_subscriber_at(refused, 1000, 100);
   const auto good_rows = queue.add_rows(good, 20);
   const auto bad_rows = queue.add_rows(bad, 3);
 
@@ -118,8 +115,7 @@ TEST(DrainProxy, ASilentOrAbsentProxyIsNamedInTheErrorAndEndsInTheConnectTimeout
   sink_process sink(dir, queue.path());
   silent_listener silent;
   const auto absent = unused_port();
-  const auto id = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(id, sink.url_for(id));
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
   const auto row = queue.add_rows(id, 1).front();
 
   for (const auto& [port, expected] :
@@ -142,8 +138,7 @@ TEST(DrainProxy, TheTargetPolicyHoldsForTheFinalTargetAndTheProxyIsNeverAsked) {
   test_queue queue(dir);
   sink_process sink(dir, queue.path());
   tinyproxy_process proxy(dir, {sink.port()});
-  const auto id = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(id, sink.url_for(id));
+  const auto id = queue.add_subscriber_at(sink, 1000, 100);
   const auto row = queue.add_rows(id, 1).front();
 
   auto args = fast_drain(queue, {"--proxy", proxy.url()});
@@ -162,12 +157,9 @@ TEST(DrainProxy, EachSubscriberLeavesThroughItsOwnProxyAndADeadOneCostsOnlyItsSu
   sink_process proxied(dir, queue.path());
   sink_process direct(dir, queue.path());
   tinyproxy_process proxy(dir, {proxied.port(), direct.port()});
-  const auto via_proxy = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(via_proxy, proxied.url_for(via_proxy));
-  const auto without = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(without, direct.url_for(without));
-  const auto via_dead_proxy = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(via_dead_proxy, direct.url_for(via_dead_proxy));
+  const auto via_proxy = queue.add_subscriber_at(proxied, 1000, 100);
+  const auto without = queue.add_subscriber_at(direct, 1000, 100);
+  const auto via_dead_proxy = queue.add_subscriber_at(direct, 1000, 100);
   const auto proxied_rows = queue.add_rows(via_proxy, 20);
   const auto direct_rows = queue.add_rows(without, 20);
   const auto stranded = queue.add_rows(via_dead_proxy, 3);
