@@ -16,6 +16,7 @@
 #include "engine/net/http_client.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
+#include "engine/observe/live_page.hpp"
 #include "engine/observe/metrics_server.hpp"
 #include "engine/store/coalesce_sweeper.hpp"
 #include "engine/store/queue_sampler.hpp"
@@ -35,49 +36,89 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string progress_line(const drain_counters& counters, double rate) {
-  char line[256];
+// What the queue holds, as the partner view tells it: the sendable backlog and the rows held
+// apart, the largest partner ETA, and who is unhappy. Until the queue is first sampled, the
+// storage thread's count stands in for the backlog and the ETA is not known.
+struct queue_picture {
+  std::string backlog;
+  std::int64_t held_rows = 0;
+  std::int64_t held_partners = 0;
+  std::optional<double> eta;
+  std::string unhappy;  // "7 circuit_open, 12 slowed, +3 more"
+};
+
+queue_picture picture_of(const drain_metrics& metrics) {
+  queue_picture out;
+  const auto rows = metrics.partners();
+  const auto totals = totals_of(rows);
+  const auto counted = metrics.counters.backlog.load();
+  if (metrics.queue_sampled()) {
+    out.backlog = std::to_string(totals.backlog);
+    out.held_rows = totals.held_rows;
+    out.held_partners = totals.held_partners;
+    out.eta = totals.eta_seconds;
+  } else {
+    out.backlog = counted < 0 ? "?" : std::to_string(counted);
+  }
+  constexpr std::size_t named = 3;
+  std::size_t unhappy = 0;
+  for (const auto& row : rows) {
+    if (row.state >= partner_state::sending) break;  // sorted unhappiest first
+    if (unhappy++ < named) {
+      if (!out.unhappy.empty()) out.unhappy += ", ";
+      out.unhappy += std::to_string(row.id) + " " + partner_state_name(row.state);
+    }
+  }
+  if (unhappy > named) out.unhappy += ", +" + std::to_string(unhappy - named) + " more";
+  if (out.unhappy.empty()) out.unhappy = "none";
+  return out;
+}
+
+std::string progress_line(const drain_metrics& metrics, double rate) {
+  const auto& counters = metrics.counters;
+  const auto picture = picture_of(metrics);
+  char line[512];
   std::snprintf(line, sizeof line,
                 "progress: delivered=%lld (%.0f/s) retried=%lld dead=%lld in_flight=%lld "
-                "buffered=%lld backlog=%lld lost_leases=%lld",
+                "buffered=%lld backlog=%s held=%lld eta=%s unhappy=%s lost_leases=%lld",
                 static_cast<long long>(counters.delivered.load()), rate,
                 static_cast<long long>(counters.retried.load()),
                 static_cast<long long>(counters.dead.load()),
                 static_cast<long long>(counters.in_flight.load()),
-                static_cast<long long>(counters.buffered.load()),
-                static_cast<long long>(counters.backlog.load()),
-                static_cast<long long>(counters.lost_leases.load()));
+                static_cast<long long>(counters.buffered.load()), picture.backlog.c_str(),
+                static_cast<long long>(picture.held_rows), clock_text(picture.eta).c_str(),
+                picture.unhappy.c_str(), static_cast<long long>(counters.lost_leases.load()));
   return line;
-}
-
-std::string eta_text(std::int64_t backlog, double rate) {
-  if (backlog <= 0) return "0:00";
-  if (rate < 0.5) return "--:--";
-  const auto seconds = static_cast<long long>(static_cast<double>(backlog) / rate);
-  char text[32];
-  if (seconds >= 3600) {
-    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", seconds / 3600, seconds / 60 % 60,
-                  seconds % 60);
-  } else {
-    std::snprintf(text, sizeof text, "%lld:%02lld", seconds / 60, seconds % 60);
-  }
-  return text;
 }
 
 std::string status_text(const drain_metrics& metrics, double rate) {
   const auto& c = metrics.counters;
-  const auto backlog = c.backlog.load();
-  char line[256];
+  const auto picture = picture_of(metrics);
+  char line[512];
   std::snprintf(line, sizeof line,
-                "surge: backlog %s | %.0f delivered/s | failing %lld | in flight %lld | "
-                "buffered %lld | done %lld dead %lld | ETA %s",
-                backlog < 0 ? "?" : std::to_string(backlog).c_str(), rate,
-                static_cast<long long>(metrics.failing_subscribers()),
+                "surge: backlog %s | held %lld (%lld partners) | %.0f delivered/s | "
+                "unhappy: %s | in flight %lld | done %lld dead %lld | ETA %s",
+                picture.backlog.c_str(), static_cast<long long>(picture.held_rows),
+                static_cast<long long>(picture.held_partners), rate, picture.unhappy.c_str(),
                 static_cast<long long>(c.in_flight.load()),
-                static_cast<long long>(c.buffered.load()),
                 static_cast<long long>(c.delivered.load()), static_cast<long long>(c.dead.load()),
-                eta_text(backlog, rate).c_str());
+                clock_text(picture.eta).c_str());
   return line;
+}
+
+// Whose rows stay queued at exit, and why: a fresh count of the queue beside the shards' last
+// word on each partner. Nothing when the queue cannot be read any more (its failure is
+// reported on its own).
+std::vector<partner_row> partners_left(drain_metrics& metrics,
+                                       const queue_sampler_config& sampling) {
+  try {
+    metrics.publish_queue(sample_queue(sampling));
+  } catch (const std::exception&) {
+    return {};
+  }
+  auto rows = metrics.partners();
+  std::erase_if(rows, [](const partner_row& row) { return row.queued <= 0; });
+  return rows;
 }
 
 // Drains on one queue share its subscribers through ownership leases (storage/ownership.hpp) and
@@ -267,28 +308,32 @@ drain_summary run_drain(const drain_config& input) {
                   counters);
   std::optional<metrics_server> server;
   std::optional<queue_sampler> sampler;
+  // On a terminal: one status line redrawn every second. Otherwise: a log line now and then.
+  const bool status_line =
+      config.status == drain_config::status_line::on ||
+      (config.status == drain_config::status_line::automatic && ::isatty(STDERR_FILENO));
+  const queue_sampler_config sampling{.db_path = config.storage.db_path,
+                                      .shape = config.storage.shape,
+                                      .subscribers = config.subscribers};
+  // The partner view's queued rows and ETA: whoever shows them needs the queue sampled.
+  if (config.metrics_listen || status_line || config.progress) sampler.emplace(sampling, metrics);
+  metrics.retry_max_age_seconds = static_cast<double>(config.retry.max_age.count());
   if (config.metrics_listen) {
-    sampler.emplace(queue_sampler_config{.db_path = config.storage.db_path,
-                                         .shape = config.storage.shape,
-                                         .subscribers = config.subscribers},
-                    metrics);
-    server.emplace(control, *config.metrics_listen,
-                   metrics_server::handlers{
-                       .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },
-                       .unhealthy_reason =
-                           [&] {
-                             return metrics.unhealthy_reason(std::chrono::seconds(10),
-                                                             std::chrono::seconds(2));
-                           }});
+    server.emplace(
+        control, *config.metrics_listen,
+        metrics_server::handlers{
+            .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },
+            .unhealthy_reason =
+                [&] {
+                  return metrics.unhealthy_reason(std::chrono::seconds(10),
+                                                  std::chrono::seconds(2));
+                },
+            .partners_json = [&] { return partners_json(metrics.partners(), proto::unix_now()); }});
     log_info("metrics on http://" +
              config.metrics_listen->substr(0, config.metrics_listen->rfind(':')) + ":" +
              std::to_string(server->port()) + "/metrics");
   }
 
-  // On a terminal: one status line redrawn every second. Otherwise: a log line now and then.
-  const bool status_line =
-      config.status == drain_config::status_line::on ||
-      (config.status == drain_config::status_line::automatic && ::isatty(STDERR_FILENO));
   set_status_line_active(status_line);
   const auto tick = status_line ? std::chrono::milliseconds(1000) : config.progress_interval;
   std::int64_t delivered_before = 0;
@@ -311,7 +356,7 @@ drain_summary run_drain(const drain_config& input) {
       if (status_line) {
         write_status_line(status_text(metrics, smoothed_rate));
       } else {
-        log_info(progress_line(counters, rate));
+        log_info(progress_line(metrics, rate));
       }
       schedule_progress();
     });
@@ -343,6 +388,7 @@ drain_summary run_drain(const drain_config& input) {
   summary.quarantined = storage.quarantined();
   std::sort(summary.held.begin(), summary.held.end(),
             [](const auto& a, const auto& b) { return a.id < b.id; });
+  summary.left = partners_left(metrics, sampling);
   summary.storage_errors = counters.storage_errors.load();
   summary.tls_full_handshakes = metrics.tls_handshakes_full.load();
   summary.tls_resumed_handshakes = metrics.tls_handshakes_resumed.load();

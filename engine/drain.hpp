@@ -38,6 +38,9 @@ struct drain_summary {
   // Rows whose outcome the database refused even as a dead-letter, by id with its reason: this
   // drain sent each once and claimed it no more.
   std::map<std::int64_t, std::string> quarantined;
+  // The partners whose rows are still queued at exit, with their state and why (the partner
+  // view of the last snapshots and a fresh count of the queue).
+  std::vector<partner_row> left;
 };
 
 // Runs the drain on the calling thread (which handles signals and progress). Throws at

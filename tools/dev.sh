@@ -22,6 +22,8 @@ packages+=(prometheus)
 packages+=(systemd)
 # tinyproxy: the egress proxy the drain's --proxy tests go through.
 packages+=(tinyproxy)
+# chromium: the drain's live page (/) is read in a real headless browser.
+packages+=(chromium)
 # A throwaway PostgreSQL server (initdb in a temp dir, run as the package's `postgres` user when
 # the suite runs as root): the PostgreSQL queue's tests run against it, not a mock.
 packages+=(postgresql-15)

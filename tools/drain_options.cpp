@@ -310,6 +310,14 @@ void print_drain_summary(const engine::drain_summary& s) {
     std::printf("held: subscriber %lld: %s (%s)\n", static_cast<long long>(held.id),
                 held.reason.c_str(), until.c_str());
   }
+  // Whose rows are still queued, and why, so that remaining= below is never a bare number.
+  for (const auto& left : s.left) {
+    std::string why = engine::partner_state_name(left.state);
+    if (!left.reason.empty()) why += ": " + left.reason;
+    if (!left.last_error.empty()) why += "; last error: " + left.last_error.substr(0, 200);
+    std::printf("left: subscriber %lld: %lld rows (%s)\n", static_cast<long long>(left.id),
+                static_cast<long long>(left.queued), why.c_str());
+  }
   for (const auto& [row, reason] : s.quarantined) {
     std::printf("quarantined: row %lld: %s\n", static_cast<long long>(row), reason.c_str());
   }

@@ -26,6 +26,7 @@ void circuit_breaker::on_failure(time_point now) {
     case state::closed:
       if (++consecutive_failures_ >= config_.failure_threshold) {
         cooldown_ = config_.base_cooldown;
+        opened_at_ = now;
         open(now);
       }
       return;

@@ -41,6 +41,9 @@ class circuit_breaker {
   // True from opening until the probe is answered: rows should not be claimed meanwhile.
   bool blocking() const { return state_ != state::closed; }
   time_point next_probe_at() const { return open_until_; }
+  // When the circuit last opened from closed (probes that fail keep it): meaningful while
+  // blocking(), for the operator's "open since".
+  time_point opened_at() const { return opened_at_; }
   std::chrono::milliseconds cooldown() const { return cooldown_; }
   bool persistently_open() const {
     return state_ != state::closed && cooldown_ >= config_.persistent_cooldown;
@@ -54,6 +57,7 @@ class circuit_breaker {
   int consecutive_failures_ = 0;
   std::chrono::milliseconds cooldown_{0};
   time_point open_until_{};
+  time_point opened_at_{};
 };
 
 }  // namespace surge::engine

@@ -149,6 +149,63 @@ std::int64_t drain_metrics::failing_subscribers() const {
   return total;
 }
 
+partner_inputs drain_metrics::inputs() const {
+  partner_inputs in;
+  std::lock_guard lock(views_mutex_);
+  for (const auto& view : views_) {
+    in.subscribers.insert(in.subscribers.end(), view.subscribers.begin(), view.subscribers.end());
+    in.held.insert(in.held.end(), view.held.begin(), view.held.end());
+  }
+  if (queue_view_) in.queued = queue_view_->subscribers;
+  return in;
+}
+
+std::vector<partner_row> drain_metrics::partners() const { return partner_rows(inputs()); }
+
+bool drain_metrics::queue_sampled() const {
+  std::lock_guard lock(views_mutex_);
+  return queue_view_.has_value();
+}
+
+// The partner view's state and ETA per partner, unhappy ones first, so that an alert can
+// tell a partner held back by its own limit (expected in a spike) from one the drain is behind
+// on.
+void drain_metrics::render_partners(std::string& out, std::size_t top) const {
+  auto rows = partners();
+  const auto totals = totals_of(rows);
+  header(out, "surge_held_rows", "gauge",
+         "Queued rows of partners that cannot send now (held, paused, inactive), apart from "
+         "surge_backlog_rows' sendable ones (sampled every 5 s).");
+  value_line(out, "surge_held_rows", static_cast<double>(totals.held_rows));
+  header(out, "surge_eta_seconds", "gauge",
+         "Seconds until the sendable backlog is delivered: the largest partner's queued rows "
+         "over the slower of its pace and what it achieves; absent while not known.");
+  if (totals.eta_seconds) value_line(out, "surge_eta_seconds", *totals.eta_seconds);
+  header(out, "surge_retry_max_age_seconds", "gauge",
+         "Rows older than this are dead-lettered instead of retried.");
+  value_line(out, "surge_retry_max_age_seconds", retry_max_age_seconds.load());
+  if (rows.size() > top) rows.resize(top);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+  header(out, "surge_subscriber_state", "gauge",
+         "1 for each partner's state: sending (below its limit), at_limit, slowed (429/503), "
+         "quota_paced, circuit_open, paused, deactivated, credentials, refused_target, inactive, "
+         "other_drain, idle (the unhappiest partners first, up to --metrics-subscribers).");
+  for (const auto& row : rows) {
+    value_line(out,
+               "surge_subscriber_state{subscriber=\"" + std::to_string(row.id) + "\",state=\"" +
+                   partner_state_name(row.state) + "\"}",
+               1);
+  }
+  header(out, "surge_subscriber_eta_seconds", "gauge",
+         "Seconds until a partner's queued rows are delivered at the slower of its pace and "
+         "what it achieves; absent while it is held or takes nothing.");
+  for (const auto& row : rows) {
+    if (!row.eta_seconds) continue;
+    value_line(out, "surge_subscriber_eta_seconds{subscriber=\"" + std::to_string(row.id) + "\"}",
+               *row.eta_seconds);
+  }
+}
+
 std::vector<held_subscriber> drain_metrics::held_subscribers() const {
   std::lock_guard lock(views_mutex_);
   std::vector<held_subscriber> out;
@@ -215,10 +272,6 @@ void drain_metrics::render_announced(std::string& out,
       {"surge_subscriber_announced_reset_seconds",
        "Seconds until the partner's announced window resets.",
        [](const announced_snapshot& a) { return std::optional<double>(a.reset_in); }},
-      {"surge_subscriber_paced_rate",
-       "Requests per second in force: the configured rate, or less while the partner's "
-       "announced quota would not last at it.",
-       [](const announced_snapshot& a) { return std::optional<double>(a.paced_rate); }},
   };
   for (const auto& s : announced) {
     header(out, s.name, "gauge", s.help);
@@ -364,7 +417,8 @@ std::string drain_metrics::render(std::size_t top) const {
   // subscriber, the lowest ids first, no more than the busiest subscribers' count.
   header(out, "surge_subscriber_held", "gauge",
          "1 for a subscriber that cannot send now, by reason: refused_target, credentials, "
-         "circuit_open or paused (Retry-After, its partner's announced quota).");
+         "deactivated (it answered 410 Gone), circuit_open or paused (Retry-After, its "
+         "partner's announced quota).");
   std::sort(held.begin(), held.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   if (held.size() > top) held.resize(top);
   for (const auto& h : held) {
@@ -374,7 +428,10 @@ std::string drain_metrics::render(std::size_t top) const {
                1);
   }
 
-  // Bounded cardinality: the busiest subscribers only.
+  // Bounded cardinality: the busiest subscribers only, and only those that did something.
+  std::erase_if(subscribers, [](const subscriber_snapshot& s) {
+    return s.delivered + s.failed + s.in_flight + s.buffered == 0;
+  });
   std::sort(subscribers.begin(), subscribers.end(), [](const auto& a, const auto& b) {
     return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
   });
@@ -401,6 +458,13 @@ std::string drain_metrics::render(std::size_t top) const {
        [](const subscriber_snapshot& s) { return static_cast<double>(s.buffered); }},
       {"surge_subscriber_rate_limit", "gauge", "Configured requests per second (busiest only).",
        [](const subscriber_snapshot& s) { return s.rate_limit; }},
+      {"surge_subscriber_paced_rate", "gauge",
+       "Requests per second in force: the configured rate, or less after 429/503 answers or "
+       "while the partner's announced quota would not last at it (busiest only).",
+       [](const subscriber_snapshot& s) { return s.paced_rate; }},
+      {"surge_subscriber_achieved_rate", "gauge",
+       "Rows delivered per second, smoothed over about 10 s (busiest only).",
+       [](const subscriber_snapshot& s) { return s.achieved_rate; }},
   };
   for (const auto& s : per_subscriber) {
     header(out, s.name, s.type, s.help);
@@ -420,6 +484,7 @@ std::string drain_metrics::render(std::size_t top) const {
   }
   render_announced(out, subscribers);
   render_queue(out, top);
+  render_partners(out, top);
   line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");
   line(out, "surge_info{version=\"0.1.0\"} 1\n");
   return out;

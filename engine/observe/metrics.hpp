@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "engine/observe/counters.hpp"
+#include "engine/observe/partner_view.hpp"
+#include "engine/observe/snapshots.hpp"
 
 namespace surge::engine {
 
@@ -35,45 +37,6 @@ class histogram {
 };
 
 enum class attempt_class : std::size_t { s2xx, s3xx, s4xx, s429, s5xx, transport, count };
-
-// What a subscriber's partner last announced of its quota (engine/limits/partner_quota), and the
-// pace the drain keeps to because of it.
-struct announced_snapshot {
-  std::optional<double> quota;           // q, or X-RateLimit-Limit, when announced
-  std::optional<double> window_seconds;  // the policy's w, when announced
-  double remaining = 0;                  // units left until the reset
-  double reset_in = 0;                   // seconds until the reset
-  bool paced = false;                    // paced below the configured limit because of it
-  double paced_rate = 0;  // requests per second in force (the configured rate when not)
-};
-
-struct subscriber_snapshot {
-  std::int64_t id = 0;
-  std::int64_t delivered = 0;
-  std::int64_t failed = 0;
-  std::int64_t in_flight = 0;
-  std::int64_t buffered = 0;
-  double rate_limit = 0;
-  bool paused = false;
-  double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered` rows
-  std::optional<announced_snapshot> announced;  // none until its partner announces a quota
-};
-
-// A subscriber that cannot send now, and why: behind a circuit that stays open, unusable
-// credentials, a refused target, or a pause (Retry-After, its partner's announced quota).
-struct held_subscriber {
-  std::int64_t id = 0;
-  std::string kind;       // refused_target, credentials, circuit_open or paused: a metric label
-  std::string reason;     // for people: the log's words
-  double until_unix = 0;  // when it may send again; 0: not by itself (an operator must act)
-  friend bool operator==(const held_subscriber&, const held_subscriber&) = default;
-};
-
-struct queued_snapshot {
-  std::int64_t id = 0;
-  std::int64_t queued = 0;
-  std::int64_t overdue = 0;
-};
 
 struct drain_metrics {
   explicit drain_metrics(std::size_t shards = 1);
@@ -112,6 +75,13 @@ struct drain_metrics {
   void publish_queue(queue_view view);
   std::int64_t failing_subscribers() const;
   std::vector<held_subscriber> held_subscribers() const;
+  // The operator's per-partner view (engine/observe/partner_view) of the latest snapshots.
+  std::vector<partner_row> partners() const;
+  bool queue_sampled() const;
+
+  // Rows older than this are dead-lettered (the drain's retry rules): the alerts compare the
+  // partners' ETAs with it.
+  std::atomic<double> retry_max_age_seconds{0};
 
   void count_attempt(int status);  // 0: transport failure
 
@@ -130,6 +100,8 @@ struct drain_metrics {
   void render_queue(std::string& out, std::size_t top) const;
   void render_announced(std::string& out,
                         const std::vector<subscriber_snapshot>& subscribers) const;
+  void render_partners(std::string& out, std::size_t top) const;
+  partner_inputs inputs() const;
 
   mutable std::mutex views_mutex_;
   std::vector<shard_view> views_;

@@ -13,6 +13,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include "engine/awaiting.hpp"
+#include "engine/observe/live_page.hpp"
 
 namespace surge::engine {
 
@@ -84,9 +85,16 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
         const auto reason = on.unhealthy_reason();
         response.result(reason.empty() ? http::status::ok : http::status::service_unavailable);
         response.body() = reason.empty() ? "ok\n" : reason + "\n";
+      } else if (target == "/" || target == "/index.html") {
+        response.set(http::field::content_type, "text/html; charset=utf-8");
+        response.body() = live_page_html();
+      } else if (target == "/partners.json") {
+        response.set(http::field::content_type, "application/json");
+        response.set(http::field::cache_control, "no-store");
+        response.body() = on.partners_json();
       } else {
         response.result(http::status::not_found);
-        response.body() = "try /metrics or /healthz\n";
+        response.body() = "try /, /partners.json, /metrics or /healthz\n";
       }
       response.keep_alive(request.keep_alive());
       response.prepare_payload();

@@ -1,6 +1,7 @@
 #pragma once
-// GET /metrics (Prometheus text) and GET /healthz for a running drain, served from the control
-// thread's io_context so that a slow scraper never competes with a shard.
+// GET /metrics (Prometheus text), GET /healthz, and the live page (GET / and the
+// /partners.json it reads) for a running drain, served from the control thread's io_context so
+// that a slow scraper never competes with a shard.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@ class metrics_server {
   struct handlers {
     std::function<std::string()> metrics;
     std::function<std::string()> unhealthy_reason;  // empty: healthy
+    std::function<std::string()> partners_json;     // engine/observe/live_page
   };
 
   // Binds `listen` ("HOST:PORT", port 0 picks one). Throws on a bad address or a busy port.

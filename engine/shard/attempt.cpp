@@ -95,6 +95,10 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   auto judged = judge_attempt(judged_row, sub.settings.id, result, times, retry_policy_,
                               config_.retry_after_cap, unit, sub.unpaid_rate_limits);
   sub.unpaid_rate_limits = judged.unpaid_rate_limits;
+  if (!judged.outcome.last_error.empty()) {
+    sub.last_error = judged.outcome.last_error;
+    sub.last_error_unix = times.finished_unix;
+  }
   if (judged.pause_subscriber) {
     pause_subscriber(sub, *judged.pause_subscriber, times.finished_unix,
                      "subscriber paused by Retry-After");
@@ -107,6 +111,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
                " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
     }
     sub.settings.active = false;
+    sub.gone = true;
     deactivate_.push_back(sub.settings.id);
     release_ready(sub);
     notify_line(sub);

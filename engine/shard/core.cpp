@@ -284,6 +284,11 @@ std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
   if (!sub.settings.credentials_problem.empty()) {
     return held_subscriber{id, "credentials", sub.settings.credentials_problem};
   }
+  if (sub.gone && !sub.settings.active) {
+    return held_subscriber{id, "deactivated",
+                           "answered 410 Gone: deactivated (surge subscriber enable " +
+                               std::to_string(id) + " sends to it again)"};
+  }
   if (sub.breaker.persistently_open()) {
     return held_subscriber{id, "circuit_open",
                            "circuit open: its endpoint failed probe after probe"};
@@ -298,32 +303,40 @@ std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
 void shard_core::publish_metrics() {
   drain_metrics::shard_view view;
   const auto now = now_.steady;
-  for (const auto* sub : order_) {
+  const double now_unix = now_.unix_seconds();
+  // Every subscriber, not only the busiest: the partner view's ETA needs the pace of each one
+  // with rows queued, even before its first claim.
+  view.subscribers.reserve(order_.size());
+  for (auto* sub : order_) {
     if (sub->paused_until > now) ++view.paused_subscribers;
     if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
-    if (auto held = hold_of(*sub, now, now_.unix_seconds())) view.held.push_back(std::move(*held));
-    if (sub->delivered + sub->failed_attempts + sub->in_flight == 0 && sub->ready.empty()) continue;
-    view.subscribers.push_back({.id = sub->settings.id,
-                                .delivered = sub->delivered,
-                                .failed = sub->failed_attempts,
-                                .in_flight = sub->in_flight,
-                                .buffered = static_cast<std::int64_t>(sub->ready.size()),
-                                .rate_limit = sub->settings.rate,
-                                .paused = sub->paused_until > now,
-                                .delivery_latency_sum = sub->delivery_latency_sum,
-                                .announced = announced_of(*sub, now_.wall)});
-  }
-  // Only the busiest can make the scrape's top list, so keep the hand-off small.
-  const std::size_t keep = config_.metrics_top_subscribers;
-  if (view.subscribers.size() > keep) {
-    std::nth_element(
-        view.subscribers.begin(), view.subscribers.begin() + static_cast<std::ptrdiff_t>(keep),
-        view.subscribers.end(), [](const auto& a, const auto& b) {
-          return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
-        });
-    view.subscribers.resize(keep);
+    if (auto held = hold_of(*sub, now, now_unix)) view.held.push_back(std::move(*held));
+    sub->achieved.sample(sub->delivered, now_unix);
+    std::optional<double> open_since;
+    if (sub->breaker.blocking()) {
+      open_since = now_unix - std::chrono::duration<double>(now - sub->breaker.opened_at()).count();
+    }
+    view.subscribers.push_back(
+        {.id = sub->settings.id,
+         .delivered = sub->delivered,
+         .failed = sub->failed_attempts,
+         .in_flight = sub->in_flight,
+         .buffered = static_cast<std::int64_t>(sub->ready.size()),
+         .rate_limit = sub->settings.rate,
+         .paused = sub->paused_until > now,
+         .delivery_latency_sum = sub->delivery_latency_sum,
+         .announced = announced_of(*sub, now_.wall),
+         .active = sub->settings.active,
+         .disowned = sub->disowned,
+         .paced_rate = sub->paused_until > now ? 0.0 : sub->bucket.rate(),
+         .rows_per_request = std::max(1, std::min(sub->settings.batch_rows, sub->batch_fits)),
+         .slowed = sub->pace.effective() < sub->pace.configured(),
+         .achieved_rate = sub->achieved.value(),
+         .circuit_open_since_unix = open_since,
+         .last_error = sub->last_error,
+         .last_error_unix = sub->last_error_unix});
   }
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
   hand_over_quotas();

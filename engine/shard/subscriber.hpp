@@ -12,6 +12,7 @@
 
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
+#include "engine/observe/partner_view.hpp"
 #include "engine/config.hpp"
 #include "engine/memory/node_cache.hpp"
 #include "engine/limits/partner_quota.hpp"
@@ -150,6 +151,10 @@ struct subscriber_state {
   std::int64_t delivered = 0;
   double delivery_latency_sum = 0;  // seconds from created_at to the 2xx, over `delivered`
   std::int64_t failed_attempts = 0;
+  smoothed_rate achieved;  // rows delivered per second, sampled as the metrics are published
+  std::string last_error;  // the last failed attempt's reason, for the operator
+  double last_error_unix = 0;
+  bool gone = false;  // deactivated by its partner's 410 in this drain
   int consecutive_failures = 0;
   int unpaid_rate_limits = 0;  // 429s without a usable Retry-After in a row (proto/outcome)
   // The largest batch the partner took after refusing a larger one with 413 (for the drain's

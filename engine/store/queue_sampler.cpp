@@ -10,6 +10,21 @@
 
 namespace surge::engine {
 
+drain_metrics::queue_view sample_queue(const queue_sampler_config& config) {
+  storage::connection db({.location = config.db_path,
+                          .create_if_missing = false,
+                          .read_only = true,
+                          .shape = config.shape});
+  const double overdue_before =
+      proto::unix_now() - static_cast<double>(config.overdue_after.count());
+  drain_metrics::queue_view view;
+  for (const auto& s : storage::backlog_by_subscriber(db, overdue_before, config.subscribers)) {
+    view.overdue_rows += s.overdue;
+    view.subscribers.push_back({.id = s.subscriber_id, .queued = s.queued, .overdue = s.overdue});
+  }
+  return view;
+}
+
 queue_sampler::queue_sampler(queue_sampler_config config, drain_metrics& metrics)
     : config_(std::move(config)), metrics_(metrics), thread_([this] { run(); }) {}
 
@@ -29,20 +44,7 @@ void queue_sampler::run() {
   while (!stopping_) {
     lock.unlock();
     try {
-      storage::connection db({.location = config_.db_path,
-                              .create_if_missing = false,
-                              .read_only = true,
-                              .shape = config_.shape});
-      const double overdue_before =
-          proto::unix_now() - static_cast<double>(config_.overdue_after.count());
-      drain_metrics::queue_view view;
-      for (const auto& s :
-           storage::backlog_by_subscriber(db, overdue_before, config_.subscribers)) {
-        view.overdue_rows += s.overdue;
-        view.subscribers.push_back(
-            {.id = s.subscriber_id, .queued = s.queued, .overdue = s.overdue});
-      }
-      metrics_.publish_queue(std::move(view));
+      metrics_.publish_queue(sample_queue(config_));
       warned = false;
     } catch (const std::exception& error) {
       // The storage thread reports database trouble and /healthz shows it; one line here.

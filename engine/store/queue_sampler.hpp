@@ -24,6 +24,9 @@ struct queue_sampler_config {
   std::chrono::seconds overdue_after{60};
 };
 
+// One sample, on a connection of its own; throws storage::error when the queue cannot be read.
+drain_metrics::queue_view sample_queue(const queue_sampler_config& config);
+
 class queue_sampler {
  public:
   queue_sampler(queue_sampler_config config, drain_metrics& metrics);

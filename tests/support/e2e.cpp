@@ -131,6 +131,11 @@ std::vector<sink_request> sink_process::stop_and_read() {
   return read_sink_record(record_path_);
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 run_result run_surge(const temp_dir& dir, const std::vector<std::string>& args,
                      std::chrono::milliseconds timeout) {
   static int counter = 0;

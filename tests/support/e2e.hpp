@@ -157,6 +157,9 @@ struct transit {
 transit transit_spread(const std::vector<sink_request>& requests, std::int64_t id,
                        const std::map<std::pair<std::int64_t, int>, double>& starts);
 
+// A file's whole text ("" when it cannot be read): a process's output, a page the browser wrote.
+std::string read_file(const std::string& path);
+
 // Largest count of requests to one subscriber within any window of `window` seconds.
 int max_in_window(std::vector<double> arrivals, double window);
 

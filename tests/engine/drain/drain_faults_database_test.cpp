@@ -28,13 +28,6 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto npos = std::string::npos;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::int64_t done_of(sql_client& sql, std::int64_t subscriber) {
   return static_cast<std::int64_t>(sql.number(
       "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done' AND subscriber_id = ?",

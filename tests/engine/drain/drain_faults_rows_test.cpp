@@ -20,13 +20,6 @@ namespace {
 using namespace std::chrono_literals;
 constexpr auto npos = std::string::npos;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::int64_t rows_with_status(test_queue& queue, const std::string& status) {
   return static_cast<std::int64_t>(
       queue.sql().number("SELECT COUNT(*) FROM webhook_delivery WHERE status = ?", {status}));

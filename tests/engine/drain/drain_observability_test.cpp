@@ -174,6 +174,8 @@ TEST(DrainObservability, StatusLineOnATerminalAndPlainLogLinesOtherwise) {
   EXPECT_NE(screen.find("\r\033[Ksurge: backlog "), std::string::npos) << screen;
   EXPECT_NE(screen.find("delivered/s"), std::string::npos);
   EXPECT_NE(screen.find("ETA "), std::string::npos);
+  EXPECT_NE(screen.find("| held 0 (0 partners) |"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("| unhappy: none |"), std::string::npos) << screen;
   EXPECT_EQ(screen.find("progress: "), std::string::npos) << "log lines instead of a status line";
   EXPECT_NE(screen.find("summary: delivered=180"), std::string::npos) << screen;
 
@@ -184,6 +186,8 @@ TEST(DrainObservability, StatusLineOnATerminalAndPlainLogLinesOtherwise) {
                             "--until-drained", "--progress-interval", "1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("progress: delivered="), std::string::npos) << result.err;
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(held=0 eta=[-:0-9]+ unhappy=none)")))
+      << result.err;
   EXPECT_EQ(result.err.find("\033["), std::string::npos);
 }
 

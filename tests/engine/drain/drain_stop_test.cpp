@@ -25,11 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // A drain that keeps requests in flight to a slow sink, so that a stop has work to finish.
 std::vector<std::string> slow_drain_args(const test_queue& queue, const std::string& grace) {
   return {"drain",

@@ -159,6 +159,8 @@ class simulation {
     FAIL() << "the simulation did not reach its end";
   }
   void run_for(steady::duration span) { run_until(now_.steady + span); }
+  // What the core last published for the operator (once a simulated second).
+  const drain_metrics& metrics() const { return metrics_; }
   // Runs until `done` holds, at most `limit`; true if it came to hold.
   bool run_until(const std::function<bool()>& done, steady::duration limit) {
     const auto end = now_.steady + limit;

@@ -297,6 +297,47 @@ TEST(ShardCore, A410DeactivatesTheSubscriberAndItsOtherRowsStayQueued) {
   EXPECT_EQ(sim.deactivated, std::vector<std::int64_t>{1});
   EXPECT_EQ(sim.count_rows(queue_row::state::dead), 1);
   EXPECT_EQ(sim.count_rows(queue_row::state::pending), 9);
+  // The operator sees it deactivated, by name, with how to send to it again.
+  const auto held = sim.metrics().held_subscribers();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].id, 1);
+  EXPECT_EQ(held[0].kind, "deactivated");
+  EXPECT_NE(held[0].reason.find("surge subscriber enable 1"), std::string::npos) << held[0].reason;
+}
+
+// What the operator's view reads of a partner: its pace lowered by 503s, what it really
+// takes, its last error, and since when its circuit is open.
+TEST(ShardCore, APartnerSlowedBy503sIsPublishedWithItsPaceItsRateAndItsLastError) {
+  simulation sim;
+  int answered = 0;
+  sim.partner = [&](const received&) {
+    return ++answered % 3 == 0 ? answer{.status = 503} : answer{};
+  };
+  sim.load({simulation::subscriber(1, 30.0, 5)});
+  for (int i = 0; i < 2000; ++i) sim.enqueue(1);
+  sim.run_for(20s);
+  const auto view = sim.metrics().partners();
+  ASSERT_EQ(view.size(), 1u);
+  EXPECT_EQ(view[0].state, partner_state::slowed) << view[0].reason;
+  EXPECT_LT(view[0].paced_rate, 30);
+  EXPECT_GT(view[0].achieved_rate, 0);
+  EXPECT_LE(view[0].achieved_rate, 30);
+  EXPECT_NE(view[0].last_error.find("503"), std::string::npos) << view[0].last_error;
+  EXPECT_NE(view[0].reason.find("of 30/s"), std::string::npos) << view[0].reason;
+}
+
+TEST(ShardCore, AnOpenCircuitIsPublishedWithTheMomentItOpened) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.status = 500}; };
+  sim.load({simulation::subscriber(1, 100.0, 100)});
+  for (int i = 0; i < 50; ++i) sim.enqueue(1);
+  const double started = sim.unix_now();
+  sim.run_for(3s);
+  const auto view = sim.metrics().partners();
+  ASSERT_EQ(view.size(), 1u);
+  EXPECT_EQ(view[0].state, partner_state::circuit_open);
+  EXPECT_GE(view[0].since_unix, started);
+  EXPECT_LT(view[0].since_unix, started + 1);
 }
 
 TEST(ShardCore, AQuietSubscriberIsPolledLessOftenUntilRowsArrive) {

@@ -1,0 +1,16 @@
+#pragma once
+// The live page at / on the metrics listener: the partner view as a table that refreshes
+// itself, for an operator with no Grafana. The page is static; it reads /partners.json.
+#include <string>
+#include <vector>
+
+#include "engine/observe/partner_view.hpp"
+
+namespace surge::engine {
+
+// The partner view as JSON: {"now":…, "totals":{…}, "partners":[{…}, …]}.
+std::string partners_json(const std::vector<partner_row>& rows, double now_unix);
+
+const std::string& live_page_html();
+
+}  // namespace surge::engine
