@@ -101,16 +101,17 @@ subscriber_audit audit_attempts(std::int64_t subscriber_id,
   return out;
 }
 
-std::vector<second_count> successes_per_second(std::span<const attempt_sample> attempts) {
-  std::map<std::int64_t, std::int64_t> bins;
+std::vector<second_answers> answers_per_second(std::span<const attempt_sample> attempts) {
+  std::map<std::int64_t, second_answers> bins;
   for (const auto& a : attempts) {
-    if (a.status_code >= 200 && a.status_code < 300) {
-      ++bins[static_cast<std::int64_t>(std::floor(a.started_at))];
-    }
+    const auto second = static_cast<std::int64_t>(std::floor(a.started_at));
+    auto& bin = bins[second];
+    bin.second = second;
+    ++(a.status_code >= 200 && a.status_code < 300 ? bin.delivered : bin.failed);
   }
-  std::vector<second_count> out;
+  std::vector<second_answers> out;
   out.reserve(bins.size());
-  for (const auto& [second, count] : bins) out.push_back({second, count});
+  for (const auto& [second, bin] : bins) out.push_back(bin);
   return out;
 }
 
@@ -134,7 +135,7 @@ void audit_collector::flush() {
   if (found != limits_.end()) limit = found->second;
   audit_entry& entry = out_.emplace_back();
   entry.summary = audit_attempts(current_, samples_, limit);
-  if (with_delivered_) entry.delivered = successes_per_second(samples_);
+  if (with_delivered_) entry.answers = answers_per_second(samples_);
   samples_.clear();
 }
 

@@ -80,16 +80,19 @@ subscriber_audit audit_attempts(std::int64_t subscriber_id,
                                 std::span<const attempt_sample> attempts,
                                 const std::optional<audit_limit>& limit);
 
-// 2xx answers per whole Unix second of started_at, ascending, seconds without any left out.
-struct second_count {
+// Attempts per whole Unix second of started_at, ascending, seconds without any left out: those
+// answered 2xx, and the others (any other status, or no answer), so that a partner failing
+// everything is not taken for an idle one.
+struct second_answers {
   std::int64_t second = 0;
-  std::int64_t count = 0;
+  std::int64_t delivered = 0;
+  std::int64_t failed = 0;
 };
-std::vector<second_count> successes_per_second(std::span<const attempt_sample> attempts);
+std::vector<second_answers> answers_per_second(std::span<const attempt_sample> attempts);
 
 struct audit_entry {
   subscriber_audit summary;
-  std::vector<second_count> delivered;  // filled only when asked for
+  std::vector<second_answers> answers;  // filled only when asked for
 };
 
 // Turns attempts read in (subscriber, started_at) order into one entry per subscriber, so that

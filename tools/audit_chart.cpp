@@ -46,31 +46,6 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-// One gnuplot data block per series (blocks are selected with `index`), seconds relative to
-// `origin`. Seconds without a 2xx are not stored; a zero is written next to each gap so the step
-// line drops to 0 there instead of bridging it.
-void write_data(const std::string& path, std::span<const chart_series> series,
-                std::int64_t origin) {
-  std::ofstream out(path);
-  for (const auto& s : series) {
-    out << "# subscriber " << s.subscriber_id << "\n";
-    if (s.delivered.empty()) out << "0 0\n";  // an empty block would be an error
-    std::int64_t previous = std::numeric_limits<std::int64_t>::min();
-    for (const auto& [second, count] : s.delivered) {
-      const std::int64_t t = second - origin;
-      if (previous != std::numeric_limits<std::int64_t>::min() && second > previous + 1) {
-        out << previous - origin + 1 << " 0\n";
-        if (second > previous + 2) out << t - 1 << " 0\n";
-      }
-      out << t << " " << count << "\n";
-      previous = second;
-    }
-    if (!s.delivered.empty()) out << previous - origin + 1 << " 0\n";
-    out << "\n\n";
-  }
-  if (!out) throw std::runtime_error("cannot write the chart data to " + path);
-}
-
 std::string format_rate(double rate) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", rate);
@@ -89,9 +64,10 @@ std::string script(const std::string& png_path, const std::string& data_path,
      << "set grid ytics lc rgb '#dddddd'\n"
      << "set xrange [0:" << std::max<std::int64_t>(end - origin, 1) << "]\n"
      << "set xlabel " << quoted("seconds since " + format_utc(static_cast<double>(origin))) << "\n"
-     << "set ylabel '2xx per second'\n"
+     << "set ylabel 'attempts per second'\n"
      << "set multiplot layout " << rows << "," << columns << " title "
-     << quoted("delivered (2xx) per second against each subscriber's limit") << "\n";
+     << quoted("delivered (2xx) and failed attempts per second against each subscriber's limit")
+     << "\n";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     std::string title = "subscriber " + std::to_string(s.subscriber_id);
@@ -102,11 +78,15 @@ std::string script(const std::string& png_path, const std::string& data_path,
     }
     // Headroom above the highest line keeps the key off the data and the limit lines.
     double top = s.has_limit ? static_cast<double>(s.burst) + s.rate_per_sec + 1 : 1;
-    for (const auto& bin : s.delivered) top = std::max(top, static_cast<double>(bin.count));
+    for (const auto& bin : s.answers) {
+      top = std::max(top, static_cast<double>(std::max(bin.delivered, bin.failed)));
+    }
     gp << "set title " << quoted(title) << "\n"
        << "set yrange [0:" << top * 1.3 << "]\n"
        << "plot " << quoted(data_path) << " index " << i
-       << " using 1:2 with steps lw 1.5 lc rgb '#1f77b4' title 'delivered'";
+       << " using 1:2 with steps lw 1.5 lc rgb '#1f77b4' title 'delivered', " << quoted(data_path)
+       << " index " << i
+       << " using 1:3 with steps lw 1.5 lc rgb '#9467bd' title 'failed (not 2xx, or no answer)'";
     if (s.has_limit) {
       // The sustained limit, and what any 1 s window may hold (burst + rate + 1).
       gp << ", " << s.rate_per_sec << " with lines dt 2 lw 1.5 lc rgb '#d62728' title 'rate limit'"
@@ -128,22 +108,44 @@ std::string slurp(const std::string& path) {
 
 }  // namespace
 
+std::string chart_data(std::span<const chart_series> series, std::int64_t origin) {
+  std::ostringstream out;
+  for (const auto& s : series) {
+    out << "# subscriber " << s.subscriber_id << "\n";
+    if (s.answers.empty()) out << "0 0 0\n";  // an empty block would be an error
+    std::int64_t previous = std::numeric_limits<std::int64_t>::min();
+    for (const auto& bin : s.answers) {
+      const std::int64_t t = bin.second - origin;
+      if (previous != std::numeric_limits<std::int64_t>::min() && bin.second > previous + 1) {
+        out << previous - origin + 1 << " 0 0\n";
+        if (bin.second > previous + 2) out << t - 1 << " 0 0\n";
+      }
+      out << t << " " << bin.delivered << " " << bin.failed << "\n";
+      previous = bin.second;
+    }
+    if (!s.answers.empty()) out << previous - origin + 1 << " 0 0\n";
+    out << "\n\n";
+  }
+  return out.str();
+}
+
 void draw_delivery_chart(const std::string& gnuplot, const std::string& png_path,
                          std::span<const chart_series> series) {
   if (series.empty()) throw std::runtime_error("no attempts to chart");
   std::int64_t origin = std::numeric_limits<std::int64_t>::max();
   std::int64_t end = std::numeric_limits<std::int64_t>::min();
   for (const auto& s : series) {
-    if (s.delivered.empty()) continue;
-    origin = std::min(origin, s.delivered.front().second);
-    end = std::max(end, s.delivered.back().second + 1);
+    if (s.answers.empty()) continue;
+    origin = std::min(origin, s.answers.front().second);
+    end = std::max(end, s.answers.back().second + 1);
   }
-  if (end < origin) origin = end = 0;  // nothing delivered at all: flat panels
+  if (end < origin) origin = end = 0;  // nothing attempted at all: flat panels
 
   const scratch_dir dir;
-  const std::string data_path = dir.file("delivered.dat");
+  const std::string data_path = dir.file("answers.dat");
   const std::string script_path = dir.file("chart.gp");
-  write_data(data_path, series, origin);
+  std::ofstream(data_path) << chart_data(series, origin);
+  if (!std::ifstream(data_path)) throw std::runtime_error("cannot write the chart data");
   std::ofstream(script_path) << script(fs::absolute(png_path).string(), data_path, series, origin,
                                        end);
   child_process child(gnuplot, {script_path}, dir.file("gnuplot.out"), dir.file("gnuplot.err"));

@@ -1,5 +1,6 @@
 #pragma once
-// `surge audit --chart`: 2xx per second per subscriber against its limit, drawn by gnuplot.
+// `surge audit --chart`: per subscriber, 2xx and failed attempts per second against its limit,
+// drawn by gnuplot.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -14,8 +15,13 @@ struct chart_series {
   bool has_limit = false;
   double rate_per_sec = 0;
   std::int64_t burst = 0;
-  std::vector<storage::second_count> delivered;
+  std::vector<storage::second_answers> answers;
 };
+
+// The chart's data: one block per series (selected with gnuplot's `index`) of "second delivered
+// failed" lines, seconds relative to `origin`, each gap closed by zeros so that the steps drop
+// to 0 there instead of bridging it.
+std::string chart_data(std::span<const chart_series> series, std::int64_t origin);
 
 // Writes a PNG with one panel per series (a shared time axis) by running `gnuplot` on a script
 // and a data file in a temporary directory. Throws std::runtime_error with gnuplot's message

@@ -124,7 +124,7 @@ std::vector<chart_series> chart_data(const std::vector<storage::audit_entry>& en
       s.rate_per_sec = entry->summary.limit->rate_per_sec;
       s.burst = entry->summary.limit->burst;
     }
-    s.delivered = entry->delivered;
+    s.answers = entry->answers;
   }
   return series;
 }

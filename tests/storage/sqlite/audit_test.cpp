@@ -147,15 +147,21 @@ TEST(AuditMath, NoAchievedRateWithinTheBurst) {
   EXPECT_FALSE(audit_attempts(1, {}, std::nullopt).violation);
 }
 
-TEST(AuditMath, SuccessesPerSecond) {
+TEST(AuditMath, AnswersPerSecondCountFailuresBesideSuccesses) {
   const std::vector<attempt_sample> attempts = {
       {10.2, 10.3, 200}, {10.9, 11.0, 200}, {11.1, 11.2, 500}, {13.0, 13.1, 299}, {12.5, 12.6, 0}};
-  const auto bins = successes_per_second(attempts);
-  ASSERT_EQ(bins.size(), 2u);
+  const auto bins = answers_per_second(attempts);
+  ASSERT_EQ(bins.size(), 4u);
   EXPECT_EQ(bins[0].second, 10);
-  EXPECT_EQ(bins[0].count, 2);
-  EXPECT_EQ(bins[1].second, 13);
-  EXPECT_EQ(bins[1].count, 1);
+  EXPECT_EQ(bins[0].delivered, 2);
+  EXPECT_EQ(bins[0].failed, 0);
+  EXPECT_EQ(bins[1].second, 11);
+  EXPECT_EQ(bins[1].delivered, 0);
+  EXPECT_EQ(bins[1].failed, 1);
+  EXPECT_EQ(bins[2].second, 12);
+  EXPECT_EQ(bins[2].failed, 1);  // no answer at all
+  EXPECT_EQ(bins[3].second, 13);
+  EXPECT_EQ(bins[3].delivered, 1);
 }
 
 TEST(AuditRead, ReadsPerSubscriberWithCurrentLimits) {
@@ -192,8 +198,8 @@ TEST(AuditRead, ReadsPerSubscriberWithCurrentLimits) {
   EXPECT_TRUE(all[0].summary.violation);
   EXPECT_EQ(all[0].summary.max_per_1s, 8);
   EXPECT_DOUBLE_EQ(all[0].summary.allowed_per_1s, 6);
-  ASSERT_EQ(all[0].delivered.size(), 1u);
-  EXPECT_EQ(all[0].delivered[0].count, 8);
+  ASSERT_EQ(all[0].answers.size(), 1u);
+  EXPECT_EQ(all[0].answers[0].delivered, 8);
   EXPECT_EQ(all[1].summary.subscriber_id, b);
   EXPECT_FALSE(all[1].summary.violation);
   EXPECT_EQ(all[1].summary.successes, 1);  // a timeout has no status
@@ -203,7 +209,7 @@ TEST(AuditRead, ReadsPerSubscriberWithCurrentLimits) {
 
   const auto only_b = read_audit(db, *proto::id_set::parse(std::to_string(b)));
   ASSERT_EQ(only_b.size(), 1u);
-  EXPECT_TRUE(only_b[0].delivered.empty()) << "no series unless asked for";
+  EXPECT_TRUE(only_b[0].answers.empty()) << "no series unless asked for";
 }
 
 TEST(AuditRead, UnmigratedFileHasNothingToAudit) {
