@@ -2,12 +2,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace surge::proto {
 
 namespace {
 double capacity_of(const persisted_bucket& bucket) { return std::max(1.0, bucket.burst); }
 }  // namespace
+
+bucket_repair repaired(const persisted_bucket& bucket, double now) {
+  bucket_repair out{bucket, {}};
+  auto& b = out.bucket;
+  auto say = [&](const std::string& what) { out.why += (out.why.empty() ? "" : "; ") + what; };
+  char text[96];
+  if (!std::isfinite(b.updated_at)) {
+    b.updated_at = now;
+    say("its stamp is not a number");
+  } else if (b.updated_at > now + bucket_clock_skew_seconds) {
+    std::snprintf(text, sizeof text, "stamped %.0f s in the future", b.updated_at - now);
+    say(text);
+    b.updated_at = now;
+  }
+  const double deepest = capacity_of(b) + std::max(0.0, b.rate) * bucket_debt_seconds;
+  if (!std::isfinite(b.tokens)) {
+    b.tokens = capacity_of(b);
+    say("its token count is not a number");
+  } else if (b.tokens < -deepest) {
+    std::snprintf(text, sizeof text, "a debt of %.0f tokens, deeper than any drainer reserves",
+                  -b.tokens);
+    say(text);
+    b.tokens = 0;
+  }
+  return out;
+}
 
 double tokens_at(const persisted_bucket& bucket, double now) {
   const double capacity = capacity_of(bucket);

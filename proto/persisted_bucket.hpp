@@ -4,6 +4,8 @@
 // Every drainer of a subscriber spends from it, Surge in small leases, so together they stay
 // within the partner's limit. Pure arithmetic on Unix seconds; storage/ reads and writes it.
 
+#include <string>
+
 namespace surge::proto {
 
 struct persisted_bucket {
@@ -12,6 +14,20 @@ struct persisted_bucket {
   double rate = 0;        // tokens per second; <= 0: no refill (paused)
   double burst = 1;       // capacity, at least one token
 };
+
+// A stored bucket no drainer could have written: stamped ahead of `now` by more than hosts'
+// clocks drift apart (another host's clock an hour ahead, a bad write), stamped with no number,
+// holding a count that is no number, or a debt deeper than any drainer reserves. Left as it is,
+// such a bucket gives its subscriber nothing for as long as the stamp or the debt says, and
+// nothing says why. Read instead as stamped `now`, with no debt deeper than that bound and a
+// count that is not a number as a full bucket; `why` names what was repaired (empty: nothing).
+struct bucket_repair {
+  persisted_bucket bucket;
+  std::string why;
+};
+inline constexpr double bucket_clock_skew_seconds = 5;
+inline constexpr double bucket_debt_seconds = 60;  // of refill, beyond one burst
+bucket_repair repaired(const persisted_bucket& bucket, double now);
 
 // The bucket's tokens at `now`: the stored count plus the refill since `updated_at`, never above
 // capacity. A count below zero (another drainer's debt) is kept, and a time in the future adds

@@ -6,6 +6,7 @@
 // processes on one queue. Unspent tokens go back when a drain stops.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "storage/claims.hpp"
@@ -18,6 +19,9 @@ struct token_grant {
   // With nothing granted: when the bucket's next whole token is due (Unix seconds), 0 if never
   // (rate 0) or the subscriber is gone.
   double next_token_at = 0;
+  // What was wrong with the stored bucket, repaired and written back (proto::repaired); empty
+  // when nothing was.
+  std::string repaired;
 };
 
 struct unspent_tokens {

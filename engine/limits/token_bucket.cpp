@@ -69,7 +69,8 @@ double seeded_tokens(double persisted_tokens, double persisted_at_unix, double r
                                           .updated_at = persisted_at_unix,
                                           .rate = rate_per_sec,
                                           .burst = burst};
-  return std::clamp(proto::tokens_at(persisted, now_unix), 0.0, capacity_for(burst));
+  const auto trusted = proto::repaired(persisted, now_unix).bucket;
+  return std::clamp(proto::tokens_at(trusted, now_unix), 0.0, capacity_for(burst));
 }
 
 }  // namespace surge::engine

@@ -565,6 +565,15 @@ void storage_worker::answer_claims() {
         std::move(row));
   }
   for (const auto& grant : granted) {
+    // Said once per drain and subscriber: a writer that keeps writing such buckets would
+    // otherwise fill the log with one line per cycle.
+    if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
+      log_warn("subscriber " + std::to_string(grant.subscriber_id) +
+               ": its persisted token bucket no drainer could have written was repaired (" +
+               grant.repaired +
+               "): read as stamped now and written back, so it sends again (a host's clock "
+               "ahead, or another program's bad write)");
+    }
     replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
   }
   for (const auto id : more_due) {

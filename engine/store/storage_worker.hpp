@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/config.hpp"
@@ -211,6 +212,7 @@ class storage_worker {
   proto::id_set drainable_;
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   std::int64_t remaining_ = -1;
+  std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
   std::int64_t unwritten_ = 0;
   std::string rescue_report_;
   bool queue_lost_ = false;  // stop_with_failure ran

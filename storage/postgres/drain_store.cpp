@@ -322,6 +322,12 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
                                  .rate = rows.real(i, 3),
                                  .burst = std::max(1.0, rows.real(i, 4))};
   }
+  std::unordered_map<std::int64_t, std::string> repairs;
+  for (auto& [id, bucket] : buckets) {
+    auto fixed = proto::repaired(bucket, now);
+    bucket = fixed.bucket;
+    if (!fixed.why.empty()) repairs[id] = std::move(fixed.why);
+  }
   std::unordered_set<std::int64_t> held;
   if (buckets.size() < asked.size()) {
     // A plain read is not blocked by row locks: what exists and was not returned is held.
@@ -360,7 +366,11 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
                                          std::max(reserve_seconds_, entry.reserve_seconds));
     grant.tokens = take.taken;
     grant.next_token_at = take.next_token_at;
-    if (take.taken > 0) {
+    if (const auto repair = repairs.find(entry.subscriber_id); repair != repairs.end()) {
+      grant.repaired = repair->second;
+    }
+    // A repaired bucket is written back even when nothing was taken, so it is repaired once.
+    if (take.taken > 0 || !grant.repaired.empty()) {
       written_ids.push_back(entry.subscriber_id);
       written_tokens.push_back(take.left);
     }

@@ -1,6 +1,7 @@
 #include "storage/sqlite/token_leases.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <SQLiteCpp/Transaction.h>
 
@@ -22,13 +23,20 @@ double number_or(const SQLite::Column& column, double fallback) {
   return column.isInteger() || column.isFloat() ? column.getDouble() : fallback;
 }
 
-bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_bucket& bucket) {
+// A count or stamp that is not a number (text written by another program) is repaired as
+// proto::repaired says; `repair` gets why, when something was.
+bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_bucket& bucket,
+                 double now, std::string* repair = nullptr) {
   read.bind(1, id);
   if (!read.executeStep()) return false;
-  bucket.tokens = number_or(read.getColumn(0), 0);
-  bucket.updated_at = number_or(read.getColumn(1), 0);
+  constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+  bucket.tokens = number_or(read.getColumn(0), not_a_number);
+  bucket.updated_at = number_or(read.getColumn(1), not_a_number);
   bucket.rate = number_or(read.getColumn(2), 0);
   bucket.burst = number_or(read.getColumn(3), 1);
+  auto fixed = proto::repaired(bucket, now);
+  bucket = fixed.bucket;
+  if (repair) *repair = std::move(fixed.why);
   return true;
 }
 
@@ -59,7 +67,7 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
       proto::persisted_bucket bucket;
       {
         detail::statement_use use(read_);
-        if (!read_bucket(read_, entry.subscriber_id, bucket)) continue;
+        if (!read_bucket(read_, entry.subscriber_id, bucket, now)) continue;
       }
       write_bucket(write_, entry.subscriber_id, proto::give_back(bucket, -entry.tokens, now), now);
       continue;
@@ -70,13 +78,16 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
     proto::persisted_bucket bucket;
     {
       detail::statement_use use(read_);
-      if (!read_bucket(read_, entry.subscriber_id, bucket)) continue;
+      if (!read_bucket(read_, entry.subscriber_id, bucket, now, &grant.repaired)) continue;
     }
     const auto take = proto::take_tokens(bucket, entry.tokens, now,
                                          std::max(reserve_seconds_, entry.reserve_seconds));
     grant.tokens = take.taken;
     grant.next_token_at = take.next_token_at;
-    if (take.taken > 0) write_bucket(write_, entry.subscriber_id, take.left, now);
+    // A repaired bucket is written back even when nothing was taken, so it is repaired once.
+    if (take.taken > 0 || !grant.repaired.empty()) {
+      write_bucket(write_, entry.subscriber_id, take.left, now);
+    }
   }
   return grants;
 }
@@ -94,7 +105,7 @@ void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> toke
     proto::persisted_bucket bucket;
     {
       detail::statement_use use(read);
-      if (!read_bucket(read, entry.subscriber_id, bucket)) continue;
+      if (!read_bucket(read, entry.subscriber_id, bucket, now)) continue;
     }
     write_bucket(write, entry.subscriber_id, proto::give_back(bucket, entry.tokens, now), now);
   }

@@ -66,5 +66,36 @@ TEST(PersistedBucket, UnspentTokensGoBackWithoutPassingCapacity) {
   EXPECT_DOUBLE_EQ(give_back(bucket, -3, 1001), 2);
 }
 
+TEST(PersistedBucket, ABucketNoDrainerCouldHaveWrittenIsReadAsStampedNow) {
+  // Another host's clock an hour ahead: read as stamped now, its tokens kept.
+  auto fixed = repaired({.tokens = 2, .updated_at = 4600, .rate = 10, .burst = 5}, 1000);
+  EXPECT_DOUBLE_EQ(fixed.bucket.updated_at, 1000);
+  EXPECT_DOUBLE_EQ(fixed.bucket.tokens, 2);
+  EXPECT_EQ(fixed.why, "stamped 3600 s in the future");
+  // A debt deeper than a burst and a minute of refill is no drainer's reserve.
+  fixed = repaired({.tokens = -1e6, .updated_at = 990, .rate = 10, .burst = 5}, 1000);
+  EXPECT_DOUBLE_EQ(fixed.bucket.tokens, 0);
+  EXPECT_DOUBLE_EQ(fixed.bucket.updated_at, 990);
+  EXPECT_EQ(fixed.why, "a debt of 1000000 tokens, deeper than any drainer reserves");
+  fixed =
+      repaired({.tokens = std::nan(""), .updated_at = std::nan(""), .rate = 1, .burst = 3}, 1000);
+  EXPECT_DOUBLE_EQ(fixed.bucket.tokens, 3);
+  EXPECT_DOUBLE_EQ(fixed.bucket.updated_at, 1000);
+  EXPECT_EQ(fixed.why, "its stamp is not a number; its token count is not a number");
+}
+
+TEST(PersistedBucket, WhatDrainersWriteIsLeftAlone) {
+  // A clock a few seconds ahead, and the debt of a reserve of refill ahead, are normal.
+  for (const persisted_bucket& bucket :
+       {persisted_bucket{.tokens = 1, .updated_at = 1004, .rate = 10, .burst = 5},
+        persisted_bucket{.tokens = -605, .updated_at = 1000, .rate = 10, .burst = 5},
+        persisted_bucket{.tokens = 5, .updated_at = 0, .rate = 0, .burst = 5}}) {
+    const auto fixed = repaired(bucket, 1000);
+    EXPECT_EQ(fixed.why, "");
+    EXPECT_DOUBLE_EQ(fixed.bucket.tokens, bucket.tokens);
+    EXPECT_DOUBLE_EQ(fixed.bucket.updated_at, bucket.updated_at);
+  }
+}
+
 }  // namespace
 }  // namespace surge::proto

@@ -178,6 +178,39 @@ TEST(Seed001Drain, MigrateAndDrainSendTheStoredBytesAndSignatureOnceEach) {
   }
 }
 
+// Buckets no drainer could have written (text tokens, a stamp a day ahead, a deep debt) are
+// repaired and said, not left to stop their subscribers for a day.
+TEST(Seed001Drain, BucketRowsNoDrainerCouldHaveWrittenStopNobody) {
+  temp_dir dir;
+  seed001_file queue(dir);
+  sink_process sink(dir, queue.path());
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(queue.add_subscriber(sink, 600, 5, "secret"));
+    queue.add_rows(ids.back(), 10, R"({"video":"v1"})");
+  }
+  const auto now = std::to_string(whole_now());
+  const auto ahead = std::to_string(whole_now() + 86'400);
+  queue.db().exec("INSERT INTO webhook_buckets(subscriber_id, tokens, updated_at) VALUES (" +
+                  std::to_string(ids[1]) + ", 'full', " + now + "), (" + std::to_string(ids[2]) +
+                  ", 0, " + ahead + "), (" + std::to_string(ids[3]) + ", -1e9, " + now + ")");
+  const auto result = run_surge(dir, drain_args(queue.path(), {"--until-drained"}));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("summary: delivered=40 "), std::string::npos) << result.out;
+  for (const auto& [id, why] : {std::pair{ids[1], "its token count is not a number"},
+                                {ids[2], "stamped 86"},
+                                {ids[3], "a debt of 1000000000 tokens"}}) {
+    EXPECT_NE(
+        result.err.find(
+            "subscriber " + std::to_string(id) +
+            ": its persisted token bucket no drainer could have written was repaired (" + why),
+        std::string::npos)
+        << result.err;
+  }
+  EXPECT_EQ(
+      queue.number("SELECT count(*) FROM webhook_buckets WHERE updated_at > " + ahead + " - 1"), 0);
+}
+
 TEST(Seed001Drain, AMalformedStoredSignatureIsDeadLetteredBeforeAnyByteIsSent) {
   temp_dir dir;
   seed001_file queue(dir);

@@ -406,6 +406,28 @@ TEST(PostgresQueue, TokensComeFromThePersistedBucketTheOtherDrainerReads) {
   EXPECT_NEAR(queue.sql.number(other_drainer_sql::read_bucket, {std::to_string(id)}), 5, 1e-9);
 }
 
+// Another host's clock an hour ahead stamped the bucket: repaired, said, and written back.
+TEST(PostgresQueue, ABucketStampedInTheFutureIsRepairedAndWrittenBack) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber(/*rate=*/1, /*burst=*/5);
+  const double now = proto::unix_now();
+  queue.sql.exec("UPDATE webhook_subscriber SET tokens = 0, tokens_updated_at = " +
+                 std::to_string(now + 3600) + " WHERE id = " + std::to_string(id));
+  auto store = queue.store();
+  store->renew_ownership(now);
+  subscriber_demand want{.subscriber_id = id, .tokens = 3};
+  auto cycle = store->write_and_claim({}, {}, {&want, 1}, now, 30, INT64_MAX);
+  ASSERT_EQ(cycle.granted.size(), 1u);
+  EXPECT_EQ(cycle.granted[0].repaired, "stamped 3600 s in the future");
+  EXPECT_NEAR(queue.sql.number("SELECT tokens_updated_at FROM webhook_subscriber WHERE id = ?",
+                               {std::to_string(id)}),
+              now, 1e-3);
+  cycle = store->write_and_claim({}, {}, {&want, 1}, now + 2, 30, INT64_MAX);
+  EXPECT_EQ(cycle.granted[0].tokens, 2);
+  EXPECT_EQ(cycle.granted[0].repaired, "");
+}
+
 // A fan-out producer writes a spike's rows in transactions that stay open a while; each insert's
 // foreign key holds FOR KEY SHARE on the subscriber's row. Spending the subscriber's bucket must
 // not conflict with that lock, or the subscriber gets nothing until the producer commits.

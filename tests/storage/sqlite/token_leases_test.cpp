@@ -52,6 +52,31 @@ TEST_F(TokenLeases, TakesWholeTokensRefilledToNowAndWritesWhatIsLeft) {
   EXPECT_DOUBLE_EQ(stored("tokens_updated_at"), 1000.5);
 }
 
+// A bucket stamped an hour ahead (another host's clock) or deep in debt would give nothing for
+// an hour; it is repaired, said, and written back so that the next read needs no repair.
+TEST_F(TokenLeases, ABucketStampedInTheFutureOrDeepInDebtIsRepairedAndWrittenBack) {
+  token_leaser leaser(db_, 0);
+  set_bucket(0, 1000 + 3600);
+  auto grants = lease(leaser, 10, 1000);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].repaired, "stamped 3600 s in the future");
+  EXPECT_DOUBLE_EQ(stored("tokens_updated_at"), 1000);
+  grants = lease(leaser, 10, 1001);  // a second's refill at 2/s
+  EXPECT_EQ(grants[0].tokens, 2);
+  EXPECT_EQ(grants[0].repaired, "");
+
+  set_bucket(-1e9, 1000);
+  grants = lease(leaser, 10, 1002);
+  EXPECT_NE(grants[0].repaired.find("a debt of 1000000000 tokens"), std::string::npos);
+  EXPECT_DOUBLE_EQ(stored("tokens"), 0);
+  EXPECT_EQ(lease(leaser, 10, 1003)[0].tokens, 2);
+
+  db_.exec("UPDATE webhook_subscriber SET tokens = 'lots' WHERE id = " + std::to_string(sub_));
+  grants = lease(leaser, 10, 1004);
+  EXPECT_EQ(grants[0].repaired, "its token count is not a number");
+  EXPECT_EQ(grants[0].tokens, 5);  // read as a full bucket
+}
+
 TEST_F(TokenLeases, AnAskMayReserveMoreOfTheComingRefillThanTheStoresOwnReserve) {
   // The asker's answers are slow: it reserves a second of refill, as a debt.
   token_leaser leaser(db_, 0.25);
