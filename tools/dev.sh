@@ -20,6 +20,8 @@ packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certifi
 packages+=(prometheus)
 # systemd-analyze: the shipped unit files are verified as systemd would read them.
 packages+=(systemd)
+# lintian, dpkg-dev (dpkg-deb, dpkg-shlibdeps for cpack): tests/dist checks the Debian package.
+packages+=(lintian dpkg-dev)
 # tinyproxy: the egress proxy the drain's --proxy tests go through.
 packages+=(tinyproxy)
 # chromium: the drain's live page (/) is read in a real headless browser.
