@@ -87,6 +87,10 @@ std::string with_remedy(const error& failure, const std::string& location) {
       return std::string("a table or column Surge needs is missing (") + failure.what() +
              "). Run `surge migrate --db " + printable_location(location) +
              "`: it adds what is missing and changes nothing else";
+    case error::kind::database_gone:
+      return std::string("the queue's database no longer exists (") + failure.what() +
+             "): it was dropped or renamed while draining; rows and outcomes not yet written are "
+             "lost with it";
     default: return failure.what();
   }
 }

@@ -30,6 +30,9 @@ class error : public std::runtime_error {
     // no known shape, half-migrated, of both shapes with none named, or a shape this kind of
     // database does not carry. The operator points Surge elsewhere or names a shape.
     bad_shape,
+    // The database the queue lives in is gone (a PostgreSQL database dropped while draining):
+    // nothing comes back by waiting, as for a deleted SQLite file.
+    database_gone,
   };
   explicit error(const std::string& message, kind what = kind::other)
       : std::runtime_error(message), kind_(what) {}
@@ -42,7 +45,8 @@ class error : public std::runtime_error {
 // Faults the drain cannot outlast by waiting: it stops, naming the cause and the fix.
 inline bool is_fatal(const error& failure) {
   return failure.what_kind() == error::kind::read_only ||
-         failure.what_kind() == error::kind::schema_missing;
+         failure.what_kind() == error::kind::schema_missing ||
+         failure.what_kind() == error::kind::database_gone;
 }
 
 // `failure`'s message followed by what an operator does about it, for the faults the drain

@@ -75,8 +75,12 @@ void session::connect() {
   auto fail = [&](std::string why) {
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     drop_connection();
+    // A refused startup carries no SQLSTATE through libpq, only the server's FATAL text: a
+    // database that does not exist (3D000) is gone for good, not unreachable for a while.
+    const bool gone = why.find("FATAL:  database \"") != std::string::npos &&
+                      why.find("\" does not exist") != std::string::npos;
     throw error("cannot connect to PostgreSQL at " + printable_location(uri_) + ": " + why,
-                error::kind::unreachable);
+                gone ? error::kind::database_gone : error::kind::unreachable);
   };
   if (!conn_) fail("out of memory");
   if (PQstatus(conn_) == CONNECTION_BAD) fail(PQerrorMessage(conn_));

@@ -86,5 +86,29 @@ TEST(DrainPostgres, AServerRestartedMidDrainLosesNothing) {
   EXPECT_EQ(out.find("storage_errors=0"), std::string::npos) << out;
 }
 
+// A database dropped while draining does not come back: the drain ends with exit 1 and says so,
+// as it does for a deleted SQLite file, instead of retrying for ever.
+TEST(DrainPostgres, ADatabaseDroppedMidDrainEndsItWithExitOne) {
+  SURGE_REQUIRE_POSTGRES(server);
+  temp_dir dir;
+  const auto location = server->create_database();
+  const auto name =
+      location.substr(location.find("///") + 3, location.find('?') - location.find("///") - 3);
+  std::optional<test_queue> queue(std::in_place, test_queue::at_location{location});
+  sink_process sink(dir, queue->path());
+  queue->add_rows(queue->add_subscriber_at(sink, 20, 5), 2000);
+  queue.reset();  // the test's own session would keep the database
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", location, "--until-drained",
+                              "--allow-private-targets", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(2s);  // draining by then; the test checks only how it ends
+  sql_client(server->uri("postgres")).exec("DROP DATABASE " + name + " WITH (FORCE)");
+  EXPECT_EQ(drain.wait(60s).value_or(-1), 1) << read_file(dir.file("drain.err"));
+  const auto err = read_file(dir.file("drain.err"));
+  EXPECT_NE(err.find("the queue's database no longer exists"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"" + name + "\" does not exist"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace surge::testing
