@@ -5,7 +5,6 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "storage/connection.hpp"
@@ -13,6 +12,7 @@
 #include "storage/database.hpp"
 #include "tools/audit_chart.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/process.hpp"
 
 namespace surge::tools {
@@ -156,7 +156,7 @@ int run_audit(const audit_options& o) {
   if (o.json) {
     boost::json::array out;
     for (const auto& entry : entries) out.push_back(to_json(entry.summary));
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     print_table(entries);
   }

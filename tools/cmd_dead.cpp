@@ -3,7 +3,6 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "proto/clock.hpp"
@@ -12,6 +11,7 @@
 #include "storage/dead_letters.hpp"
 #include "storage/schema.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/time_arg.hpp"
 
 namespace surge::tools {
@@ -92,7 +92,7 @@ int list(const dead_options& o) {
   if (o.json) {
     boost::json::array out;
     for (const auto& row : rows) out.push_back(to_json(row));
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
     return exit_ok;
   }
   std::printf("%10s %10s %-24s %8s %6s %-20s  %s\n", "id", "subscriber", "event_type", "attempts",
@@ -121,8 +121,8 @@ int replay(const dead_options& o) {
   if (o.json) {
     boost::json::array inactive;
     for (const auto id : report.inactive_subscribers) inactive.push_back(id);
-    std::cout << boost::json::serialize(boost::json::object{{"replayed", report.replayed},
-                                                            {"inactive_subscribers", inactive}})
+    std::cout << json_text(boost::json::object{{"replayed", report.replayed},
+                                               {"inactive_subscribers", inactive}})
               << "\n";
     return exit_ok;
   }

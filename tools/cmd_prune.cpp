@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "proto/clock.hpp"
@@ -15,6 +14,7 @@
 #include "storage/retention.hpp"
 #include "storage/schema.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/config_file.hpp"
 #include "tools/time_arg.hpp"
 
@@ -78,7 +78,7 @@ int run_prune(const prune_cli& o) {
                             {"incremental_vacuum", r.incremental_vacuum},
                             {"file_bytes_before", bytes_before},
                             {"file_bytes_after", bytes_after}};
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
     return exit_ok;
   }
   std::printf(

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "engine/net/client_identity.hpp"
@@ -22,6 +21,7 @@
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/number_check.hpp"
 
 namespace surge::tools {
@@ -399,7 +399,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
-        std::cout << boost::json::serialize(out) << "\n";
+        std::cout << json_text(out) << "\n";
       } else {
         std::cout << row.id << "\n";
         // The id stays alone on standard output, for `id=$(surge subscriber add …)`; a secret
@@ -430,7 +430,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       if (list_opts->json) {
         boost::json::array out;
         for (const auto& row : rows) out.push_back(to_json(row));
-        std::cout << boost::json::serialize(out) << "\n";
+        std::cout << json_text(out) << "\n";
         return exit_ok;
       }
       std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst", "signing",

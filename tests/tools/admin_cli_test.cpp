@@ -53,7 +53,7 @@ TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
   EXPECT_EQ(first.at("attempts").as_int64(), 8);
   EXPECT_EQ(first.at("last_status").as_int64(), 500);
   EXPECT_EQ(first.at("last_error").as_string(), "attempt limit (HTTP 500)");
-  EXPECT_NEAR(first.at("created_at").as_double(), now - 60, 0.01);
+  EXPECT_NEAR(first.at("created_at").to_number<double>(), now - 60, 0.01);
   EXPECT_EQ(rows[1].at("id").as_int64(), older);
 
   result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--limit", "1"});
@@ -199,18 +199,18 @@ TEST_P(AdminAudit, ConformingSubscriberPassesWithExitZero) {
   EXPECT_EQ(a.at("attempts").as_int64(), 210);
   EXPECT_EQ(a.at("successes").as_int64(), 200);  // every 20th of the spaced ones got 503
   EXPECT_FALSE(a.at("violation").as_bool());
-  EXPECT_LE(a.at("max_1s").as_int64(), a.at("allowed_1s").as_double());
-  EXPECT_DOUBLE_EQ(a.at("allowed_1s").as_double(), 16);
-  EXPECT_DOUBLE_EQ(a.at("allowed_60s").as_double(), 311);
-  EXPECT_NEAR(a.at("achieved_rate").as_double(), 5, 1e-6);  // (210 - 10) / 40 s
-  EXPECT_LE(a.at("worst_window").at("excess").as_double(), 0);
+  EXPECT_LE(a.at("max_1s").as_int64(), a.at("allowed_1s").to_number<double>());
+  EXPECT_DOUBLE_EQ(a.at("allowed_1s").to_number<double>(), 16);
+  EXPECT_DOUBLE_EQ(a.at("allowed_60s").to_number<double>(), 311);
+  EXPECT_NEAR(a.at("achieved_rate").to_number<double>(), 5, 1e-6);  // (210 - 10) / 40 s
+  EXPECT_LE(a.at("worst_window").at("excess").to_number<double>(), 0);
   // Latencies: 1..100 ms once each, then 110 times 50 ms. Nearest rank over 210 values:
   // p50 is the 105th (50 ms), p90 the 189th (79 ms), p99 the 208th (98 ms). The tolerance is
   // what doubles near 1.8e9 s keep of a difference.
   const auto& latency = a.at("latency_seconds").as_object();
-  EXPECT_NEAR(latency.at("p50").as_double(), 0.050, 1e-6);
-  EXPECT_NEAR(latency.at("p90").as_double(), 0.079, 1e-6);
-  EXPECT_NEAR(latency.at("p99").as_double(), 0.098, 1e-6);
+  EXPECT_NEAR(latency.at("p50").to_number<double>(), 0.050, 1e-6);
+  EXPECT_NEAR(latency.at("p90").to_number<double>(), 0.079, 1e-6);
+  EXPECT_NEAR(latency.at("p99").to_number<double>(), 0.098, 1e-6);
 }
 
 TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
@@ -223,8 +223,8 @@ TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
   EXPECT_EQ(bad.at("subscriber_id").as_int64(), bad_);
   EXPECT_TRUE(bad.at("violation").as_bool());
   EXPECT_EQ(bad.at("max_1s").as_int64(), 30);
-  EXPECT_DOUBLE_EQ(bad.at("allowed_1s").as_double(), 4);
-  EXPECT_NEAR(bad.at("latency_seconds").at("p99").as_double(), 0.2, 1e-6);
+  EXPECT_DOUBLE_EQ(bad.at("allowed_1s").to_number<double>(), 4);
+  EXPECT_NEAR(bad.at("latency_seconds").at("p99").to_number<double>(), 0.2, 1e-6);
 
   result = run_surge(dir_, {"audit", "--db", queue().path()});
   EXPECT_EQ(result.exit_code, 4);

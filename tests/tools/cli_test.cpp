@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -204,7 +206,7 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
                       "--signing", "standard", "--json"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const auto sub = boost::json::parse(added.out).as_object();
-  EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").as_double(), 2.0);
+  EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").to_number<double>(), 2.0);
   EXPECT_EQ(std::string(sub.at("secret").as_string()).rfind("whsec_", 0), 0u)
       << "a standard subscriber gets a generated whsec_ secret";
 
@@ -239,7 +241,7 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
       boost::json::parse(run_surge(dir, {"subscriber", "list", "--db", db, "--json"}).out)
           .as_array()[0]
           .as_object();
-  EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").as_double(), 7.5);
+  EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").to_number<double>(), 7.5);
   EXPECT_EQ(after_set.at("url").as_string(), "https://moved.example/hook");
   EXPECT_EQ(after_set.at("burst").as_int64(), 4) << "unset options keep their values";
   EXPECT_EQ(run_surge(dir, {"subscriber", "set", "--db", db, "99", "--rate", "1"}).exit_code, 1);
@@ -256,6 +258,35 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
 
 namespace surge::testing {
 namespace {
+
+// Boost.JSON writes doubles as 2E1, 5E-1, 0E0; every --json output writes whole numbers as
+// integers and the others in plain decimals.
+TEST(Cli, JsonOutputsWriteNumbersPlainly) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("https://a.example/h", 20, 10);
+  queue.add_rows(sub, 3);
+  auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                               "https://b.example/h", "--rate", "0.5", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  EXPECT_TRUE(std::regex_search(added.out, std::regex(R"("rate_per_sec":0\.5[,}])"))) << added.out;
+  const std::regex exponent("[0-9]E[-+]?[0-9]");
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"subscriber", "list"},
+                                                  {"stats"},
+                                                  {"dead", "list"},
+                                                  {"audit"},
+                                                  {"prune", "--older-than", "1d"},
+                                                  {"dead", "replay"}}) {
+    auto args = command;
+    args.insert(args.end(), {"--db", queue.path(), "--json"});
+    const auto result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 0) << command[0] << ": " << result.err;
+    EXPECT_FALSE(std::regex_search(result.out, exponent)) << command[0] << ": " << result.out;
+    EXPECT_NO_THROW(boost::json::parse(result.out)) << result.out;
+  }
+  const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"("rate_per_sec":20[,}])"))) << listed.out;
+}
 
 // The README's main job: a demo spike drained end to end against a real sink process.
 TEST(Cli, DemoDrainsASpikeEndToEnd) {
