@@ -241,5 +241,34 @@ TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
   }
 }
 
+// prune reports the database file's size, not the file plus its write-ahead log (which grows
+// while it deletes), so a file that did not change size is shown as such.
+TEST(OpsCli, PruneReportsTheSizeOfTheDatabaseFile) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("http://127.0.0.1:9/hook", 5, 10);
+  const auto rows = queue.add_rows(sub, 2000, std::string(200, 'x'));
+  queue.db().exec("UPDATE webhook_delivery SET status = 'done', delivered_at = " +
+                  std::to_string(proto::unix_now() - 7200));
+  queue.db().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  const auto before = std::filesystem::file_size(queue.path());
+
+  auto result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(out.at("deliveries").as_int64(), static_cast<std::int64_t>(rows.size()));
+  EXPECT_EQ(out.at("file_bytes_before").to_number<std::uint64_t>(), before);
+  const auto after = std::filesystem::file_size(queue.path());
+  EXPECT_EQ(after, before) << "without incremental vacuum the file keeps its size";
+  EXPECT_EQ(out.at("file_bytes_after").to_number<std::uint64_t>(), after);
+  EXPECT_GT(out.at("wal_bytes").to_number<std::uint64_t>(), 0u) << "the log is reported apart";
+
+  queue.add_rows(sub, 10);
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto size = std::to_string(std::filesystem::file_size(queue.path()));
+  EXPECT_TRUE(contains(result.out, "file_bytes=" + size + "->" + size + " ")) << result.out;
+}
+
 }  // namespace
 }  // namespace surge::testing
