@@ -296,6 +296,11 @@ TEST(Cli, DemoDrainsASpikeEndToEnd) {
   EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sink verdicts: ok="), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("bad="), std::string::npos) << "a signature failed to verify";
+  // The spike's size is the one docs/cli.md gives.
+  EXPECT_NE(result.out.find("demo: queued 6700 deliveries"), std::string::npos) << result.out;
+  std::stringstream docs;
+  docs << std::ifstream(SURGE_DIST_DIR "/../../docs/cli.md").rdbuf();
+  EXPECT_NE(docs.str().find("queues 6,700 deliveries"), std::string::npos);
   // The table: subscriber, done, coalesced, dead, retry, pending, requests.
   std::map<std::int64_t, std::vector<long long>> table;
   std::istringstream lines(result.out);
@@ -316,6 +321,23 @@ TEST(Cli, DemoDrainsASpikeEndToEnd) {
   EXPECT_EQ(table[3][1], 700) << result.out;
   EXPECT_GE(table[3][2], 180) << result.out;
   EXPECT_EQ(table[3][6], 700 - table[3][2]) << result.out;
+}
+
+// `sink --help` and docs/cli.md list the record's columns as the recorder writes them.
+TEST(Cli, SinkHelpAndTheDocsListTheSameRecordColumns) {
+  temp_dir dir;
+  const auto result = run_surge(dir, {"sink", "--help"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::string columns =
+      "arrival,subscriber_id,delivery_id,attempt,verdict,status_sent,event_type,connection_id,"
+      "sni,body_sha256,batch_size";
+  std::string help = result.out;
+  // CLI11 wraps long descriptions: compare without the wrapping.
+  help = std::regex_replace(help, std::regex("\\s+"), "");
+  EXPECT_NE(help.find(columns), std::string::npos) << result.out;
+  std::stringstream docs;
+  docs << std::ifstream(SURGE_DIST_DIR "/../../docs/cli.md").rdbuf();
+  EXPECT_NE(docs.str().find("`" + columns + "`"), std::string::npos);
 }
 
 }  // namespace
