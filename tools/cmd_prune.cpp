@@ -43,9 +43,9 @@ struct prune_cli {
 
 int run_prune(const prune_cli& o) {
   const auto age = parse_duration(o.older_than);
-  if (!age) {
+  if (!age || *age <= 0) {
     throw usage_error("bad --older-than '" + o.older_than +
-                      "': give e.g. 30d, 12h, 90m or seconds");
+                      "': give a positive duration, e.g. 14d, 12h, 90m, 2w or seconds");
   }
   storage::connection db(
       {.location = o.db_path, .create_if_missing = false, .shape = named_shape(o.shape)});

@@ -82,13 +82,13 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
       ->check(CLI::Range(std::int64_t{2}, proto::max_batch_bytes));
   cmd->add_option("--batch-linger", o.batch_linger,
                   "Seconds a partial batch waits for more rows (default 0.5)")
-      ->check(finite_in(0.0, proto::max_batch_linger_seconds));
+      ->transform(duration_in(0.0, proto::max_batch_linger_seconds));
   cmd->add_option("--coalesce", o.coalesce,
                   "JSON pointer to the key whose repeats are merged, e.g. /data/video_id "
                   "('' turns coalescing off)");
   cmd->add_option("--coalesce-window", o.coalesce_window,
                   "Seconds within which repeats of a key are merged (default 10)")
-      ->check(finite_in(0.001, proto::max_coalesce_window_seconds));
+      ->transform(duration_in(0.001, proto::max_coalesce_window_seconds));
   cmd->add_option("--coalesce-events", o.coalesce_events,
                   "Event types coalescing applies to, same syntax as --events (default '*')");
   cmd->add_option("--header", o.headers,

@@ -167,6 +167,53 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   EXPECT_EQ(set.exit_code, 0) << set.err;
 }
 
+// Every duration flag takes a unit; a plain number stays seconds, as before.
+TEST(Cli, DurationsTakeUnitsAndPlainNumbersStaySeconds) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::vector<std::string> drain{"drain",           "--db",       queue.path(),
+                                       "--until-drained", "--progress", "off"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = drain;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_surge(dir, args);
+  };
+  auto result = with({"--duration", "5s", "--grace", "10s", "--lease", "2m", "--idle-poll-min",
+                      "5ms", "--idle-poll-max", "1.5s", "--max-age", "1d", "--retry-cap", "1h",
+                      "--connect-timeout", "500ms", "--attempt-timeout", "30s"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  // The lease must be at least twice the attempt timeout plus a second: 121 s is, 2m is not,
+  // which shows both the unit and the plain number were read as meant.
+  result = with({"--attempt-timeout", "1m", "--lease", "121"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  result = with({"--attempt-timeout", "1m", "--lease", "2m"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--lease must be at least"), std::string::npos) << result.err;
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--lease", "4s"},
+                                                        {"--lease", "2x"},
+                                                        {"--grace", "-1s"},
+                                                        {"--duration", "5 s"},
+                                                        {"--idle-poll-min", "ms"},
+                                                        {"--lease", "1e3"}}) {
+    result = with({flag, value});
+    EXPECT_EQ(result.exit_code, 2) << flag << " " << value << ": " << result.err;
+    EXPECT_NE(result.err.find(flag), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("'" + value + "'"), std::string::npos) << result.err;
+  }
+
+  // The subscriber's durations too, and prune's.
+  auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                               "https://a.example/h", "--batch", "10", "--batch-linger", "250ms",
+                               "--coalesce", "/id", "--coalesce-window", "1m", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const auto sub = boost::json::parse(added.out).as_object();
+  EXPECT_DOUBLE_EQ(sub.at("batch_linger").to_number<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(sub.at("coalesce_window").to_number<double>(), 60);
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1.5h"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
 TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
   temp_dir dir;
   const std::string path = dir.file("shared.db");
