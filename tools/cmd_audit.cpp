@@ -185,7 +185,7 @@ void add_audit_command(CLI::App& app, command_action& action) {
       ->required()
       ->check(existing_queue());
   add_queue_shape_option(cmd, opts->shape);
-  cmd->add_option("--subscriber", opts->subscribers,
+  cmd->add_option("--subscriber,--subscribers", opts->subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_flag("--json", opts->json, "Print a JSON array instead of a table");
   cmd->add_option("--chart", opts->chart,

@@ -31,7 +31,7 @@ void add_selection_options(CLI::App* cmd, dead_options& o) {
       ->required()
       ->check(existing_queue());
   add_queue_shape_option(cmd, o.shape);
-  cmd->add_option("--subscriber", o.subscribers,
+  cmd->add_option("--subscriber,--subscribers", o.subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_option("--since", o.since,
                   "Only rows created at or after TIME: Unix seconds, ISO-8601 with a zone "

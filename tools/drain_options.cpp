@@ -75,8 +75,9 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   add_queue_shape_option(cmd, o.queue_shape);
   cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--subscribers", o.subscribers,
-                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all)")
+  cmd->add_option("--subscribers,--subscriber", o.subscribers,
+                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all); --subscriber is "
+                  "the same flag")
       ->each([&o](const std::string&) { o.subscribers_given = true; });
   cmd->add_flag("--until-drained", o.until_drained,
                 "Exit once nothing is due, leased or in flight");

@@ -99,6 +99,33 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   }
 }
 
+// --subscriber and --subscribers are one flag wherever a list of subscribers is taken.
+TEST(Cli, SubscriberAndSubscribersAreOneFlag) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto known = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 1);
+  for (const std::string flag : {"--subscriber", "--subscribers"}) {
+    auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--progress",
+                                  "off", flag, std::to_string(known) + ",99"});
+    EXPECT_EQ(result.exit_code, 2) << flag << ": " << result.err;
+    EXPECT_NE(result.err.find("no subscriber of this queue: 99"), std::string::npos)
+        << flag << ": " << result.err;
+    result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--progress", "off",
+                             flag, "1,4,10-20"});
+    EXPECT_EQ(result.exit_code, 2) << flag << ": " << result.err;
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"dead", "list"}, {"dead", "replay"}, {"audit"}}) {
+      auto args = command;
+      args.insert(args.end(), {"--db", queue.path(), "--json", flag, "1,4,10-20"});
+      result = run_surge(dir, args);
+      EXPECT_EQ(result.exit_code, 0) << command[0] << " " << flag << ": " << result.err;
+      args.back() = "4-1";
+      result = run_surge(dir, args);
+      EXPECT_EQ(result.exit_code, 2) << command[0] << " " << flag << ": " << result.err;
+    }
+  }
+}
+
 // Hostile numbers are refused at the door with exit code 2 and a message naming the flag:
 // CLI11's own range checks let NaN through, and a huge duration overflowed its conversion.
 TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
