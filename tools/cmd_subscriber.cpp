@@ -156,7 +156,7 @@ void apply_credentials(const subscriber_options& o, storage::subscriber_row& row
   if (o.no_proxy) row.proxy.clear();
   if (o.proxy) {
     if (auto parsed = proto::parse_proxy_url(*o.proxy); !parsed.value) {
-      throw usage_error("bad --proxy " + proto::redact_url(*o.proxy) + ": " + parsed.error);
+      throw usage_error("--proxy: '" + proto::redact_url(*o.proxy) + "' " + parsed.error);
     }
     row.proxy = *o.proxy;
   }
@@ -222,7 +222,9 @@ void check_for_shape(const subscriber_options& o, storage::queue_shape shape, bo
 void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   if (o.url) {
     const auto parsed = proto::parse_target_url(*o.url);
-    if (!parsed.value) throw usage_error("bad --url: " + parsed.error);
+    if (!parsed.value) {
+      throw usage_error("--url: '" + proto::redact_url(*o.url) + "' " + parsed.error);
+    }
     row.url = *o.url;
   }
   if (o.events) {

@@ -246,7 +246,9 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.http.dns.servers = o.dns_servers;
   if (!o.proxy.empty()) {
     auto parsed = proto::parse_proxy_url(o.proxy);
-    if (!parsed.value) throw usage_error("bad --proxy " + o.proxy + ": " + parsed.error);
+    if (!parsed.value) {
+      throw usage_error("--proxy: '" + proto::redact_url(o.proxy) + "' " + parsed.error);
+    }
     config.http.proxy = std::move(*parsed.value);
   }
   config.scheduler.max_payload_bytes = o.max_payload_bytes;

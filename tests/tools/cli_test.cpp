@@ -38,6 +38,36 @@ TEST(Cli, StatsOnAQueueSurgeHasNotMigratedSaysToRunMigrate) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
 }
 
+// A URL that does not parse is named with the part that is wrong, never Boost.URL's error
+// names ("mismatch", "leftover").
+TEST(Cli, UrlErrorsNameThePartThatIsWrong) {
+  temp_dir dir;
+  test_queue queue(dir);
+  for (const auto& [url, says] : std::vector<std::pair<std::string, std::string>>{
+           {"htp:/x", "--url: 'htp:/x' is not an http:// or https:// URL"},
+           {"http:/x", "--url: 'http:/x' does not start with http://"},
+           {"https://", "--url: 'https://' has no host"},
+           {"https://a.example:443x/h",
+            "--url: 'https://a.example:443x/h' has characters after "
+            "the port"},
+           {"https://a example/h",
+            "--url: 'https://a example/h' has a character not allowed in "
+            "a host name (' ')"},
+           {"https://user:pw@a.example/h", "--url: 'https://***@a.example/h' has user info"}}) {
+    const auto result = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url", url});
+    EXPECT_EQ(result.exit_code, 2) << url << ": " << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << url << ": " << result.err;
+    EXPECT_EQ(result.err.find("mismatch"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("leftover"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find(":pw@"), std::string::npos) << "a password is never shown";
+  }
+  const auto proxy = run_surge(dir, {"drain", "--db", queue.path(), "--proxy", "htp:/proxy"});
+  EXPECT_EQ(proxy.exit_code, 2) << proxy.err;
+  EXPECT_NE(proxy.err.find("--proxy: 'htp:/proxy' is not an http:// or https:// URL"),
+            std::string::npos)
+      << proxy.err;
+}
+
 TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
   temp_dir dir;
   auto result = run_surge(dir, {"frobnicate"});
