@@ -7,6 +7,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics_server.hpp"
+#include "proto/id_set.hpp"
 #include "proto/target_policy.hpp"
 #include "tools/commands.hpp"
 #include "tools/number_check.hpp"
@@ -62,6 +63,20 @@ CLI::Validator name_server_list() {
       "IP[:PORT],...");
 }
 
+// An id list as proto::id_set reads it ("1,4,10-20"), checked while parsing, so that a bad list
+// in a --config file is named with its line.
+CLI::Validator id_list() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        // An empty list is a mistake (an unset shell variable, say), not "all subscribers".
+        if (value.empty()) return "empty list";
+        std::string error;
+        if (!proto::id_set::parse(value, &error)) return error;
+        return {};
+      },
+      "IDS");
+}
+
 // Rounded, so that a default given back in seconds comes back as the same milliseconds.
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(std::llround(seconds * 1000.0));
@@ -78,6 +93,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--subscribers,--subscriber", o.subscribers,
                   "Only these subscriber ids, e.g. 1,4,10-20 (default: all); --subscriber is "
                   "the same flag")
+      ->check(id_list())
       ->each([&o](const std::string&) { o.subscribers_given = true; });
   cmd->add_flag("--until-drained", o.until_drained,
                 "Exit once nothing is due, leased or in flight");

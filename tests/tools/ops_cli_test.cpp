@@ -241,6 +241,31 @@ TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
   }
 }
 
+// A value the flag refuses, read from a --config file, is named with the file and its line, as
+// the file's other mistakes are; a duration in the file takes a unit like the flag.
+TEST(OpsCli, ABadValueInAConfigFileNamesTheFileAndLine) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string config = dir.file("drain.toml");
+  for (const auto& [line, key] :
+       std::vector<std::pair<std::string, std::string>>{{"lease = \"2x\"", "lease"},
+                                                        {"threads = many", "threads"},
+                                                        {"grace = -1", "grace"},
+                                                        {"progress = \"sometimes\"", "progress"},
+                                                        {"subscribers = \"4-1\"", "subscribers"},
+                                                        {"subscriber = \"\"", "subscriber"}}) {
+    write_file(config, "# a drain's flags\ndb = \"" + queue.path() + "\"\n" + line + "\n");
+    const auto result = run_surge(dir, {"drain", "--config", config, "--until-drained"});
+    EXPECT_EQ(result.exit_code, 2) << line << ": " << result.err;
+    EXPECT_TRUE(contains(result.err, config + ":3: bad value for '" + key + "'"))
+        << line << ": " << result.err;
+  }
+  write_file(config, "db = \"" + queue.path() + "\"\nlease = \"2m\"\nidle-poll-min = \"5ms\"\n");
+  const auto result =
+      run_surge(dir, {"drain", "--config", config, "--until-drained", "--progress", "off"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
 // prune reports the database file's size, not the file plus its write-ahead log (which grows
 // while it deletes), so a file that did not change size is shown as such.
 TEST(OpsCli, PruneReportsTheSizeOfTheDatabaseFile) {
