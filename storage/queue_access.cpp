@@ -312,6 +312,13 @@ replay_report replay_dead(connection& db, const dead_selection& which, double no
       [&](pg::session& server) { return pg::replay_dead(server, which, now); });
 }
 
+std::optional<delivery_detail> find_delivery(connection& db, std::int64_t id) {
+  return on_queue(
+      db, [&](SQLite::Database& file) { return find_delivery(file, id); },
+      [&](SQLite::Database& file) { return seed001::find_delivery(file, id); },
+      [&](pg::session& server) { return pg::find_delivery(server, id); });
+}
+
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
                                     bool with_delivered) {
   return on_queue(

@@ -67,6 +67,7 @@ void read_claimed_row(const result& found, int row, int first, claimed_row& out)
 std::vector<drainer_ownership> read_ownership(session& db, double now);
 std::vector<dead_row> list_dead(session& db, const dead_selection& which);
 replay_report replay_dead(session& db, const dead_selection& which, double now);
+std::optional<delivery_detail> find_delivery(session& db, std::int64_t id);
 std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, bool with_delivered);
 
 std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,
