@@ -3,7 +3,9 @@
 // schema.hpp): the same contracts, reached through storage::connection. Private to storage/.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proto/id_set.hpp"
@@ -27,6 +29,9 @@ int latest_schema_version();
 int migrate(session& db);
 // Every table of the current schema with its columns (storage/queue_shape.hpp).
 std::vector<found_table> list_tables(session& db);
+// The schema's indexes (those behind a primary key or unique constraint left out) and triggers
+// (PostgreSQL's internal ones left out), as (type, name).
+std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(session& db);
 
 std::int64_t emit_event(session& db, std::string_view event_type, std::string_view payload,
                         double now, int count);

@@ -284,19 +284,47 @@ TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
         "DEFAULT 1)");
     raw.exec("INSERT INTO webhook_subscriber (url, secret) VALUES ('https://a.example/h', 's')");
   }
-  // webhook_delivery is missing: migrate creates what is absent and keeps what is there.
+  // webhook_delivery is missing: migrate creates what is absent and keeps what is there, and
+  // says what it added.
   auto result = run_surge(dir, {"migrate", "--db", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("schema version"), std::string::npos);
+  EXPECT_NE(result.out.find("migrate: added tables surge_attempt, "), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("webhook_delivery"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("columns webhook_subscriber.signing, "), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("trigger"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(" to " + path + "\n"), std::string::npos) << result.out;
   result = run_surge(dir, {"migrate", "--db", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("already current"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("migrate:"), std::string::npos) << result.out;
 
   result = run_surge(dir, {"subscriber", "list", "--db", path, "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto list = boost::json::parse(result.out).as_array();
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].at("signing").as_string(), "vvv");  // the new column's default
+}
+
+// A drain on a queue only the steady-state drainer has used logs what it adds to the schema.
+TEST(Cli, DrainLogsWhatItAddsToTheSchema) {
+  temp_dir dir;
+  const std::string path = dir.file("shared.db");
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(shared_ddl);
+  }
+  auto result = run_surge(dir, {"drain", "--db", path, "--until-drained", "--progress", "off"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string log = result.out + result.err;
+  EXPECT_NE(log.find("migrate: added tables surge_attempt, "), std::string::npos) << log;
+  EXPECT_NE(log.find("columns webhook_delivery.last_status, "), std::string::npos) << log;
+  EXPECT_NE(log.find(" to " + path + " (schema version 0 -> "), std::string::npos) << log;
+  result = run_surge(dir, {"drain", "--db", path, "--until-drained", "--progress", "off"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ((result.out + result.err).find("migrate:"), std::string::npos) << result.err;
 }
 
 TEST(Cli, SubscriberEmitAndStatsWorkTogether) {

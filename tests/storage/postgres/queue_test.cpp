@@ -189,6 +189,21 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
             (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
 }
 
+// What `surge migrate` and `surge drain` say they added, on PostgreSQL: nothing on a current
+// schema, Surge's tables and their indexes on a new database.
+TEST(PostgresQueue, MigrateReportsWhatItAdded) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  EXPECT_FALSE(migrate_reporting(queue.db).changed()) << migrate_reporting(queue.db).describe();
+  connection fresh({.location = server->create_database()});
+  const auto report = migrate_reporting(fresh, true);
+  EXPECT_EQ(report.version_before, 0);
+  EXPECT_EQ(report.version, 11);
+  EXPECT_NE(std::find(report.tables.begin(), report.tables.end(), "surge_attempt"),
+            report.tables.end());
+  EXPECT_NE(report.describe().find("added tables "), std::string::npos) << report.describe();
+}
+
 TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
