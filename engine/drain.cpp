@@ -174,7 +174,13 @@ drain_summary run_drain(const drain_config& input) {
                             .shape = config.storage.shape});
     // A queue of no shape Surge can use stops the drain here (storage::error, bad_shape), before
     // anything could report it drained while its rows wait.
-    storage::migrate(db);
+    const auto migrated = storage::migrate_reporting(db);
+    if (migrated.changed()) {
+      log_info("migrate: " + migrated.describe() + " to " +
+               storage::printable_location(config.storage.db_path) + " (schema version " +
+               std::to_string(migrated.version_before) + " -> " + std::to_string(migrated.version) +
+               ")");
+    }
     config.storage.shape = db.shape();
     apply_shape_retry_rules(config);
     note_other_drainers(db, config.subscribers);

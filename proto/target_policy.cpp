@@ -7,6 +7,7 @@
 #include <boost/url/url_view.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace surge::proto {
@@ -179,26 +180,101 @@ address_class classify_v6(const bytes16& b) {
   return address_class::public_routable;
 }
 
+// Whether `c` may appear in a URL as written (RFC 3986: unreserved, reserved, or '%' of an
+// escape).
+bool url_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("-._~:/?#[]@!$&'()*+,;=%").find(c) != std::string_view::npos;
+}
+
+// Which part of a URL Boost.URL refused is wrong, in words an operator can act on (Boost.URL's
+// own error names, "mismatch" or "leftover", say nothing about the URL): a predicate about it.
+std::string url_problem(std::string_view url, const std::string& parser_said) {
+  const auto colon = url.find(':');
+  const std::string scheme = to_lower(url.substr(0, colon == std::string_view::npos ? 0 : colon));
+  if (colon == std::string_view::npos || (scheme != "http" && scheme != "https")) {
+    return "is not an http:// or https:// URL";
+  }
+  if (url.substr(colon + 1, 2) != "//") {
+    return "does not start with " + scheme + "://";
+  }
+  const std::size_t start = colon + 3;
+  const std::size_t end = std::min(url.find_first_of("/?#", start), url.size());
+  std::string_view authority = url.substr(start, end - start);
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  if (authority.empty()) return "has no host";
+  std::string_view host = authority;
+  std::string_view port;
+  bool has_port = false;
+  if (authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return "has an IPv6 address without its closing ']'";
+    host = authority.substr(0, close + 1);
+    const auto rest = authority.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return "has characters after its IPv6 address";
+    has_port = !rest.empty();
+    if (has_port) port = rest.substr(1);
+  } else if (const auto port_at = authority.rfind(':'); port_at != std::string_view::npos) {
+    host = authority.substr(0, port_at);
+    port = authority.substr(port_at + 1);
+    has_port = true;
+  }
+  if (host.empty()) return "has no host";
+  for (const char c : host) {
+    if (!url_char(c) || c == '[' || c == ']') {
+      return "has a character not allowed in a host name ('" + std::string(1, c) + "')";
+    }
+  }
+  if (has_port) {
+    const auto digits = port.find_first_not_of("0123456789");
+    if (digits == 0) return "has a port that is not a number";
+    if (digits != std::string_view::npos) return "has characters after the port";
+  }
+  for (std::size_t i = end; i < url.size(); ++i) {
+    const char c = url[i];
+    if (!url_char(c)) {
+      return "has a character not allowed in a URL at position " + std::to_string(i + 1) +
+             " (escape it as %XX)";
+    }
+    if (c == '%' &&
+        (i + 2 >= url.size() || !std::isxdigit(static_cast<unsigned char>(url[i + 1])) ||
+         !std::isxdigit(static_cast<unsigned char>(url[i + 2])))) {
+      return "has a '%' at position " + std::to_string(i + 1) + " that is not a %XX escape";
+    }
+  }
+  return "is not a valid URL (" + parser_said + ")";
+}
+
 }  // namespace
 
 target_parse parse_target_url(std::string_view url) {
   const auto parsed = boost::urls::parse_uri(trim(url));
-  if (!parsed) return failure("invalid URL: " + parsed.error().message());
+  if (!parsed) return failure(url_problem(trim(url), parsed.error().message()));
   const boost::urls::url_view& u = *parsed;
 
   const std::string scheme = to_lower(u.scheme());
   if (scheme != "http" && scheme != "https") {
-    return failure("unsupported scheme '" + std::string(u.scheme()) + "'");
+    return failure("is not an http:// or https:// URL (its scheme is '" + std::string(u.scheme()) +
+                   "')");
   }
-  if (u.has_userinfo()) return failure("URL has user info");
+  if (u.has_userinfo()) return failure("has user info (user:password@ before the host)");
+  if (!u.has_authority()) return failure("does not start with " + scheme + "://");
 
   // Boost.URL 1.81 reads "1.2.3.4.example.com" as host 1.2.3.4 plus path ".example.com"
   // (boostorg/url#770); after an authority a real path is empty or starts with '/'.
   const std::string_view path = u.encoded_path();
   if (u.has_authority() && !path.empty() && !path.starts_with('/')) {
+    // Likewise "host:443x/h" reads as port 443 plus path "x/h".
+    if (u.has_port()) {
+      return failure(u.port().empty() ? "has a port that is not a number"
+                                      : "has characters after the port");
+    }
     const std::string name =
         std::string(u.encoded_host()) + std::string(path.substr(0, path.find_first_of("/:")));
-    return failure("unsupported host '" + name + "': a name may not begin with an IPv4 address");
+    return failure("has an unsupported host '" + name +
+                   "': a name may not begin with an IPv4 address");
   }
 
   target t;
@@ -212,16 +288,17 @@ target_parse parse_target_url(std::string_view url) {
       break;
     case boost::urls::host_type::name: {
       t.host = to_lower(u.host_name());
-      if (t.host.empty()) return failure("URL has no host");
-      if (!valid_host_name(t.host)) return failure("invalid host name '" + t.host + "'");
+      if (t.host.empty()) return failure("has no host");
+      if (!valid_host_name(t.host)) return failure("has an invalid host name '" + t.host + "'");
       if (ends_in_number(t.host)) {
-        return failure("numeric host '" + t.host + "' is not a dotted-quad IPv4 address");
+        return failure("has a numeric host '" + t.host +
+                       "' that is not a dotted-quad IPv4 address");
       }
       break;
     }
     case boost::urls::host_type::ipvfuture:
-      return failure("unsupported IP literal '" + std::string(u.encoded_host()) + "'");
-    case boost::urls::host_type::none: return failure("URL has no host");
+      return failure("has an unsupported IP literal '" + std::string(u.encoded_host()) + "'");
+    case boost::urls::host_type::none: return failure("has no host");
   }
 
   const std::uint16_t default_port = t.tls ? 443 : 80;
@@ -229,7 +306,7 @@ target_parse parse_target_url(std::string_view url) {
   // An empty port ("http://host:/") means the default, per RFC 3986 section 3.2.3.
   if (u.has_port() && !u.port().empty()) {
     const auto port = parse_port(u.port());
-    if (!port) return failure("invalid port '" + std::string(u.port()) + "'");
+    if (!port) return failure("has an invalid port '" + std::string(u.port()) + "' (1-65535)");
     t.port = *port;
   }
 
@@ -242,10 +319,10 @@ target_parse parse_target_url(std::string_view url) {
   // Boost.URL's grammar already keeps raw controls and spaces out; this makes the request line
   // and Host header safe by this module's own rule rather than by a library's parser.
   if (const auto problem = request_target_problem(t.path); !problem.empty()) {
-    return failure("unsafe path or query: " + std::string(problem));
+    return failure("has an unsafe path or query: " + std::string(problem));
   }
   if (const auto problem = header_value_problem(t.host_header); !problem.empty()) {
-    return failure("unsafe host: " + std::string(problem));
+    return failure("has an unsafe host: " + std::string(problem));
   }
   t.origin_key = scheme + "://" + host_text + ":" + std::to_string(t.port);
   return {std::move(t), {}};
@@ -344,10 +421,10 @@ proxy_parse parse_proxy_url(std::string_view url) {
   if (!parsed.value) return {std::nullopt, parsed.error};
   if (parsed.value->tls) {
     return {std::nullopt,
-            "give the proxy as http://HOST:PORT (TLS to the proxy is not supported; HTTPS to "
-            "partners runs end to end inside its tunnel)"};
+            "is not http://HOST:PORT (TLS to the proxy is not supported; HTTPS to partners "
+            "runs end to end inside its tunnel)"};
   }
-  if (parsed.value->path != "/") return {std::nullopt, "a proxy URL has no path"};
+  if (parsed.value->path != "/") return {std::nullopt, "has a path (a proxy URL has none)"};
   return {proxy_address{std::move(parsed.value->host), parsed.value->port}, {}};
 }
 

@@ -18,6 +18,10 @@ struct target {
   std::string origin_key;   // "scheme://host:port", identifies a connection pool
 };
 
+// `error` says what is wrong as a predicate about the URL, to be written after it:
+// "'htp:/x' " + error reads "'htp:/x' is not an http:// or https:// URL"; others are "has no
+// host", "has characters after the port", "has user info (...)". It never quotes the URL (it
+// may carry credentials: show it with redact_url).
 struct target_parse {
   std::optional<target> value;
   std::string error;  // set when value is empty
@@ -35,7 +39,7 @@ struct proxy_address {
 };
 struct proxy_parse {
   std::optional<proxy_address> value;
-  std::string error;  // set when value is empty
+  std::string error;  // set when value is empty; a predicate, as target_parse's
 };
 proxy_parse parse_proxy_url(std::string_view url);
 

@@ -1,6 +1,10 @@
 // The queue functions the tools and the engine's side threads call on a storage::connection:
 // each runs the SQLite statements of the queue's shape or the PostgreSQL ones, whichever the
 // connection is, so callers outside storage/ never see which database or shape is behind it.
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "storage/postgres/queue.hpp"
 #include "storage/postgres/session.hpp"
 #include "storage/seed001/queue.hpp"
@@ -103,6 +107,83 @@ int migrate(connection& db, bool create_if_empty) {
       db, [](SQLite::Database& file) { return migrate(file); },
       [](SQLite::Database& file) { return seed001::migrate(file); },
       [](pg::session& server) { return pg::migrate(server); });
+}
+
+namespace {
+
+// The schema as migrate_reporting compares it: tables with their columns, indexes, triggers.
+struct schema_snapshot {
+  std::map<std::string, std::vector<std::string>> tables;  // columns in the table's order
+  std::set<std::pair<std::string, std::string>> others;    // (type, name)
+};
+
+schema_snapshot snapshot(connection& db) {
+  schema_snapshot out;
+  const auto tables = on_backend(
+      db, [](SQLite::Database& file) { return list_tables(file); },
+      [](pg::session& server) { return pg::list_tables(server); });
+  for (const auto& table : tables) {
+    out.tables[table.name] = table.columns;
+  }
+  const auto others = on_backend(
+      db, [](SQLite::Database& file) { return list_indexes_and_triggers(file); },
+      [](pg::session& server) { return pg::list_indexes_and_triggers(server); });
+  out.others.insert(others.begin(), others.end());
+  return out;
+}
+
+void append_list(std::string& out, const char* one, const char* many,
+                 const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  if (!out.empty()) out += "; ";
+  out += names.size() == 1 ? one : many;
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : " ") + names[i];
+}
+
+}  // namespace
+
+std::string migration_report::describe() const {
+  std::string added;
+  append_list(added, "table", "tables", tables);
+  append_list(added, "column", "columns", columns);
+  append_list(added, "index", "indexes", indexes);
+  append_list(added, "trigger", "triggers", triggers);
+  std::string dropped;
+  append_list(dropped, "index", "indexes", dropped_indexes);
+  std::string out;
+  if (!added.empty()) out = "added " + added;
+  if (!dropped.empty()) out += (out.empty() ? "dropped " : "; dropped ") + dropped;
+  return out;
+}
+
+migration_report migrate_reporting(connection& db, bool create_if_empty) {
+  migration_report report;
+  const auto before = snapshot(db);
+  report.version_before = before.tables.empty() ? 0 : schema_version(db);
+  report.version = migrate(db, create_if_empty);
+  const auto after = snapshot(db);
+  for (const auto& [table, columns] : after.tables) {
+    const auto was = before.tables.find(table);
+    if (was == before.tables.end()) {
+      report.tables.push_back(table);
+      continue;
+    }
+    for (const auto& column : columns) {
+      if (std::find(was->second.begin(), was->second.end(), column) == was->second.end()) {
+        report.columns.push_back(table + "." + column);
+      }
+    }
+  }
+  for (const auto& item : after.others) {
+    if (before.others.contains(item)) continue;
+    (item.first == "index" ? report.indexes : report.triggers).push_back(item.second);
+  }
+  for (const auto& item : before.others) {
+    if (item.first == "index" && !after.others.contains(item)) {
+      report.dropped_indexes.push_back(item.second);
+    }
+  }
+  return report;
 }
 
 std::int64_t emit_event(connection& db, std::string_view event_type, std::string_view payload,
@@ -310,6 +391,13 @@ replay_report replay_dead(connection& db, const dead_selection& which, double no
       db, [&](SQLite::Database& file) { return replay_dead(file, which, now); },
       [&](SQLite::Database& file) { return seed001::replay_dead(file, which, now); },
       [&](pg::session& server) { return pg::replay_dead(server, which, now); });
+}
+
+std::optional<delivery_detail> find_delivery(connection& db, std::int64_t id) {
+  return on_queue(
+      db, [&](SQLite::Database& file) { return find_delivery(file, id); },
+      [&](SQLite::Database& file) { return seed001::find_delivery(file, id); },
+      [&](pg::session& server) { return pg::find_delivery(server, id); });
 }
 
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,

@@ -5,7 +5,6 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "storage/connection.hpp"
@@ -13,6 +12,7 @@
 #include "storage/database.hpp"
 #include "tools/audit_chart.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/process.hpp"
 
 namespace surge::tools {
@@ -156,7 +156,7 @@ int run_audit(const audit_options& o) {
   if (o.json) {
     boost::json::array out;
     for (const auto& entry : entries) out.push_back(to_json(entry.summary));
-    std::cout << boost::json::serialize(out) << "\n";
+    std::cout << json_text(out) << "\n";
   } else {
     print_table(entries);
   }
@@ -185,7 +185,7 @@ void add_audit_command(CLI::App& app, command_action& action) {
       ->required()
       ->check(existing_queue());
   add_queue_shape_option(cmd, opts->shape);
-  cmd->add_option("--subscriber", opts->subscribers,
+  cmd->add_option("--subscriber,--subscribers", opts->subscribers,
                   "Only these subscribers: an id or a list such as 1,4,10-20");
   cmd->add_flag("--json", opts->json, "Print a JSON array instead of a table");
   cmd->add_option("--chart", opts->chart,

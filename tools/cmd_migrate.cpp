@@ -20,11 +20,17 @@ void add_migrate_command(CLI::App& app, command_action& action) {
   cmd->callback([&action, db_path, shape] {
     action = [db_path, shape] {
       storage::connection db({.location = *db_path, .shape = named_shape(*shape)});
-      const int before = storage::schema_version(db);
       // The one command that may create a queue: seed000's tables in an empty database. On a
       // seed001 queue only Surge's own tables are added.
-      const int after = storage::migrate(db, true);
-      std::cout << "schema version " << after << (after == before ? " (already current)" : "")
+      const auto report = storage::migrate_reporting(db, true);
+      if (report.changed()) {
+        std::cout << "migrate: " << report.describe() << " to "
+                  << storage::printable_location(*db_path) << "\n";
+      }
+      std::cout << "schema version " << report.version
+                << (report.version == report.version_before && !report.changed()
+                        ? " (already current)"
+                        : "")
                 << "\n";
       return exit_ok;
     };

@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "proto/clock.hpp"
@@ -15,6 +14,7 @@
 #include "storage/retention.hpp"
 #include "storage/schema.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/config_file.hpp"
 #include "tools/time_arg.hpp"
 
@@ -22,14 +22,13 @@ namespace surge::tools {
 
 namespace {
 
+// A file's size, 0 when it is not there. The database file and its write-ahead log are reported
+// apart: the log grows while prune deletes (its pages are copied back, not truncated), and the
+// sum would show a file that did not change size as grown.
 std::uintmax_t file_bytes(const std::string& path) {
-  std::uintmax_t total = 0;
-  for (const auto& file : {path, path + "-wal"}) {
-    std::error_code error;
-    const auto size = std::filesystem::file_size(file, error);
-    if (!error) total += size;
-  }
-  return total;
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  return error ? 0 : size;
 }
 
 struct prune_cli {
@@ -44,9 +43,9 @@ struct prune_cli {
 
 int run_prune(const prune_cli& o) {
   const auto age = parse_duration(o.older_than);
-  if (!age) {
+  if (!age || *age <= 0) {
     throw usage_error("bad --older-than '" + o.older_than +
-                      "': give e.g. 30d, 12h, 90m or seconds");
+                      "': give a positive duration, e.g. 14d, 12h, 90m, 2w or seconds");
   }
   storage::connection db(
       {.location = o.db_path, .create_if_missing = false, .shape = named_shape(o.shape)});
@@ -62,6 +61,7 @@ int run_prune(const prune_cli& o) {
       .cutoff = proto::unix_now() - *age, .dead = o.dead, .batch_rows = o.batch};
   const auto r = storage::prune(db, options);
   const auto bytes_after = file_bytes(o.db_path);
+  const auto wal_bytes = file_bytes(o.db_path + "-wal");
   const auto ms = [](std::chrono::microseconds d) {
     return static_cast<double>(d.count()) / 1000.0;
   };
@@ -77,17 +77,18 @@ int run_prune(const prune_cli& o) {
                             {"free_pages", r.free_pages},
                             {"incremental_vacuum", r.incremental_vacuum},
                             {"file_bytes_before", bytes_before},
-                            {"file_bytes_after", bytes_after}};
-    std::cout << boost::json::serialize(out) << "\n";
+                            {"file_bytes_after", bytes_after},
+                            {"wal_bytes", wal_bytes}};
+    std::cout << json_text(out) << "\n";
     return exit_ok;
   }
   std::printf(
       "pruned: deliveries=%lld attempts=%lld transactions=%lld lock_held_ms(median/p99/max)="
-      "%.1f/%.1f/%.1f pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju\n",
+      "%.1f/%.1f/%.1f pages_reclaimed=%lld free_pages=%lld file_bytes=%ju->%ju wal_bytes=%ju\n",
       static_cast<long long>(r.deliveries), static_cast<long long>(r.attempts),
       static_cast<long long>(r.transactions), ms(r.median_transaction), ms(r.p99_transaction),
       longest_ms, static_cast<long long>(r.pages_reclaimed), static_cast<long long>(r.free_pages),
-      bytes_before, bytes_after);
+      bytes_before, bytes_after, wal_bytes);
   if (!r.incremental_vacuum && r.free_pages > 0) {
     std::printf(
         "note: %lld free pages stay in the file and are reused by new rows; run once "

@@ -14,6 +14,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "tools/commands.hpp"
+#include "tools/sink/recorder.hpp"
 #include "tools/sink/sink_server.hpp"
 
 namespace surge::tools {
@@ -134,9 +135,9 @@ void add_sink_command(CLI::App& app, command_action& action) {
       ->add_option("--behaviours", options->behaviours,
                    "JSON file: per-subscriber answers keyed by id, \"*\" for the default")
       ->check(CLI::ExistingFile);
-  command->add_option("--record", options->record,
-                      "CSV of every request: arrival,subscriber_id,delivery_id,attempt,verdict,"
-                      "status_sent,event_type,connection_id");
+  command->add_option(
+      "--record", options->record,
+      std::string("CSV of every request, one line each, no header: ") + sink::record_columns);
   command->add_option("--threads", options->threads, "I/O threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <boost/json/array.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "proto/clock.hpp"
@@ -21,6 +20,7 @@
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 
 namespace surge::tools {
 
@@ -322,7 +322,7 @@ void add_stats_command(CLI::App& app, command_action& action) {
         out["credentials"] = credentials_json(credential_subscribers(db));
         out["announced_quotas"] = announced_json(announced_quotas(db), now);
         out["stopped_keys"] = stopped_keys_json(storage::list_stopped_keys(db));
-        std::cout << boost::json::serialize(out) << "\n";
+        std::cout << json_text(out) << "\n";
         return exit_ok;
       }
       std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s\n", "subscriber", "pending", "retry",

@@ -6,7 +6,6 @@
 #include <iostream>
 #include <optional>
 
-#include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include "engine/net/client_identity.hpp"
@@ -22,6 +21,7 @@
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
+#include "tools/json_text.hpp"
 #include "tools/number_check.hpp"
 
 namespace surge::tools {
@@ -82,13 +82,13 @@ void add_setting_options(CLI::App* cmd, subscriber_options& o) {
       ->check(CLI::Range(std::int64_t{2}, proto::max_batch_bytes));
   cmd->add_option("--batch-linger", o.batch_linger,
                   "Seconds a partial batch waits for more rows (default 0.5)")
-      ->check(finite_in(0.0, proto::max_batch_linger_seconds));
+      ->transform(duration_in(0.0, proto::max_batch_linger_seconds));
   cmd->add_option("--coalesce", o.coalesce,
                   "JSON pointer to the key whose repeats are merged, e.g. /data/video_id "
                   "('' turns coalescing off)");
   cmd->add_option("--coalesce-window", o.coalesce_window,
                   "Seconds within which repeats of a key are merged (default 10)")
-      ->check(finite_in(0.001, proto::max_coalesce_window_seconds));
+      ->transform(duration_in(0.001, proto::max_coalesce_window_seconds));
   cmd->add_option("--coalesce-events", o.coalesce_events,
                   "Event types coalescing applies to, same syntax as --events (default '*')");
   cmd->add_option("--header", o.headers,
@@ -156,7 +156,7 @@ void apply_credentials(const subscriber_options& o, storage::subscriber_row& row
   if (o.no_proxy) row.proxy.clear();
   if (o.proxy) {
     if (auto parsed = proto::parse_proxy_url(*o.proxy); !parsed.value) {
-      throw usage_error("bad --proxy " + proto::redact_url(*o.proxy) + ": " + parsed.error);
+      throw usage_error("--proxy: '" + proto::redact_url(*o.proxy) + "' " + parsed.error);
     }
     row.proxy = *o.proxy;
   }
@@ -222,7 +222,9 @@ void check_for_shape(const subscriber_options& o, storage::queue_shape shape, bo
 void apply_settings(const subscriber_options& o, storage::subscriber_row& row) {
   if (o.url) {
     const auto parsed = proto::parse_target_url(*o.url);
-    if (!parsed.value) throw usage_error("bad --url: " + parsed.error);
+    if (!parsed.value) {
+      throw usage_error("--url: '" + proto::redact_url(*o.url) + "' " + parsed.error);
+    }
     row.url = *o.url;
   }
   if (o.events) {
@@ -399,7 +401,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       if (add_opts->json) {
         auto out = to_json(row);
         out["secret"] = row.secret;
-        std::cout << boost::json::serialize(out) << "\n";
+        std::cout << json_text(out) << "\n";
       } else {
         std::cout << row.id << "\n";
         // The id stays alone on standard output, for `id=$(surge subscriber add …)`; a secret
@@ -430,7 +432,7 @@ void add_subscriber_command(CLI::App& app, command_action& action) {
       if (list_opts->json) {
         boost::json::array out;
         for (const auto& row : rows) out.push_back(to_json(row));
-        std::cout << boost::json::serialize(out) << "\n";
+        std::cout << json_text(out) << "\n";
         return exit_ok;
       }
       std::printf("%6s %-8s %10s %6s %-9s %5s  %s\n", "id", "active", "rate/s", "burst", "signing",

@@ -1,6 +1,7 @@
 #include "tools/config_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -189,8 +190,16 @@ std::string config_path(const std::vector<std::string>& args) {
   return {};
 }
 
+// Where a flag taken from the file was set, so that a value CLI11 refuses names its line.
+struct file_flag {
+  std::string option;  // the option's name as CLI11's errors give it ("--lease")
+  std::string key;
+  int line = 0;
+};
+
 std::vector<std::string> flags_from_file(CLI::App& cmd, const std::string& path,
-                                         const std::vector<std::string>& args) {
+                                         const std::vector<std::string>& args,
+                                         std::vector<file_flag>& origins) {
   std::vector<std::string> out;
   for (const auto& item : parse_config(path, read_config(path), cmd.get_name())) {
     const std::string flag = "--" + item.key;
@@ -200,7 +209,12 @@ std::vector<std::string> flags_from_file(CLI::App& cmd, const std::string& path,
                              excerpt(item.key) + "': not a flag of surge " + cmd.get_name() +
                              " (see --help)");
     }
-    if (given_on_command_line(args, flag)) continue;
+    if (std::any_of(
+            option->get_lnames().begin(), option->get_lnames().end(),
+            [&](const std::string& name) { return given_on_command_line(args, "--" + name); })) {
+      continue;
+    }
+    origins.push_back({option->get_name(), item.key, item.line});
     if (option->get_type_size() == 0) {
       // A switch: `name = true` sets it, `name = false` leaves it off.
       if (item.values.size() != 1 || (item.values[0] != "true" && item.values[0] != "false")) {
@@ -231,6 +245,8 @@ void add_config_option(CLI::App* cmd) {
 
 void parse_command_line(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<file_flag> origins;
+  std::string path;
   CLI::App* cmd = nullptr;
   if (!args.empty()) {
     const auto found =
@@ -238,14 +254,34 @@ void parse_command_line(CLI::App& app, int argc, char** argv) {
     if (!found.empty()) cmd = found.front();
   }
   if (cmd != nullptr && cmd->get_option_no_throw("--config") != nullptr) {
-    const std::string path = config_path(args);
+    path = config_path(args);
     if (!path.empty()) {
-      auto extra = flags_from_file(*cmd, path, args);
+      auto extra = flags_from_file(*cmd, path, args, origins);
       args.insert(args.begin() + 1, extra.begin(), extra.end());
     }
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
-  app.parse(args);
+  try {
+    app.parse(args);
+  } catch (const CLI::ConfigError&) {
+    throw;
+  } catch (const CLI::ParseError& error) {
+    // CLI11 names the option whose value it refused ("--lease: '2x' is not a duration"); when
+    // that value came from the file, say where in the file, as for the file's other errors.
+    const std::string message = error.what();
+    for (const auto& origin : origins) {
+      const auto at = message.find(origin.option);
+      if (at == std::string::npos) continue;
+      const auto after = at + origin.option.size();
+      if (after < message.size() &&
+          (std::isalnum(static_cast<unsigned char>(message[after])) || message[after] == '-')) {
+        continue;  // another option whose name starts with this one
+      }
+      throw CLI::ConfigError(path + ":" + std::to_string(origin.line) + ": bad value for '" +
+                             excerpt(origin.key) + "': " + message);
+    }
+    throw;
+  }
 }
 
 }  // namespace surge::tools

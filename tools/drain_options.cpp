@@ -7,6 +7,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics_server.hpp"
+#include "proto/id_set.hpp"
 #include "proto/target_policy.hpp"
 #include "tools/commands.hpp"
 #include "tools/number_check.hpp"
@@ -62,6 +63,20 @@ CLI::Validator name_server_list() {
       "IP[:PORT],...");
 }
 
+// An id list as proto::id_set reads it ("1,4,10-20"), checked while parsing, so that a bad list
+// in a --config file is named with its line.
+CLI::Validator id_list() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        // An empty list is a mistake (an unset shell variable, say), not "all subscribers".
+        if (value.empty()) return "empty list";
+        std::string error;
+        if (!proto::id_set::parse(value, &error)) return error;
+        return {};
+      },
+      "IDS");
+}
+
 // Rounded, so that a default given back in seconds comes back as the same milliseconds.
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(std::llround(seconds * 1000.0));
@@ -75,8 +90,10 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   add_queue_shape_option(cmd, o.queue_shape);
   cmd->add_option("--threads", o.threads, "Reactor threads (shards); default: one per core")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--subscribers", o.subscribers,
-                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all)")
+  cmd->add_option("--subscribers,--subscriber", o.subscribers,
+                  "Only these subscriber ids, e.g. 1,4,10-20 (default: all); --subscriber is "
+                  "the same flag")
+      ->check(id_list())
       ->each([&o](const std::string&) { o.subscribers_given = true; });
   cmd->add_flag("--until-drained", o.until_drained,
                 "Exit once nothing is due, leased or in flight");
@@ -84,9 +101,9 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
                   "With --until-drained, also wait for retries scheduled within this many "
                   "seconds")
       ->capture_default_str()
-      ->check(finite_in(0.0, 86400.0));
+      ->transform(duration_in(0.0, 86400.0));
   cmd->add_option("--duration", o.duration, "Stop after this many seconds")
-      ->check(finite_in(0.001, max_seconds));
+      ->transform(duration_in(0.001, max_seconds));
   cmd->add_option("--max-in-flight", o.max_in_flight, "Requests in flight, whole process")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
@@ -96,7 +113,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->check(CLI::Range(1, 100'000));
   cmd->add_option("--lease", o.lease, "Seconds a claimed row stays leased to this process")
       ->capture_default_str()
-      ->check(finite_in(5.0, 86400.0));
+      ->transform(duration_in(5.0, 86400.0));
   // Unset, these follow the queue's shape (storage::retry_defaults).
   cmd->add_option("--max-attempts", o.max_attempts,
                   "Attempts before a row is dead (default 8; 12 on a seed001 queue)")
@@ -104,20 +121,20 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->each([&o](const std::string&) { o.retry_given.max_attempts = true; });
   cmd->add_option("--max-age", o.max_age,
                   "Seconds after creation a row is no longer retried (default 86400)")
-      ->check(finite_in(1.0, max_seconds))
+      ->transform(duration_in(1.0, max_seconds))
       ->each([&o](const std::string&) { o.retry_given.max_age = true; });
   cmd->add_option("--retry-base", o.retry_base,
                   "First retry delay in seconds, doubling (default 1; on a seed001 queue "
                   "2^attempt s plus 0-30 s)")
-      ->check(finite_in(0.01, 86400.0))
+      ->transform(duration_in(0.01, 86400.0))
       ->each([&o](const std::string&) { o.retry_given.base_delay = true; });
   cmd->add_option("--retry-cap", o.retry_cap, "Longest retry delay in seconds (default 3600)")
-      ->check(finite_in(0.01, 7 * 86400.0))
+      ->transform(duration_in(0.01, 7 * 86400.0))
       ->each([&o](const std::string&) { o.retry_given.max_delay = true; });
   cmd->add_option("--retry-after-cap", o.retry_after_cap,
                   "Longest Retry-After honoured, in seconds")
       ->capture_default_str()
-      ->check(finite_in(0.0, 7 * 86400.0));
+      ->transform(duration_in(0.0, 7 * 86400.0));
   cmd->add_flag("--allow-private-targets", o.allow_private_targets,
                 "Allow loopback and private addresses (tests and local benchmarks)");
   cmd->add_option("--dns-server", o.dns_servers,
@@ -147,7 +164,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--circuit-max-cooldown", o.circuit_max_cooldown,
                   "Longest wait between probes of an open circuit, in seconds")
       ->capture_default_str()
-      ->check(finite_in(1.0, 3600.0));
+      ->transform(duration_in(1.0, 3600.0));
   cmd->add_option("--origin-latency-tolerance", o.origin_latency_tolerance,
                   "Adaptive concurrency per host:port: requests in flight shrink once latency "
                   "exceeds this many times the best seen (plus --origin-latency-slack); 0 "
@@ -158,41 +175,41 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
                   "Seconds of latency over tolerance x the best seen that an origin may show "
                   "before its requests in flight shrink; sets the queue at a fast origin")
       ->capture_default_str()
-      ->check(finite_in(0.0, 10.0));
+      ->transform(duration_in(0.0, 10.0));
   cmd->add_option("--token-lease", o.token_lease,
                   "Seconds of refill taken from a subscriber's persisted bucket per lease; every "
                   "drainer of the subscriber spends from that one bucket")
       ->capture_default_str()
-      ->check(finite_in(0.01, 60.0));
+      ->transform(duration_in(0.01, 60.0));
   cmd->add_option("--idle-poll-min", o.idle_poll_min,
                   "Seconds before a subscriber whose claim came back short is asked again "
                   "(doubling up to --idle-poll-max)")
       ->capture_default_str()
-      ->check(finite_in(0.001, 86400.0));
+      ->transform(duration_in(0.001, 86400.0));
   cmd->add_option("--idle-poll-max", o.idle_poll_max,
                   "Longest wait between polls of an idle subscriber, in seconds; rows other "
                   "programs queue wake it sooner (--new-rows-check-interval)")
       ->capture_default_str()
-      ->check(finite_in(0.001, 86400.0));
+      ->transform(duration_in(0.001, 86400.0));
   cmd->add_option("--new-rows-check-interval", o.new_rows_check_interval,
                   "Seconds between checks for rows queued by other programs, whose "
                   "subscribers are then asked at once (0: only the idle polls find them)")
       ->capture_default_str()
-      ->check(finite_in(0.0, 60.0));
+      ->transform(duration_in(0.0, 60.0));
   cmd->add_option("--connect-timeout", o.connect_timeout, "Seconds to connect")
       ->capture_default_str()
-      ->check(finite_in(0.01, 600.0));
+      ->transform(duration_in(0.01, 600.0));
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
       ->capture_default_str()
-      ->check(finite_in(0.01, 3600.0));
+      ->transform(duration_in(0.01, 3600.0));
   cmd->add_option("--grace", o.shutdown_grace,
                   "Seconds in-flight attempts may take to finish after a stop signal")
       ->capture_default_str()
-      ->check(finite_in(0.0, 3600.0));
+      ->transform(duration_in(0.0, 3600.0));
   cmd->add_option("--progress-interval", o.progress_interval,
                   "Seconds between progress log lines (0: none)")
       ->capture_default_str()
-      ->check(finite_in(0.0, 3600.0));
+      ->transform(duration_in(0.0, 3600.0));
   cmd->add_option("--log-level", o.log_level, "debug, info, warn or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
@@ -245,7 +262,9 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.http.dns.servers = o.dns_servers;
   if (!o.proxy.empty()) {
     auto parsed = proto::parse_proxy_url(o.proxy);
-    if (!parsed.value) throw usage_error("bad --proxy " + o.proxy + ": " + parsed.error);
+    if (!parsed.value) {
+      throw usage_error("--proxy: '" + proto::redact_url(o.proxy) + "' " + parsed.error);
+    }
     config.http.proxy = std::move(*parsed.value);
   }
   config.scheduler.max_payload_bytes = o.max_payload_bytes;

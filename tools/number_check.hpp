@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tools/time_arg.hpp"
+
 namespace surge::tools {
 
 inline CLI::Validator finite_in(double min, double max) {
@@ -23,6 +25,31 @@ inline CLI::Validator finite_in(double min, double max) {
         return {};
       },
       "NUMBER in " + range.str());
+}
+
+// A duration flag held in seconds: takes a unit ("500ms", "45s", "2m", "1h", "14d", "2w") or a
+// plain number of seconds, and hands the option its value in seconds, within [min, max]
+// seconds. A transform (`->transform(duration_in(...))`), so that it rewrites the text before
+// CLI11 converts it; a --config file's values go through it too.
+inline CLI::Validator duration_in(double min, double max) {
+  std::ostringstream range;
+  range << min << " to " << max << " s";
+  return CLI::Validator(
+      [min, max, text = range.str()](std::string& input) -> std::string {
+        const auto seconds = parse_duration(input);
+        if (!seconds) {
+          return "'" + input +
+                 "' is not a duration (seconds, or a number with a unit: 500ms, 45s, 2m, 1h, "
+                 "14d, 2w)";
+        }
+        if (*seconds < min || *seconds > max) return "'" + input + "' is out of range " + text;
+        std::ostringstream out;
+        out.precision(17);
+        out << *seconds;
+        input = out.str();
+        return {};
+      },
+      "DURATION in " + range.str());
 }
 
 }  // namespace surge::tools

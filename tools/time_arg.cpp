@@ -54,20 +54,21 @@ std::optional<double> parse_iso(const std::smatch& m) {
 
 }  // namespace
 
-std::optional<double> parse_duration(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const std::string unit = text.substr(used);
+std::optional<double> parse_duration(std::string_view text) {
+  // The number: digits with an optional fraction; no sign, exponent, hex, "nan" or "inf".
+  static const std::regex form(R"((\d+(?:\.\d*)?|\.\d+)(ms|s|m|h|d|w)?)");
+  const std::string value(text);
+  std::smatch m;
+  if (!std::regex_match(value, m, form)) return std::nullopt;
+  const auto number = to_number(m[1].str());
+  if (!number) return std::nullopt;
   static const std::map<std::string, double> seconds_per{
       {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
-  const auto scale = seconds_per.find(unit);
-  if (scale == seconds_per.end() || !std::isfinite(value) || value <= 0) return std::nullopt;
-  return value * scale->second;
+  // Milliseconds divide, so that "5ms" is exactly the double 0.005.
+  const double seconds =
+      m[2].str() == "ms" ? *number / 1000.0 : *number * seconds_per.at(m[2].str());
+  if (!std::isfinite(seconds)) return std::nullopt;
+  return seconds;
 }
 
 std::optional<double> parse_time_arg(std::string_view text, double now) {

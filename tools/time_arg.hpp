@@ -1,5 +1,6 @@
 #pragma once
-// Parsing the time arguments of the admin commands (`surge dead --since`).
+// Parsing the time arguments of every command: durations (`drain --lease 2m`, `prune
+// --older-than 14d`) and points in time (`surge dead --since`).
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,9 +14,11 @@ namespace surge::tools {
 // the wrong rows silently.
 std::optional<double> parse_time_arg(std::string_view text, double now);
 
-// A length of time in seconds: "30d", "12h", "90m", "45s", "2w" or plain seconds; nullopt
-// unless positive and finite (`surge prune --older-than`, and the ages above).
-std::optional<double> parse_duration(const std::string& text);
+// A length of time in seconds: a number with a unit, "250ms", "45s", "90m", "12h", "30d", "2w",
+// or a plain number, which is seconds ("1.5"); fractions allowed ("1.5h"). nullopt for anything
+// else, and unless finite and at least 0. The one parser of every duration flag
+// (tools/number_check.hpp's duration_in) and of the ages above.
+std::optional<double> parse_duration(std::string_view text);
 
 // "2026-11-21T06:00:00Z" (whole seconds, UTC).
 std::string format_utc(double unix_seconds);

@@ -10,7 +10,8 @@ namespace {
 
 // The WHERE clause list and replay share; $1 is the `since` bound when set, then the limit.
 std::string selection_sql(const dead_selection& which, params& values) {
-  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id");
+  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id") +
+                    " AND " + detail::id_filter(which.ids, "id");
   if (which.created_since) {
     values.add(*which.created_since);
     sql += " AND created_at >= $" + std::to_string(values.size());
@@ -87,6 +88,27 @@ replay_report replay_dead(session& db, const dead_selection& which, double now) 
   }
   step.commit();
   return report;
+}
+
+std::optional<delivery_detail> find_delivery(session& db, std::int64_t id) {
+  const auto found = db.exec(
+      "SELECT id, subscriber_id, event_type, status, attempts, last_status, last_error, "
+      "created_at, (SELECT MAX(finished_at) FROM surge_attempt WHERE delivery_id = d.id), "
+      "payload FROM webhook_delivery d WHERE id = $1",
+      params().add(id));
+  if (found.rows() == 0) return std::nullopt;
+  delivery_detail row;
+  row.id = found.int64(0, 0);
+  row.subscriber_id = found.int64(0, 1);
+  row.event_type = found.text(0, 2);
+  row.status = found.text(0, 3);
+  row.attempts = found.int64(0, 4);
+  row.last_status = static_cast<int>(found.int64(0, 5));
+  row.last_error = found.text(0, 6);
+  row.created_at = found.real(0, 7);
+  if (!found.is_null(0, 8)) row.finished_at = found.real(0, 8);
+  row.payload = found.text(0, 9);
+  return row;
 }
 
 std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, bool with_delivered) {

@@ -3,7 +3,9 @@
 // schema.hpp): the same contracts, reached through storage::connection. Private to storage/.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proto/id_set.hpp"
@@ -27,6 +29,9 @@ int latest_schema_version();
 int migrate(session& db);
 // Every table of the current schema with its columns (storage/queue_shape.hpp).
 std::vector<found_table> list_tables(session& db);
+// The schema's indexes (those behind a primary key or unique constraint left out) and triggers
+// (PostgreSQL's internal ones left out), as (type, name).
+std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(session& db);
 
 std::int64_t emit_event(session& db, std::string_view event_type, std::string_view payload,
                         double now, int count);
@@ -67,6 +72,7 @@ void read_claimed_row(const result& found, int row, int first, claimed_row& out)
 std::vector<drainer_ownership> read_ownership(session& db, double now);
 std::vector<dead_row> list_dead(session& db, const dead_selection& which);
 replay_report replay_dead(session& db, const dead_selection& which, double now);
+std::optional<delivery_detail> find_delivery(session& db, std::int64_t id);
 std::vector<audit_entry> read_audit(session& db, const proto::id_set& which, bool with_delivered);
 
 std::vector<subscriber_backlog> backlog_by_subscriber(session& db, double overdue_before,

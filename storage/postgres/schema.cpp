@@ -166,6 +166,21 @@ std::vector<found_table> list_tables(session& db) {
   return tables;
 }
 
+std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(session& db) {
+  const auto found = db.exec(
+      "SELECT 'index', c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+      "WHERE c.relnamespace = current_schema()::regnamespace AND NOT EXISTS "
+      "(SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid) "
+      "UNION ALL SELECT 'trigger', t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = "
+      "t.tgrelid WHERE NOT t.tgisinternal AND c.relnamespace = current_schema()::regnamespace "
+      "ORDER BY 1, 2");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int row = 0; row < found.rows(); ++row) {
+    out.emplace_back(std::string(found.text(row, 0)), std::string(found.text(row, 1)));
+  }
+  return out;
+}
+
 int migrate(session& db) {
   if (schema_version(db) >= postgres_schema_version && schema_complete(db)) {
     return schema_version(db);

@@ -167,8 +167,9 @@ namespace {
 
 // Shared by list and replay; binds :since when set. One scan of the table, like seed000's.
 std::string dead_selection_sql(const dead_selection& which) {
-  std::string sql =
-      "d.state = 'dead' AND " + detail::id_filter(which.subscribers, "d.subscriber_id");
+  std::string sql = "d.state = 'dead' AND " +
+                    detail::id_filter(which.subscribers, "d.subscriber_id") + " AND " +
+                    detail::id_filter(which.ids, "d.id");
   if (which.created_since) sql += " AND d.enqueued_at >= :since";
   return sql;
 }
@@ -242,6 +243,34 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   }
   transaction.commit();
   return report;
+}
+
+std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id) {
+  // The shape keeps no last status or error: Surge's note beside the row does.
+  const bool attempts = db.tableExists("surge_attempt");
+  const bool notes = db.tableExists("surge_delivery_note");
+  SQLite::Statement query(
+      db, std::string("SELECT d.id, d.subscriber_id, d.event_type, d.state, d.attempt, ") +
+              (notes ? "n.last_status, n.last_error" : "NULL, NULL") + ", d.enqueued_at, " +
+              (attempts ? "(SELECT MAX(finished_at) FROM surge_attempt WHERE delivery_id = d.id)"
+                        : "NULL") +
+              ", d.payload FROM webhook_deliveries d " +
+              (notes ? "LEFT JOIN surge_delivery_note n ON n.delivery_id = d.id " : "") +
+              "WHERE d.id = ?");
+  query.bind(1, id);
+  if (!query.executeStep()) return std::nullopt;
+  delivery_detail row;
+  row.id = query.getColumn(0).getInt64();
+  row.subscriber_id = query.getColumn(1).getInt64();
+  row.event_type = query.getColumn(2).getString();
+  row.status = query.getColumn(3).getString();
+  row.attempts = query.getColumn(4).getInt64();
+  row.last_status = query.getColumn(5).isNull() ? 0 : query.getColumn(5).getInt();
+  row.last_error = query.getColumn(6).isNull() ? "" : query.getColumn(6).getString();
+  row.created_at = query.getColumn(7).getDouble();
+  if (!query.getColumn(8).isNull()) row.finished_at = query.getColumn(8).getDouble();
+  row.payload = query.getColumn(9).getString();
+  return row;
 }
 
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,

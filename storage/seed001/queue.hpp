@@ -61,6 +61,7 @@ const ordered_index& ordered_claim_index();
 
 std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
+std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id);
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
                                     bool with_delivered);
 

@@ -15,7 +15,8 @@ namespace {
 // their own (the due indexes cover pending/retry only), so this is one table scan: fine for an
 // operator's command, not for a hot path.
 std::string selection_sql(const dead_selection& which) {
-  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id");
+  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id") +
+                    " AND " + detail::id_filter(which.ids, "id");
   if (which.created_since) sql += " AND created_at >= :since";
   return sql;
 }
@@ -85,6 +86,30 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   }
   transaction.commit();
   return report;
+}
+
+std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id) {
+  const bool attempts = db.tableExists("surge_attempt");
+  SQLite::Statement query(
+      db, std::string("SELECT id, subscriber_id, event_type, status, attempts, last_status, "
+                      "last_error, created_at, ") +
+              (attempts ? "(SELECT MAX(finished_at) FROM surge_attempt WHERE delivery_id = d.id)"
+                        : "NULL") +
+              ", payload FROM webhook_delivery d WHERE id = ?");
+  query.bind(1, id);
+  if (!query.executeStep()) return std::nullopt;
+  delivery_detail row;
+  row.id = query.getColumn(0).getInt64();
+  row.subscriber_id = query.getColumn(1).getInt64();
+  row.event_type = query.getColumn(2).getString();
+  row.status = query.getColumn(3).getString();
+  row.attempts = query.getColumn(4).getInt64();
+  row.last_status = query.getColumn(5).isNull() ? 0 : query.getColumn(5).getInt();
+  row.last_error = query.getColumn(6).isNull() ? "" : query.getColumn(6).getString();
+  row.created_at = query.getColumn(7).getDouble();
+  if (!query.getColumn(8).isNull()) row.finished_at = query.getColumn(8).getDouble();
+  row.payload = query.getColumn(9).getString();
+  return row;
 }
 
 }  // namespace surge::storage

@@ -23,4 +23,6 @@ std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& whic
 // transaction.
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
 
+std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id);
+
 }  // namespace surge::storage

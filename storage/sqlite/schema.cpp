@@ -264,6 +264,17 @@ std::vector<found_table> list_tables(SQLite::Database& db) {
   return tables;
 }
 
+std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(SQLite::Database& db) {
+  SQLite::Statement query(db,
+                          "SELECT type, name FROM sqlite_master WHERE type IN ('index', 'trigger') "
+                          "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name");
+  std::vector<std::pair<std::string, std::string>> out;
+  while (query.executeStep()) {
+    out.emplace_back(query.getColumn(0).getString(), query.getColumn(1).getString());
+  }
+  return out;
+}
+
 int schema_version(SQLite::Database& db) {
   if (!db.tableExists("surge_schema_version")) return 0;
   return db.execAndGet("SELECT COALESCE(MAX(version), 0) FROM surge_schema_version").getInt();

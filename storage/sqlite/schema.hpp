@@ -1,5 +1,7 @@
 #pragma once
 // Surge's migrations of a SQLite queue file, on top of the shared DDL.
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
@@ -22,5 +24,7 @@ int migrate(SQLite::Database& db);
 // Every table of the file with its columns (sqlite_ tables left out), for
 // storage/queue_shape.hpp.
 std::vector<found_table> list_tables(SQLite::Database& db);
+// The file's indexes and triggers, as (type, name), SQLite's own automatic indexes left out.
+std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(SQLite::Database& db);
 
 }  // namespace surge::storage

@@ -53,7 +53,7 @@ TEST(AdminCli, DeadListShowsNewestFirstAsJson) {
   EXPECT_EQ(first.at("attempts").as_int64(), 8);
   EXPECT_EQ(first.at("last_status").as_int64(), 500);
   EXPECT_EQ(first.at("last_error").as_string(), "attempt limit (HTTP 500)");
-  EXPECT_NEAR(first.at("created_at").as_double(), now - 60, 0.01);
+  EXPECT_NEAR(first.at("created_at").to_number<double>(), now - 60, 0.01);
   EXPECT_EQ(rows[1].at("id").as_int64(), older);
 
   result = run_surge(dir, {"dead", "list", "--db", queue.path(), "--limit", "1"});
@@ -114,6 +114,61 @@ TEST_P(AdminCliOn, DeadReplayBySubscriberAndSince) {
   EXPECT_NE(result.out.find("inactive"), std::string::npos) << result.out;
   result = run_surge(dir, {"dead", "replay", "--db", queue.path()});
   EXPECT_NE(result.out.find("replayed 0 "), std::string::npos) << result.out;
+}
+
+// `dead show ID` prints one dead row in full; `dead replay --id` replays exactly those rows.
+TEST_P(AdminCliOn, DeadShowAndReplayById) {
+  temp_dir dir;
+  SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
+  test_queue& queue = *queue_held;
+  const double now = proto::unix_now();
+  const auto a = queue.add_subscriber("https://a.example/h", 5, 10);
+  const auto rows = queue.add_rows(a, 5, R"({"video":"v42"})", now - 600);
+  for (const auto id : rows) make_dead(queue, id);
+  const auto pending = queue.add_rows(a, 1)[0];
+
+  auto result =
+      run_surge(dir, {"dead", "show", "--db", queue.path(), std::to_string(rows[1]), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto shown = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(shown.at("id").as_int64(), rows[1]);
+  EXPECT_EQ(shown.at("subscriber_id").as_int64(), a);
+  EXPECT_EQ(shown.at("event_type").as_string(), "video.trending");
+  EXPECT_EQ(shown.at("attempts").as_int64(), 8);
+  EXPECT_EQ(shown.at("last_status").as_int64(), 500);
+  EXPECT_EQ(shown.at("last_error").as_string(), "attempt limit (HTTP 500)");
+  EXPECT_NEAR(shown.at("created_at").to_number<double>(), now - 600, 0.01);
+  EXPECT_TRUE(shown.at("finished_at").is_null()) << "no attempt was recorded";
+  EXPECT_EQ(shown.at("payload").as_string(), R"({"video":"v42"})");
+  EXPECT_EQ(shown.at("payload_bytes").as_int64(), 15);
+
+  result = run_surge(dir, {"dead", "show", "--db", queue.path(), std::to_string(rows[1])});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("attempt limit (HTTP 500)"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(R"({"video":"v42"})"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(tools::format_utc(now - 600)), std::string::npos) << result.out;
+
+  // Not dead, and not there: exit 1 saying which.
+  result = run_surge(dir, {"dead", "show", "--db", queue.path(), std::to_string(pending)});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("is not dead"), std::string::npos) << result.err;
+  result = run_surge(dir, {"dead", "show", "--db", queue.path(), "999999"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("no delivery 999999"), std::string::npos) << result.err;
+
+  // --id repeated and as a list: exactly those rows.
+  result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--id", std::to_string(rows[0]),
+                           "--id", std::to_string(rows[2]) + "," + std::to_string(rows[3])});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("replayed 3 "), std::string::npos) << result.out;
+  EXPECT_EQ(queue.row(rows[0]).status, "pending");
+  EXPECT_EQ(queue.row(rows[1]).status, "dead");
+  EXPECT_EQ(queue.row(rows[2]).status, "pending");
+  EXPECT_EQ(queue.row(rows[3]).status, "pending");
+  EXPECT_EQ(queue.row(rows[4]).status, "dead");
+  result = run_surge(dir, {"dead", "replay", "--db", queue.path(), "--id", "x"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--id"), std::string::npos) << result.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AdminCliOn, all_backends(), backend_name);
@@ -199,18 +254,18 @@ TEST_P(AdminAudit, ConformingSubscriberPassesWithExitZero) {
   EXPECT_EQ(a.at("attempts").as_int64(), 210);
   EXPECT_EQ(a.at("successes").as_int64(), 200);  // every 20th of the spaced ones got 503
   EXPECT_FALSE(a.at("violation").as_bool());
-  EXPECT_LE(a.at("max_1s").as_int64(), a.at("allowed_1s").as_double());
-  EXPECT_DOUBLE_EQ(a.at("allowed_1s").as_double(), 16);
-  EXPECT_DOUBLE_EQ(a.at("allowed_60s").as_double(), 311);
-  EXPECT_NEAR(a.at("achieved_rate").as_double(), 5, 1e-6);  // (210 - 10) / 40 s
-  EXPECT_LE(a.at("worst_window").at("excess").as_double(), 0);
+  EXPECT_LE(a.at("max_1s").as_int64(), a.at("allowed_1s").to_number<double>());
+  EXPECT_DOUBLE_EQ(a.at("allowed_1s").to_number<double>(), 16);
+  EXPECT_DOUBLE_EQ(a.at("allowed_60s").to_number<double>(), 311);
+  EXPECT_NEAR(a.at("achieved_rate").to_number<double>(), 5, 1e-6);  // (210 - 10) / 40 s
+  EXPECT_LE(a.at("worst_window").at("excess").to_number<double>(), 0);
   // Latencies: 1..100 ms once each, then 110 times 50 ms. Nearest rank over 210 values:
   // p50 is the 105th (50 ms), p90 the 189th (79 ms), p99 the 208th (98 ms). The tolerance is
   // what doubles near 1.8e9 s keep of a difference.
   const auto& latency = a.at("latency_seconds").as_object();
-  EXPECT_NEAR(latency.at("p50").as_double(), 0.050, 1e-6);
-  EXPECT_NEAR(latency.at("p90").as_double(), 0.079, 1e-6);
-  EXPECT_NEAR(latency.at("p99").as_double(), 0.098, 1e-6);
+  EXPECT_NEAR(latency.at("p50").to_number<double>(), 0.050, 1e-6);
+  EXPECT_NEAR(latency.at("p90").to_number<double>(), 0.079, 1e-6);
+  EXPECT_NEAR(latency.at("p99").to_number<double>(), 0.098, 1e-6);
 }
 
 TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
@@ -223,8 +278,8 @@ TEST_P(AdminAudit, OverLimitSubscriberIsFlaggedWithExitFour) {
   EXPECT_EQ(bad.at("subscriber_id").as_int64(), bad_);
   EXPECT_TRUE(bad.at("violation").as_bool());
   EXPECT_EQ(bad.at("max_1s").as_int64(), 30);
-  EXPECT_DOUBLE_EQ(bad.at("allowed_1s").as_double(), 4);
-  EXPECT_NEAR(bad.at("latency_seconds").at("p99").as_double(), 0.2, 1e-6);
+  EXPECT_DOUBLE_EQ(bad.at("allowed_1s").to_number<double>(), 4);
+  EXPECT_NEAR(bad.at("latency_seconds").at("p99").to_number<double>(), 0.2, 1e-6);
 
   result = run_surge(dir_, {"audit", "--db", queue().path()});
   EXPECT_EQ(result.exit_code, 4);

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,6 +36,36 @@ TEST(Cli, StatsOnAQueueSurgeHasNotMigratedSaysToRunMigrate) {
   ASSERT_EQ(run_surge(dir, {"migrate", "--db", path}).exit_code, 0);
   result = run_surge(dir, {"stats", "--db", path});
   EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
+// A URL that does not parse is named with the part that is wrong, never Boost.URL's error
+// names ("mismatch", "leftover").
+TEST(Cli, UrlErrorsNameThePartThatIsWrong) {
+  temp_dir dir;
+  test_queue queue(dir);
+  for (const auto& [url, says] : std::vector<std::pair<std::string, std::string>>{
+           {"htp:/x", "--url: 'htp:/x' is not an http:// or https:// URL"},
+           {"http:/x", "--url: 'http:/x' does not start with http://"},
+           {"https://", "--url: 'https://' has no host"},
+           {"https://a.example:443x/h",
+            "--url: 'https://a.example:443x/h' has characters after "
+            "the port"},
+           {"https://a example/h",
+            "--url: 'https://a example/h' has a character not allowed in "
+            "a host name (' ')"},
+           {"https://user:pw@a.example/h", "--url: 'https://***@a.example/h' has user info"}}) {
+    const auto result = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url", url});
+    EXPECT_EQ(result.exit_code, 2) << url << ": " << result.err;
+    EXPECT_NE(result.err.find(says), std::string::npos) << url << ": " << result.err;
+    EXPECT_EQ(result.err.find("mismatch"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("leftover"), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find(":pw@"), std::string::npos) << "a password is never shown";
+  }
+  const auto proxy = run_surge(dir, {"drain", "--db", queue.path(), "--proxy", "htp:/proxy"});
+  EXPECT_EQ(proxy.exit_code, 2) << proxy.err;
+  EXPECT_NE(proxy.err.find("--proxy: 'htp:/proxy' is not an http:// or https:// URL"),
+            std::string::npos)
+      << proxy.err;
 }
 
 TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
@@ -94,6 +126,33 @@ TEST(Cli, UnknownCommandsAndFlagsExitWithTwoAndSaySo) {
                            "--max-attempts", "--max-age", "--allow-private-targets", "--ca-file",
                            "--origin-latency-tolerance", "--origin-latency-slack"}) {
     EXPECT_NE(result.out.find(flag), std::string::npos) << flag << " missing from --help";
+  }
+}
+
+// --subscriber and --subscribers are one flag wherever a list of subscribers is taken.
+TEST(Cli, SubscriberAndSubscribersAreOneFlag) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto known = queue.add_subscriber("http://127.0.0.1:9/hook", 10, 1);
+  for (const std::string flag : {"--subscriber", "--subscribers"}) {
+    auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--progress",
+                                  "off", flag, std::to_string(known) + ",99"});
+    EXPECT_EQ(result.exit_code, 2) << flag << ": " << result.err;
+    EXPECT_NE(result.err.find("no subscriber of this queue: 99"), std::string::npos)
+        << flag << ": " << result.err;
+    result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--progress", "off",
+                             flag, "1,4,10-20"});
+    EXPECT_EQ(result.exit_code, 2) << flag << ": " << result.err;
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"dead", "list"}, {"dead", "replay"}, {"audit"}}) {
+      auto args = command;
+      args.insert(args.end(), {"--db", queue.path(), "--json", flag, "1,4,10-20"});
+      result = run_surge(dir, args);
+      EXPECT_EQ(result.exit_code, 0) << command[0] << " " << flag << ": " << result.err;
+      args.back() = "4-1";
+      result = run_surge(dir, args);
+      EXPECT_EQ(result.exit_code, 2) << command[0] << " " << flag << ": " << result.err;
+    }
   }
 }
 
@@ -165,6 +224,53 @@ TEST(Cli, NonNumbersAndEmptyListsAreRefusedWithExitTwo) {
   EXPECT_EQ(set.exit_code, 0) << set.err;
 }
 
+// Every duration flag takes a unit; a plain number stays seconds, as before.
+TEST(Cli, DurationsTakeUnitsAndPlainNumbersStaySeconds) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::vector<std::string> drain{"drain",           "--db",       queue.path(),
+                                       "--until-drained", "--progress", "off"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = drain;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_surge(dir, args);
+  };
+  auto result = with({"--duration", "5s", "--grace", "10s", "--lease", "2m", "--idle-poll-min",
+                      "5ms", "--idle-poll-max", "1.5s", "--max-age", "1d", "--retry-cap", "1h",
+                      "--connect-timeout", "500ms", "--attempt-timeout", "30s"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  // The lease must be at least twice the attempt timeout plus a second: 121 s is, 2m is not,
+  // which shows both the unit and the plain number were read as meant.
+  result = with({"--attempt-timeout", "1m", "--lease", "121"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  result = with({"--attempt-timeout", "1m", "--lease", "2m"});
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--lease must be at least"), std::string::npos) << result.err;
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--lease", "4s"},
+                                                        {"--lease", "2x"},
+                                                        {"--grace", "-1s"},
+                                                        {"--duration", "5 s"},
+                                                        {"--idle-poll-min", "ms"},
+                                                        {"--lease", "1e3"}}) {
+    result = with({flag, value});
+    EXPECT_EQ(result.exit_code, 2) << flag << " " << value << ": " << result.err;
+    EXPECT_NE(result.err.find(flag), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("'" + value + "'"), std::string::npos) << result.err;
+  }
+
+  // The subscriber's durations too, and prune's.
+  auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                               "https://a.example/h", "--batch", "10", "--batch-linger", "250ms",
+                               "--coalesce", "/id", "--coalesce-window", "1m", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const auto sub = boost::json::parse(added.out).as_object();
+  EXPECT_DOUBLE_EQ(sub.at("batch_linger").to_number<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(sub.at("coalesce_window").to_number<double>(), 60);
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1.5h"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
 TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
   temp_dir dir;
   const std::string path = dir.file("shared.db");
@@ -178,19 +284,47 @@ TEST(Cli, MigrateWorksOnTheSharedDdlAndIsIdempotent) {
         "DEFAULT 1)");
     raw.exec("INSERT INTO webhook_subscriber (url, secret) VALUES ('https://a.example/h', 's')");
   }
-  // webhook_delivery is missing: migrate creates what is absent and keeps what is there.
+  // webhook_delivery is missing: migrate creates what is absent and keeps what is there, and
+  // says what it added.
   auto result = run_surge(dir, {"migrate", "--db", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("schema version"), std::string::npos);
+  EXPECT_NE(result.out.find("migrate: added tables surge_attempt, "), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("webhook_delivery"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("columns webhook_subscriber.signing, "), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("trigger"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(" to " + path + "\n"), std::string::npos) << result.out;
   result = run_surge(dir, {"migrate", "--db", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("already current"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("migrate:"), std::string::npos) << result.out;
 
   result = run_surge(dir, {"subscriber", "list", "--db", path, "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto list = boost::json::parse(result.out).as_array();
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].at("signing").as_string(), "vvv");  // the new column's default
+}
+
+// A drain on a queue only the steady-state drainer has used logs what it adds to the schema.
+TEST(Cli, DrainLogsWhatItAddsToTheSchema) {
+  temp_dir dir;
+  const std::string path = dir.file("shared.db");
+  {
+    SQLite::Database raw(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    raw.exec(shared_ddl);
+  }
+  auto result = run_surge(dir, {"drain", "--db", path, "--until-drained", "--progress", "off"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string log = result.out + result.err;
+  EXPECT_NE(log.find("migrate: added tables surge_attempt, "), std::string::npos) << log;
+  EXPECT_NE(log.find("columns webhook_delivery.last_status, "), std::string::npos) << log;
+  EXPECT_NE(log.find(" to " + path + " (schema version 0 -> "), std::string::npos) << log;
+  result = run_surge(dir, {"drain", "--db", path, "--until-drained", "--progress", "off"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ((result.out + result.err).find("migrate:"), std::string::npos) << result.err;
 }
 
 TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
@@ -204,7 +338,7 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
                       "--signing", "standard", "--json"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const auto sub = boost::json::parse(added.out).as_object();
-  EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").as_double(), 2.0);
+  EXPECT_DOUBLE_EQ(sub.at("rate_per_sec").to_number<double>(), 2.0);
   EXPECT_EQ(std::string(sub.at("secret").as_string()).rfind("whsec_", 0), 0u)
       << "a standard subscriber gets a generated whsec_ secret";
 
@@ -239,7 +373,7 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
       boost::json::parse(run_surge(dir, {"subscriber", "list", "--db", db, "--json"}).out)
           .as_array()[0]
           .as_object();
-  EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").as_double(), 7.5);
+  EXPECT_DOUBLE_EQ(after_set.at("rate_per_sec").to_number<double>(), 7.5);
   EXPECT_EQ(after_set.at("url").as_string(), "https://moved.example/hook");
   EXPECT_EQ(after_set.at("burst").as_int64(), 4) << "unset options keep their values";
   EXPECT_EQ(run_surge(dir, {"subscriber", "set", "--db", db, "99", "--rate", "1"}).exit_code, 1);
@@ -257,6 +391,35 @@ TEST(Cli, SubscriberEmitAndStatsWorkTogether) {
 namespace surge::testing {
 namespace {
 
+// Boost.JSON writes doubles as 2E1, 5E-1, 0E0; every --json output writes whole numbers as
+// integers and the others in plain decimals.
+TEST(Cli, JsonOutputsWriteNumbersPlainly) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("https://a.example/h", 20, 10);
+  queue.add_rows(sub, 3);
+  auto added = run_surge(dir, {"subscriber", "add", "--db", queue.path(), "--url",
+                               "https://b.example/h", "--rate", "0.5", "--json"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  EXPECT_TRUE(std::regex_search(added.out, std::regex(R"("rate_per_sec":0\.5[,}])"))) << added.out;
+  const std::regex exponent("[0-9]E[-+]?[0-9]");
+  for (const std::vector<std::string>& command : {std::vector<std::string>{"subscriber", "list"},
+                                                  {"stats"},
+                                                  {"dead", "list"},
+                                                  {"audit"},
+                                                  {"prune", "--older-than", "1d"},
+                                                  {"dead", "replay"}}) {
+    auto args = command;
+    args.insert(args.end(), {"--db", queue.path(), "--json"});
+    const auto result = run_surge(dir, args);
+    EXPECT_EQ(result.exit_code, 0) << command[0] << ": " << result.err;
+    EXPECT_FALSE(std::regex_search(result.out, exponent)) << command[0] << ": " << result.out;
+    EXPECT_NO_THROW(boost::json::parse(result.out)) << result.out;
+  }
+  const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path(), "--json"});
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"("rate_per_sec":20[,}])"))) << listed.out;
+}
+
 // The README's main job: a demo spike drained end to end against a real sink process.
 TEST(Cli, DemoDrainsASpikeEndToEnd) {
   temp_dir dir;
@@ -265,6 +428,11 @@ TEST(Cli, DemoDrainsASpikeEndToEnd) {
   EXPECT_NE(result.out.find("(drained)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("sink verdicts: ok="), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("bad="), std::string::npos) << "a signature failed to verify";
+  // The spike's size is the one docs/cli.md gives.
+  EXPECT_NE(result.out.find("demo: queued 6700 deliveries"), std::string::npos) << result.out;
+  std::stringstream docs;
+  docs << std::ifstream(SURGE_DIST_DIR "/../../docs/cli.md").rdbuf();
+  EXPECT_NE(docs.str().find("queues 6,700 deliveries"), std::string::npos);
   // The table: subscriber, done, coalesced, dead, retry, pending, requests.
   std::map<std::int64_t, std::vector<long long>> table;
   std::istringstream lines(result.out);
@@ -285,6 +453,23 @@ TEST(Cli, DemoDrainsASpikeEndToEnd) {
   EXPECT_EQ(table[3][1], 700) << result.out;
   EXPECT_GE(table[3][2], 180) << result.out;
   EXPECT_EQ(table[3][6], 700 - table[3][2]) << result.out;
+}
+
+// `sink --help` and docs/cli.md list the record's columns as the recorder writes them.
+TEST(Cli, SinkHelpAndTheDocsListTheSameRecordColumns) {
+  temp_dir dir;
+  const auto result = run_surge(dir, {"sink", "--help"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  const std::string columns =
+      "arrival,subscriber_id,delivery_id,attempt,verdict,status_sent,event_type,connection_id,"
+      "sni,body_sha256,batch_size";
+  std::string help = result.out;
+  // CLI11 wraps long descriptions: compare without the wrapping.
+  help = std::regex_replace(help, std::regex("\\s+"), "");
+  EXPECT_NE(help.find(columns), std::string::npos) << result.out;
+  std::stringstream docs;
+  docs << std::ifstream(SURGE_DIST_DIR "/../../docs/cli.md").rdbuf();
+  EXPECT_NE(docs.str().find("`" + columns + "`"), std::string::npos);
 }
 
 }  // namespace

@@ -241,5 +241,59 @@ TEST(OpsCli, PruneDeletesOldFinishedRowsOnly) {
   }
 }
 
+// A value the flag refuses, read from a --config file, is named with the file and its line, as
+// the file's other mistakes are; a duration in the file takes a unit like the flag.
+TEST(OpsCli, ABadValueInAConfigFileNamesTheFileAndLine) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const std::string config = dir.file("drain.toml");
+  for (const auto& [line, key] :
+       std::vector<std::pair<std::string, std::string>>{{"lease = \"2x\"", "lease"},
+                                                        {"threads = many", "threads"},
+                                                        {"grace = -1", "grace"},
+                                                        {"progress = \"sometimes\"", "progress"},
+                                                        {"subscribers = \"4-1\"", "subscribers"},
+                                                        {"subscriber = \"\"", "subscriber"}}) {
+    write_file(config, "# a drain's flags\ndb = \"" + queue.path() + "\"\n" + line + "\n");
+    const auto result = run_surge(dir, {"drain", "--config", config, "--until-drained"});
+    EXPECT_EQ(result.exit_code, 2) << line << ": " << result.err;
+    EXPECT_TRUE(contains(result.err, config + ":3: bad value for '" + key + "'"))
+        << line << ": " << result.err;
+  }
+  write_file(config, "db = \"" + queue.path() + "\"\nlease = \"2m\"\nidle-poll-min = \"5ms\"\n");
+  const auto result =
+      run_surge(dir, {"drain", "--config", config, "--until-drained", "--progress", "off"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+}
+
+// prune reports the database file's size, not the file plus its write-ahead log (which grows
+// while it deletes), so a file that did not change size is shown as such.
+TEST(OpsCli, PruneReportsTheSizeOfTheDatabaseFile) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sub = queue.add_subscriber("http://127.0.0.1:9/hook", 5, 10);
+  const auto rows = queue.add_rows(sub, 2000, std::string(200, 'x'));
+  queue.db().exec("UPDATE webhook_delivery SET status = 'done', delivered_at = " +
+                  std::to_string(proto::unix_now() - 7200));
+  queue.db().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  const auto before = std::filesystem::file_size(queue.path());
+
+  auto result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto out = boost::json::parse(result.out).as_object();
+  EXPECT_EQ(out.at("deliveries").as_int64(), static_cast<std::int64_t>(rows.size()));
+  EXPECT_EQ(out.at("file_bytes_before").to_number<std::uint64_t>(), before);
+  const auto after = std::filesystem::file_size(queue.path());
+  EXPECT_EQ(after, before) << "without incremental vacuum the file keeps its size";
+  EXPECT_EQ(out.at("file_bytes_after").to_number<std::uint64_t>(), after);
+  EXPECT_GT(out.at("wal_bytes").to_number<std::uint64_t>(), 0u) << "the log is reported apart";
+
+  queue.add_rows(sub, 10);
+  result = run_surge(dir, {"prune", "--db", queue.path(), "--older-than", "1h"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto size = std::to_string(std::filesystem::file_size(queue.path()));
+  EXPECT_TRUE(contains(result.out, "file_bytes=" + size + "->" + size + " ")) << result.out;
+}
+
 }  // namespace
 }  // namespace surge::testing

@@ -41,6 +41,23 @@ TEST(TimeArg, EverythingElseIsRefused) {
   }
 }
 
+// Every duration flag's one parser: a unit, or a plain number of seconds.
+TEST(TimeArg, DurationsTakeAUnitOrArePlainSeconds) {
+  EXPECT_EQ(parse_duration("60"), 60.0);
+  EXPECT_EQ(parse_duration("1.5"), 1.5);
+  EXPECT_EQ(parse_duration("0"), 0.0);
+  EXPECT_EQ(parse_duration("5ms"), 0.005);
+  EXPECT_EQ(parse_duration("45s"), 45.0);
+  EXPECT_EQ(parse_duration("2m"), 120.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(parse_duration("14d"), 14 * 86400.0);
+  EXPECT_EQ(parse_duration("2w"), 14 * 86400.0);
+  for (const char* bad : {"", "s", "ms", "-1", "-1s", "+1s", "1e3", "5 s", " 5s", "5x", "5sec",
+                          "nan", "inf", "0x10", "1.2.3s", "5M"}) {
+    EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
+  }
+}
+
 TEST(TimeArg, FormatsUtc) {
   EXPECT_EQ(format_utc(now), "2026-11-21T06:00:00Z");
   EXPECT_EQ(format_utc(now + 0.9), "2026-11-21T06:00:00Z");

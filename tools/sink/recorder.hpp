@@ -40,6 +40,10 @@ struct request_record {
 // verdict, status_sent, event_type, connection_id, sni, body_sha256, batch_size. Fields are
 // quoted only when they need it.
 std::string format_record(const request_record& record);
+// The columns of format_record's lines, in order (`sink --help`, docs/cli.md).
+inline constexpr const char* record_columns =
+    "arrival,subscriber_id,delivery_id,attempt,verdict,status_sent,event_type,connection_id,sni,"
+    "body_sha256,batch_size";
 
 class recorder {
  public:

@@ -43,10 +43,10 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
   };
   const std::vector<target_case> cases = {
       {"127.0.0.1:" + port, "refused non-public address 127.0.0.1 (loopback)", true},
-      {"2130706433:" + port, "malformed URL: numeric host", false, true},
-      {"0x7f.1:" + port, "malformed URL: numeric host", false, true},
-      {"0177.0.0.1:" + port, "malformed URL: numeric host", false, true},
-      {"127.1:" + port, "malformed URL: numeric host", false, true},
+      {"2130706433:" + port, "malformed URL: has a numeric host", false, true},
+      {"0x7f.1:" + port, "malformed URL: has a numeric host", false, true},
+      {"0177.0.0.1:" + port, "malformed URL: has a numeric host", false, true},
+      {"127.1:" + port, "malformed URL: has a numeric host", false, true},
       {"[::1]:" + port, "refused non-public address ::1 (loopback)", sink_v6.has_value()},
       {"[::ffff:127.0.0.1]:" + port, "(loopback)", sink_v6.has_value()},  // needs IPv6
       // NAT64 of 127.0.0.1: classified by the embedded address; nothing routes it here.

@@ -174,7 +174,8 @@ TEST(DrainProxy, EachSubscriberLeavesThroughItsOwnProxyAndADeadOneCostsOnlyItsSu
   const auto bad = run_surge(dir, {"subscriber", "set", "--db", queue.path(),
                                    std::to_string(without), "--proxy", "https://egress:3128"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("bad --proxy"), npos) << bad.err;
+  EXPECT_NE(bad.err.find("--proxy: 'https://egress:3128' is not http://HOST:PORT"), npos)
+      << bad.err;
   const auto listed = run_surge(dir, {"subscriber", "list", "--db", queue.path()});
   EXPECT_NE(listed.out.find("proxy " + proxy.url()), npos) << listed.out;
 

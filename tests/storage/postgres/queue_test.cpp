@@ -11,8 +11,10 @@
 
 #include "proto/clock.hpp"
 #include "storage/connection.hpp"
+#include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
+#include "storage/schema.hpp"
 #include "storage/sqlite/maintenance.hpp"
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
@@ -98,6 +100,46 @@ std::vector<outcome> delivered(const std::vector<claimed_row>& rows, bool record
   return outcomes;
 }
 
+// `surge dead show` and `dead replay --id` on PostgreSQL: one delivery in full, with the end of
+// its last recorded attempt, and a replay of exactly the named rows.
+TEST(PostgresQueue, FindsOneDeliveryAndReplaysDeadRowsById) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  auto backlog = queue.claim_some(4, 4);
+  ASSERT_EQ(backlog.rows.size(), 4u);
+  auto outcomes = delivered(backlog.rows, true);
+  for (auto& o : outcomes) {
+    o.kind = outcome_kind::dead;
+    o.last_status = 500;
+    o.last_error = "attempt limit (HTTP 500)";
+    o.attempt.status_code = 500;
+  }
+  backlog.drain->write_and_claim(outcomes, {}, {}, proto::unix_now(), 30, INT64_MAX);
+
+  const auto shown = find_delivery(queue.db, backlog.rows[1].id);
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_TRUE(shown->dead());
+  EXPECT_EQ(shown->subscriber_id, backlog.subscriber);
+  EXPECT_EQ(shown->event_type, "video.trending");
+  EXPECT_EQ(shown->attempts, 1);
+  EXPECT_EQ(shown->last_status, 500);
+  EXPECT_EQ(shown->last_error, "attempt limit (HTTP 500)");
+  EXPECT_EQ(shown->payload, R"({"n":1})");
+  ASSERT_TRUE(shown->finished_at.has_value());
+  EXPECT_DOUBLE_EQ(*shown->finished_at, outcomes[1].attempt.finished_at);
+  EXPECT_FALSE(find_delivery(queue.db, 999999).has_value());
+
+  dead_selection which;
+  which.ids = *proto::id_set::parse(std::to_string(backlog.rows[0].id) + "," +
+                                    std::to_string(backlog.rows[2].id));
+  EXPECT_EQ(replay_dead(queue.db, which, proto::unix_now()).replayed, 2);
+  std::vector<std::string> states;
+  for (const auto& row : backlog.rows) states.push_back(find_delivery(queue.db, row.id)->status);
+  EXPECT_EQ(states, (std::vector<std::string>{"pending", "dead", "pending", "dead"}));
+  which.ids = {};
+  EXPECT_EQ(list_dead(queue.db, which).size(), 2u);
+}
+
 TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
@@ -145,6 +187,21 @@ TEST(PostgresQueue, MigrateMakesTheSharedTablesUnderTheirNamesAndIsIdempotent) {
   EXPECT_EQ(migrate(queue.db), 11);
   EXPECT_EQ(attempt_indexes(),
             (std::set<std::string>{"surge_attempt_pkey", "idx_attempt_started"}));
+}
+
+// What `surge migrate` and `surge drain` say they added, on PostgreSQL: nothing on a current
+// schema, Surge's tables and their indexes on a new database.
+TEST(PostgresQueue, MigrateReportsWhatItAdded) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  EXPECT_FALSE(migrate_reporting(queue.db).changed()) << migrate_reporting(queue.db).describe();
+  connection fresh({.location = server->create_database()});
+  const auto report = migrate_reporting(fresh, true);
+  EXPECT_EQ(report.version_before, 0);
+  EXPECT_EQ(report.version, 11);
+  EXPECT_NE(std::find(report.tables.begin(), report.tables.end(), "surge_attempt"),
+            report.tables.end());
+  EXPECT_NE(report.describe().find("added tables "), std::string::npos) << report.describe();
 }
 
 TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {

@@ -14,6 +14,7 @@
 #include "proto/clock.hpp"
 #include "proto/signing.hpp"
 #include "storage/connection.hpp"
+#include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/queue.hpp"
@@ -235,6 +236,36 @@ TEST_F(Seed001Queue, OutcomesAreWrittenInTheShapesOwnStatesAndUnits) {
                                   std::to_string(claimed[1].id)),
             503);
   (void)ids;
+}
+
+// `surge dead show` and `dead replay --id` on seed001: the payload BLOB, the reason from
+// Surge's note beside the row, and a replay of exactly the named dead rows.
+TEST_F(Seed001Queue, DeadRowsAreShownInFullAndReplayedById) {
+  const auto ids = produce(3);
+  worker.exec("UPDATE webhook_deliveries SET state = 'dead', attempt = 12");
+  worker.exec(
+      "INSERT INTO surge_delivery_note(delivery_id, last_status, last_error, noted_at) "
+      "VALUES (" +
+      std::to_string(ids[1]) + ", 500, 'attempt limit (HTTP 500)', 0)");
+  connection db({.location = path, .create_if_missing = false});
+  const auto shown = find_delivery(db, ids[1]);
+  ASSERT_TRUE(shown.has_value());
+  EXPECT_TRUE(shown->dead());
+  EXPECT_EQ(shown->subscriber_id, subscriber);
+  EXPECT_EQ(shown->attempts, 12);
+  EXPECT_EQ(shown->last_status, 500);
+  EXPECT_EQ(shown->last_error, "attempt limit (HTTP 500)");
+  EXPECT_EQ(shown->created_at, static_cast<double>(t0));
+  EXPECT_FALSE(shown->finished_at.has_value());
+  EXPECT_EQ(shown->payload, payload);
+  EXPECT_FALSE(find_delivery(db, ids.back() + 100).has_value());
+
+  dead_selection which;
+  which.ids = *proto::id_set::parse(std::to_string(ids[0]) + "," + std::to_string(ids[2]));
+  EXPECT_EQ(replay_dead(db, which, t0 + 5.0).replayed, 2);
+  EXPECT_EQ(find_delivery(db, ids[0])->status, "pending");
+  EXPECT_EQ(find_delivery(db, ids[1])->status, "dead");
+  EXPECT_EQ(find_delivery(db, ids[2])->status, "pending");
 }
 
 TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
