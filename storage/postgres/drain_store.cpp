@@ -95,12 +95,15 @@ class postgres_drain_store final : public drain_store {
       throw error("the PostgreSQL queue has no Surge schema (version " +
                   std::to_string(pg::schema_version(db_)) + "); run `surge migrate --db …`");
     }
-    // The cycle's commit does not wait for the server's WAL flush: the queue contract's
-    // durability, as SQLite's synchronous=NORMAL gives it. A server crash can lose the last
-    // fraction of a second of commits; a lost claim leaves its rows due, a lost outcome leaves
-    // its row leased until the lease ends and it is sent again (at-least-once holds). Producers'
-    // and the steady-state drainer's transactions keep the server's setting.
-    db_.set_on_connect("SET synchronous_commit = off");
+    // The cycle's commit waits for its WAL to be written: a claim or an outcome the drain was
+    // told is committed survives a server crash. With synchronous_commit = off, the last
+    // fraction of a second of commits is lost in a crash: rows the drain had sent were claimed
+    // again at once, and rows whose outcomes were lost were sent again when their leases ended.
+    // A server set to `off` is overridden for this session only; `local` and the standby modes
+    // are kept as they are.
+    db_.set_on_connect(
+        "SELECT set_config('synchronous_commit', 'on', false) "
+        "WHERE current_setting('synchronous_commit') = 'off'");
     check_writable();
     listen();
   }

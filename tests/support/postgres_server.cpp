@@ -342,6 +342,17 @@ void postgres_server::stop_locked() noexcept {
   wait_exit(pid, 5s, nullptr);
 }
 
+void postgres_server::crash() {
+  const std::lock_guard lock(mutex_);
+  if (postmaster_ <= 0) return;
+  const pid_t pid = postmaster_;
+  postmaster_ = -1;
+  ::kill(pid, SIGQUIT);
+  if (wait_exit(pid, 5s, nullptr)) return;
+  ::kill(pid, SIGKILL);
+  wait_exit(pid, 5s, nullptr);
+}
+
 bool postgres_server::running() const {
   const std::lock_guard lock(mutex_);
   if (postmaster_ > 0 && exited(postmaster_, nullptr)) postmaster_ = -1;

@@ -58,6 +58,9 @@ class postgres_server {
   // another thread calls stop()/start().
   void stop();
   void start();
+  // An immediate shutdown (pg_ctl -m immediate, SIGQUIT): no checkpoint, sessions killed, what
+  // was still in the server's WAL buffers lost, as in a crash; recovery runs at the next start.
+  void crash();
   bool running() const;
   // Sends `signal` to the postmaster and every process it has forked (SIGSTOP freezes the whole
   // server, as a hung host would; SIGCONT thaws it).

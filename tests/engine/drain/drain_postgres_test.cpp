@@ -86,6 +86,44 @@ TEST(DrainPostgres, AServerRestartedMidDrainLosesNothing) {
   EXPECT_EQ(out.find("storage_errors=0"), std::string::npos) << out;
 }
 
+// A server crash (an immediate shutdown: no checkpoint, its WAL buffers lost) shorter than the
+// lease sends nothing twice: every outcome the drain was told is committed survives it.
+TEST(DrainPostgres, AServerCrashMidDrainSendsNothingTwice) {
+  SURGE_REQUIRE_POSTGRES(server);
+  temp_dir dir;
+  test_queue queue(test_queue::at_location{server->create_database()});
+  sink_process sink(dir, queue.path());
+  constexpr int rows_each = 1500;
+  for (int i = 0; i < 2; ++i) queue.add_rows(queue.add_subscriber_at(sink, 500, 50), rows_each);
+  tools::child_process drain(surge_binary(),
+                             {"drain", "--db", queue.path(), "--until-drained",
+                              "--allow-private-targets", "--progress-interval", "0"},
+                             dir.file("drain.out"), dir.file("drain.err"));
+  std::this_thread::sleep_for(1500ms);  // sending a thousand rows a second by then
+  server->crash();
+  std::this_thread::sleep_for(2s);
+  server->start();
+  ASSERT_EQ(drain.wait(120s).value_or(-1), 0) << read_file(dir.file("drain.err"));
+  const auto requests = sink.stop_and_read();
+  const auto per_delivery = deliveries(requests);
+  EXPECT_EQ(per_delivery.size(), static_cast<std::size_t>(2 * rows_each));
+  int twice = 0;
+  for (const auto& [id, count] : per_delivery) twice += count > 1 ? 1 : 0;
+  EXPECT_EQ(twice, 0) << "rows sent more than once after the crash";
+  if (twice > 0) {
+    for (const auto& r : requests) {
+      if (per_delivery.at(r.delivery_id) > 1) {
+        std::cerr << "delivery " << r.delivery_id << " attempt " << r.attempt << " at "
+                  << std::fixed << r.arrival << "\n";
+      }
+    }
+    std::cerr << read_file(dir.file("drain.err"));
+  }
+  sql_client check(queue.path());
+  EXPECT_EQ(check.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"),
+            2 * rows_each);
+}
+
 // A database dropped while draining does not come back: the drain ends with exit 1 and says so,
 // as it does for a deleted SQLite file, instead of retrying for ever.
 TEST(DrainPostgres, ADatabaseDroppedMidDrainEndsItWithExitOne) {
