@@ -13,6 +13,7 @@
 #include "proto/signing.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
+#include "storage/sqlite/dead_letters.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::seed001 {
@@ -259,18 +260,7 @@ std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t 
               "WHERE d.id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
-  delivery_detail row;
-  row.id = query.getColumn(0).getInt64();
-  row.subscriber_id = query.getColumn(1).getInt64();
-  row.event_type = query.getColumn(2).getString();
-  row.status = query.getColumn(3).getString();
-  row.attempts = query.getColumn(4).getInt64();
-  row.last_status = query.getColumn(5).isNull() ? 0 : query.getColumn(5).getInt();
-  row.last_error = query.getColumn(6).isNull() ? "" : query.getColumn(6).getString();
-  row.created_at = query.getColumn(7).getDouble();
-  if (!query.getColumn(8).isNull()) row.finished_at = query.getColumn(8).getDouble();
-  row.payload = query.getColumn(9).getString();
-  return row;
+  return delivery_detail_from(query);
 }
 
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,

@@ -98,6 +98,10 @@ std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t 
               ", payload FROM webhook_delivery d WHERE id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
+  return delivery_detail_from(query);
+}
+
+delivery_detail delivery_detail_from(SQLite::Statement& query) {
   delivery_detail row;
   row.id = query.getColumn(0).getInt64();
   row.subscriber_id = query.getColumn(1).getInt64();

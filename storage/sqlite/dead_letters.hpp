@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
 
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
@@ -24,5 +25,10 @@ std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& whic
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
 
 std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id);
+
+// One delivery from a row of columns id, subscriber_id, event_type, status, attempts,
+// last_status, last_error, created_at, finished_at and payload, in that order: the shape
+// every SQLite queue shape's find_delivery selects.
+delivery_detail delivery_detail_from(SQLite::Statement& row);
 
 }  // namespace surge::storage
