@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,13 +83,55 @@ boost::json::array owners_json(const std::vector<storage::drainer_ownership>& dr
   return out;
 }
 
-void print_row(const std::string& label, const storage::status_counts& c) {
-  std::printf("%-12s %10lld %8lld %10lld %9lld %8lld %9lld %8lld %12.1f\n", label.c_str(),
+void print_row(const std::string& label, const storage::status_counts& c,
+               const std::string& state = "") {
+  std::printf("%-12s %10lld %8lld %10lld %9lld %8lld %9lld %8lld %12.1f  %s\n", label.c_str(),
               static_cast<long long>(c.pending), static_cast<long long>(c.retry),
               static_cast<long long>(c.done), static_cast<long long>(c.coalesced),
               static_cast<long long>(c.dead), static_cast<long long>(c.due_now),
-              static_cast<long long>(c.leased), c.oldest_due_age);
+              static_cast<long long>(c.leased), c.oldest_due_age, state.c_str());
 }
+
+// What the queue itself says about a subscriber's rows: whether they can be sent at all, and
+// what holds them. What only a running drain knows (an open circuit, 503s, its ETA) is on that
+// drain's live page and status line.
+class stored_states {
+ public:
+  stored_states(storage::connection& db, double now) : now_(now) {
+    for (auto& row : storage::load_subscribers(db)) subscribers_.emplace(row.id, std::move(row));
+    for (const auto& key : storage::list_stopped_keys(db)) ++stopped_[key.subscriber_id];
+    for (const auto& quota : storage::load_partner_quotas(db)) {
+      if (quota.paced_until > now) quotas_.emplace(quota.subscriber_id, quota);
+    }
+  }
+
+  std::string of(std::int64_t id) const {
+    const auto row = subscribers_.find(id);
+    if (row == subscribers_.end()) return "deleted";
+    if (!row->second.active) return "inactive";
+    if (!(row->second.rate_per_sec > 0)) return "rate 0";
+    std::string state = "sendable";
+    if (const auto quota = quotas_.find(id); quota != quotas_.end()) {
+      char text[64];
+      if (quota->second.paced_rate <= 0) {
+        std::snprintf(text, sizeof text, "paused %.0f s more", quota->second.paced_until - now_);
+      } else {
+        std::snprintf(text, sizeof text, "quota_paced %.3g/s", quota->second.paced_rate);
+      }
+      state = text;
+    }
+    if (const auto keys = stopped_.find(id); keys != stopped_.end()) {
+      state += ", " + std::to_string(keys->second) + " keys stopped";
+    }
+    return state;
+  }
+
+ private:
+  double now_;
+  std::map<std::int64_t, storage::subscriber_row> subscribers_;
+  std::map<std::int64_t, std::int64_t> stopped_;
+  std::map<std::int64_t, storage::partner_quota_row> quotas_;
+};
 
 // Subscribers with batches or coalescing on: what shapes their traffic besides the rate.
 std::vector<storage::subscriber_row> relief_subscribers(storage::connection& db) {
@@ -301,9 +344,11 @@ void add_stats_command(CLI::App& app, command_action& action) {
       if (*json) {
         boost::json::object out = to_json(stats.total);
         boost::json::array subscribers;
+        const stored_states states(db, now);
         for (const auto& s : stats.per_subscriber) {
           auto entry = to_json(s);
           entry["subscriber_id"] = s.subscriber_id;
+          entry["state"] = states.of(s.subscriber_id);
           subscribers.push_back(std::move(entry));
         }
         out["subscribers"] = std::move(subscribers);
@@ -325,9 +370,13 @@ void add_stats_command(CLI::App& app, command_action& action) {
         std::cout << json_text(out) << "\n";
         return exit_ok;
       }
-      std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s\n", "subscriber", "pending", "retry",
-                  "done", "coalesced", "dead", "due_now", "leased", "oldest_due_s");
-      for (const auto& s : stats.per_subscriber) print_row(std::to_string(s.subscriber_id), s);
+      std::printf("%-12s %10s %8s %10s %9s %8s %9s %8s %12s  %s\n", "subscriber", "pending",
+                  "retry", "done", "coalesced", "dead", "due_now", "leased", "oldest_due_s",
+                  "state");
+      const stored_states states(db, now);
+      for (const auto& s : stats.per_subscriber) {
+        print_row(std::to_string(s.subscriber_id), s, states.of(s.subscriber_id));
+      }
       print_row("total", stats.total);
       print_lease_holders(stats);
       print_owners(owners, now);

@@ -347,6 +347,42 @@ TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
   EXPECT_NE(result.out.find("surge@test-host:4242"), std::string::npos) << result.out;
 }
 
+// What the queue says of each subscriber's rows beside their counts: an inactive one's rows go
+// nowhere, a deleted one's neither, a partner's announced pause and stopped keys hold them.
+TEST(AdminCli, StatsSayWhatHoldsEachSubscribersRows) {
+  temp_dir dir;
+  test_queue queue(dir);
+  const auto sendable = queue.add_subscriber("https://a.example/h", 5, 10);
+  const auto disabled = queue.add_subscriber("https://b.example/h", 5, 10);
+  const auto paused = queue.add_subscriber("https://c.example/h", 5, 10);
+  for (const auto id : {sendable, disabled, paused}) queue.add_rows(id, 2);
+  queue.add_rows(99, 1);  // a subscriber since deleted
+  queue.db().exec("UPDATE webhook_subscriber SET active = 0 WHERE id = " +
+                  std::to_string(disabled));
+  const double now = proto::unix_now();
+  queue.db().exec(
+      "INSERT INTO surge_partner_quota(subscriber_id, form, quota, window_seconds, remaining, "
+      "reset_at, seen_at, paced_rate, paced_burst, paced_until) VALUES (" +
+      std::to_string(paused) + ", 'draft', 10, 60, 0, " + std::to_string(now + 120) + ", " +
+      std::to_string(now) + ", 0, 1, " + std::to_string(now + 120) + ")");
+
+  auto result = run_surge(dir, {"stats", "--db", queue.path(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::map<std::int64_t, std::string> states;
+  for (const auto& s : boost::json::parse(result.out).at("subscribers").as_array()) {
+    states[s.at("subscriber_id").to_number<std::int64_t>()] = s.at("state").as_string().c_str();
+  }
+  EXPECT_EQ(states[sendable], "sendable");
+  EXPECT_EQ(states[disabled], "inactive");
+  EXPECT_EQ(states[99], "deleted");
+  EXPECT_TRUE(states[paused].starts_with("paused 1")) << states[paused];
+
+  result = run_surge(dir, {"stats", "--db", queue.path()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("  state\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("  inactive\n"), std::string::npos) << result.out;
+}
+
 TEST(AdminCli, DeadReplayGivesAFreshRetryWindow) {
   temp_dir dir;
   test_queue queue(dir);
