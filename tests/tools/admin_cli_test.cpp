@@ -369,7 +369,8 @@ TEST(AdminCli, StatsSayWhatHoldsEachSubscribersRows) {
   auto result = run_surge(dir, {"stats", "--db", queue.path(), "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::map<std::int64_t, std::string> states;
-  for (const auto& s : boost::json::parse(result.out).at("subscribers").as_array()) {
+  const auto parsed = boost::json::parse(result.out);
+  for (const auto& s : parsed.at("subscribers").as_array()) {
     states[s.at("subscriber_id").to_number<std::int64_t>()] = s.at("state").as_string().c_str();
   }
   EXPECT_EQ(states[sendable], "sendable");
