@@ -577,7 +577,8 @@ TEST(PostgresQueue, AWrongUriOrAMissingSchemaIsAClearError) {
     connection db({.location = server->uri("no_such_database")});
     FAIL() << "connected to a database that does not exist";
   } catch (const error& failure) {
-    EXPECT_EQ(failure.what_kind(), error::kind::unreachable);
+    // Not a server that may come back: a name that does not exist (a typo, a dropped database).
+    EXPECT_EQ(failure.what_kind(), error::kind::database_gone);
     EXPECT_NE(std::string(failure.what()).find("no_such_database"), std::string::npos)
         << failure.what();
   }
