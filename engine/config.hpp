@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
@@ -64,6 +65,9 @@ struct http_client_config {
   std::size_t max_response_body = 4096;  // kept only for diagnostics
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;
+  // Non-public addresses allowed all the same (--allow-targets): a partner on a VPN's 10.8/16
+  // without opening loopback or cloud metadata.
+  std::vector<proto::address_range> allowed_target_ranges;
   std::optional<std::string> ca_file;  // instead of the system trust store
   // TLS sessions each shard keeps for resumption, over all origins (engine/net/tls_sessions.hpp):
   // as many new connections can start at once and all resume.

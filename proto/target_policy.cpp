@@ -428,4 +428,38 @@ proxy_parse parse_proxy_url(std::string_view url) {
   return {proxy_address{std::move(parsed.value->host), parsed.value->port}, {}};
 }
 
+bool address_range::contains(const ip_address& address) const {
+  if (address.v6 != base.v6) return false;
+  for (int bit = 0; bit < prefix; ++bit) {
+    const auto byte = static_cast<std::size_t>(bit / 8);
+    const auto mask = static_cast<std::uint8_t>(0x80u >> (bit % 8));
+    if ((address.bytes[byte] & mask) != (base.bytes[byte] & mask)) return false;
+  }
+  return true;
+}
+
+std::optional<address_range> parse_address_range(std::string_view text) {
+  const auto slash = text.find('/');
+  const auto address = ip_address::parse(text.substr(0, slash));
+  if (!address) return std::nullopt;
+  const int bits = address->v6 ? 128 : 32;
+  int prefix = bits;
+  if (slash != std::string_view::npos) {
+    const auto digits = text.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3) return std::nullopt;
+    prefix = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      prefix = prefix * 10 + (c - '0');
+    }
+    if (prefix > bits) return std::nullopt;
+  }
+  for (int bit = prefix; bit < bits; ++bit) {
+    if (address->bytes[static_cast<std::size_t>(bit / 8)] & (0x80u >> (bit % 8))) {
+      return std::nullopt;
+    }
+  }
+  return address_range{*address, prefix};
+}
+
 }  // namespace surge::proto

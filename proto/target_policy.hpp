@@ -55,6 +55,7 @@ struct ip_address {
   static ip_address v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d);
   // Parses dotted-quad IPv4 (strict, four decimal parts) or IPv6 text (no brackets).
   static std::optional<ip_address> parse(std::string_view text);
+  friend bool operator==(const ip_address&, const ip_address&) = default;
 };
 
 enum class address_class {
@@ -81,5 +82,17 @@ address_class classify_address(const ip_address& address);
 inline bool is_public(const ip_address& address) {
   return classify_address(address) == address_class::public_routable;
 }
+
+// A range of addresses an operator allows besides the public ones, "10.8.0.0/16" or "fd00::/8"
+// (a bare address is the range of itself): narrower than allowing every private address.
+struct address_range {
+  ip_address base;  // the bits past the prefix are zero
+  int prefix = 0;
+  bool contains(const ip_address& address) const;
+  friend bool operator==(const address_range&, const address_range&) = default;
+};
+// Parses "ADDRESS/PREFIX" or "ADDRESS"; none for anything else, or bits set past the prefix
+// ("10.1.2.3/8" is most likely a typo for a narrower range, so it is refused, not widened).
+std::optional<address_range> parse_address_range(std::string_view text);
 
 }  // namespace surge::proto

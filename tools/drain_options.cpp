@@ -137,6 +137,9 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->transform(duration_in(0.0, 7 * 86400.0));
   cmd->add_flag("--allow-private-targets", o.allow_private_targets,
                 "Allow loopback and private addresses (tests and local benchmarks)");
+  cmd->add_option("--allow-targets", o.allowed_targets,
+                  "Non-public address ranges to allow all the same, CIDR[,CIDR...] (a partner "
+                  "on a VPN: 10.8.0.0/16); narrower than --allow-private-targets");
   cmd->add_option("--dns-server", o.dns_servers,
                   "Name servers for partner hosts, IP[:PORT] or [IPv6]:PORT, comma-separated "
                   "(default: those of /etc/resolv.conf; /etc/hosts is read first either way)")
@@ -258,6 +261,19 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   }
   config.retry_after_cap = std::chrono::seconds(static_cast<std::int64_t>(o.retry_after_cap));
   config.http.allow_private_targets = o.allow_private_targets;
+  for (std::size_t start = 0; !o.allowed_targets.empty() && start <= o.allowed_targets.size();) {
+    auto end = o.allowed_targets.find(',', start);
+    if (end == std::string::npos) end = o.allowed_targets.size();
+    const auto text = o.allowed_targets.substr(start, end - start);
+    const auto range = proto::parse_address_range(text);
+    if (!range) {
+      throw usage_error("--allow-targets: '" + text +
+                        "' is not an address range (ADDRESS/PREFIX, e.g. 10.8.0.0/16, with no "
+                        "bits set past the prefix)");
+    }
+    config.http.allowed_target_ranges.push_back(*range);
+    start = end + 1;
+  }
   if (!o.ca_file.empty()) config.http.ca_file = o.ca_file;
   config.http.dns.servers = o.dns_servers;
   if (!o.proxy.empty()) {

@@ -41,8 +41,9 @@ struct drain_cli_options {
   double retry_after_cap = detail::seconds(detail::drain_defaults.retry_after_cap);
   bool allow_private_targets = detail::drain_defaults.http.allow_private_targets;
   std::string ca_file;
-  std::string dns_servers;  // --dns-server
-  std::string proxy;        // --proxy
+  std::string dns_servers;      // --dns-server
+  std::string allowed_targets;  // --allow-targets
+  std::string proxy;            // --proxy
   std::size_t max_payload_bytes = detail::drain_defaults.scheduler.max_payload_bytes;
   std::int64_t max_payload_memory_mib =
       detail::drain_defaults.scheduler.max_payload_memory / (1024 * 1024);

@@ -126,7 +126,14 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   std::string refused;
   for (const auto& address : resolved) {
     const auto kind = proto::classify_address(address);
-    if (kind == proto::address_class::public_routable || config_.allow_private_targets) {
+    const auto in_allowed_range = [&] {
+      for (const auto& range : config_.allowed_target_ranges) {
+        if (range.contains(address)) return true;
+      }
+      return false;
+    };
+    if (kind == proto::address_class::public_routable || config_.allow_private_targets ||
+        in_allowed_range()) {
       allowed.emplace_back(to_asio_address(address), target.port);
     } else if (refused.empty()) {
       refused =

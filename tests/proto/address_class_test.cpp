@@ -299,5 +299,35 @@ TEST(address_class, ipv6_outside_global_unicast_is_reserved) {
   });
 }
 
+TEST(address_range, a_prefix_holds_what_shares_its_bits_and_nothing_else) {
+  const auto vpn = parse_address_range("10.8.0.0/16");
+  ASSERT_TRUE(vpn);
+  EXPECT_TRUE(vpn->contains(*ip_address::parse("10.8.0.1")));
+  EXPECT_TRUE(vpn->contains(*ip_address::parse("10.8.255.255")));
+  EXPECT_FALSE(vpn->contains(*ip_address::parse("10.9.0.1")));
+  EXPECT_FALSE(vpn->contains(*ip_address::parse("::ffff:10.8.0.1"))) << "another family";
+  const auto odd = parse_address_range("192.168.1.128/25");
+  ASSERT_TRUE(odd);
+  EXPECT_TRUE(odd->contains(*ip_address::parse("192.168.1.200")));
+  EXPECT_FALSE(odd->contains(*ip_address::parse("192.168.1.127")));
+  const auto v6 = parse_address_range("fd00:1234::/32");
+  ASSERT_TRUE(v6);
+  EXPECT_TRUE(v6->contains(*ip_address::parse("fd00:1234:5::1")));
+  EXPECT_FALSE(v6->contains(*ip_address::parse("fd00:1235::1")));
+  const auto one = parse_address_range("127.0.0.1");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->prefix, 32);
+  EXPECT_FALSE(one->contains(*ip_address::parse("127.0.0.2")));
+  EXPECT_TRUE(parse_address_range("0.0.0.0/0")->contains(*ip_address::parse("8.8.8.8")));
+}
+
+TEST(address_range, text_that_is_no_range_is_refused) {
+  for (const char* bad :
+       {"", "10.8.0.0/", "10.8.0.0/33", "10.8.0.0/1x", "10.8.0.0/-1", "10.1.2.3/8", "fd00::1/8",
+        "example.com/8", "10.8.0.0/16/1", "::/129", "10.8/16"}) {
+    EXPECT_FALSE(parse_address_range(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace surge::proto

@@ -71,6 +71,21 @@ TEST(DrainOptions, AProxyIsAnHttpUrlWithAHostAndAPortOnly) {
   }
 }
 
+TEST(DrainOptions, AllowedTargetRangesAreCidrsAndABadOneIsAUsageError) {
+  const auto config =
+      parsed("--db postgresql://localhost/queue --allow-targets 10.8.0.0/16,fd00::/8");
+  ASSERT_EQ(config.http.allowed_target_ranges.size(), 2u);
+  EXPECT_EQ(config.http.allowed_target_ranges[0], *proto::parse_address_range("10.8.0.0/16"));
+  EXPECT_EQ(config.http.allowed_target_ranges[1], *proto::parse_address_range("fd00::/8"));
+  EXPECT_FALSE(config.http.allow_private_targets);
+  EXPECT_TRUE(parsed("--db postgresql://localhost/queue").http.allowed_target_ranges.empty());
+  for (const auto* bad : {"10.8.0.1/16", "10.8.0.0/16,", "vpn.internal", "10.8.0.0/40"}) {
+    EXPECT_THROW(parsed(std::string("--db postgresql://localhost/queue --allow-targets ") + bad),
+                 usage_error)
+        << bad;
+  }
+}
+
 TEST(DrainOptions, TheOriginLimitIsOnByDefault) {
   const auto config = parsed("--db postgresql://localhost/queue");
   EXPECT_EQ(config.scheduler.origin.latency_tolerance, 2.0);

@@ -116,6 +116,37 @@ TEST(DrainFaults, EveryFormOfANonPublicTargetIsRefusedWithoutTheFlag) {
   EXPECT_EQ(reached, reachable_subscribers);
 }
 
+// A partner on a private range the operator names goes out; every other non-public address
+// stays refused, as without the flag.
+TEST(DrainFaults, AnAllowedRangeLetsItsPartnerGoAndNoOtherPrivateAddress) {
+  temp_dir dir;
+  test_queue queue(dir);
+  sink_process sink(dir, queue.path());
+  const auto inside = queue.add_subscriber_at(sink, 100, 10);
+  const auto outside = queue.add_subscriber("http://placeholder/", 100, 10);
+  queue.set_url(outside,
+                "http://[::1]:" + std::to_string(sink.port()) + "/hook/" + std::to_string(outside));
+  queue.add_rows(inside, 5);
+  const auto waiting = queue.add_rows(outside, 1).front();
+  auto args = fast_drain(queue, {"--allow-targets", "127.0.0.0/8"});
+  args.erase(std::find(args.begin(), args.end(), "--allow-private-targets"));
+  const auto result = run_surge(dir, args);
+  // The other partner's row waits for its next try (a minute), and the summary names why.
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("held: subscriber " + std::to_string(outside)), npos) << result.out;
+  EXPECT_NE(
+      result.out.find("left: subscriber " + std::to_string(outside) + ": 1 rows (refused_target"),
+      npos)
+      << result.out;
+  const auto requests = sink.stop_and_read();
+  EXPECT_EQ(requests.size(), 5u);
+  for (const auto& request : requests) EXPECT_EQ(request.subscriber_id, inside);
+  const auto row = queue.row(waiting);
+  EXPECT_EQ(row.attempts, 0);
+  EXPECT_NE(row.last_error.find("refused non-public address ::1 (loopback)"), npos)
+      << row.last_error;
+}
+
 TEST(DrainFaults, RedirectsAreFailuresAndTheLocationIsNeverRequested) {
   temp_dir dir;
   test_queue queue(dir);
