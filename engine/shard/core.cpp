@@ -351,7 +351,10 @@ void shard_core::finish_if_quiet() {
 void shard_core::finish() {
   if (finished_) return;
   flush_outcomes();
-  hand_over_quotas();  // before the unspent tokens: the storage thread ends once it has those
+  // The exit summary's held: and left: lines read this last word on each partner, not one up
+  // to a second old; it hands over the partners' quotas too, before the unspent tokens (the
+  // storage thread ends once it has those).
+  publish_metrics();
   // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
   std::vector<storage::unspent_tokens> unspent;
   for (auto* sub : order_) {
