@@ -142,13 +142,6 @@ void drain_metrics::publish(std::size_t shard, shard_view view) {
   views_[shard] = std::move(view);
 }
 
-std::int64_t drain_metrics::failing_subscribers() const {
-  std::lock_guard lock(views_mutex_);
-  std::int64_t total = 0;
-  for (const auto& view : views_) total += view.failing_subscribers;
-  return total;
-}
-
 partner_inputs drain_metrics::inputs() const {
   partner_inputs in;
   std::lock_guard lock(views_mutex_);

@@ -73,7 +73,6 @@ struct drain_metrics {
     std::vector<queued_snapshot> subscribers;
   };
   void publish_queue(queue_view view);
-  std::int64_t failing_subscribers() const;
   std::vector<held_subscriber> held_subscribers() const;
   // The operator's per-partner view (engine/observe/partner_view) of the latest snapshots.
   std::vector<partner_row> partners() const;

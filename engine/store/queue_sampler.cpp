@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "engine/observe/log.hpp"
@@ -9,6 +10,12 @@
 #include "storage/backlog.hpp"
 
 namespace surge::engine {
+
+std::chrono::milliseconds sample_wait(std::chrono::milliseconds interval,
+                                      std::chrono::steady_clock::duration took) {
+  return std::max(interval,
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took * sample_share));
+}
 
 drain_metrics::queue_view sample_queue(const queue_sampler_config& config) {
   storage::connection db({.location = config.db_path,
@@ -43,8 +50,11 @@ void queue_sampler::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
+    auto wait = config_.interval;
     try {
+      const auto started = std::chrono::steady_clock::now();
       metrics_.publish_queue(sample_queue(config_));
+      wait = sample_wait(config_.interval, std::chrono::steady_clock::now() - started);
       warned = false;
     } catch (const std::exception& error) {
       // The storage thread reports database trouble and /healthz shows it; one line here.
@@ -52,7 +62,7 @@ void queue_sampler::run() {
       warned = true;
     }
     lock.lock();
-    wake_.wait_for(lock, config_.interval, [this] { return stopping_; });
+    wake_.wait_for(lock, wait, [this] { return stopping_; });
   }
 }
 

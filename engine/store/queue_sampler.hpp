@@ -24,6 +24,13 @@ struct queue_sampler_config {
   std::chrono::seconds overdue_after{60};
 };
 
+// The wait before the next sample: the interval, or 50 times what the last sample took when
+// that is longer, so that on a huge queue the sampler (which runs whenever the status line,
+// the progress lines or the metrics show the partners) never costs more than 2 % of a core.
+inline constexpr int sample_share = 50;
+std::chrono::milliseconds sample_wait(std::chrono::milliseconds interval,
+                                      std::chrono::steady_clock::duration took);
+
 // One sample, on a connection of its own; throws storage::error when the queue cannot be read.
 drain_metrics::queue_view sample_queue(const queue_sampler_config& config);
 
