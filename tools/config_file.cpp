@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -29,6 +30,10 @@ std::string excerpt(std::string_view text) {
   }
   if (text.size() > quoted_chars) out += "...";
   return out;
+}
+
+bool control_byte(char c) {
+  return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
 }
 
 std::string trim(std::string_view text) {
@@ -132,6 +137,15 @@ std::vector<entry> parse_config(const std::string& path, const std::string& text
     start = end + 1;
     const std::string line = trim(raw);
     const std::string where = path + ":" + std::to_string(number) + ": ";
+    // TOML allows no control byte but a tab anywhere, comments included; passed on, a NUL would
+    // silently cut the value at the flag's parser.
+    if (const auto bad = std::find_if(line.begin(), line.end(), control_byte); bad != line.end()) {
+      char code[5];
+      std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(*bad));
+      throw CLI::ConfigError(where + "a control byte (" + code + ") at column " +
+                             std::to_string(bad - line.begin() + 1) +
+                             "; write it as an escape or remove it: " + excerpt(line));
+    }
     if (line.empty() || line[0] == '#' || line[0] == ';') {
       if (end == text.size()) break;
       continue;

@@ -79,8 +79,9 @@ TEST(OpsCli, DrainTakesEveryFlagFromAConfigFileAndTheCommandLineWins) {
 }
 
 // --config names what an operator can get wrong: a device, a FIFO or a directory instead of a
-// file, a huge file, a key set twice, a BOM from an editor, '#' inside a quoted value. Each is a
-// clear error (exit 2) with a short quote, or read as meant; none hangs or eats memory.
+// file, a huge file, a key set twice, a BOM from an editor, '#' inside a quoted value, a NUL
+// byte. Each is a clear error (exit 2) with a short quote, or read as meant; none hangs or eats
+// memory.
 TEST(OpsCli, AConfigFileIsBoundedAndItsMistakesAreNamedPrecisely) {
   temp_dir dir;
   test_queue queue(dir);
@@ -121,6 +122,12 @@ TEST(OpsCli, AConfigFileIsBoundedAndItsMistakesAreNamedPrecisely) {
   result = run_surge(dir, {"drain", "--config", config, "--until-drained"});
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_TRUE(contains(result.err, "1#2")) << "the value kept its '#': " << result.err;
+
+  write_file(config,
+             "db = \"" + queue.path() + "\"\nsubscribers = \"1" + std::string(1, '\0') + "2\"\n");
+  result = run_surge(dir, {"drain", "--config", config, "--until-drained"});
+  EXPECT_EQ(result.exit_code, 2) << "a NUL must not cut the value to \"1\": " << result.err;
+  EXPECT_TRUE(contains(result.err, ":2: a control byte (0x00) at column 17")) << result.err;
 
   write_file(config, "db = \"" + queue.path() + "\"\nthreads = 1 2\n");
   result = run_surge(dir, {"drain", "--config", config});
