@@ -162,7 +162,9 @@ TEST(DeliveryRequest, StandardWebhooksIdIsStableAcrossAttempts) {
                                      std::string(later["webhook-signature"])));
 }
 
-TEST(DeliveryRequest, ExtraHeadersFollowSurgesOwnInTheirOrder) {
+// The order docs/cli.md gives: after Host, User-Agent and Content-Type, before the delivery's own
+// fields, in the order the operator gave them.
+TEST(DeliveryRequest, ExtraHeadersComeBetweenTheHeadAndTheDeliverysOwnFields) {
   const std::vector<proto::header_field> extra = {{"Authorization", "Bearer x"},
                                                   {"X-Api-Key", "k"}};
   EXPECT_EQ(request_head(sample_target(), "Surge/test", extra),
@@ -173,6 +175,7 @@ TEST(DeliveryRequest, ExtraHeadersFollowSurgesOwnInTheirOrder) {
   std::string wire;
   write_delivery_request(wire, request_head(sample_target(), "ua", extra), signer, sample_row(),
                          1000);
+  EXPECT_LT(wire.find("X-Api-Key: k\r\n"), wire.find("X-VVV-Event:")) << wire;
   const auto request = parse_request(wire);
   EXPECT_EQ(request["Authorization"], "Bearer x");
   EXPECT_EQ(request["X-Api-Key"], "k");
@@ -181,6 +184,10 @@ TEST(DeliveryRequest, ExtraHeadersFollowSurgesOwnInTheirOrder) {
   const auto batch = build_batch_request(sample_target(), signer, rows, 1000, "ua", extra);
   EXPECT_EQ(batch["Authorization"], "Bearer x");
   EXPECT_EQ(batch["X-Api-Key"], "k");
+  std::string batch_wire;
+  write_request(batch_wire, batch);
+  EXPECT_LT(batch_wire.find("Content-Type:"), batch_wire.find("Authorization:")) << batch_wire;
+  EXPECT_LT(batch_wire.find("X-Api-Key: k\r\n"), batch_wire.find("X-VVV-Event:")) << batch_wire;
 }
 
 TEST(DeliveryRequest, ExtraHeadersThatWouldOverrideOrInjectNeverReachTheWire) {
