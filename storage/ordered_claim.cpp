@@ -10,8 +10,9 @@ std::int64_t ordered_read_limit(int rows) {
 
 ordered_pick pick_key_heads(const subscriber_demand& entry,
                             const std::set<std::string, std::less<>>& stopped_keys,
-                            const ordered_reader& read) {
+                            const ordered_reader& read, std::int64_t read_after) {
   ordered_pick pick;
+  pick.stopped_through = read_after;
   if (entry.rows <= 0 || !entry.order) return pick;
   const auto& rule = *entry.order;
   const auto wanted = static_cast<std::size_t>(entry.rows);
@@ -24,7 +25,8 @@ ordered_pick pick_key_heads(const subscriber_demand& entry,
         std::count_if(candidates.begin(), candidates.end(),
                       [&](const claimed_row& row) { return heads.may_go(*row.order_key); }));
   };
-  std::int64_t after = 0;
+  std::int64_t after = read_after;
+  bool in_stopped_run = true;
   std::int64_t left = ordered_read_limit(entry.rows);
   std::vector<unfinished_row> page;
   while (left > 0) {
@@ -42,6 +44,8 @@ ordered_pick pick_key_heads(const subscriber_demand& entry,
       std::string whole;
       if (unread && !rule.pointer.empty()) whole = read.payload_of(row.id);
       auto key = proto::order_key(rule.pointer, unread ? whole : row.payload);
+      in_stopped_run = in_stopped_run && stopped_keys.contains(key);
+      if (in_stopped_run) pick.stopped_through = row.id;
       // Every row is read into the rule, kept or not: a leased one holds its whole key.
       if (!heads.consider(key, scanned.due, scanned.free) || kept >= wanted) continue;
       if (unread && row.payload_bytes <= read.payload_cap) {
@@ -67,6 +71,33 @@ ordered_pick pick_key_heads(const subscriber_demand& entry,
   }
   pick.more_due = pick.rows.size() < wanted && behind_flight;
   return pick;
+}
+
+std::int64_t stopped_runs::read_after(std::int64_t subscriber_id,
+                                      const std::set<std::string, std::less<>>& stopped_keys,
+                                      double now) const {
+  if (stopped_keys.empty()) return 0;
+  const auto found = runs_.find(subscriber_id);
+  if (found == runs_.end() || found->second.keys != stopped_keys ||
+      now - found->second.read_from_start_at >= recheck) {
+    return 0;
+  }
+  return found->second.through;
+}
+
+void stopped_runs::remember(std::int64_t subscriber_id,
+                            const std::set<std::string, std::less<>>& stopped_keys,
+                            std::int64_t read_after, std::int64_t through, double now) {
+  if (stopped_keys.empty()) {
+    runs_.erase(subscriber_id);
+    return;
+  }
+  auto& run = runs_[subscriber_id];
+  if (read_after == 0) {
+    run.keys = stopped_keys;
+    run.read_from_start_at = now;
+  }
+  run.through = through;
 }
 
 }  // namespace surge::storage

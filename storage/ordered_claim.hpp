@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/claims.hpp"
@@ -44,11 +45,41 @@ struct ordered_pick {
   std::vector<claimed_row> rows;  // to lease, in id order, order_key set
   // Fewer than asked while due rows wait only for their key's row in flight.
   bool more_due = false;
+  // The last id of the run of stopped keys' rows the read began with (the id read after, if the
+  // first row read was of a key that goes on).
+  std::int64_t stopped_through = 0;
 };
 
-// The rows `entry` (an ordered subscriber's demand) may lease now.
+// The rows `entry` (an ordered subscriber's demand) may lease now, reading the rows with ids above
+// `read_after`.
 ordered_pick pick_key_heads(const subscriber_demand& entry,
                             const std::set<std::string, std::less<>>& stopped_keys,
-                            const ordered_reader& read);
+                            const ordered_reader& read, std::int64_t read_after = 0);
+
+// Where each ordered subscriber's claim starts reading. A stopped key's rows stay unfinished until
+// an operator resumes it, and thousands of them at the head of the queue would fill every claim's
+// window, so that the subscriber's healthy keys behind them waited for ever. A claim remembers how
+// far the run of stopped rows at the head reaches, and the next claim reads past it while the
+// stopped keys are the same. Every `recheck` seconds the run is read from the start again: a row
+// below its end that was not there when it was read (a replayed row, a PostgreSQL transaction that
+// committed after a later id) waits at most that long.
+class stopped_runs {
+ public:
+  static constexpr double recheck = 10;
+
+  std::int64_t read_after(std::int64_t subscriber_id,
+                          const std::set<std::string, std::less<>>& stopped_keys, double now) const;
+  // What the claim that read after `read_after` found.
+  void remember(std::int64_t subscriber_id, const std::set<std::string, std::less<>>& stopped_keys,
+                std::int64_t read_after, std::int64_t through, double now);
+
+ private:
+  struct run {
+    std::set<std::string, std::less<>> keys;  // the stopped keys when it was read
+    std::int64_t through = 0;
+    double read_from_start_at = 0;
+  };
+  std::unordered_map<std::int64_t, run> runs_;
+};
 
 }  // namespace surge::storage

@@ -299,6 +299,7 @@ class postgres_drain_store final : public drain_store {
   std::int64_t listening_generation_ = 0;
   std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
   std::vector<std::int64_t> more_due_;          // of the last claim, for cycle_result
+  stopped_runs stopped_runs_;                   // where ordered claims start reading
   pg::ownership_keeper owners_;                 // after db_ and owner_, which it uses
 };
 
@@ -442,7 +443,8 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
   // Ordered subscribers claim by their own rule (the first unfinished row of each key).
   for (const auto* entry : ordered) {
     bool more_due = false;
-    auto taken = pg::claim_ordered(db_, *entry, now, lease, max_payload_bytes, more_due);
+    auto taken =
+        pg::claim_ordered(db_, *entry, now, lease, max_payload_bytes, stopped_runs_, more_due);
     if (more_due) more_due_.push_back(entry->subscriber_id);
     rows.insert(rows.end(), std::make_move_iterator(taken.begin()),
                 std::make_move_iterator(taken.end()));

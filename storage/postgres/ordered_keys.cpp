@@ -142,7 +142,7 @@ void read_claimed_row(const result& found, int row, int first, claimed_row& out)
 
 std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& entry, double now,
                                        double lease, std::int64_t max_payload_bytes,
-                                       bool& more_due) {
+                                       stopped_runs& runs, bool& more_due) {
   more_due = false;
   if (entry.rows <= 0 || !entry.order) return {};
   std::set<std::string, std::less<>> stopped;
@@ -175,7 +175,9 @@ std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& ent
             return whole.rows() > 0 ? std::string(whole.text(0, 0)) : std::string();
           },
   };
-  auto pick = pick_key_heads(entry, stopped, reader);
+  const auto read_after = runs.read_after(entry.subscriber_id, stopped, now);
+  auto pick = pick_key_heads(entry, stopped, reader, read_after);
+  runs.remember(entry.subscriber_id, stopped, read_after, pick.stopped_through, now);
   more_due = pick.more_due;
   auto& heads = pick.rows;
   if (heads.empty()) return heads;

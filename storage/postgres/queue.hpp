@@ -14,6 +14,7 @@
 #include "storage/claims.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
+#include "storage/ordered_claim.hpp"
 #include "storage/ordered_keys.hpp"
 #include "storage/ownership.hpp"
 #include "storage/partner_quotas.hpp"
@@ -61,9 +62,10 @@ void resume_keys_stopped_by(session& db, std::span<const std::int64_t> delivery_
 // The drain's claim for an ordered subscriber (proto/ordered_delivery.hpp): reads its unfinished
 // rows in id order and leases the first row of each key that is due and free, under `lease`.
 // `more_due`: it gave fewer rows than asked while keys wait only for their rows in flight.
+// `runs`: where each subscriber's read starts, past its stopped keys' rows (ordered_claim.hpp).
 std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& entry, double now,
                                        double lease, std::int64_t max_payload_bytes,
-                                       bool& more_due);
+                                       stopped_runs& runs, bool& more_due);
 // A claimed row from a result whose columns, from `first` on, are the claim's: id,
 // subscriber_id, event_type, payload, attempts, next_attempt_at, created_at, payload size,
 // coalesced_since.

@@ -292,7 +292,9 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
                        : std::string();
           },
   };
-  auto pick = pick_key_heads(entry, stopped, reader);
+  const auto read_after = stopped_runs_.read_after(entry.subscriber_id, stopped, now);
+  auto pick = pick_key_heads(entry, stopped, reader, read_after);
+  stopped_runs_.remember(entry.subscriber_id, stopped, read_after, pick.stopped_through, now);
   rows.insert(rows.end(), std::make_move_iterator(pick.rows.begin()),
               std::make_move_iterator(pick.rows.end()));
   if (pick.more_due) waiting_for_window_.push_back(entry.subscriber_id);

@@ -15,6 +15,7 @@
 
 #include "storage/claims.hpp"
 #include "storage/lease_values.hpp"
+#include "storage/ordered_claim.hpp"
 
 namespace surge::storage {
 
@@ -166,6 +167,7 @@ class claimer {
   std::unique_ptr<SQLite::Statement> ordered_rows_statement_;
   std::unique_ptr<SQLite::Statement> payload_of_statement_;
   std::unique_ptr<SQLite::Statement> stopped_keys_statement_;  // prepared on first use
+  stopped_runs stopped_runs_;
   sweep_cursor sweep_;
   std::vector<std::int64_t> waiting_for_window_;
   std::unique_ptr<SQLite::Statement> record_lease_statement_;

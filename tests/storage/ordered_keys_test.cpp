@@ -17,6 +17,7 @@
 #include "proto/signing.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
+#include "storage/ordered_claim.hpp"
 #include "storage/schema.hpp"
 #include "storage/sqlite/claims.hpp"
 #include "storage/subscribers.hpp"
@@ -224,6 +225,33 @@ TEST_P(OrderedKeysOn, ADeadRowStopsItsKeyUntilItIsReplayedOrTheKeyResumed) {
   const auto resumed = claim(*store, demand(10, proto::dead_key::stops));
   EXPECT_EQ(ids(resumed), (std::vector<std::int64_t>{b1, a2})) << "b2 waits for b1";
   (void)b2;
+}
+
+// A stopped key's rows stay queued until an operator resumes it. More of them at the head of the
+// queue than one claim reads must not keep the subscriber's other keys waiting behind them.
+TEST_P(OrderedKeysOn, StoppedRowsMoreThanAClaimReadsHoldBackNoOtherKey) {
+  auto& q = *queue_;
+  const auto a1 = q.row("a");
+  q.producer->begin();
+  for (std::int64_t i = 0; i < ordered_read_limit(1) + 50; ++i) q.row("a");
+  q.producer->commit();
+  const auto b1 = q.row("b");
+  auto store = q.store();
+  const auto first = claim(*store, demand(1, proto::dead_key::stops));
+  ASSERT_EQ(ids(first), std::vector<std::int64_t>{a1});
+  // a1 dies and stops its key; b1 lies past more of a's rows than one claim reads.
+  auto next = claim(*store, demand(1, proto::dead_key::stops),
+                    std::vector<outcome>{finished(first.claimed[0], outcome_kind::dead)});
+  for (int claims = 1; claims < 3 && next.claimed.empty(); ++claims) {
+    next = claim(*store, demand(1, proto::dead_key::stops));
+  }
+  EXPECT_EQ(ids(next), std::vector<std::int64_t>{b1})
+      << "the claims read only the stopped key's rows";
+  // Resumed, the key's next row goes first again: the claim reads from the start once more.
+  ASSERT_EQ(resume_stopped_keys(*q.db, q.subscriber, std::string("\"a\"")), 1);
+  const auto resumed = claim(*store, demand(1, proto::dead_key::stops),
+                             std::vector<outcome>{finished(next.claimed[0], outcome_kind::done)});
+  EXPECT_EQ(ids(resumed), std::vector<std::int64_t>{a1 + 1});
 }
 
 TEST_P(OrderedKeysOn, ARowThatComesBackBeforeALaterRowInFlightWaitsForIt) {
