@@ -60,7 +60,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   auto& origin = *attempt.origin;
   const auto& rows = attempt.rows;
   const bool batched = attempt.batched;
-  for (const auto& row : rows) let_go(row);
+  for (const auto& row : rows) let_go(sub, row);
   if (result.not_sent) {
     if (attempt.probe) sub.breaker.on_probe_unsent(now_.steady);
     for (const auto& row : rows) give_back_unsent(sub, row);

@@ -103,7 +103,7 @@ void shard_core::coalesce_ready(subscriber_state& sub) {
       continue;
     }
     adjust_buffered(-1);
-    let_go(row);
+    let_go(sub, row);
     counters_.add(counters_.coalesced);
     auto out = outcome_for(row, storage::outcome_kind::coalesced);
     out.coalesced_into = replaced_by[i];

@@ -223,9 +223,9 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
   }
 }
 
-void shard_core::dead_letter(storage::claimed_row row, std::string reason) {
+void shard_core::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {
   adjust_buffered(-1);
-  let_go(row);
+  let_go(sub, row);
   counters_.add(counters_.dead);
   auto out = outcome_for(row, storage::outcome_kind::dead);
   out.last_error = std::move(reason);
@@ -236,7 +236,7 @@ void shard_core::dead_letter(storage::claimed_row row, std::string reason) {
 void shard_core::release_ready(subscriber_state& sub) {
   for (auto& row : sub.ready) {
     adjust_buffered(-1);
-    let_go(row);
+    let_go(sub, row);
     counters_.add(counters_.released);
     push_outcome(outcome_for(row, storage::outcome_kind::release));
   }
@@ -247,7 +247,7 @@ void shard_core::reschedule_ready(subscriber_state& sub, double next_attempt_at,
                                   std::string reason) {
   for (auto& row : sub.ready) {
     adjust_buffered(-1);
-    let_go(row);
+    let_go(sub, row);
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at = next_attempt_at;
     out.last_error = reason;

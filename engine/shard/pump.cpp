@@ -65,23 +65,23 @@ void shard_core::run_pump(subscriber_state& sub) {
         while (!sub.ready.empty()) {
           auto row = std::move(sub.ready.front());
           sub.ready.pop_front();
-          dead_letter(std::move(row), sub.settings.unusable_reason);
+          dead_letter(sub, std::move(row), sub.settings.unusable_reason);
         }
         continue;
       case pump_action::dead_letter_front_too_large: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         const auto size = row.payload_bytes;
-        dead_letter(std::move(row), "payload too large: " + std::to_string(size) +
-                                        " bytes, limit " +
-                                        std::to_string(limits.max_payload_bytes));
+        dead_letter(sub, std::move(row),
+                    "payload too large: " + std::to_string(size) + " bytes, limit " +
+                        std::to_string(limits.max_payload_bytes));
         continue;
       }
       case pump_action::dead_letter_front_refused: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         auto refusal = refusal_of(row, now_unix);
-        dead_letter(std::move(row), std::move(refusal));
+        dead_letter(sub, std::move(row), std::move(refusal));
         continue;
       }
       case pump_action::release_front: {
@@ -89,7 +89,7 @@ void shard_core::run_pump(subscriber_state& sub) {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         adjust_buffered(-1);
-        let_go(row);
+        let_go(sub, row);
         counters_.add(counters_.released);
         push_outcome(outcome_for(row, storage::outcome_kind::release));
         continue;

@@ -130,7 +130,12 @@ struct subscriber_state {
   circuit_breaker breaker;
   ready_rows ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
-  int pending_claim = 0;   // rows asked of the storage thread, not yet answered
+  int pending_claim = 0;  // rows asked of the storage thread, not yet answered
+  // Payload memory (scheduler.max_payload_memory): what its buffered and in-flight rows hold, what
+  // its pending rows are expected to bring, and what its rows weigh on average (0: none seen).
+  std::int64_t held_bytes = 0;
+  double pending_bytes = 0;
+  double bytes_per_row = 0;
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
   // due is kept by the shard (shard_core::poll_after_of), where the demand scan reads it.
