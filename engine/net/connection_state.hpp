@@ -2,6 +2,7 @@
 // Sans-I/O rules for one keep-alive connection and for an origin's idle list.
 // The Asio layer reports what happened; these classes decide reuse, retry and eviction, so the
 // decisions are tested without sockets.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -106,11 +107,15 @@ class idle_list {
     for (const auto& entry : entries_) visit(entry.first);
   }
 
-  // Visits the connections idle since `since` or longer, oldest first.
+  // Visits the connections idle since `since` or longer, newest first, until `visit` returns
+  // false: a sweep that changes each connection it visits (and says false for one it changed
+  // before) visits each once, not every idle connection at every sweep, since the ones idle
+  // longer were all changed by an earlier sweep.
   template <class Visit>
   void for_each_idle_since(steady_time since, Visit visit) {
-    for (auto it = entries_.rbegin(); it != entries_.rend() && it->second <= since; ++it) {
-      visit(it->first);
+    auto it = std::partition_point(entries_.begin(), entries_.end(),
+                                   [since](const entry& e) { return e.second > since; });
+    for (; it != entries_.end() && visit(it->first); ++it) {
     }
   }
 

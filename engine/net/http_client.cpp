@@ -165,7 +165,9 @@ void http_client::evict_idle() {
     // allocates it again). Not at once: a busy connection would free and allocate it for
     // every request. A reusable connection has no bytes beyond its response, so it is empty.
     entry->idle.for_each_idle_since(now - config_.idle_buffer_release, [](connection_ptr& conn) {
-      if (conn->buffer.size() == 0 && conn->buffer.capacity() != 0) conn->buffer.shrink_to_fit();
+      if (conn->buffer.capacity() == 0) return false;  // and every one idle longer
+      if (conn->buffer.size() == 0) conn->buffer.shrink_to_fit();
+      return true;
     });
   }
   for (auto& conn : expired) close(std::move(conn));

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <vector>
+
 namespace surge::engine {
 namespace {
 
@@ -157,6 +160,28 @@ TEST(IdleList, HandsOutTheFreshestAndEvictsExpired) {
   EXPECT_EQ(*got, 2);
   EXPECT_EQ(expired, std::vector<int>{1});
   EXPECT_FALSE(idle.take(t0 + 5s, expired));
+}
+
+// The buffer sweep's walk: newest first among those idle long enough, stopping at the first one
+// an earlier sweep already changed, so each connection is visited about once.
+TEST(IdleList, TheIdleSinceWalkStopsWhereAnEarlierSweepEnded) {
+  idle_list<int> idle(60s);
+  for (int i = 0; i < 5; ++i) idle.put(i, t0 + std::chrono::seconds(i));
+  std::set<int> released;
+  std::vector<int> visited;
+  const auto sweep = [&](steady_time since) {
+    visited.clear();
+    idle.for_each_idle_since(since, [&](int& conn) {
+      visited.push_back(conn);
+      return released.insert(conn).second;
+    });
+  };
+  sweep(t0 + 2s);
+  EXPECT_EQ(visited, (std::vector<int>{2, 1, 0}));
+  sweep(t0 + 3s);
+  EXPECT_EQ(visited, (std::vector<int>{3, 2})) << "0 and 1 were released by the first sweep";
+  sweep(t0 - 1s);
+  EXPECT_TRUE(visited.empty());
 }
 
 TEST(IdleList, SweepClosesOnlyExpired) {
