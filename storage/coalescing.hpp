@@ -27,7 +27,7 @@ struct replacement {
   double stands_since = 0;
 };
 
-// SQLite only so far (storage::error, kind unsupported, on PostgreSQL).
+// The seed000 shape on SQLite and PostgreSQL (storage::error, kind unsupported, on seed001).
 std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subscriber_id,
                                               double now, int limit, std::int64_t max_payload_bytes,
                                               std::int64_t max_total_bytes);

@@ -432,14 +432,17 @@ std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subsc
                                     max_total_bytes);
       },
       [](SQLite::Database&) -> std::vector<backlog_row> { not_on_seed001("coalescing"); },
-      [](pg::session&) -> std::vector<backlog_row> { not_on_postgres("coalescing"); });
+      [&](pg::session& server) {
+        return pg::read_unheld_due_rows(server, subscriber_id, now, limit, max_payload_bytes,
+                                        max_total_bytes);
+      });
 }
 
 int mark_coalesced(connection& db, std::span<const replacement> rows, double now) {
   return on_queue(
       db, [&](SQLite::Database& file) { return mark_coalesced(file, rows, now); },
       [](SQLite::Database&) -> int { not_on_seed001("coalescing"); },
-      [](pg::session&) -> int { not_on_postgres("coalescing"); });
+      [&](pg::session& server) { return pg::mark_coalesced(server, rows, now); });
 }
 
 prune_result prune(connection& db, const prune_options& options,

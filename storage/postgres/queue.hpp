@@ -3,6 +3,7 @@
 // schema.hpp): the same contracts, reached through storage::connection. Private to storage/.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "storage/audit.hpp"
 #include "storage/backlog.hpp"
 #include "storage/claims.hpp"
+#include "storage/coalescing.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/maintenance.hpp"
 #include "storage/ordered_claim.hpp"
@@ -66,6 +68,11 @@ void resume_keys_stopped_by(session& db, std::span<const std::int64_t> delivery_
 std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& entry, double now,
                                        double lease, std::int64_t max_payload_bytes,
                                        stopped_runs& runs, bool& more_due);
+// The coalescing sweep's read and marks (storage/coalescing.hpp).
+std::vector<backlog_row> read_unheld_due_rows(session& db, std::int64_t subscriber_id, double now,
+                                              int limit, std::int64_t max_payload_bytes,
+                                              std::int64_t max_total_bytes);
+int mark_coalesced(session& db, std::span<const replacement> rows, double now);
 // A claimed row from a result whose columns, from `first` on, are the claim's: id,
 // subscriber_id, event_type, payload, attempts, next_attempt_at, created_at, payload size,
 // coalesced_since.
