@@ -296,14 +296,20 @@ def reset_statements(uri):
                  "SELECT pg_stat_statements_reset()")
 
 
+# In the text of bench/pg_waits.py's sampling statement, which statements() leaves out.
+SAMPLER_MARK = "surge wait sampler"
+
+
 def statements(uri, top=8):
     """The statements that took the server longest since reset_statements, each with its calls,
-    rows and total execution and planning time in ms, the longest first."""
+    rows and total execution and planning time in ms, the longest first (bench/pg_waits.py's
+    sampling left out)."""
     rows = query(uri, f"""
         SELECT calls, total_exec_time, total_plan_time, rows,
                left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database
                                               WHERE datname = current_database())
+          AND query NOT LIKE {literal('%' + SAMPLER_MARK + '%')}
         ORDER BY total_exec_time DESC LIMIT {int(top)}""")
     return [{"calls": int(calls), "exec_ms": float(exec_ms), "plan_ms": float(plan_ms),
              "rows": int(count), "statement": text}
