@@ -272,6 +272,11 @@ def run_scenario(args, scenario, workdir, pg=None):
                 {"calls": one["calls"], "rows": one["rows"],
                  "exec_us_per_delivery": round(1000 * one["exec_ms"] / result["delivered"], 2),
                  "plan_us_per_delivery": round(1000 * one["plan_ms"] / result["delivered"], 2),
+                 # Work, not time: the times above include waits for a busy machine's cores.
+                 "buffers_per_delivery": round(one["blocks"] / result["delivered"], 2),
+                 "dirtied_per_delivery": round(one["dirtied"] / result["delivered"], 3),
+                 "wal_records_per_delivery": round(one["wal_records"] / result["delivered"], 2),
+                 "wal_fpi_per_delivery": round(one["wal_fpi"] / result["delivered"], 3),
                  "statement": one["statement"]} for one in statements]
         # Over the drain's active time (its start to the last delivery), every process's.
         result["machine_idle_share"] = idle_share(drain["machine_cpu"], drain["started"],
@@ -407,7 +412,9 @@ def main():
     parser.add_argument("--pg-statements", action="store_true",
                         help="pg_* scenarios: the server loads pg_stat_statements, and each"
                              " result names the statements that took it longest, in µs of"
-                             " execution and planning per delivery (server_statements)")
+                             " execution and planning per delivery, with the buffers they"
+                             " read and dirtied and the WAL records they wrote per delivery"
+                             " (server_statements)")
     parser.add_argument("--pg-delay-ms", type=float, default=0.0,
                         help="pg_* scenarios: the drain reaches PostgreSQL through"
                              " bench/delay_proxy.py, which holds every chunk this long each way"

@@ -23,7 +23,8 @@ connection and forks no backend. Each sample of a drain's backend counts once un
 The report gives the idle share of the drains' backend samples, and each other class's share of
 the busy ones (all but idle: what a backend does while it works for a drain or holds a
 transaction open), the statements the active waits were in, the server processes' own waits, and the ungranted locks (pg_locks, by lock type,
-mode and relation). The sampler's own backend CPU is measured (/proc), so bench/e2e.py can leave
+mode and relation), and the server's CPU by kind of process (client backends, WAL writer,
+autovacuum workers, ...) from /proc, each from its first to its last sample. The sampler's own backend CPU is measured (/proc), so bench/e2e.py can leave
 it out of the server's CPU.
 """
 import os
@@ -52,9 +53,15 @@ FROM pg_locks l WHERE NOT l.granted;
 """
 
 
-def _cpu_seconds(pid):
+def _cpu_split(pid):
+    """(user, system) CPU seconds of a process, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def _cpu_seconds(pid):
+    return sum(_cpu_split(pid))
 
 
 class WaitSampler:
@@ -69,6 +76,7 @@ class WaitSampler:
         self.server_events = Counter()  # (backend type, class) -> samples
         self.lock_waits = Counter()     # (lock type, mode, relation) -> samples
         self.drain_pids = set()
+        self.process_cpu = {}  # pid -> [backend type, CPU seconds at first sight, at last]
         self.samples = 0
         self.drain_samples = 0
         self.backend_cpu = 0.0
@@ -108,6 +116,7 @@ class WaitSampler:
                 self.lock_waits[(first, second, third)] += 1
                 continue
             state, wait_type, wait_event = first, second, third
+            self._read_cpu(pid, backend_type)
             if state == "active":
                 what = f"{wait_type}:{wait_event}" if wait_event else "CPU"
             elif state == "idle":
@@ -126,6 +135,26 @@ class WaitSampler:
                                     "BgWriterHibernate", "AutoVacuumMain",
                                     "LogicalLauncherMain", "ArchiverMain"):
                 self.server_events[(backend_type, what)] += 1
+
+    def _read_cpu(self, pid, backend_type):
+        try:
+            split = _cpu_split(pid)
+        except (OSError, ValueError):
+            return  # gone since the query, or another server's pid namespace
+        seen = self.process_cpu.setdefault(pid, [backend_type, split, split])
+        seen[2] = split
+
+    def cpu_by_process_type(self):
+        """User and system CPU seconds by backend type ('client backend', 'walwriter',
+        'autovacuum worker', ...) between each process's first and last sample: a process that
+        lived less than a sample interval is missed."""
+        user, system = Counter(), Counter()
+        for backend_type, first, last in self.process_cpu.values():
+            user[backend_type] += last[0] - first[0]
+            system[backend_type] += last[1] - first[1]
+        return {name: {"user": round(user[name], 3), "system": round(system[name], 3)}
+                for name in sorted(user, key=lambda n: -(user[n] + system[n]))
+                if user[name] + system[name] > 0}
 
     def stop(self):
         self._stop.set()
@@ -161,5 +190,6 @@ class WaitSampler:
                 {"locktype": locktype, "mode": mode, "relation": relation,
                  "share_of_samples": share(count, self.samples)}
                 for (locktype, mode, relation), count in self.lock_waits.most_common(top)],
+            "cpu_seconds_by_process": self.cpu_by_process_type(),
             "sampler_backend_cpu_seconds": round(self.backend_cpu, 3),
         }
