@@ -64,6 +64,18 @@ def _cpu_seconds(pid):
     return sum(_cpu_split(pid))
 
 
+def _switches(pid):
+    """(voluntary, involuntary) context switches of a process so far: a backend blocks (and
+    switches voluntarily) on every wait for its client or a lock; an involuntary one is the
+    kernel taking its core for another process."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if "ctxt_switches:" in line:
+            name, value = line.split(":")
+            found[name.strip()] = int(value)
+    return found.get("voluntary_ctxt_switches", 0), found.get("nonvoluntary_ctxt_switches", 0)
+
+
 class WaitSampler:
     def __init__(self, uri, interval=0.05):
         self.interval = interval
@@ -121,8 +133,10 @@ class WaitSampler:
                 what = f"{wait_type}:{wait_event}" if wait_event else "CPU"
             elif state == "idle":
                 what = "idle"
-            elif state.startswith("idle"):
-                what = f"{wait_type}:{wait_event} ({state})" if wait_event else state
+            elif state.startswith("idle in transaction"):
+                # Between two of the drain's statements (the wait event may be unset for an
+                # instant around the read): the same wait either way.
+                what = f"Client:ClientRead ({state})"
             else:
                 what = f"{wait_type}:{wait_event}" if wait_event else (state or "CPU")
             if backend_type == "client backend":
@@ -138,21 +152,25 @@ class WaitSampler:
 
     def _read_cpu(self, pid, backend_type):
         try:
-            split = _cpu_split(pid)
+            split = _cpu_split(pid) + _switches(pid)
         except (OSError, ValueError):
             return  # gone since the query, or another server's pid namespace
         seen = self.process_cpu.setdefault(pid, [backend_type, split, split])
         seen[2] = split
 
     def cpu_by_process_type(self):
-        """User and system CPU seconds by backend type ('client backend', 'walwriter',
+        """User and system CPU seconds, and voluntary and involuntary context switches, by backend type ('client backend', 'walwriter',
         'autovacuum worker', ...) between each process's first and last sample: a process that
         lived less than a sample interval is missed."""
-        user, system = Counter(), Counter()
+        user, system, voluntary, involuntary = Counter(), Counter(), Counter(), Counter()
         for backend_type, first, last in self.process_cpu.values():
             user[backend_type] += last[0] - first[0]
             system[backend_type] += last[1] - first[1]
-        return {name: {"user": round(user[name], 3), "system": round(system[name], 3)}
+            voluntary[backend_type] += last[2] - first[2]
+            involuntary[backend_type] += last[3] - first[3]
+        return {name: {"user": round(user[name], 3), "system": round(system[name], 3),
+                       "voluntary_switches": voluntary[name],
+                       "involuntary_switches": involuntary[name]}
                 for name in sorted(user, key=lambda n: -(user[n] + system[n]))
                 if user[name] + system[name] > 0}
 
