@@ -20,12 +20,13 @@ connection and forks no backend. Each sample of a drain's backend counts once un
   the next statement;
 - `idle`: outside a transaction (between two cycles, or a drain's spare session).
 
-The report gives the idle share of the drains' backend samples, and each other class's share of
-the busy ones (all but idle: what a backend does while it works for a drain or holds a
-transaction open), the statements the active waits were in, the server processes' own waits, and the ungranted locks (pg_locks, by lock type,
-mode and relation), and the server's CPU by kind of process (client backends, WAL writer,
-autovacuum workers, ...) from /proc, each from its first to its last sample. The sampler's own backend CPU is measured (/proc), so bench/e2e.py can leave
-it out of the server's CPU.
+The report gives the idle share of the drains' backend samples, each other class's share of the
+busy ones (all but idle: what a backend does while it works for a drain or holds a transaction
+open), the statements the active waits were in, the server processes' own waits, the ungranted
+locks (pg_locks, by lock type, mode and relation), and the server's CPU and context switches by
+kind of process (client backends, WAL writer, autovacuum workers, ...) from /proc, each process
+from its first to its last sample. The sampler's own backend CPU is measured too, so
+bench/e2e.py can leave it out of the server's CPU.
 """
 import os
 import subprocess
@@ -39,10 +40,11 @@ import pg_queue
 END = "--surge-sample-end--"
 SEPARATOR = "\x1f"
 
-# MARK keeps the sampler's statement out of pg_queue.statements() (--pg-statements).
+# The mark keeps the sampler's statement out of pg_queue.statements() (--pg-statements).
 SAMPLE_SQL = f"""
-SELECT /* {pg_queue.SAMPLER_MARK} */ 'a', pid, coalesce(state, ''), coalesce(wait_event_type, ''), coalesce(wait_event, ''),
-       backend_type, left(regexp_replace(query, '\\s+', ' ', 'g'), 60)
+SELECT /* {pg_queue.SAMPLER_MARK} */ 'a', pid, coalesce(state, ''),
+       coalesce(wait_event_type, ''), coalesce(wait_event, ''), backend_type,
+       left(regexp_replace(query, '\\s+', ' ', 'g'), 60)
 FROM pg_stat_activity
 WHERE pid <> pg_backend_pid()
   AND (datname = current_database() OR backend_type <> 'client backend')
@@ -159,9 +161,10 @@ class WaitSampler:
         seen[2] = split
 
     def cpu_by_process_type(self):
-        """User and system CPU seconds, and voluntary and involuntary context switches, by backend type ('client backend', 'walwriter',
-        'autovacuum worker', ...) between each process's first and last sample: a process that
-        lived less than a sample interval is missed."""
+        """User and system CPU seconds, and voluntary and involuntary context switches, by
+        backend type ('client backend', 'walwriter', 'autovacuum worker', ...), each process
+        from its first to its last sample: one that lived less than a sample interval is
+        missed."""
         user, system, voluntary, involuntary = Counter(), Counter(), Counter(), Counter()
         for backend_type, first, last in self.process_cpu.values():
             user[backend_type] += last[0] - first[0]
