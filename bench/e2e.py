@@ -45,7 +45,11 @@ the server's CPU over the drain, "server_cpu_seconds" and "server_cpu_us_per_del
 system time of the postmaster and all its processes (the drains' backends, checkpointer, WAL
 writer, autovacuum), read from /proc before and after the drain (bench/pg_queue.py
 PgServer.cpu_seconds); each scenario's database is dropped once read, so its vacuum does not
-fall into the next scenario's drain.
+fall into the next scenario's drain. With --pg-waits, bench/pg_waits.py samples the drains'
+backends in pg_stat_activity and the ungranted locks in pg_locks every 50 ms during the drain,
+and the result's "server_waits" gives the top wait events as shares of the samples (its own
+backend's CPU is left out of the server's). Every result gives "machine_idle_share", the whole
+machine's idle time over the drain's active seconds, from /proc/stat.
 
     bench/e2e.py                              # the default list, full size (all but pg_*_x2/x3)
     bench/e2e.py --scenarios a_http,d         # some of them
@@ -53,6 +57,7 @@ fall into the next scenario's drain.
     bench/e2e.py --scenarios nginx_http,nginx_http_seed001   # the two queue shapes, same rows
     bench/e2e.py --scenarios nginx_http,nginx_throttled_third   # a third throttled among them
     bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x2,pg_nginx_http_x3  # on PostgreSQL
+    bench/e2e.py --scenarios pg_nginx_http,pg_nginx_http_x3 --pg-waits   # ... and what they wait on
     bench/e2e.py --smoke                      # one scenario of each kind, tiny (the CI smoke test)
     bench/e2e.py --scenarios nginx_http --layout contiguous   # each subscriber's rows together
     bench/e2e.py --surge build/release/tools/surge --out bench-out
@@ -72,6 +77,7 @@ import time
 from pathlib import Path
 
 import pg_queue
+import pg_waits
 from e2e_peers import Nginx, Sink, ThreadCpu, cpu_seconds_of, log, nginx_binary, run_wrk, write_pki
 from e2e_analysis import analyse
 from e2e_queue import BODY, LAYOUTS, any_due, create_shape, outstanding, populate, set_urls
@@ -84,6 +90,21 @@ def child_of(pid):
     except OSError:
         return None
     return int(children[0]) if children else None
+
+
+def machine_cpu():
+    """(time, idle ticks, all ticks) of the whole machine, from /proc/stat's cpu line (idle
+    counts iowait too)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return time.time(), fields[3] + fields[4], sum(fields[:8])
+
+
+def idle_share(snapshots, start, end):
+    """The machine's idle share between the snapshots nearest `start` and `end`."""
+    first = min(snapshots, key=lambda s: abs(s[0] - start))
+    last = min(snapshots, key=lambda s: abs(s[0] - end))
+    ticks = last[2] - first[2]
+    return round((last[1] - first[1]) / ticks, 3) if ticks > 0 else None
 
 
 def run_drain(options, directory, db, scenario):
@@ -116,9 +137,11 @@ def run_drain(options, directory, db, scenario):
     rate_ids = [s.id for s in scenario.subscribers if s.group == scenario.rate_group]
     rate_group_done = None
     threads = ThreadCpu()
+    machine = [machine_cpu()]  # (time, idle ticks, all ticks), every 0.05 s
     checked_at = 0.0
     try:
         while any(p.poll() is None for p in processes):
+            machine.append(machine_cpu())
             for process in processes:
                 drainer = child_of(process.pid)
                 if drainer:
@@ -157,8 +180,9 @@ def run_drain(options, directory, db, scenario):
         for log_file in logs:
             log_file.close()
     finished = time.time()
+    machine.append(machine_cpu())
     drained = {"started": started, "finished": finished, "cpu": 0.0, "rss_kb": 0.0,
-               "thread_cpu": threads.seconds_by_name()}
+               "thread_cpu": threads.seconds_by_name(), "machine_cpu": machine}
     handshakes = {"full": 0, "resumed": 0}
     for i, process in enumerate(processes):
         log_text = Path(logs[i].name).read_text()
@@ -214,6 +238,9 @@ def run_scenario(args, scenario, workdir, pg=None):
                                               wrk_connections, directory))
         log(f"{scenario.name}: draining {queued} rows for {len(scenario.subscribers)} subscribers"
             f" into {scenario.receiver}")
+        # Connected before the server's CPU is read, so its backend's start is not counted.
+        sampler = (pg_waits.WaitSampler(db) if scenario.queue == "postgres" and args.pg_waits
+                   else None)
         receiver_cpu = receiver.cpu_seconds()
         server_cpu = pg.cpu_seconds() if scenario.queue == "postgres" else None
         if scenario.queue == "postgres" and args.pg_statements:
@@ -224,13 +251,18 @@ def run_scenario(args, scenario, workdir, pg=None):
             proxy = pg_queue.DelayProxy(pg, args.pg_delay_ms, directory)
             drain_db = proxy.uri(scenario.name)
         try:
+            if sampler is not None:
+                sampler.start()
             drain = run_drain(args, directory, drain_db, scenario)
         finally:
+            if sampler is not None:
+                sampler.stop()
             if proxy is not None:
                 proxy.stop()
         receiver_cpu = receiver.cpu_seconds() - receiver_cpu
         if server_cpu is not None:
-            server_cpu = pg.cpu_seconds() - server_cpu
+            # Less the sampler's own backend, which is not the drains' doing.
+            server_cpu = pg.cpu_seconds() - server_cpu - (sampler.backend_cpu if sampler else 0.0)
         # Read before analyse's own queries.
         statements = (pg_queue.statements(db) if scenario.queue == "postgres"
                       and args.pg_statements else None)
@@ -240,7 +272,17 @@ def run_scenario(args, scenario, workdir, pg=None):
                 {"calls": one["calls"], "rows": one["rows"],
                  "exec_us_per_delivery": round(1000 * one["exec_ms"] / result["delivered"], 2),
                  "plan_us_per_delivery": round(1000 * one["plan_ms"] / result["delivered"], 2),
+                 # Work, not time: the times above include waits for a busy machine's cores.
+                 "buffers_per_delivery": round(one["blocks"] / result["delivered"], 2),
+                 "dirtied_per_delivery": round(one["dirtied"] / result["delivered"], 3),
+                 "wal_records_per_delivery": round(one["wal_records"] / result["delivered"], 2),
+                 "wal_fpi_per_delivery": round(one["wal_fpi"] / result["delivered"], 3),
                  "statement": one["statement"]} for one in statements]
+        # Over the drain's active time (its start to the last delivery), every process's.
+        result["machine_idle_share"] = idle_share(drain["machine_cpu"], drain["started"],
+                                                  drain["started"] + result["active_seconds"])
+        if sampler is not None:
+            result["server_waits"] = sampler.report()
         result["program"] = "surge_seed_loop" if scenario.seed_loop else "surge drain"
         result["drain_processes"] = scenario.drains
         result["queue"] = scenario.queue
@@ -370,11 +412,18 @@ def main():
     parser.add_argument("--pg-statements", action="store_true",
                         help="pg_* scenarios: the server loads pg_stat_statements, and each"
                              " result names the statements that took it longest, in µs of"
-                             " execution and planning per delivery (server_statements)")
+                             " execution and planning per delivery, with the buffers they"
+                             " read and dirtied and the WAL records they wrote per delivery"
+                             " (server_statements)")
     parser.add_argument("--pg-delay-ms", type=float, default=0.0,
                         help="pg_* scenarios: the drain reaches PostgreSQL through"
                              " bench/delay_proxy.py, which holds every chunk this long each way"
                              " (a server on another host); 0: the Unix socket directly")
+    parser.add_argument("--pg-waits", action="store_true",
+                        help="pg_* scenarios: sample the drains' backends in pg_stat_activity"
+                             " and the ungranted locks in pg_locks every 50 ms; each result"
+                             " gives the top wait events as shares of the samples"
+                             " (server_waits, bench/pg_waits.py)")
     parser.add_argument("--layout", choices=LAYOUTS, default="interleaved",
                         help="the rows in id order: interleaved as a producer's fan-out writes"
                              " them (one row per subscriber per event), or each subscriber's"
@@ -406,7 +455,7 @@ def main():
                             text=True, cwd=Path(__file__).parent).stdout.strip()
     report = {"commit": commit, "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
               "scale": args.scale, "layout": args.layout, "extra_drain_args": args.drain_args,
-              "pg_delay_ms": args.pg_delay_ms,
+              "pg_delay_ms": args.pg_delay_ms, "pg_waits": args.pg_waits,
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "scenarios": {}}
     pg = None  # one PostgreSQL server for every postgres scenario, started by the first

@@ -296,15 +296,24 @@ def reset_statements(uri):
                  "SELECT pg_stat_statements_reset()")
 
 
-def statements(uri, top=8):
+# In the text of bench/pg_waits.py's sampling statement, which statements() leaves out.
+SAMPLER_MARK = "surge wait sampler"
+
+
+def statements(uri, top=10):
     """The statements that took the server longest since reset_statements, each with its calls,
-    rows and total execution and planning time in ms, the longest first."""
+    rows, total execution and planning time in ms, buffers read (hit or not) and dirtied, WAL
+    records and full-page images, the longest first (bench/pg_waits.py's
+    sampling left out)."""
     rows = query(uri, f"""
-        SELECT calls, total_exec_time, total_plan_time, rows,
+        SELECT calls, total_exec_time, total_plan_time, rows, shared_blks_hit + shared_blks_read,
+               shared_blks_dirtied, wal_records, wal_fpi,
                left(regexp_replace(query, '\\s+', ' ', 'g'), 90)
         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database
                                               WHERE datname = current_database())
+          AND query NOT LIKE {literal('%' + SAMPLER_MARK + '%')}
         ORDER BY total_exec_time DESC LIMIT {int(top)}""")
     return [{"calls": int(calls), "exec_ms": float(exec_ms), "plan_ms": float(plan_ms),
-             "rows": int(count), "statement": text}
-            for calls, exec_ms, plan_ms, count, text in rows]
+             "rows": int(count), "blocks": int(blocks), "dirtied": int(dirtied),
+             "wal_records": int(records), "wal_fpi": int(fpi), "statement": text}
+            for calls, exec_ms, plan_ms, count, blocks, dirtied, records, fpi, text in rows]
