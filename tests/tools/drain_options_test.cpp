@@ -42,6 +42,23 @@ TEST(DrainOptions, AFlagChangesOnlyItsOwnField) {
   EXPECT_TRUE(config == engine::drain_config{});
 }
 
+// The flags whose rules are proved on the shard core's simulated clock reach the fields the
+// core reads; no drain process is needed to see that.
+TEST(DrainOptions, TheRetryAndConcurrencyFlagsReachTheirFields) {
+  const auto config = parsed(
+      "--db postgresql://localhost/queue --max-attempts 3 --max-age 1000 --retry-base 0.4 "
+      "--max-in-flight 2 --per-subscriber-in-flight 5");
+  EXPECT_EQ(config.retry.max_attempts, 3);
+  EXPECT_EQ(config.retry.max_age, std::chrono::seconds(1000));
+  EXPECT_EQ(config.retry.base_delay, std::chrono::milliseconds(400));
+  EXPECT_TRUE(config.retry_given.max_attempts);
+  EXPECT_TRUE(config.retry_given.max_age);
+  EXPECT_TRUE(config.retry_given.base_delay);
+  EXPECT_FALSE(config.retry_given.max_delay);
+  EXPECT_EQ(config.scheduler.max_in_flight, 2);
+  EXPECT_EQ(config.scheduler.per_subscriber_in_flight, 5);
+}
+
 TEST(DrainOptions, NameServersAreGivenByAddressWithAnOptionalPort) {
   const auto config =
       parsed("--db postgresql://localhost/queue --dns-server 127.0.0.1:5353,[::1]:53,192.0.2.1");

@@ -139,32 +139,5 @@ TEST(DrainDelivery, BadRowsAreDeadLetteredWithAReasonWhileTheRestDrains) {
   EXPECT_EQ(deliveries(sink.stop_and_read()).size(), good_rows.size());
 }
 
-TEST(DrainDelivery, NonPublicTargetsAreRefusedWithoutTheFlag) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto loopback = queue.add_subscriber_at(sink, 100, 10);
-  const auto by_name = queue.add_subscriber("http://placeholder/", 100, 10);
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" +
-                  sink.url_for(by_name, false, "localhost") +
-                  "' WHERE id = " + std::to_string(by_name));
-  const auto rows = queue.add_rows(loopback, 2);
-  const auto named_rows = queue.add_rows(by_name, 2);
-
-  const auto result = run_surge(
-      dir, {"drain", "--db", queue.path(), "--until-drained", "--progress-interval", "0"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  // Held, not dead-lettered: the rows wait for the operator to allow the address.
-  for (auto id : rows) {
-    EXPECT_NE(queue.row(id).status, "dead");
-    EXPECT_EQ(queue.row(id).attempts, 0);
-    EXPECT_NE(queue.row(id).last_error.find("loopback"), std::string::npos)
-        << queue.row(id).last_error;
-  }
-  for (auto id : named_rows) EXPECT_NE(queue.row(id).status, "dead");
-  EXPECT_NE(result.err.find("--allow-private-targets"), std::string::npos) << result.err;
-  EXPECT_TRUE(sink.stop_and_read().empty()) << "a refused target was contacted";
-}
-
 }  // namespace
 }  // namespace surge::testing

@@ -137,10 +137,10 @@ TEST(DrainFaults, HangingEndpointIsAbortedAtTheDeadlineWhileAnotherSubscriberIsS
     }
   }
   double first_hang = std::numeric_limits<double>::max();
-  double last_healthy = 0;
+  double first_healthy = std::numeric_limits<double>::max();
   for (const auto& request : requests) {
     if (request.subscriber_id == hanging) first_hang = std::min(first_hang, request.arrival);
-    if (request.subscriber_id == healthy) last_healthy = std::max(last_healthy, request.arrival);
+    if (request.subscriber_id == healthy) first_healthy = std::min(first_healthy, request.arrival);
   }
   for (auto row : healthy_rows) EXPECT_EQ(queue.row(row).status, "done");
   std::size_t healthy_delivered = 0;
@@ -151,8 +151,11 @@ TEST(DrainFaults, HangingEndpointIsAbortedAtTheDeadlineWhileAnotherSubscriberIsS
     }
   }
   EXPECT_EQ(healthy_delivered, healthy_rows.size());
-  // The hanging attempts (1 s each, twice) did not hold the healthy subscriber up.
-  EXPECT_LT(last_healthy, first_hang + 2.0);
+  // The hanging attempt did not hold the healthy subscriber up: it was served before that
+  // attempt reached its 1 s deadline. An order, not a speed; that the origin's other
+  // subscribers are served long before hanging requests time out is proved on a simulated clock
+  // (ShardCorePartner.RequestsHangingAtOneSubscriberDoNotHoldTheOriginFromTheOthers).
+  EXPECT_LT(first_healthy, first_hang + 1.0);
 }
 
 // --- 2. never accepts -----------------------------------------------------------------------

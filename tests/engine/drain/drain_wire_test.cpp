@@ -1,6 +1,8 @@
-// What goes on and comes off the wire, end to end through the real CLI against hostile loopback
-// servers: interim 1xx responses, responses nobody asked for, and queue values that would inject
-// headers or a whole request. `done` must mean a 2xx answered that very request.
+// What comes off a real socket, through the real CLI against hostile loopback servers: a response
+// nobody asked for, and TLS housekeeping that is not one; and `emit` refusing an event type that
+// would inject. Interim 1xx responses are the response reader's rule
+// (tests/engine/net/response_reader_test.cpp); a queued event type that would inject is
+// dead-lettered unsent by the shard core (tests/engine/shard/core_partner_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,10 +22,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <SQLiteCpp/Statement.h>
-
-#include "proto/clock.hpp"
-#include "storage/sqlite/database.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/test_pki.hpp"
 
@@ -181,50 +179,6 @@ void set_max_in_flight(test_queue& queue, std::int64_t subscriber, int cap) {
                   " WHERE id = " + std::to_string(subscriber));
 }
 
-// The server refuses even delivery ids with 500 and accepts odd ones with 200, each after the
-// interim responses in `interim`, flushed on their own a few milliseconds before the answer.
-void expect_each_row_gets_its_own_answer(const std::string& interim) {
-  temp_dir dir;
-  test_queue queue(dir);
-  raw_server server([&](const seen_request& request) {
-    return std::vector<piece>{{0ms, interim},
-                              {5ms, response(request.delivery_id % 2 == 0 ? 500 : 200)}};
-  });
-  const auto id = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(id, server.url());
-  set_max_in_flight(queue, id, 2);  // few connections, each reused many times
-  const auto rows = queue.add_rows(id, 20);
-
-  const auto result = run_surge(dir, drain_args(queue));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (const auto row : rows) {
-    const auto state = queue.row(row);
-    if (row % 2 == 0) {
-      EXPECT_EQ(state.status, "dead") << "row " << row << " was refused";
-      EXPECT_EQ(state.last_status.value_or(0), 500) << "row " << row << ": " << state.last_error;
-    } else {
-      EXPECT_EQ(state.status, "done") << "row " << row << ": " << state.last_error;
-      EXPECT_EQ(state.last_status.value_or(0), 200) << "row " << row;
-    }
-  }
-  const auto requests = server.requests();
-  EXPECT_EQ(requests.size(), rows.size());
-  std::set<std::size_t> connections;
-  for (const auto& request : requests) connections.insert(request.connection);
-  EXPECT_LT(connections.size(), rows.size() / 2) << "connections with interim answers are reused";
-}
-
-TEST(DrainWire, ContinueBeforeEachAnswerIsSkipped) {
-  expect_each_row_gets_its_own_answer("HTTP/1.1 100 Continue\r\n\r\n");
-}
-
-TEST(DrainWire, EarlyHintsWithHeadersAreSkipped) {
-  expect_each_row_gets_its_own_answer(
-      "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n"
-      "Link: </app.js>; rel=preload; as=script\r\n\r\n"
-      "HTTP/1.1 100 Continue\r\n\r\n");
-}
-
 // After each answer the server sends a second, unsolicited 200 a little later, while the
 // connection sits idle. The next request must not take it for its own answer.
 TEST(DrainWire, AResponseArrivingWhileIdleIsNeverTakenAsTheNextAnswer) {
@@ -248,41 +202,6 @@ TEST(DrainWire, AResponseArrivingWhileIdleIsNeverTakenAsTheNextAnswer) {
     EXPECT_EQ(state.last_status.value_or(0), 500) << "row " << row << ": " << state.last_error;
   }
   EXPECT_EQ(server.requests().size(), rows.size());
-}
-
-TEST(DrainWire, AnEventTypeThatInjectsARequestIsDeadLetteredAndNeverSent) {
-  temp_dir dir;
-  test_queue queue(dir);
-  raw_server server([](const seen_request&) { return std::vector<piece>{{0ms, response(200)}}; });
-  const auto id = queue.add_subscriber("http://placeholder/", 1000, 100);
-  queue.set_url(id, server.url());
-  set_max_in_flight(queue, id, 1);  // one connection: a smuggled request would ride on it
-  const auto before = queue.add_rows(id, 3);
-  // Inserted as a producer could, with raw SQL.
-  SQLite::Statement insert(queue.db(),
-                           "INSERT INTO webhook_delivery (subscriber_id, event_type, payload, "
-                           "created_at) VALUES (?, ?, '{}', ?)");
-  insert.bind(1, id);
-  insert.bind(2, std::string("video.x\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"));
-  insert.bind(3, proto::unix_now());
-  insert.exec();
-  const auto hostile = queue.db().getLastInsertRowid();
-  const auto after = queue.add_rows(id, 3);
-
-  const auto result = run_surge(dir, drain_args(queue));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto state = queue.row(hostile);
-  EXPECT_EQ(state.status, "dead");
-  EXPECT_EQ(state.attempts, 0) << "no attempt was made";
-  EXPECT_NE(state.last_error.find("unsafe event_type: contains CR/LF"), npos) << state.last_error;
-  for (const auto row : before) EXPECT_EQ(queue.row(row).status, "done");
-  for (const auto row : after) EXPECT_EQ(queue.row(row).status, "done");
-  const auto requests = server.requests();
-  EXPECT_EQ(requests.size(), before.size() + after.size());
-  for (const auto& request : requests) {
-    EXPECT_EQ(request.target, "/hook");
-    EXPECT_NE(request.delivery_id, hostile);
-  }
 }
 
 TEST(DrainWire, EmitRefusesAnEventTypeWithControlCharacters) {
