@@ -5,7 +5,7 @@
 
 #include "engine/observe/log.hpp"
 #include "engine/store/storage_worker.hpp"
-#include "engine/shard/subscriber.hpp"
+#include "engine/subscriber_settings.hpp"
 #include "proto/clock.hpp"
 #include "storage/drain_store.hpp"
 

@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "engine/observe/log.hpp"
-#include "engine/shard/subscriber.hpp"
+#include "engine/subscriber_settings.hpp"
 #include "proto/clock.hpp"
 #include "storage/drain_store.hpp"
 

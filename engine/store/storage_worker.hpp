@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/config.hpp"
+#include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/store/backlog_watch.hpp"
@@ -28,33 +29,6 @@
 #include "storage/token_leases.hpp"
 
 namespace surge::engine {
-
-struct claim_reply {
-  std::vector<storage::subscriber_demand> asked;
-  std::vector<storage::claimed_row> rows;
-  // For the entries that asked for tokens, if the cycle ran; empty when it did not.
-  std::vector<storage::token_grant> granted;
-  // Subscribers that got fewer rows than asked though more are due (storage::cycle_result).
-  std::vector<std::int64_t> more_due;
-};
-
-// What the storage thread calls on a shard; implementations post onto the shard's own thread.
-class shard_endpoint {
- public:
-  virtual ~shard_endpoint() = default;
-  virtual void on_subscribers(std::vector<storage::subscriber_row> rows) = 0;
-  virtual void on_claimed(claim_reply reply) = 0;
-  // Rows were queued for these subscribers (all of the shard's when `all`): ask for them now
-  // rather than at their next idle poll.
-  virtual void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) = 0;
-  // This drain took these subscribers over from another drain (storage/ownership.hpp): their
-  // pacing starts empty, so the previous owner's last sends and ours together stay within the
-  // partner's limit, and their rows are asked for now.
-  virtual void on_taken(std::vector<std::int64_t> subscriber_ids) = 0;
-  // This drain no longer owns these subscribers (storage/ownership.hpp): rows claimed for them
-  // and not yet sent go back to the queue, for their new owner to claim at once.
-  virtual void on_disowned(std::vector<std::int64_t> subscriber_ids) = 0;
-};
 
 // A warning about a condition that may last: said when it starts, then every `every` while it
 // lasts, so a log is not flooded by one warning per storage cycle.
@@ -75,23 +49,21 @@ class repeated_warning {
   std::chrono::steady_clock::time_point last_{};
 };
 
-class storage_worker {
+class storage_worker final : public storage_endpoint {
  public:
   storage_worker(const drain_config& config, drain_metrics& metrics);
-  ~storage_worker();
+  ~storage_worker() override;
 
   // Shards must be attached before start(); subscriber s belongs to shard s % shards.size().
   void attach(std::vector<shard_endpoint*> shards);
   void start();
 
-  // Thread-safe hand-offs from shards.
-  void request_claims(int shard, std::vector<storage::subscriber_demand> demand);
-  void submit(std::vector<storage::outcome> outcomes, std::vector<std::int64_t> deactivate);
-  // A finishing shard's leased tokens it did not spend (one call per shard, at its end).
-  void submit_unspent(std::vector<storage::unspent_tokens> tokens);
-  // The partners' latest announced quotas: kept per subscriber and written at most once a
-  // second (and at the end), for `surge stats`.
-  void submit_quotas(std::vector<storage::partner_quota_row> rows);
+  // Thread-safe hand-offs from shards (engine/handoff.hpp).
+  void request_claims(int shard, std::vector<storage::subscriber_demand> demand) override;
+  void submit(std::vector<storage::outcome> outcomes,
+              std::vector<std::int64_t> deactivate) override;
+  void submit_unspent(std::vector<storage::unspent_tokens> tokens) override;
+  void submit_quotas(std::vector<storage::partner_quota_row> rows) override;
 
   // Stops claiming for good (shutdown or drained); pending claim requests are answered empty.
   void stop_claiming();
