@@ -26,7 +26,7 @@
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/scheduling.hpp"
 #include "engine/shard/subscriber.hpp"
-#include "engine/store/storage_worker.hpp"
+#include "engine/handoff.hpp"
 #include "proto/retry_policy.hpp"
 
 namespace surge::engine {

@@ -35,7 +35,7 @@ class shard::wire_gate_of_attempt final : public http_client::write_gate {
   attempt_id attempt_;
 };
 
-shard::shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
+shard::shard(int index, int shard_count, const drain_config& config, storage_endpoint& storage,
              std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)
     : index_(index),
       config_(config),

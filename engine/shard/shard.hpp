@@ -17,17 +17,17 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "engine/config.hpp"
+#include "engine/handoff.hpp"
 #include "engine/net/client_identity.hpp"
 #include "engine/net/http_client.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/shard/core.hpp"
-#include "engine/store/storage_worker.hpp"
 
 namespace surge::engine {
 
 class shard final : public shard_endpoint {
  public:
-  shard(int index, int shard_count, const drain_config& config, storage_worker& storage,
+  shard(int index, int shard_count, const drain_config& config, storage_endpoint& storage,
         std::shared_ptr<boost::asio::ssl::context> tls, drain_metrics& metrics);
   ~shard() override;
 
@@ -65,7 +65,7 @@ class shard final : public shard_endpoint {
 
   int index_;
   drain_config config_;
-  storage_worker& storage_;
+  storage_endpoint& storage_;
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   http_client client_;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/observe/log.hpp"
-#include "engine/shard/subscriber.hpp"
+#include "engine/subscriber_settings.hpp"
 #include "proto/clock.hpp"
 #include "proto/coalesce.hpp"
 #include "storage/coalescing.hpp"

@@ -1,8 +1,9 @@
 #pragma once
 // The storage thread: the one connection of a drain that claims and writes
 // (storage/drain_store.hpp, a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
-// batches; it answers claims, pushes subscriber settings back and wakes shards when other
-// programs queue rows.
+// batches (engine/handoff.hpp); what to do with them, and when, is storage_core's
+// (engine/store/storage_core.hpp). This thread reads the clocks, feeds the core its events and
+// performs the actions it answers with.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -12,14 +13,14 @@
 #include <span>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <memory>
 #include <vector>
 
 #include "engine/config.hpp"
+#include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/metrics.hpp"
-#include "engine/store/backlog_watch.hpp"
-#include "engine/store/cadence.hpp"
+#include "engine/store/storage_core.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/drain_store.hpp"
@@ -29,69 +30,21 @@
 
 namespace surge::engine {
 
-struct claim_reply {
-  std::vector<storage::subscriber_demand> asked;
-  std::vector<storage::claimed_row> rows;
-  // For the entries that asked for tokens, if the cycle ran; empty when it did not.
-  std::vector<storage::token_grant> granted;
-  // Subscribers that got fewer rows than asked though more are due (storage::cycle_result).
-  std::vector<std::int64_t> more_due;
-};
-
-// What the storage thread calls on a shard; implementations post onto the shard's own thread.
-class shard_endpoint {
- public:
-  virtual ~shard_endpoint() = default;
-  virtual void on_subscribers(std::vector<storage::subscriber_row> rows) = 0;
-  virtual void on_claimed(claim_reply reply) = 0;
-  // Rows were queued for these subscribers (all of the shard's when `all`): ask for them now
-  // rather than at their next idle poll.
-  virtual void on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) = 0;
-  // This drain took these subscribers over from another drain (storage/ownership.hpp): their
-  // pacing starts empty, so the previous owner's last sends and ours together stay within the
-  // partner's limit, and their rows are asked for now.
-  virtual void on_taken(std::vector<std::int64_t> subscriber_ids) = 0;
-  // This drain no longer owns these subscribers (storage/ownership.hpp): rows claimed for them
-  // and not yet sent go back to the queue, for their new owner to claim at once.
-  virtual void on_disowned(std::vector<std::int64_t> subscriber_ids) = 0;
-};
-
-// A warning about a condition that may last: said when it starts, then every `every` while it
-// lasts, so a log is not flooded by one warning per storage cycle.
-class repeated_warning {
- public:
-  explicit repeated_warning(std::chrono::steady_clock::duration every) : every_(every) {}
-  bool due(std::chrono::steady_clock::time_point now) {
-    if (active_ && now - last_ < every_) return false;
-    active_ = true;
-    last_ = now;
-    return true;
-  }
-  void clear() { active_ = false; }
-
- private:
-  std::chrono::steady_clock::duration every_;
-  bool active_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
-
-class storage_worker {
+class storage_worker final : public storage_endpoint {
  public:
   storage_worker(const drain_config& config, drain_metrics& metrics);
-  ~storage_worker();
+  ~storage_worker() override;
 
   // Shards must be attached before start(); subscriber s belongs to shard s % shards.size().
   void attach(std::vector<shard_endpoint*> shards);
   void start();
 
-  // Thread-safe hand-offs from shards.
-  void request_claims(int shard, std::vector<storage::subscriber_demand> demand);
-  void submit(std::vector<storage::outcome> outcomes, std::vector<std::int64_t> deactivate);
-  // A finishing shard's leased tokens it did not spend (one call per shard, at its end).
-  void submit_unspent(std::vector<storage::unspent_tokens> tokens);
-  // The partners' latest announced quotas: kept per subscriber and written at most once a
-  // second (and at the end), for `surge stats`.
-  void submit_quotas(std::vector<storage::partner_quota_row> rows);
+  // Thread-safe hand-offs from shards (engine/handoff.hpp).
+  void request_claims(int shard, std::vector<storage::subscriber_demand> demand) override;
+  void submit(std::vector<storage::outcome> outcomes,
+              std::vector<std::int64_t> deactivate) override;
+  void submit_unspent(std::vector<storage::unspent_tokens> tokens) override;
+  void submit_quotas(std::vector<storage::partner_quota_row> rows) override;
 
   // Stops claiming for good (shutdown or drained); pending claim requests are answered empty.
   void stop_claiming();
@@ -114,7 +67,10 @@ class storage_worker {
   std::int64_t remaining() const { return remaining_; }
   // After join(): rows whose outcome the database refused, even as a dead-letter, by id with
   // the reason: this drain claimed them no more (settle_refused).
-  const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
+  const std::map<std::int64_t, std::string>& quarantined() const {
+    static const std::map<std::int64_t, std::string> none;
+    return core_ ? core_->quarantined() : none;
+  }
   // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.
   std::int64_t unwritten() const { return unwritten_; }
   // After join(): what was done about a queue file's write-ahead log deleted under the drain
@@ -122,48 +78,19 @@ class storage_worker {
   const std::string& rescue_report() const { return rescue_report_; }
 
  private:
+  class core_log;
   void run();
-  void write_outcomes(bool force);
-  void write_quotas(bool force);
-  // Outcomes of `batch` whose rows another session holds go to `held`, for a later batch.
-  void keep_held(const storage::write_report& report, std::span<const storage::outcome> batch,
-                 std::vector<storage::outcome>& held);
-  // One outcome the database refused for the row's sake: written as dead with the database's
-  // reason, or, if that is refused too, left to the row's lease.
-  void settle_refused(const storage::outcome& refused, const storage::error& why);
-  // For a fault the drain cannot outlast (storage::is_fatal): stops claiming and ends the drain
-  // with the cause and its fix; true if `failure` was one.
-  bool stop_for_fault(const storage::error& failure);
-  // Stops claiming and ends the drain with `why` (exit 1).
-  void stop_with_failure(std::string why);
-  // engine/store/commit_timing's outcomes_due for what this thread holds.
-  bool outcomes_due_now(std::chrono::steady_clock::time_point now, bool force) const;
-  // Metrics and the lost-lease warning for `rows` outcomes written in `took`.
-  void note_written(const storage::write_report& report, std::size_t rows,
-                    std::chrono::steady_clock::duration took);
-  void answer_claims();
-  // Trims `demand` to claim_rows_cap_ rows in all.
-  void cap_claim(std::vector<storage::subscriber_demand>& demand) const;
-  void note_held_subscribers(const std::vector<std::int64_t>& held);
+  // Performs one of the core's actions against the queue and hands its result back.
+  void perform(storage_action& action);
   void reload_subscribers(bool initial);
-  void check_drained();
-  std::int64_t without_quarantined(std::int64_t outstanding) const;
-  // `initial`: the first renewal, before any shard sent: buckets were just seeded.
-  void renew_ownership(bool initial = false);
-  void release_ownership();
-  void ping_if_idle();
-  void check_queue_file();
-  void wake_for_new_rows();
-  // Asks the shards of `ids` (every shard when `all`) to claim for them now.
-  void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
-  void tell_owner_change(const std::vector<std::int64_t>& ids, bool taken);
+  void count_backlog();
+  void check_new_rows();
+  // Rows of the chosen subscribers that --until-drained waits for (update_drainable).
+  proto::id_set drainable() const;
   // `ids` by the shard each belongs to (subscriber s to shard s % shards).
   std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
-  void give_up_writing();
   void publish_wal_counters();
-  void update_drainable();
-  void sweep_stuck_rows();
-  void sweep_malformed_rows();
+  void note_written(std::size_t rows, std::chrono::steady_clock::duration took);
 
   drain_config config_;
   drain_metrics& metrics_;
@@ -181,46 +108,20 @@ class storage_worker {
     std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> claims;
     std::vector<storage::outcome> outcomes;
     std::vector<std::int64_t> deactivate;
-    std::vector<storage::unspent_tokens> unspent;
-    int unspent_batches = 0;
+    std::vector<std::vector<storage::unspent_tokens>> unspent;
     std::vector<storage::partner_quota_row> quotas;
+    bool stop_claiming = false;
+    int finish_expected = -1;
+    bool abandoned = false;
+    bool news = false;  // a stop, finish or abandon not yet handed to the core
   } inbox_;
-  bool claiming_ = true;
-  int finish_expected_ = -1;
 
   // Owned by the storage thread only.
-  std::vector<storage::outcome> pending_outcomes_;
-  std::vector<std::int64_t> pending_deactivate_;
-  std::vector<storage::unspent_tokens> pending_unspent_;
-  std::vector<storage::partner_quota_row> pending_quotas_;
-  std::chrono::steady_clock::time_point last_quota_write_{};
-  int unspent_batches_ = 0;
-  std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
-  std::chrono::steady_clock::time_point last_commit_{};
-  storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
-  std::chrono::steady_clock::time_point last_ping_{};
-  std::chrono::steady_clock::time_point retry_storage_after_{};
-  // Rows of unknown subscribers and rows no claim can match: finding them reads every
-  // outstanding row, so it is done seldom (see backlog_watch).
-  static constexpr std::chrono::seconds stuck_row_sweep_interval{30};
-  backlog_watch backlog_watch_{stuck_row_sweep_interval, std::chrono::steady_clock::now()};
-  std::map<std::int64_t, std::string> quarantined_;  // see quarantined()
-  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
-  backlog_estimate backlog_estimate_;
-  // Rows the shards have finished: delivered, dead or coalesced (for backlog_estimate_).
-  std::int64_t finished_rows() const;
-  proto::id_set drainable_;
-  std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
+  std::unique_ptr<core_log> log_;
+  std::unique_ptr<storage_core> core_;
   std::int64_t remaining_ = -1;
-  std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
   std::int64_t unwritten_ = 0;
   std::string rescue_report_;
-  bool queue_lost_ = false;  // stop_with_failure ran
-  repeated_warning held_rows_warning_{std::chrono::seconds(30)};
-  repeated_warning held_subscribers_warning_{std::chrono::seconds(30)};
-  // While claims are cancelled by a statement timeout: the most rows one claim asks for.
-  std::size_t claim_rows_cap_ = SIZE_MAX;
-  bool ownership_released_ = false;
   std::unique_ptr<storage::drain_store> db_;
 };
 

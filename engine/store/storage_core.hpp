@@ -1,0 +1,358 @@
+#pragma once
+// The storage thread's rules without its I/O: which claims to answer and when, when outcomes are
+// committed, what a failure costs (backoff, a smaller claim after a statement timeout, a refused
+// row set apart), when the periodic reads fall due, and how the drain ends. Events come in with
+// `now`; actions come out of next_action() for the storage thread (storage_worker) to perform
+// against the queue, and it hands each action's result or storage::error back. Logs leave
+// through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
+// drive it on a simulated one (tests/engine/store/storage_core_test.cpp).
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/handoff.hpp"
+#include "engine/observe/counters.hpp"
+#include "engine/observe/log.hpp"
+#include "engine/store/backlog_watch.hpp"
+#include "engine/store/cadence.hpp"
+#include "storage/cycle.hpp"
+#include "storage/error.hpp"
+#include "storage/maintenance.hpp"
+#include "storage/outcomes.hpp"
+#include "storage/ownership.hpp"
+
+namespace surge::engine {
+
+// A warning about a condition that may last: said when it starts, then every `every` while it
+// lasts, so a log is not flooded by one warning per storage cycle.
+class repeated_warning {
+ public:
+  explicit repeated_warning(std::chrono::steady_clock::duration every) : every_(every) {}
+  bool due(std::chrono::steady_clock::time_point now) {
+    if (active_ && now - last_ < every_) return false;
+    active_ = true;
+    last_ = now;
+    return true;
+  }
+  void clear() { active_ = false; }
+
+ private:
+  std::chrono::steady_clock::duration every_;
+  bool active_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+struct storage_core_config {
+  storage_worker_config storage;
+  std::int64_t max_payload_bytes = INT64_MAX;  // rows with larger payloads are not claimed
+  bool until_drained = false;
+  std::chrono::milliseconds until_drained_retry_wait{0};
+  // Announced quotas are for an operator's eyes: once a second is fresh enough, and costs one
+  // short transaction however many partners announce.
+  std::chrono::milliseconds quota_write_interval = std::chrono::seconds(1);
+  // /healthz reports the database reachable only if something succeeded lately: with no claims
+  // or writes to make, a trivial read this often proves it (and the queue file is looked for).
+  std::chrono::milliseconds ping_interval = std::chrono::seconds(1);
+  // Rows of unknown subscribers and rows no claim can match: finding them reads every
+  // outstanding row, so it is done seldom (see backlog_watch).
+  std::chrono::milliseconds stuck_row_sweep_interval = std::chrono::seconds(30);
+  // How often a lasting condition (rows or subscribers locked by another session) is repeated.
+  std::chrono::milliseconds repeated_warning_interval = std::chrono::seconds(30);
+
+  static storage_core_config of(const drain_config& drain);
+};
+
+// Where the core's log lines go (engine/observe/log.hpp in the drain, a list in the tests).
+class storage_core_log {
+ public:
+  virtual ~storage_core_log() = default;
+  virtual void write(log_level level, std::string message) = 0;
+};
+
+// What the storage thread is asked to do. Spans point into the core and stay valid until the
+// core is next called.
+namespace storage_do {
+// Ask the database whether other programs queued rows, and wake the shards of those subscribers.
+struct check_new_rows {};
+// One transaction: `outcomes` (and `deactivate`) written, then `demand` claimed
+// (storage::drain_store::write_and_claim); answered by cycle_done or failed.
+struct run_cycle {
+  std::span<const storage::outcome> outcomes;
+  std::span<const std::int64_t> deactivate;
+  std::span<const storage::subscriber_demand> demand;
+  std::chrono::milliseconds lease;
+  std::int64_t max_payload_bytes;
+};
+// Answered by outcomes_written or failed.
+struct write_outcomes {
+  std::span<const storage::outcome> outcomes;
+  std::span<const std::int64_t> deactivate;
+};
+// The latest announced quota per subscriber; answered by done or failed.
+struct write_quotas {
+  std::span<const storage::partner_quota_row> rows;
+};
+// Look for the queue file if `look_for_file` (queue_lost if it is gone), then ping; answered by
+// done or failed.
+struct check_database {
+  bool look_for_file = true;
+};
+// Load the subscribers and hand them to the shards; answered by subscribers_loaded or failed.
+struct reload_subscribers {
+  bool initial = false;
+};
+// Answered by ownership_renewed or failed.
+struct renew_ownership {};
+struct release_ownership {};
+// Count the due rows of the subscribers --until-drained waits for; answered by backlog_counted.
+struct count_backlog {};
+// Dead-letter rows of unknown subscribers and rows no claim can match; answered by swept.
+struct sweep_stuck_rows {};
+// The rows still due or leased at the end, for the report; answered by remaining_counted.
+struct count_remaining {};
+// Answered by done or failed.
+struct give_back_tokens {
+  std::span<const storage::unspent_tokens> tokens;
+};
+struct answer_shard {
+  int shard = 0;
+  claim_reply reply;
+};
+// Tell the shards of these subscribers that this drain took them over (or no longer owns them).
+struct tell_owner_change {
+  std::vector<std::int64_t> subscribers;
+  bool taken = false;
+};
+// A fault the drain cannot outlast: end it with this cause (exit 1).
+struct stop_drain {
+  std::string why;
+};
+// --until-drained found nothing more that can be sent.
+struct drained {};
+// The storage thread ends: what was left behind.
+struct finish {
+  std::int64_t remaining = -1;  // rows still due or leased, -1 unknown
+  std::int64_t unwritten = 0;   // outcomes given up at the stop's deadline
+  double last_lease = 0;        // the latest lease among those (unix seconds)
+};
+}  // namespace storage_do
+
+using storage_action = std::variant<
+    storage_do::check_new_rows, storage_do::run_cycle, storage_do::write_outcomes,
+    storage_do::write_quotas, storage_do::check_database, storage_do::reload_subscribers,
+    storage_do::renew_ownership, storage_do::release_ownership, storage_do::count_backlog,
+    storage_do::sweep_stuck_rows, storage_do::count_remaining, storage_do::give_back_tokens,
+    storage_do::answer_shard, storage_do::tell_owner_change, storage_do::stop_drain,
+    storage_do::drained, storage_do::finish>;
+
+class storage_core {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  storage_core(const storage_core_config& config, int shards, drain_counters& counters,
+               storage_core_log& log);
+
+  // Start-up: the first reload and ownership renewal are the first actions; the loop's own
+  // cadence starts at `now`.
+  void begin(clock::time_point now);
+
+  // Events from the shards (engine/handoff.hpp).
+  void claims_asked(int shard, std::vector<storage::subscriber_demand> demand);
+  void outcomes_submitted(std::vector<storage::outcome> outcomes,
+                          std::vector<std::int64_t> deactivate);
+  void tokens_returned(std::vector<storage::unspent_tokens> tokens);  // one call per shard
+  void quotas_announced(std::vector<storage::partner_quota_row> rows);
+  // Events from the drain.
+  void stop_claiming() { claiming_ = false; }
+  void finish(int shards_expected) { finish_expected_ = shards_expected; }
+  // The stop's deadline passed: outcomes not yet written are left to their leases.
+  void abandon() { abandoned_ = true; }
+
+  // A new round of the loop at `now`: the next actions are what falls due.
+  void tick(clock::time_point now);
+  // The next thing to do, or nullopt until next_wake() (or an event).
+  std::optional<storage_action> next_action(clock::time_point now);
+  // When the loop runs its next round with no event: wake_interval after the last round ended
+  // (new rows, commits and the periodic reads are looked for that often), or the error backoff
+  // while the end waits for a database that refuses writes.
+  clock::time_point next_wake() const { return next_wake_; }
+  bool finished() const { return finished_; }
+
+  // Results of the last action.
+  void done(clock::time_point now);
+  void failed(clock::time_point now, const storage::error& error);
+  void cycle_done(clock::time_point now, storage::cycle_result result);
+  void outcomes_written(clock::time_point now, const storage::write_report& report);
+  // `sendable`: subscriber id and sends_now() for each row loaded.
+  void subscribers_loaded(clock::time_point now,
+                          std::vector<std::pair<std::int64_t, bool>> sendable);
+  void ownership_renewed(clock::time_point now, const storage::ownership_change& change,
+                         std::int64_t owned);
+  // `outstanding`: due or leased rows of the subscribers waited for; `earliest_in`: seconds from
+  // now until the earliest scheduled row falls due (negative: overdue; nullopt: none); `took`:
+  // how long the count ran.
+  void backlog_counted(clock::time_point now, std::int64_t outstanding,
+                       std::optional<double> earliest_in, clock::duration took);
+  void swept(clock::time_point now, std::int64_t orphans, const storage::malformed_rows& found);
+  void remaining_counted(std::int64_t remaining);
+  // The queue file is no longer the one opened (storage::drain_store::missing_file).
+  void queue_lost(std::string why);
+
+  // What the storage thread exposes (storage_worker's accessors).
+  const std::vector<std::pair<std::int64_t, bool>>& sendable() const { return sendable_; }
+  const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
+  std::size_t outcomes_waiting() const { return pending_outcomes_.size(); }
+  // While claims are cancelled by a statement timeout: the most rows one claim asks for.
+  std::size_t claim_rows_cap() const { return claim_rows_cap_; }
+  bool claiming() const { return claiming_; }
+  // Whether claims and writes wait for the error backoff at `now`.
+  bool backing_off(clock::time_point now) const { return now < retry_storage_after_; }
+
+ private:
+  struct outcome_run {
+    std::size_t full = 0;
+    std::size_t limit = 0;
+    std::size_t offset = 0;              // outcomes committed (or settled) so far
+    std::size_t count = 0;               // outcomes in the batch being written
+    std::vector<storage::outcome> held;  // rows another session holds locked: a later batch
+    std::vector<std::int64_t> deactivate;
+    // A row the database refused, being written as dead with the reason.
+    std::optional<storage::outcome> settling;
+    std::string settle_reason;
+    clock::time_point began{};
+  };
+  // The phases of one round, in the storage loop's order.
+  enum class phase {
+    new_rows,
+    claims,
+    outcomes,
+    quotas,
+    check,
+    periodic_reload,
+    periodic_renew,
+    periodic_count,
+    stopped,
+    finishing,
+    idle
+  };
+  enum class awaiting {
+    nothing,
+    cycle,
+    outcomes,
+    quotas,
+    check,
+    reload,
+    renew,
+    release,
+    count,
+    sweep,
+    remaining,
+    tokens
+  };
+
+  std::optional<storage_action> step(clock::time_point now);
+  std::optional<storage_action> claims_step(clock::time_point now);
+  std::optional<storage_action> count_step(clock::time_point now);
+  std::optional<storage_action> finish_step(clock::time_point now);
+  // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
+  bool start_outcomes(clock::time_point now, bool force);
+  // The latest announced quota per subscriber, to be written (`forced`: at the end: dropped if
+  // refused).
+  storage_do::write_quotas quota_write(clock::time_point now, bool forced);
+  std::optional<storage_action> outcome_step();
+  void outcome_run_failed(clock::time_point now, const storage::error& error);
+  void quarantine(std::int64_t delivery_id, const std::string& reason);
+  storage_do::run_cycle cycle_action(clock::time_point now);
+  void cycle_failed(clock::time_point now, const storage::error& error);
+  void answer_claims(std::vector<storage::claimed_row> rows,
+                     std::vector<storage::token_grant> granted, std::vector<std::int64_t> more_due);
+  void after_count(std::int64_t outstanding, std::optional<double> earliest_in);
+  bool outcomes_due_now(clock::time_point now, bool force) const;
+  void note_written(const storage::write_report& report);
+  void keep_held(clock::time_point now, const storage::write_report& report,
+                 std::span<const storage::outcome> batch, std::vector<storage::outcome>& held);
+  void note_held_subscribers(clock::time_point now, const std::vector<std::int64_t>& held);
+  // For a fault the drain cannot outlast (storage::is_fatal): stops claiming and ends the drain
+  // with the cause and its fix; true if `failure` was one.
+  bool stop_for_fault(const storage::error& failure);
+  void stop_with_failure(std::string why);
+  void storage_failure(log_level level, const std::string& what, const storage::error& error);
+  std::int64_t finished_rows() const;
+  bool shards_idle() const;
+  std::int64_t without_quarantined(std::int64_t outstanding) const;
+  void say(log_level level, std::string message) { log_.write(level, std::move(message)); }
+
+  storage_core_config config_;
+  std::size_t shard_count_;
+  drain_counters& counters_;
+  storage_core_log& log_;
+
+  // Events not yet taken in.
+  std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
+  std::vector<storage::outcome> pending_outcomes_;
+  std::vector<std::int64_t> pending_deactivate_;
+  std::vector<storage::unspent_tokens> pending_unspent_;
+  int unspent_batches_ = 0;
+  std::vector<storage::partner_quota_row> pending_quotas_;
+  bool claiming_ = true;
+  int finish_expected_ = -1;
+  bool abandoned_ = false;
+
+  // The round in progress and the action whose result is awaited.
+  phase phase_ = phase::idle;
+  awaiting awaiting_ = awaiting::nothing;
+  std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
+  std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
+  std::optional<outcome_run> run_;
+  periodic_work due_;
+  bool initial_reload_ = false;   // begin()'s reload: no sweep with it
+  bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
+  enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
+  int count_stage_ = 0;
+  int finish_stage_ = 0;
+  std::vector<storage::partner_quota_row> quotas_in_flight_;
+  std::vector<storage::unspent_tokens> tokens_in_flight_;
+  std::int64_t count_finished_before_ = 0;
+
+  // The claim in progress: its demand (capped), whether outcomes ride with it, its try.
+  std::vector<storage::subscriber_demand> claim_demand_;
+  bool claim_with_outcomes_ = false;
+  int claim_tries_ = 0;
+  clock::time_point claim_started_{};
+  // A count of the backlog in progress: a sweep was due after it and ran, so this is the recount.
+  bool recounting_ = false;
+  bool sweep_for_count_ = false;
+  bool quotas_forced_ = false;
+  std::int64_t remaining_ = -1;
+
+  clock::time_point next_wake_{};
+  clock::time_point last_commit_{};
+  clock::time_point last_quota_write_{};
+  clock::time_point last_ping_{};
+  clock::time_point retry_storage_after_{};
+  storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
+  backlog_watch backlog_watch_;
+  backlog_estimate backlog_estimate_;
+  std::map<std::int64_t, std::string> quarantined_;  // see quarantined()
+  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
+  std::vector<std::pair<std::int64_t, bool>> sendable_;   // subscriber id, sends_now()
+  std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
+  bool queue_lost_ = false;                               // stop_with_failure ran
+  bool drained_said_ = false;
+  bool ownership_released_ = false;
+  bool finished_ = false;
+  repeated_warning held_rows_warning_;
+  repeated_warning held_subscribers_warning_;
+  std::size_t claim_rows_cap_ = SIZE_MAX;
+};
+
+}  // namespace surge::engine

@@ -1,0 +1,387 @@
+// The storage core's rules on a simulated clock (tests/engine/store/storage_simulation.hpp).
+#include "engine/store/storage_core.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/engine/store/storage_simulation.hpp"
+
+namespace surge::engine::testing {
+namespace {
+
+using kind = storage::error::kind;
+
+TEST(StorageCore, StartsWithAReloadAndARenewalBeforeAnyClaim) {
+  storage_simulation sim;
+  EXPECT_EQ(sim.renewals, 1);
+  EXPECT_TRUE(sim.cycles.empty());
+  EXPECT_EQ(sim.core().sendable().size(), 2U);
+}
+
+TEST(StorageCore, AnswersAClaimWithTheRowsOfTheSubscriberAsked) {
+  storage_simulation sim(storage_simulation::default_config(), 2);
+  sim.add_rows(1, 3);
+  sim.add_rows(2, 2);
+  sim.ask(1, 1, 10);
+  sim.ask(0, 2, 1);
+  sim.round();
+  ASSERT_EQ(sim.cycles.size(), 1U);
+  EXPECT_EQ(sim.cycles[0].size(), 2U);  // both shards' demand in one cycle
+  EXPECT_EQ(sim.take_rows(1).size(), 3U);
+  EXPECT_EQ(sim.take_rows(0).size(), 1U);
+}
+
+TEST(StorageCore, AFailedClaimBacksOffAndClaimsNothingMeanwhile) {
+  auto config = storage_simulation::default_config();
+  config.storage.error_backoff = 500ms;
+  storage_simulation sim(config);
+  sim.add_rows(1, 5);
+  sim.fail(db_call::cycle, kind::busy);
+  sim.ask(0, 1, 5);
+  sim.round();
+  ASSERT_EQ(sim.answers.size(), 1U);  // answered at once, empty, so the shard asks again
+  EXPECT_TRUE(sim.answers[0].reply.rows.empty());
+  EXPECT_EQ(sim.counters.storage_errors.load(), 1);
+  EXPECT_TRUE(sim.log.says("claiming failed, will retry"));
+
+  // Asked again within the backoff: held, not tried.
+  sim.ask(0, 1, 5);
+  sim.run_for(490ms);
+  EXPECT_EQ(sim.cycles.size(), 1U);
+  EXPECT_TRUE(sim.core().backing_off(sim.now()));
+  sim.run_for(20ms);
+  EXPECT_EQ(sim.cycles.size(), 2U);
+  EXPECT_EQ(sim.take_rows().size(), 5U);
+}
+
+TEST(StorageCore, AFailedOutcomeWriteIsRetriedAfterTheBackoffAndNotWrittenTwice) {
+  auto config = storage_simulation::default_config();
+  config.storage.outcome_commits.rows = 4;
+  storage_simulation sim(config);
+  sim.add_rows(1, 8);
+  sim.ask(0, 1, 8);
+  sim.round();
+  const auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 8U);
+  sim.submit(sent);
+  sim.fail(db_call::write, kind::busy);
+  sim.fail(db_call::write, kind::busy);
+  sim.run_for(5ms);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 0);
+  EXPECT_EQ(sim.counters.storage_errors.load(), 1);
+  sim.run_for(config.storage.error_backoff + 10ms);
+  // The second try failed as well; the third, a backoff later, writes everything once.
+  EXPECT_EQ(sim.counters.storage_errors.load(), 2);
+  sim.run_for(config.storage.error_backoff + 10ms);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 8);
+  for (const auto& [id, row] : sim.rows) EXPECT_EQ(row.written.size(), 1U) << id;
+  EXPECT_EQ(sim.counters.lost_leases.load(), 0);
+}
+
+TEST(StorageCore, AStatementTimeoutHalvesTheClaimUntilItFits) {
+  storage_simulation sim;
+  sim.add_rows(1, 100);
+  sim.fail(db_call::cycle, kind::timed_out, 2);
+  sim.ask(0, 1, 100);
+  sim.round();
+  EXPECT_EQ(sim.core().claim_rows_cap(), 50U);
+  EXPECT_TRUE(sim.log.says("cancelled by the statement timeout"));
+  // No backoff: the smaller claim goes at once.
+  sim.ask(0, 1, 100);
+  sim.round();
+  ASSERT_EQ(sim.cycles.size(), 2U);
+  EXPECT_EQ(sim.cycles[1][0].rows, 50);
+  EXPECT_EQ(sim.core().claim_rows_cap(), 25U);
+  sim.ask(0, 1, 100);
+  sim.round();
+  EXPECT_EQ(sim.cycles[2][0].rows, 25);
+  EXPECT_EQ(sim.take_rows().size(), 25U);
+  // A claim that fit lets the cap grow back.
+  EXPECT_EQ(sim.core().claim_rows_cap(), 50U);
+}
+
+TEST(StorageCore, ARefusedOutcomeIsDeadLetteredWithTheReasonAndTheOthersGoOn) {
+  storage_simulation sim;
+  sim.add_rows(1, 8);
+  sim.ask(0, 1, 8);
+  sim.round();
+  const auto sent = sim.take_rows();
+  sim.refuse(sent[5].id, false);
+  sim.submit(sent);
+  sim.run_for(50ms);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 7);
+  EXPECT_EQ(sim.rows.at(sent[5].id).now, stored_row::state::dead);
+  EXPECT_EQ(sim.rows.at(sent[5].id).written,
+            std::vector<storage::outcome_kind>{storage::outcome_kind::dead});
+  EXPECT_EQ(sim.counters.refused_outcomes.load(), 1);
+  EXPECT_EQ(sim.counters.dead.load(), 1);
+  EXPECT_TRUE(sim.core().quarantined().empty());
+  EXPECT_EQ(sim.counters.storage_errors.load(), 0);
+}
+
+TEST(StorageCore, ARowRefusedEvenAsDeadIsQuarantinedAndNeverClaimedAgain) {
+  auto config = storage_simulation::default_config();
+  config.storage.lease = 2s;
+  storage_simulation sim(config);
+  sim.add_rows(1, 4);
+  sim.ask(0, 1, 4);
+  sim.round();
+  const auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 4U);
+  const auto bad = sent[2].id;
+  sim.refuse(bad, true);
+  sim.submit(sent);
+  sim.run_for(50ms);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  ASSERT_EQ(sim.core().quarantined().count(bad), 1U);
+  EXPECT_TRUE(sim.log.says("quarantined"));
+  EXPECT_TRUE(sim.rows.at(bad).written.empty());
+
+  // Its lease runs out and it is due again: claimed by the database, never handed to a shard.
+  sim.run_for(3s, 50ms);
+  sim.ask(0, 1, 4);
+  sim.round();
+  EXPECT_GE(sim.cycles.size(), 2U);
+  EXPECT_TRUE(sim.take_rows().empty());
+}
+
+TEST(StorageCore, ARefusedRowInAClaimsCycleIsSettledAndTheClaimGoesOn) {
+  storage_simulation sim;
+  sim.add_rows(1, 4);
+  sim.add_rows(2, 3);
+  sim.ask(0, 1, 4);
+  sim.round();
+  const auto sent = sim.take_rows();
+  sim.refuse(sent[0].id, false);
+  sim.submit(sent);
+  sim.advance(30ms);  // the outcomes are due and ride with the next claim
+  sim.ask(0, 2, 3);
+  sim.round();
+  EXPECT_EQ(sim.take_rows().size(), 3U);  // the claim went on after the outcomes were settled
+  EXPECT_EQ(sim.rows.at(sent[0].id).now, stored_row::state::dead);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+}
+
+TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
+  auto config = storage_simulation::default_config();
+  config.storage.outcome_commits = {.interval = 20ms, .rows = 10};
+  storage_simulation sim(config);
+  sim.add_rows(1, 30);
+  sim.ask(0, 1, 30);
+  sim.round();
+  auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 30U);
+  // The first outcome goes at once: nothing was committed yet.
+  sim.submit({sent.begin(), sent.begin() + 1});
+  sim.advance(1ms);
+  sim.round();
+  ASSERT_EQ(sim.writes.size(), 1U);
+  // Three wait for the interval since that commit.
+  sim.submit({sent.begin() + 1, sent.begin() + 4});
+  sim.run_for(15ms);
+  EXPECT_EQ(sim.writes.size(), 1U);
+  sim.run_for(10ms);
+  ASSERT_EQ(sim.writes.size(), 2U);
+  EXPECT_EQ(sim.writes[1], 3U);
+  // Ten at once go without waiting.
+  sim.submit({sent.begin() + 4, sent.begin() + 14});
+  sim.advance(1ms);
+  sim.round();
+  ASSERT_EQ(sim.writes.size(), 3U);
+  EXPECT_EQ(sim.writes[2], 10U);
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 14);
+}
+
+TEST(StorageCore, OutcomesDueRideWithTheClaim) {
+  storage_simulation sim;
+  sim.add_rows(1, 6);
+  sim.ask(0, 1, 3);
+  sim.round();
+  sim.submit(sim.take_rows());
+  sim.advance(30ms);
+  sim.ask(0, 1, 3);
+  sim.round();
+  EXPECT_TRUE(sim.writes.empty());  // no write of their own
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.take_rows().size(), 3U);
+}
+
+TEST(StorageCore, RenewsOwnershipAndTellsTheShardsWhatChanged) {
+  auto config = storage_simulation::default_config();
+  config.storage.ownership_renew = 1s;
+  config.storage.ownership_handoff_poll = 100ms;
+  storage_simulation sim(config, 2);
+  EXPECT_EQ(sim.renewals, 1);
+  sim.run_for(900ms);
+  EXPECT_EQ(sim.renewals, 1);
+  sim.ownership.push_back({.taken = {4, 5}, .released = {}, .lost = {}, .awaited = 1});
+  sim.run_for(150ms);
+  EXPECT_EQ(sim.renewals, 2);
+  ASSERT_EQ(sim.owner_changes.size(), 1U);
+  EXPECT_TRUE(sim.owner_changes[0].taken);
+  EXPECT_EQ(sim.owner_changes[0].subscribers, (std::vector<std::int64_t>{4, 5}));
+  // A subscriber awaited from another drain: the next renewal comes after the handoff poll.
+  sim.ownership.push_back({.taken = {}, .released = {7}, .lost = {9}, .awaited = 0});
+  sim.run_for(110ms);
+  EXPECT_EQ(sim.renewals, 3);
+  ASSERT_EQ(sim.owner_changes.size(), 2U);
+  EXPECT_FALSE(sim.owner_changes[1].taken);
+  EXPECT_EQ(sim.owner_changes[1].subscribers, (std::vector<std::int64_t>{7, 9}));
+  EXPECT_TRUE(sim.log.says("lost ownership of 1 subscribers"));
+  sim.run_for(500ms);
+  EXPECT_EQ(sim.renewals, 3);  // back to the full interval
+}
+
+TEST(StorageCore, AStopReleasesOwnershipAndAnswersClaimsEmpty) {
+  storage_simulation sim;
+  sim.add_rows(1, 3);
+  sim.core().stop_claiming();
+  sim.ask(0, 1, 3);
+  sim.round();
+  EXPECT_EQ(sim.releases, 1);
+  EXPECT_TRUE(sim.cycles.empty());
+  ASSERT_EQ(sim.answers.size(), 1U);
+  EXPECT_TRUE(sim.answers[0].reply.rows.empty());
+  sim.run_for(50ms);
+  EXPECT_EQ(sim.releases, 1);
+  EXPECT_EQ(sim.counters.owned_subscribers.load(), 0);
+}
+
+TEST(StorageCore, AFaultTheDrainCannotOutlastEndsIt) {
+  storage_simulation sim;
+  sim.add_rows(1, 3);
+  sim.fail(db_call::cycle, kind::read_only);
+  sim.ask(0, 1, 3);
+  sim.round();
+  ASSERT_EQ(sim.stops.size(), 1U);
+  EXPECT_FALSE(sim.core().claiming());
+  EXPECT_EQ(sim.answers.size(), 1U);
+  sim.ask(0, 1, 3);
+  sim.run_for(20ms);
+  EXPECT_EQ(sim.cycles.size(), 1U);  // no claim after it
+  EXPECT_EQ(sim.stops.size(), 1U);   // said once
+}
+
+TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
+  storage_simulation sim;
+  sim.add_rows(1, 4);
+  sim.ask(0, 1, 3);
+  sim.round();
+  sim.submit(sim.take_rows());
+  sim.core().stop_claiming();
+  sim.core().tokens_returned({{.subscriber_id = 1, .tokens = 2.5}});
+  sim.core().finish(1);
+  sim.advance(1ms);
+  sim.round();
+  ASSERT_TRUE(sim.finished);
+  EXPECT_TRUE(sim.core().finished());
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.finished->remaining, 1);
+  EXPECT_EQ(sim.finished->unwritten, 0);
+  ASSERT_EQ(sim.given_back.size(), 1U);
+  EXPECT_EQ(sim.given_back[0].tokens, 2.5);
+  EXPECT_EQ(sim.releases, 1);
+}
+
+TEST(StorageCore, TheEndWaitsForADatabaseThatRefusesWritesUntilItIsAbandoned) {
+  auto config = storage_simulation::default_config();
+  config.storage.error_backoff = 500ms;
+  storage_simulation sim(config);
+  sim.add_rows(1, 3);
+  sim.ask(0, 1, 3);
+  sim.round();
+  sim.submit(sim.take_rows());
+  sim.fail(db_call::write, kind::busy, 100);
+  sim.core().stop_claiming();
+  sim.core().finish(0);
+  sim.round();
+  EXPECT_FALSE(sim.finished);
+  // It tries again each backoff, no sooner.
+  EXPECT_EQ(sim.core().next_wake(), sim.now() + 500ms);
+  const auto tried = sim.writes.size();
+  sim.advance(500ms);
+  sim.round();
+  EXPECT_EQ(sim.writes.size(), tried + 1);
+  EXPECT_FALSE(sim.finished);
+  sim.core().abandon();
+  sim.advance(1ms);
+  sim.round();
+  ASSERT_TRUE(sim.finished);
+  EXPECT_EQ(sim.finished->unwritten, 3);
+  EXPECT_GT(sim.finished->last_lease, sim.unix_now());
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 0);
+}
+
+storage_core_config until_drained_config() {
+  auto config = storage_simulation::default_config();
+  config.until_drained = true;
+  config.storage.drained_check_interval = 250ms;
+  config.storage.first_count_wait = 100ms;
+  return config;
+}
+
+TEST(StorageCore, UntilDrainedEndsWhenNothingMoreCanBeSent) {
+  storage_simulation sim(until_drained_config());
+  sim.add_rows(1, 2);
+  sim.ask(0, 1, 2);
+  sim.round();
+  const auto sent = sim.take_rows();
+  sim.run_for(1s);
+  EXPECT_EQ(sim.drained, 0);  // two rows leased, not finished
+  sim.submit(sent);
+  sim.run_for(1s);
+  EXPECT_EQ(sim.drained, 1);
+  sim.run_for(1s);
+  EXPECT_EQ(sim.drained, 1);  // said once
+}
+
+TEST(StorageCore, UntilDrainedWaitsWhileTheShardsHaveWork) {
+  storage_simulation sim(until_drained_config());
+  sim.counters.in_flight.store(1);
+  sim.run_for(2s);
+  EXPECT_GE(sim.counts, 2);
+  EXPECT_EQ(sim.drained, 0);
+  sim.counters.in_flight.store(0);
+  sim.run_for(1s);
+  EXPECT_EQ(sim.drained, 1);
+}
+
+TEST(StorageCore, UntilDrainedWaitsForRetriesDueWithinItsWait) {
+  auto config = until_drained_config();
+  config.until_drained_retry_wait = 5s;
+  storage_simulation sim(config);
+  sim.add_rows(1, 1, 3.0);  // a retry due in three seconds
+  sim.run_for(2s);
+  EXPECT_EQ(sim.drained, 0);
+  sim.run_for(1100ms);
+  EXPECT_EQ(sim.drained, 0);
+  sim.ask(0, 1, 1);
+  sim.round();
+  const auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 1U);
+  sim.submit(sent);
+  sim.run_for(1s);
+  EXPECT_EQ(sim.drained, 1);
+}
+
+TEST(StorageCore, UntilDrainedDoesNotWaitForQuarantinedRows) {
+  storage_simulation sim(until_drained_config());
+  sim.add_rows(1, 2);
+  sim.ask(0, 1, 2);
+  sim.round();
+  const auto sent = sim.take_rows();
+  sim.refuse(sent[0].id, true);
+  sim.submit(sent);
+  sim.run_for(2s);
+  EXPECT_EQ(sim.core().quarantined().size(), 1U);
+  EXPECT_EQ(sim.drained, 1);
+}
+
+TEST(StorageCore, WithoutUntilDrainedNothingEnds) {
+  storage_simulation sim;
+  sim.run_for(2s);
+  EXPECT_GE(sim.counts, 2);
+  EXPECT_EQ(sim.drained, 0);
+}
+
+}  // namespace
+}  // namespace surge::engine::testing
