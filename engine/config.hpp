@@ -9,7 +9,7 @@
 
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
-#include "engine/store/commit_timing.hpp"
+#include "engine/storage_thread/commit_timing.hpp"
 #include "engine/limits/origin_limit.hpp"
 #include "engine/limits/token_allowance.hpp"
 #include "proto/id_set.hpp"
@@ -134,7 +134,7 @@ struct storage_worker_config {
   // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
   std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
   // Outcomes are committed every 20 ms or 1,000 rows, claims at once
-  // (engine/store/commit_timing.hpp).
+  // (engine/storage_thread/commit_timing.hpp).
   commit_timing outcome_commits;
   // The storage loop's longest sleep: it looks for rows other programs queued and for outcomes
   // due to be committed at least this often, with nothing else waking it.
@@ -142,10 +142,10 @@ struct storage_worker_config {
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
   // The first backlog count waits for the shards' first claims to be answered, or this long
-  // when none is asked (engine/store/backlog_watch.hpp, first_count_due).
+  // when none is asked (engine/storage_thread/backlog_watch.hpp, first_count_due).
   std::chrono::milliseconds first_count_wait = 100ms;
   // While it is large; in between, the last count less the rows finished since stands for it
-  // (engine/store/backlog_watch.hpp, backlog_estimate).
+  // (engine/storage_thread/backlog_watch.hpp, backlog_estimate).
   std::chrono::milliseconds backlog_refresh_interval = 10s;
   std::chrono::milliseconds error_backoff = 500ms;  // after a failed claim or write
   // How often the storage loop asks whether another connection committed (PRAGMA

@@ -1,5 +1,5 @@
 #pragma once
-// One storage cycle in one transaction: the outcomes due (engine/store/commit_timing) and
+// One storage cycle in one transaction: the outcomes due (engine/storage_thread/commit_timing) and
 // the next claim commit together. A subscriber's finished rows and the rows claimed next often
 // share table pages, so such a page is written to the WAL once instead of once by the claim
 // and again by the outcomes a few milliseconds later. A cycle with no outcomes due claims alone.

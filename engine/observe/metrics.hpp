@@ -67,7 +67,8 @@ struct drain_metrics {
   };
   void publish(std::size_t shard, shard_view view);
 
-  // Rows still to deliver, sampled from the queue every few seconds (engine/store/queue_sampler).
+  // Rows still to deliver, sampled from the queue every few seconds
+  // (engine/storage_thread/queue_sampler).
   struct queue_view {
     std::int64_t overdue_rows = 0;
     std::vector<queued_snapshot> subscribers;

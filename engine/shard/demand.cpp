@@ -204,7 +204,7 @@ void shard_core::wake_subscribers(const std::vector<std::int64_t>& ids, bool all
 
 void shard_core::claim_after_key_freed(subscriber_state& sub) {
   // The storage thread writes an outcome that frees a key with the next claim
-  // (engine/store/commit_timing.hpp), so the claim sent here finds the key's next row.
+  // (engine/storage_thread/commit_timing.hpp), so the claim sent here finds the key's next row.
   flush_outcomes();
   sub.key_freed = true;
   sub.idle_poll = std::chrono::milliseconds(0);

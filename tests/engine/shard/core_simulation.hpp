@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/shard/core.hpp"
-#include "engine/store/commit_timing.hpp"
+#include "engine/storage_thread/commit_timing.hpp"
 #include "storage/ordered_claim.hpp"
 
 namespace surge::engine::testing {
@@ -278,8 +278,8 @@ class simulation {
     FAIL() << "the core kept asking for more";
   }
 
-  // Outcomes held as the storage thread holds them (engine/store/commit_timing.hpp), written
-  // with a claim when due then, or at the commit interval.
+  // Outcomes held as the storage thread holds them (engine/storage_thread/commit_timing.hpp),
+  // written with a claim when due then, or at the commit interval.
   void hold(std::vector<storage::outcome> written) {
     if (held_.empty()) {
       events_.emplace(now_.steady + commits->interval, [this] { commit(); });

@@ -1,4 +1,4 @@
-#include "engine/store/commit_timing.hpp"
+#include "engine/storage_thread/commit_timing.hpp"
 
 namespace surge::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/store/queue_sampler.hpp"
+#include "engine/storage_thread/queue_sampler.hpp"
 
 #include <pthread.h>
 

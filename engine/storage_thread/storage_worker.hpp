@@ -2,8 +2,8 @@
 // The storage thread: the one connection of a drain that claims and writes
 // (storage/drain_store.hpp, a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
 // batches (engine/handoff.hpp); what to do with them, and when, is storage_core's
-// (engine/store/storage_core.hpp). This thread reads the clocks, feeds the core its events and
-// performs the actions it answers with.
+// (engine/storage_thread/storage_core.hpp). This thread reads the clocks, feeds the core its events
+// and performs the actions it answers with.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/metrics.hpp"
-#include "engine/store/storage_core.hpp"
+#include "engine/storage_thread/storage_core.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/drain_store.hpp"

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/store/storage_core.hpp"
+#include "engine/storage_thread/storage_core.hpp"
 
 namespace surge::engine::testing {
 

@@ -1,7 +1,7 @@
-// The storage thread's end-of-work decisions (engine/store/backlog_watch.hpp), with a clock passed
-// in: when the stuck-row sweep runs, when --until-drained stops, and how often the backlog is
-// counted.
-#include "engine/store/backlog_watch.hpp"
+// The storage thread's end-of-work decisions (engine/storage_thread/backlog_watch.hpp), with a
+// clock passed in: when the stuck-row sweep runs, when --until-drained stops, and how often the
+// backlog is counted.
+#include "engine/storage_thread/backlog_watch.hpp"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "engine/store/coalesce_sweeper.hpp"
+#include "engine/storage_thread/coalesce_sweeper.hpp"
 
 #include <unordered_map>
 

@@ -1,9 +1,10 @@
-// The storage core's rules on a simulated clock (tests/engine/store/storage_simulation.hpp).
-#include "engine/store/storage_core.hpp"
+// The storage core's rules on a simulated clock
+// (tests/engine/storage_thread/storage_simulation.hpp).
+#include "engine/storage_thread/storage_core.hpp"
 
 #include <gtest/gtest.h>
 
-#include "tests/engine/store/storage_simulation.hpp"
+#include "tests/engine/storage_thread/storage_simulation.hpp"
 
 namespace surge::engine::testing {
 namespace {

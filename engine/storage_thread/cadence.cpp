@@ -1,4 +1,4 @@
-#include "engine/store/cadence.hpp"
+#include "engine/storage_thread/cadence.hpp"
 
 namespace surge::engine {
 

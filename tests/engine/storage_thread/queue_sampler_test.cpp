@@ -1,6 +1,6 @@
 // How often the partner view's queue sample runs: its interval, stretched on a queue so large
 // that a sample is slow.
-#include "engine/store/queue_sampler.hpp"
+#include "engine/storage_thread/queue_sampler.hpp"
 
 #include <gtest/gtest.h>
 

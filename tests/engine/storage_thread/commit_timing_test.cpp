@@ -1,6 +1,6 @@
-// When the storage thread commits the outcomes it holds (engine/store/commit_timing.hpp), with the
-// time since the last commit passed in.
-#include "engine/store/commit_timing.hpp"
+// When the storage thread commits the outcomes it holds (engine/storage_thread/commit_timing.hpp),
+// with the time since the last commit passed in.
+#include "engine/storage_thread/commit_timing.hpp"
 
 #include <chrono>
 

@@ -1,6 +1,7 @@
-// When the storage thread's periodic work falls due (engine/store/cadence.hpp), on a simulated
-// clock: reloads, ownership renewals (sooner during a handoff), new-row checks and backlog counts.
-#include "engine/store/cadence.hpp"
+// When the storage thread's periodic work falls due (engine/storage_thread/cadence.hpp), on a
+// simulated clock: reloads, ownership renewals (sooner during a handoff), new-row checks and
+// backlog counts.
+#include "engine/storage_thread/cadence.hpp"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "engine/store/storage_core.hpp"
+#include "engine/storage_thread/storage_core.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -616,8 +616,8 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
   if (count_stage_ == 0) {
     cadence_.backlog_checked(now);
     count_stage_ = 1;
-    // Outcomes held for their commit (engine/store/commit_timing.hpp) would make this check
-    // skip; a check comes at most every few hundred milliseconds, so they are written now.
+    // Outcomes held for their commit (engine/storage_thread/commit_timing.hpp) would make this
+    // check skip; a check comes at most every few hundred milliseconds, so they are written now.
     start_outcomes(now, true);
     return std::nullopt;
   }

@@ -1,4 +1,4 @@
-#include "engine/store/storage_worker.hpp"
+#include "engine/storage_thread/storage_worker.hpp"
 
 #include <pthread.h>
 

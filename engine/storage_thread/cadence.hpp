@@ -2,12 +2,12 @@
 // When the storage thread's periodic work falls due: reloading the subscribers, renewing this
 // drain's ownership, asking whether other programs queued rows, and counting the backlog.
 // Sans-I/O: the storage thread says what it did and when, and asks with `now` what is due; the
-// tests drive it on a simulated clock (tests/engine/store/cadence_test.cpp).
+// tests drive it on a simulated clock (tests/engine/storage_thread/cadence_test.cpp).
 #include <chrono>
 #include <cstdint>
 
 #include "engine/config.hpp"
-#include "engine/store/backlog_watch.hpp"
+#include "engine/storage_thread/backlog_watch.hpp"
 
 namespace surge::engine {
 

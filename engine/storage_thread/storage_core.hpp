@@ -5,7 +5,7 @@
 // `now`; actions come out of next_action() for the storage thread (storage_worker) to perform
 // against the queue, and it hands each action's result or storage::error back. Logs leave
 // through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
-// drive it on a simulated one (tests/engine/store/storage_core_test.cpp).
+// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp).
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -22,8 +22,8 @@
 #include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
-#include "engine/store/backlog_watch.hpp"
-#include "engine/store/cadence.hpp"
+#include "engine/storage_thread/backlog_watch.hpp"
+#include "engine/storage_thread/cadence.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
 #include "storage/maintenance.hpp"

@@ -1,4 +1,4 @@
-#include "engine/store/backlog_watch.hpp"
+#include "engine/storage_thread/backlog_watch.hpp"
 
 #include <algorithm>
 
