@@ -809,10 +809,9 @@ void storage_core::keep_held(clock::time_point now, const storage::write_report&
                              std::vector<storage::outcome>& held) {
   pending_deactivate_.insert(pending_deactivate_.end(), report.held_subscribers.begin(),
                              report.held_subscribers.end());
-  if (report.held_rows.empty()) {
-    held_rows_warning_.clear();
-    return;
-  }
+  // An empty report does not end the episode: held rows are retried between writes that hold
+  // none, and the warning would come at every retry.
+  if (report.held_rows.empty()) return;
   const std::unordered_set<std::int64_t> ids(report.held_rows.begin(), report.held_rows.end());
   for (const auto& outcome : batch) {
     if (ids.contains(outcome.delivery_id)) held.push_back(outcome);
@@ -828,11 +827,8 @@ void storage_core::keep_held(clock::time_point now, const storage::write_report&
 
 void storage_core::note_held_subscribers(clock::time_point now,
                                          const std::vector<std::int64_t>& held) {
-  if (held.empty()) {
-    held_subscribers_warning_.clear();
-    return;
-  }
-  if (!held_subscribers_warning_.due(now)) return;
+  // A cycle that did not ask for the held subscribers' tokens does not end the episode.
+  if (held.empty() || !held_subscribers_warning_.due(now)) return;
   std::string list;
   for (std::size_t i = 0; i < held.size() && i < 10; ++i) {
     list += (i ? "," : "") + std::to_string(held[i]);

@@ -32,8 +32,8 @@
 
 namespace surge::engine {
 
-// A warning about a condition that may last: said when it starts, then every `every` while it
-// lasts, so a log is not flooded by one warning per storage cycle.
+// A warning about a condition that may last or come and go: said the first time, then at most
+// every `every`, so a log is not flooded by one warning per storage cycle or retry.
 class repeated_warning {
  public:
   explicit repeated_warning(std::chrono::steady_clock::duration every) : every_(every) {}
@@ -43,7 +43,6 @@ class repeated_warning {
     last_ = now;
     return true;
   }
-  void clear() { active_ = false; }
 
  private:
   std::chrono::steady_clock::duration every_;

@@ -192,6 +192,30 @@ TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 14);
 }
 
+// A subscriber whose row another session holds locked (a producer's open transaction) is asked
+// for tokens every half second; the warning about it comes once per repeated_warning_interval
+// while it lasts, not at each ask between cycles that do not ask for it.
+TEST(StorageCore, ALockedSubscriberRowIsWarnedAboutOncePerIntervalNotAtEachAsk) {
+  storage_simulation sim;
+  sim.locked_subscribers.insert(1);
+  sim.add_rows(2, 200);
+  for (int i = 0; i < 120; ++i) {  // 60 s
+    sim.core().claims_asked(0, {{.subscriber_id = 1, .tokens = 5}});
+    sim.round();
+    for (int j = 0; j < 5; ++j) {  // other cycles between the asks
+      sim.ask(0, 2, 1);
+      sim.run_for(100ms);
+    }
+  }
+  int warnings = 0;
+  for (const auto& line : sim.log.lines) {
+    warnings +=
+        line.text.find("subscriber row is locked by another database session") != std::string::npos;
+  }
+  EXPECT_GE(warnings, 2);
+  EXPECT_LE(warnings, 3) << "one at once, then one per 30 s";
+}
+
 TEST(StorageCore, OutcomesDueRideWithTheClaim) {
   storage_simulation sim;
   sim.add_rows(1, 6);

@@ -153,6 +153,9 @@ class storage_simulation {
   std::optional<storage_do::finish> finished;
   std::vector<std::pair<std::int64_t, bool>> subscribers{{1, true}, {2, true}};
   std::deque<storage::ownership_change> ownership;  // the next renewals' findings
+  std::set<std::int64_t> locked;  // rows another session holds locked: their outcomes wait
+  // Subscribers whose row another session holds locked: their tokens cannot be leased.
+  std::set<std::int64_t> locked_subscribers;
 
  private:
   bool fails(db_call call) {
@@ -180,6 +183,10 @@ class storage_simulation {
       auto found = rows.find(outcome.delivery_id);
       if (found == rows.end() || found->second.lease != outcome.lease) {
         report.lost_leases.push_back(outcome.delivery_id);
+        continue;
+      }
+      if (locked.contains(outcome.delivery_id)) {
+        report.held_rows.push_back(outcome.delivery_id);
         continue;
       }
       auto& row = found->second;
@@ -210,6 +217,9 @@ class storage_simulation {
             result.written = *written;
             const double lease = unix_now() + std::chrono::duration<double>(act.lease).count();
             for (const auto& demand : act.demand) {
+              if (demand.tokens > 0 && locked_subscribers.contains(demand.subscriber_id)) {
+                result.held_subscribers.push_back(demand.subscriber_id);
+              }
               int left = demand.rows;
               for (auto& [id, row] : rows) {
                 if (left <= 0) break;
