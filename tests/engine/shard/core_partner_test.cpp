@@ -16,20 +16,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::answer;
+using testing::most_in_window;
 using testing::queue_row;
 using testing::received;
 using testing::simulation;
 using steady = std::chrono::steady_clock;
-
-int most_in_window(const std::vector<received>& sent, steady::duration window) {
-  int most = 0;
-  std::size_t first = 0;
-  for (std::size_t last = 0; last < sent.size(); ++last) {
-    while (sent[last].at - sent[first].at >= window) ++first;
-    most = std::max(most, static_cast<int>(last - first + 1));
-  }
-  return most;
-}
 
 // The most requests open at once, each open from when it was written for `latency`.
 int most_open(const std::vector<received>& sent, steady::duration latency) {

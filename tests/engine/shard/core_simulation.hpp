@@ -53,6 +53,17 @@ struct queue_row {
   std::vector<storage::outcome_kind> outcomes;  // every outcome written for it, in order
 };
 
+// The most requests in any window of `window` among `sent`, which must be in time order.
+inline int most_in_window(const std::vector<received>& sent, steady::duration window) {
+  int most = 0;
+  std::size_t first = 0;
+  for (std::size_t last = 0; last < sent.size(); ++last) {
+    while (sent[last].at - sent[first].at >= window) ++first;
+    most = std::max(most, static_cast<int>(last - first + 1));
+  }
+  return most;
+}
+
 inline std::int64_t header_number(std::string_view request, std::string_view name) {
   const auto at = request.find(std::string("\r\n").append(name).append(": "));
   if (at == std::string_view::npos) return -1;
