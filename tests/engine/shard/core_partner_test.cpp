@@ -97,7 +97,9 @@ TEST(ShardCorePartner, AFailingBatchGoesAgainAsAUnitAndIsDoneOnlyAfterA2xx) {
         << "row " << id;
   }
   for (const auto& o : sim.outcomes) {
-    if (o.kind == storage::outcome_kind::done) EXPECT_EQ(o.attempts, 2) << o.delivery_id;
+    if (o.kind == storage::outcome_kind::done) {
+      EXPECT_EQ(o.attempts, 2) << o.delivery_id;
+    }
   }
 }
 
