@@ -462,8 +462,9 @@ TEST(Seed001Drain, APartnersAnnouncedQuotaIsRecordedAndShownByStats) {
 
 // The shape's own worker, four at a time as its cron runs it, and a drain on one subscriber of
 // one file: every row goes out once, and the partner sees at most burst + rate x T from all
-// five together.
-TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHolds) {
+// five together. One run; returns how many rows the workers sent (0: they never got a token
+// beside the drain, and the run showed no overlap).
+std::size_t run_beside_the_workers() {
   constexpr double rate = 10;
   constexpr int burst = 10;
   constexpr int workers = 4;
@@ -472,13 +473,13 @@ TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHold
   sink_process sink(dir, queue.path());
   const auto id = queue.add_subscriber(sink, static_cast<std::int64_t>(rate * 60), burst, "s");
   queue.add_rows(id, 400, R"({"video":"v1"})");
-  ASSERT_EQ(run_surge(dir, {"migrate", "--db", queue.path()}).exit_code, 0);
+  EXPECT_EQ(run_surge(dir, {"migrate", "--db", queue.path()}).exit_code, 0);
 
   // The drain first, so that it is seen sending: the workers poll the bucket in a tight loop
   // and, started first, could take every token before the drain's first lease.
   tools::child_process drain(surge_binary(), drain_args(queue.path(), {"--duration", "5"}),
                              dir.file("drain.out"), dir.file("drain.err"));
-  ASSERT_TRUE(eventually([&] { return !read_sink_record(sink.record_path()).empty(); }, 30s));
+  EXPECT_TRUE(eventually([&] { return !read_sink_record(sink.record_path()).empty(); }, 30s));
   std::vector<std::unique_ptr<tools::child_process>> running;
   for (int i = 0; i < workers; ++i) {
     const auto n = std::to_string(i);
@@ -488,8 +489,8 @@ TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHold
                                  dir.file("worker" + n + ".sent")},
         dir.file("worker" + n + ".out"), dir.file("worker" + n + ".err")));
   }
-  for (auto& worker : running) ASSERT_EQ(worker->wait(60s).value_or(-1), 0);
-  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
+  for (auto& worker : running) EXPECT_EQ(worker->wait(60s).value_or(-1), 0);
+  EXPECT_EQ(drain.wait(60s).value_or(-1), 0);
 
   const auto requests = sink.stop_and_read();
   std::vector<double> together;
@@ -515,8 +516,7 @@ TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHold
   }
   std::printf("surge sent %zu, the workers %zu (%d of them sent)\n", requests.size(), by_worker,
               workers_sending);
-  ASSERT_FALSE(requests.empty());
-  ASSERT_GT(by_worker, 0u) << "no worker sent anything: no overlap";
+  EXPECT_FALSE(requests.empty());
   for (const auto& [row, count] : sends) EXPECT_EQ(count, 1) << "row " << row;
   std::sort(together.begin(), together.end());
   for (const double window : {1.0, 2.0, 4.0}) {
@@ -527,6 +527,18 @@ TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHold
   EXPECT_EQ(queue.number("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'"),
             static_cast<std::int64_t>(sends.size()));
   EXPECT_LE(queue.number("SELECT tokens FROM webhook_buckets"), burst);
+  return by_worker;
+}
+
+// The workers poll the bucket in a tight loop beside the drain's leases; under a loaded machine
+// they may get no token in their 3 s, and that run proves nothing about sharing the bucket. Each
+// run's own checks hold whatever the overlap; a run without one is repeated, at most twice.
+TEST(Seed001Drain, BesideFourOfTheShapesOwnWorkersNoRowGoesTwiceAndTheBucketHolds) {
+  std::size_t by_worker = 0;
+  for (int run = 0; run < 3 && by_worker == 0 && !::testing::Test::HasFailure(); ++run) {
+    by_worker = run_beside_the_workers();
+  }
+  EXPECT_GT(by_worker, 0u) << "no worker sent anything in three runs: no overlap";
 }
 
 }  // namespace
