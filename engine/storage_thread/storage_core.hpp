@@ -210,6 +210,13 @@ class storage_core {
   const std::vector<std::pair<std::int64_t, bool>>& sendable() const { return sendable_; }
   const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
   std::size_t outcomes_waiting() const { return pending_outcomes_.size(); }
+  // Whether `arrived` outcomes, just handed in, make a commit due at once. Only new ones wake the
+  // loop: outcomes the core keeps waiting (through a backoff, or behind another session's lock)
+  // would otherwise wake it again and again, a busy loop, until next_wake().
+  bool commit_due_with(std::size_t arrived) const {
+    return arrived > 0 &&
+           arrived + pending_outcomes_.size() >= config_.storage.outcome_commits.rows;
+  }
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
   std::size_t claim_rows_cap() const { return claim_rows_cap_; }
   bool claiming() const { return claiming_; }

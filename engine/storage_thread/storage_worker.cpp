@@ -130,9 +130,7 @@ void storage_worker::run() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait_until(lock, core_->next_wake(), [this] {
-        return !inbox_.claims.empty() ||
-               inbox_.outcomes.size() + core_->outcomes_waiting() >=
-                   config_.storage.outcome_commits.rows ||
+        return !inbox_.claims.empty() || core_->commit_due_with(inbox_.outcomes.size()) ||
                !inbox_.unspent.empty() || inbox_.news;
       });
       core_->outcomes_submitted(std::exchange(inbox_.outcomes, {}),

@@ -216,6 +216,23 @@ TEST(StorageCore, ALockedSubscriberRowIsWarnedAboutOncePerIntervalNotAtEachAsk) 
   EXPECT_LE(warnings, 3) << "one at once, then one per 30 s";
 }
 
+// What wakes the storage loop for a commit: outcomes that arrive, not those the core already keeps
+// waiting (through a backoff, or behind a lock), which would wake it in a busy loop.
+TEST(StorageCore, OnlyArrivingOutcomesMakeACommitDueAtOnce) {
+  auto config = storage_simulation::default_config();
+  config.storage.outcome_commits = {.interval = 20ms, .rows = 10};
+  storage_simulation sim(config);
+  sim.add_rows(1, 12);
+  sim.ask(0, 1, 12);
+  sim.round();
+  const auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 12U);
+  sim.submit(sent);  // handed in, not yet written: no round has run
+  ASSERT_EQ(sim.core().outcomes_waiting(), 12U);
+  EXPECT_FALSE(sim.core().commit_due_with(0)) << "the waiting ones alone must not wake the loop";
+  EXPECT_TRUE(sim.core().commit_due_with(1));
+}
+
 TEST(StorageCore, OutcomesDueRideWithTheClaim) {
   storage_simulation sim;
   sim.add_rows(1, 6);
