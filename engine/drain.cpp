@@ -311,7 +311,7 @@ drain_summary run_drain(const drain_config& input) {
   sweeper.emplace(coalesce_sweeper_config{.db_path = config.storage.db_path,
                                           .shape = config.storage.shape,
                                           .subscribers = config.subscribers},
-                  counters);
+                  counters, storage.judgement());
   std::optional<metrics_server> server;
   std::optional<queue_sampler> sampler;
   // On a terminal: one status line redrawn every second. Otherwise: a log line now and then.

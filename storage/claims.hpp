@@ -48,6 +48,9 @@ struct subscriber_demand {
   double reserve_seconds = 0;
   // An ordered subscriber's rule: only the first unfinished row of each key is claimed.
   std::optional<proto::order_rule> order;
+  // A coalescing subscriber's rows are claimed only up to this id: the rows the backlog sweep
+  // has already judged against everything queued for their keys. nullopt: no such bound.
+  std::optional<std::int64_t> judged_through;
 };
 
 struct lease_ref {

@@ -421,9 +421,9 @@ std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double ove
       });
 }
 
-std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subscriber_id,
-                                              double now, int limit, std::int64_t max_payload_bytes,
-                                              std::int64_t max_total_bytes) {
+unheld_backlog read_unheld_due_rows(connection& db, std::int64_t subscriber_id, double now,
+                                    int limit, std::int64_t max_payload_bytes,
+                                    std::int64_t max_total_bytes) {
   // Coalescing marks rows done without sending them; seed001 has no such state.
   return on_queue(
       db,
@@ -431,7 +431,7 @@ std::vector<backlog_row> read_unheld_due_rows(connection& db, std::int64_t subsc
         return read_unheld_due_rows(file, subscriber_id, now, limit, max_payload_bytes,
                                     max_total_bytes);
       },
-      [](SQLite::Database&) -> std::vector<backlog_row> { not_on_seed001("coalescing"); },
+      [](SQLite::Database&) -> unheld_backlog { not_on_seed001("coalescing"); },
       [&](pg::session& server) {
         return pg::read_unheld_due_rows(server, subscriber_id, now, limit, max_payload_bytes,
                                         max_total_bytes);

@@ -322,8 +322,13 @@ void shard_core::send_demand() {
     pending_total_ += want;
     sub->pending_bytes += want * row_weight(*sub);
     pending_bytes_ += want * row_weight(*sub);
+    // A coalescing subscriber's rows are bounded by what the backlog sweep judged: the storage
+    // thread fills the bound in.
     demand.push_back(
-        {.subscriber_id = sub->settings.id, .rows = want, .order = sub->settings.order});
+        {.subscriber_id = sub->settings.id,
+         .rows = want,
+         .order = sub->settings.order,
+         .judged_through = sub->settings.coalesce ? std::optional<std::int64_t>(0) : std::nullopt});
     watch_tokens(*sub);
   }
   // Tokens ride in the same message, for every subscriber about to send (the row budget does

@@ -17,8 +17,9 @@
 
 namespace surge::engine {
 
-coalesce_sweeper::coalesce_sweeper(coalesce_sweeper_config config, drain_counters& counters)
-    : config_(std::move(config)), counters_(counters) {
+coalesce_sweeper::coalesce_sweeper(coalesce_sweeper_config config, drain_counters& counters,
+                                   sweep_judgement& judgement)
+    : config_(std::move(config)), counters_(counters), judgement_(judgement) {
   lock_wait_.timeout = config_.busy_timeout;
   thread_ = std::thread([this] { run(); });
 }
@@ -46,7 +47,11 @@ void coalesce_sweeper::run() {
       // Busy or failing database: the storage thread reports it; the next sweep tries again, on
       // a new connection.
       db_.reset();
-      if (!warned) log_warn(std::string("coalescing the backlog failed: ") + error.what());
+      if (!warned) {
+        log_warn(std::string("coalescing the backlog failed (rows queued since the last sweep "
+                             "wait for the next one): ") +
+                 error.what());
+      }
       warned = true;
     }
     lock.lock();
@@ -67,9 +72,10 @@ void coalesce_sweeper::sweep_once() {
     // The same rule the shard applies, with the same checks on stored values.
     const auto settings = derive_settings(subscriber, scheduler_config{});
     if (!settings.coalesce) continue;
-    const auto rows =
+    const auto backlog =
         storage::read_unheld_due_rows(db, subscriber.id, proto::unix_now(), config_.max_rows,
                                       config_.max_payload_bytes, config_.max_bytes);
+    const auto& rows = backlog.rows;
     std::vector<proto::coalesce_candidate> candidates;
     candidates.reserve(rows.size());
     for (const auto& row : rows) {
@@ -105,6 +111,7 @@ void coalesce_sweeper::sweep_once() {
           storage::mark_coalesced(db, std::span(marks).subspan(at, count), proto::unix_now());
       counters_.add(counters_.coalesced, marked);
     }
+    judgement_.judged(subscriber.id, backlog.judged_through);
   }
 }
 

@@ -4,7 +4,8 @@
 // thousands of rows apart, further than any claim looks ahead. This thread, with its own
 // connection, reads the due rows nobody holds of each coalescing subscriber now and then, applies
 // the rule (proto/coalesce) and marks the rows it replaces, in short write transactions that never
-// touch a leased row.
+// touch a leased row. A coalescing subscriber is claimed only up to what a sweep has judged
+// (sweep_judgement), so the newest-only promise does not depend on how claims were paged.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "engine/observe/counters.hpp"
+#include "engine/storage_thread/sweep_judgement.hpp"
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
@@ -37,7 +39,9 @@ struct coalesce_sweeper_config {
 
 class coalesce_sweeper {
  public:
-  coalesce_sweeper(coalesce_sweeper_config config, drain_counters& counters);
+  // Each subscriber's judgement goes to `judgement` once its marks are committed.
+  coalesce_sweeper(coalesce_sweeper_config config, drain_counters& counters,
+                   sweep_judgement& judgement);
   ~coalesce_sweeper();  // stops and joins; a lock wait in progress is cut short
   coalesce_sweeper(const coalesce_sweeper&) = delete;
   coalesce_sweeper& operator=(const coalesce_sweeper&) = delete;
@@ -48,6 +52,7 @@ class coalesce_sweeper {
 
   coalesce_sweeper_config config_;
   drain_counters& counters_;
+  sweep_judgement& judgement_;
   storage::interruptible_wait lock_wait_;
   // The sweeps' own connection, kept from one to the next (opening one each second cost a
   // PostgreSQL server a backend and a look at the catalog each time); dropped after a failure.

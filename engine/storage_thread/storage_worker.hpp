@@ -21,6 +21,7 @@
 #include "engine/observe/counters.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/storage_thread/storage_core.hpp"
+#include "engine/storage_thread/sweep_judgement.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
 #include "storage/drain_store.hpp"
@@ -56,6 +57,9 @@ class storage_worker final : public storage_endpoint {
   // The storage thread has ended (its last outcomes written or abandoned).
   bool finished() const { return finished_.load(); }
   void join();
+
+  // What the backlog sweep has judged: coalescing subscribers are claimed up to it.
+  sweep_judgement& judgement() { return judgement_; }
 
   // Set when --until-drained finds nothing due, leased or in flight.
   void on_drained(std::function<void()> callback) { drained_callback_ = std::move(callback); }
@@ -100,6 +104,7 @@ class storage_worker final : public storage_endpoint {
   std::function<void()> drained_callback_;
   std::function<void(std::string)> fatal_callback_;
   storage::interruptible_wait lock_wait_;
+  sweep_judgement judgement_;
   std::atomic<bool> finished_{false};
 
   std::mutex mutex_;

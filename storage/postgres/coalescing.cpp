@@ -40,12 +40,16 @@ RETURNING d.id
 
 }  // namespace
 
-std::vector<backlog_row> read_unheld_due_rows(session& db, std::int64_t subscriber_id, double now,
-                                              int limit, std::int64_t max_payload_bytes,
-                                              std::int64_t max_total_bytes) {
+unheld_backlog read_unheld_due_rows(session& db, std::int64_t subscriber_id, double now, int limit,
+                                    std::int64_t max_payload_bytes, std::int64_t max_total_bytes) {
+  // Read first: a row committed after it has a higher id, unless its producer took the id before
+  // and committed after (a sequence hands ids out at insert): such a row is claimed unjudged, and
+  // the shard's own coalescing among the rows it holds still applies.
+  const auto newest = db.exec("SELECT COALESCE(MAX(id), 0) FROM webhook_delivery", params());
   const auto found = db.exec(
       unheld_due_rows_sql, params().add(subscriber_id).add(now).add(limit).add(max_payload_bytes));
-  std::vector<backlog_row> rows;
+  unheld_backlog backlog{.judged_through = newest.int64(0, 0)};
+  auto& rows = backlog.rows;
   std::int64_t total = 0;
   for (int i = 0; i < found.rows() && total <= max_total_bytes; ++i) {
     auto& row = rows.emplace_back();
@@ -56,7 +60,10 @@ std::vector<backlog_row> read_unheld_due_rows(session& db, std::int64_t subscrib
     if (!found.is_null(i, 4)) row.coalesced_since = found.real(i, 4);
     total += static_cast<std::int64_t>(row.payload.size());
   }
-  return rows;
+  if (total > max_total_bytes || found.rows() >= limit) {
+    backlog.judged_through = highest_id_read(rows, backlog.judged_through);
+  }
+  return backlog;
 }
 
 int mark_coalesced(session& db, std::span<const replacement> rows, double now) {

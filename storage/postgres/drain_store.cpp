@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <charconv>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -42,17 +43,18 @@ constexpr const char* new_rows_channel = "surge_new_rows";
 // estimated a handful of rows and hashed the whole table for every claim. A row locked here keeps
 // its place until this transaction ends; should the UPDATE not find a picked row where it was
 // picked (another session changed it just before the lock), the row is left out of this claim
-// and stays due, as a row SKIP LOCKED steps over. (A ctid names a row only within one table:
+// and stays due, as a row SKIP LOCKED steps over. A coalescing subscriber's seek stops at its
+// judged_through (storage/claims.hpp). (A ctid names a row only within one table:
 // webhook_delivery is a plain table, as the shared DDL makes it, not a partitioned one.)
 constexpr const char* claim_sql = R"sql(
 WITH picked AS (
-  SELECT c.ctid FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[])
-    AS want(sid, n, after_at, after_id)
+  SELECT c.ctid FROM unnest($1::bigint[], $2::int[], $6::float8[], $7::bigint[], $8::bigint[])
+    AS want(sid, n, after_at, after_id, through)
   CROSS JOIN LATERAL (
     SELECT w.ctid FROM webhook_delivery w
     WHERE w.subscriber_id = want.sid AND w.status IN ('pending', 'retry')
       AND w.next_attempt_at <= $3 AND w.locked_until <= $3
-      AND (w.next_attempt_at, w.id) > (want.after_at, want.after_id)
+      AND (w.next_attempt_at, w.id) > (want.after_at, want.after_id) AND w.id <= want.through
     ORDER BY w.next_attempt_at, w.id LIMIT want.n
     FOR UPDATE SKIP LOCKED) c)
 UPDATE webhook_delivery d SET locked_until = $4
@@ -392,7 +394,7 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
                                                      double now, double lease_seconds,
                                                      std::int64_t max_payload_bytes) {
   more_due_.clear();
-  std::vector<std::int64_t> ids, counts, after_ids;
+  std::vector<std::int64_t> ids, counts, after_ids, through;
   std::vector<double> after_at;
   std::vector<const subscriber_demand*> ordered;
   for (const auto& entry : demand) {
@@ -406,6 +408,7 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
     const auto from = resume_.at(entry.subscriber_id, now);
     after_at.push_back(from.next_attempt_at);
     after_ids.push_back(from.id);
+    through.push_back(entry.judged_through.value_or(std::numeric_limits<std::int64_t>::max()));
   }
   std::vector<claimed_row> rows;
   if (ids.empty() && ordered.empty()) return rows;
@@ -417,7 +420,8 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
                                              .add(lease)
                                              .add(max_payload_bytes)
                                              .add_array(after_at)
-                                             .add_array(after_ids));
+                                             .add_array(after_ids)
+                                             .add_array(through));
   rows.reserve(static_cast<std::size_t>(found.rows()));
   for (int i = 0; i < found.rows(); ++i) {
     auto& row = rows.emplace_back();

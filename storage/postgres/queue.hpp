@@ -69,9 +69,8 @@ std::vector<claimed_row> claim_ordered(session& db, const subscriber_demand& ent
                                        double lease, std::int64_t max_payload_bytes,
                                        stopped_runs& runs, bool& more_due);
 // The coalescing sweep's read and marks (storage/coalescing.hpp).
-std::vector<backlog_row> read_unheld_due_rows(session& db, std::int64_t subscriber_id, double now,
-                                              int limit, std::int64_t max_payload_bytes,
-                                              std::int64_t max_total_bytes);
+unheld_backlog read_unheld_due_rows(session& db, std::int64_t subscriber_id, double now, int limit,
+                                    std::int64_t max_payload_bytes, std::int64_t max_total_bytes);
 int mark_coalesced(session& db, std::span<const replacement> rows, double now);
 // A claimed row from a result whose columns, from `first` on, are the claim's: id,
 // subscriber_id, event_type, payload, attempts, next_attempt_at, created_at, payload size,

@@ -27,7 +27,7 @@ const claim_statements& seed001_claim_statements() {
   static const claim_statements statements{
       .due_rows = std::string(claimed_columns) +
                   "WHERE subscriber_id = :sid AND state = 'pending' AND next_attempt <= :now AND " +
-                  free_at(":now") + " ORDER BY next_attempt, id LIMIT :n",
+                  free_at(":now") + " AND id <= :through ORDER BY next_attempt, id LIMIT :n",
       .lease_row = "UPDATE webhook_deliveries SET leased_until = ?1 WHERE id = ?2 AND " +
                    free_at("?3") + " AND state = 'pending'",
       .lease_rows = "UPDATE OR FAIL webhook_deliveries SET leased_until = ?1 WHERE id IN (" +

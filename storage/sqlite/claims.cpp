@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -29,7 +30,7 @@ constexpr const char* due_rows_sql =
     "attempts, next_attempt_at, created_at, length(CAST(payload AS BLOB)), coalesced_since "
     "FROM webhook_delivery WHERE subscriber_id = :sid "
     "AND status IN ('pending','retry') AND next_attempt_at <= :now AND locked_until <= :now "
-    "ORDER BY next_attempt_at, id LIMIT :n";
+    "AND id <= :through ORDER BY next_attempt_at, id LIMIT :n";
 // The read's conditions again: free for the read means free for the write, and a row that is
 // not (nothing else can write meanwhile) is left out rather than leased twice.
 constexpr const char* lease_row_sql =
@@ -102,6 +103,10 @@ std::vector<subscriber_demand> one_entry_each(std::span<const subscriber_demand>
       merged.push_back(entry);
     } else {
       same->rows += entry.rows;
+      if (entry.judged_through) {
+        same->judged_through =
+            std::min(*entry.judged_through, same->judged_through.value_or(*entry.judged_through));
+      }
     }
   }
   return merged;
@@ -229,6 +234,7 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
   const int max_payload_index = read.getIndex(":max_payload");
   const int subscriber_index = read.getIndex(":sid");
   const int now_index = read.getIndex(":now");
+  const int through_index = read.getIndex(":through");
   const int limit_index = read.getIndex(":n");
   for (const auto& entry : seeks) {
     const std::size_t first = rows.size();
@@ -238,6 +244,8 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
       read.bind(max_payload_index, max_payload_bytes);
       read.bind(subscriber_index, entry.subscriber_id);
       read.bind(now_index, now);
+      read.bind(through_index,
+                entry.judged_through.value_or(std::numeric_limits<std::int64_t>::max()));
       read.bind(limit_index, entry.rows);
       while (read.executeStep()) read_claimed(read, lease, rows.emplace_back());
     }
@@ -307,7 +315,8 @@ void claimer::sweep(std::span<const subscriber_demand> demand, double now, doubl
   int total = 0;
   for (const auto& entry : demand) {
     if (entry.rows <= 0) continue;
-    if (sweep_.sweeping(entry.subscriber_id, now)) {
+    // A coalescing subscriber's bound is an id: its rows are sought below it, never swept.
+    if (!entry.judged_through && sweep_.sweeping(entry.subscriber_id, now)) {
       wanted[entry.subscriber_id] = entry.rows;
       total += entry.rows;
     } else {

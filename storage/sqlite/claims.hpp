@@ -73,7 +73,7 @@ class sweep_cursor {
 // coalesced_since, and optionally the stored signature; "free" and "due" mean what the shape's
 // other drainers take them to mean.
 struct claim_statements {
-  std::string due_rows;     // :max_payload, :sid, :now, :n; oldest due first
+  std::string due_rows;     // :max_payload, :sid, :now, :through, :n; oldest due first
   std::string lease_row;    // lease, id, now
   std::string lease_rows;   // ?1 lease, ?2 now, ?3 .. ?18 the ids (rows_per_lease)
   std::string leased_rows;  // ?1 lease, ?2 .. ?17 the ids: which of them hold the lease

@@ -7,9 +7,12 @@
 
 namespace surge::storage {
 
-std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
-                                              double now, int limit, std::int64_t max_payload_bytes,
-                                              std::int64_t max_total_bytes) {
+unheld_backlog read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id, double now,
+                                    int limit, std::int64_t max_payload_bytes,
+                                    std::int64_t max_total_bytes) {
+  // Read first: a row queued after it has a higher id, whether or not the rows below see it.
+  const std::int64_t newest =
+      db.execAndGet("SELECT COALESCE(MAX(id), 0) FROM webhook_delivery").getInt64();
   // The partial index on (subscriber_id, next_attempt_at) serves the scan.
   SQLite::Statement query(
       db,
@@ -22,7 +25,8 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
   query.bind(":subscriber", subscriber_id);
   query.bind(":now", now);
   query.bind(":limit", limit);
-  std::vector<backlog_row> rows;
+  unheld_backlog backlog{.judged_through = newest};
+  auto& rows = backlog.rows;
   std::int64_t total = 0;
   while (total <= max_total_bytes && query.executeStep()) {
     rows.push_back({.id = query.getColumn(0).getInt64(),
@@ -32,7 +36,10 @@ std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t
     if (!query.getColumn(4).isNull()) rows.back().coalesced_since = query.getColumn(4).getDouble();
     total += static_cast<std::int64_t>(rows.back().payload.size());
   }
-  return rows;
+  if (total > max_total_bytes || static_cast<int>(rows.size()) >= limit) {
+    backlog.judged_through = highest_id_read(rows, newest);
+  }
+  return backlog;
 }
 
 int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now) {

@@ -16,10 +16,11 @@ namespace surge::storage {
 // One subscriber's rows that are due now and held by nobody (pending or retry,
 // next_attempt_at <= now, locked_until <= now), oldest first, at most `limit` rows and about
 // `max_total_bytes` of payload (reading stops once that is passed); payloads over
-// `max_payload_bytes` are not read.
-std::vector<backlog_row> read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id,
-                                              double now, int limit, std::int64_t max_payload_bytes,
-                                              std::int64_t max_total_bytes);
+// `max_payload_bytes` are not read. The bound of the read's judgement as storage/coalescing.hpp
+// says.
+unheld_backlog read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id, double now,
+                                    int limit, std::int64_t max_payload_bytes,
+                                    std::int64_t max_total_bytes);
 
 // In one BEGIN IMMEDIATE transaction: each row still pending or retry, due and unleased at
 // `now` ends done with coalesced_into = replaced_by and last_error "coalesced into delivery N",

@@ -3,6 +3,7 @@
 // still due and free when the write happens.
 #include "storage/coalescing.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "proto/clock.hpp"
+#include "storage/claims.hpp"
+#include "storage/drain_store.hpp"
 #include "storage/schema.hpp"
 #include "storage/subscribers.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -72,14 +75,22 @@ TEST_P(CoalescingBacklogOn, OnlyRowsDueAndHeldByNobodyAreReadAndMarked) {
   const auto finished = insert("done", 0, 0);
 
   std::vector<std::int64_t> read;
-  for (const auto& row : read_unheld_due_rows(*db_, subscriber_, now_, 100, 1024, 1 << 20)) {
+  for (const auto& row : read_unheld_due_rows(*db_, subscriber_, now_, 100, 1024, 1 << 20).rows) {
     read.push_back(row.id);
   }
   EXPECT_EQ(read, (std::vector<std::int64_t>{due, keeper, retry_due}));
   // The byte budget bounds what one read holds: it stops once passed (each payload is "{}").
-  EXPECT_EQ(read_unheld_due_rows(*db_, subscriber_, now_, 100, 1024, 3).size(), 2u);
+  // What the read judged: every row up to the newest queued, which is `finished`, inserted last.
+  EXPECT_EQ(read_unheld_due_rows(*db_, subscriber_, now_, 100, 1024, 1 << 20).judged_through,
+            finished);
+  // A read cut short by its bounds judged only what it read.
+  const auto cut_by_bytes = read_unheld_due_rows(*db_, subscriber_, now_, 100, 1024, 3);
+  EXPECT_EQ(cut_by_bytes.rows.size(), 2u);
+  EXPECT_EQ(cut_by_bytes.judged_through, keeper);
+  EXPECT_EQ(read_unheld_due_rows(*db_, subscriber_, now_, 1, 1024, 1 << 20).judged_through, due);
   // A payload over the per-row cap is not read (and so never gets a key).
-  EXPECT_EQ(read_unheld_due_rows(*db_, subscriber_, now_, 100, 1, 1 << 20).front().payload, "");
+  EXPECT_EQ(read_unheld_due_rows(*db_, subscriber_, now_, 100, 1, 1 << 20).rows.front().payload,
+            "");
 
   // Meanwhile a drainer leases `due`: the mark must leave it alone, like the others.
   sql_->exec("UPDATE webhook_delivery SET locked_until = ? WHERE id = ?",
@@ -108,6 +119,50 @@ TEST_P(CoalescingBacklogOn, NothingIsMarkedWhenTheKeeperIsNoLongerDueAndFree) {
   const std::vector<replacement> marks = {{older, keeper, now_ - 1}};
   EXPECT_EQ(mark_coalesced(*db_, marks, now_), 0);
   EXPECT_EQ(column("status", older), "pending");
+}
+
+TEST_P(CoalescingBacklogOn, AClaimTakesACoalescingSubscribersRowsOnlyUpToWhatTheSweepJudged) {
+  // Five subscribers, their rows interleaved, so that SQLite's claim sweeps the table for them;
+  // one of them coalesces, and a sweep judged its rows up to its third.
+  std::vector<std::int64_t> subscribers{subscriber_};
+  for (int i = 1; i < 5; ++i) {
+    subscribers.push_back(add_subscriber(*db_, subscriber_row{.url = "http://a/", .secret = "s"}));
+  }
+  std::vector<std::int64_t> coalescing_rows;
+  for (int round = 0; round < 10; ++round) {
+    for (const auto id : subscribers) {
+      const auto row = std::stoll(
+          *sql_->query("INSERT INTO webhook_delivery(subscriber_id, event_type, payload, "
+                       "next_attempt_at, created_at) VALUES (?, 't', '{}', 0, ?) RETURNING id",
+                       {std::to_string(id), std::to_string(now_ - 1)})
+               .at(0)
+               .at(0));
+      if (id == subscriber_) coalescing_rows.push_back(row);
+    }
+  }
+  auto store = open_drain_store({.location = location_});
+  store->renew_ownership(now_);
+  // Two claims: after the first, SQLite's claim sweeps the table for those it found near.
+  std::map<std::int64_t, std::vector<std::int64_t>> claimed;
+  for (const int rows : {1, 9}) {
+    std::vector<subscriber_demand> demand;
+    for (const auto id : subscribers) demand.push_back({.subscriber_id = id, .rows = rows});
+    demand.front().judged_through = coalescing_rows[2];
+    const auto cycle = store->write_and_claim({}, {}, demand, now_, 60, 1 << 20);
+    for (const auto& row : cycle.claimed) claimed[row.subscriber_id].push_back(row.id);
+  }
+  EXPECT_EQ(claimed[subscriber_],
+            (std::vector<std::int64_t>(coalescing_rows.begin(), coalescing_rows.begin() + 3)));
+  for (std::size_t i = 1; i < subscribers.size(); ++i) {
+    EXPECT_EQ(claimed[subscribers[i]].size(), 10u) << "subscriber " << subscribers[i];
+  }
+  // Before its first sweep, nothing of it is claimed; the others are not held back.
+  const auto second =
+      store->write_and_claim({}, {},
+                             std::vector<subscriber_demand>{
+                                 {.subscriber_id = subscriber_, .rows = 10, .judged_through = 0}},
+                             now_, 60, 1 << 20);
+  EXPECT_TRUE(second.claimed.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CoalescingBacklogOn, ::testing::Values(false, true),
