@@ -58,6 +58,10 @@ token_take take_tokens(const persisted_bucket& bucket, double want, double now,
   return take;
 }
 
+double stamp_for_write(const persisted_bucket& bucket, double now) {
+  return std::isfinite(bucket.updated_at) ? std::max(now, bucket.updated_at) : now;
+}
+
 double give_back(const persisted_bucket& bucket, double unspent, double now) {
   return std::min(capacity_of(bucket), tokens_at(bucket, now) + std::max(0.0, unspent));
 }

@@ -49,6 +49,12 @@ struct token_take {
 token_take take_tokens(const persisted_bucket& bucket, double want, double now,
                        double reserve_seconds = 0);
 
+// The stamp a write of the bucket carries: `now`, or the stored stamp when that is later. A
+// drainer that read its clock before it waited for the write lock must not stamp the bucket
+// earlier than the drainer that wrote meanwhile: the refill between the two stamps would be
+// counted, and handed out, twice.
+double stamp_for_write(const persisted_bucket& bucket, double now);
+
 // Tokens taken and not spent go back: the bucket at `now` plus `unspent`, never above capacity.
 double give_back(const persisted_bucket& bucket, double unspent, double now);
 

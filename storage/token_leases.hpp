@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/claims.hpp"
@@ -22,6 +23,45 @@ struct token_grant {
   // What was wrong with the stored bucket, repaired and written back (proto::repaired); empty
   // when nothing was.
   std::string repaired;
+  // Another drainer spends from the same bucket (bucket_sharing): nothing was taken ahead of the
+  // refill, and the asker should hold no more than it sends at once.
+  bool shared = false;
+};
+
+// Whether another drainer spends from a subscriber's persisted bucket: it wrote the bucket since
+// this drain last did. Tokens one drainer holds while the other spends the refilled bucket add
+// to what the partner sees, so a shared bucket is leased without a reserve and in asks no larger
+// than what the asker can send at once. Remembered for a while after the last foreign write
+// seen: the other drainer may be between rows. Pure: the caller passes the time in.
+class bucket_sharing {
+ public:
+  static constexpr double remember_seconds = 10;
+
+  // The bucket as stored, read in the write transaction: whether it is shared now.
+  bool read(std::int64_t subscriber, double tokens, double updated_at, double now) {
+    auto& entry = entries_[subscriber];
+    // Bit for bit: a database returns the double this drain wrote. (A NaN never equals itself;
+    // it is repaired and written once, then compares as written.)
+    if (entry.written && (tokens != entry.tokens || updated_at != entry.updated_at)) {
+      entry.shared_until = now + remember_seconds;
+    }
+    return now < entry.shared_until;
+  }
+  void wrote(std::int64_t subscriber, double tokens, double updated_at) {
+    auto& entry = entries_[subscriber];
+    entry.written = true;
+    entry.tokens = tokens;
+    entry.updated_at = updated_at;
+  }
+
+ private:
+  struct entry {
+    bool written = false;
+    double tokens = 0;
+    double updated_at = 0;
+    double shared_until = 0;
+  };
+  std::unordered_map<std::int64_t, entry> entries_;
 };
 
 struct unspent_tokens {

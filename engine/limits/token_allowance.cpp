@@ -6,22 +6,26 @@
 
 namespace surge::engine {
 
-bool token_allowance::would_ask(double rate, clock::time_point now) const {
+bool token_allowance::would_ask(double rate, clock::time_point now, double sendable_now) const {
   if (rate <= 0 || asked_ || now < next_ask_at_) return false;
+  if (shared_) return std::floor(sendable_now) >= 1 && tokens_ < std::floor(sendable_now);
   const double low_water = std::max(1.0, rate * ahead_seconds());
   return tokens_ < low_water;
 }
 
-double token_allowance::ask(double rate, clock::time_point now) {
-  if (!would_ask(rate, now)) return 0;
+double token_allowance::ask(double rate, clock::time_point now, double sendable_now) {
+  if (!would_ask(rate, now, sendable_now)) return 0;
   const double lease = std::max(1.0, rate * config_.lease_seconds);
-  const double want = std::ceil(std::max(1.0, lease - tokens_));
+  const double want = shared_ ? std::floor(sendable_now) - std::floor(tokens_)
+                              : std::ceil(std::max(1.0, lease - tokens_));
   asked_ = true;
   asked_at_ = now;
   return want;
 }
 
-void token_allowance::granted(double tokens, clock::time_point now, clock::duration next_token_in) {
+void token_allowance::granted(double tokens, clock::time_point now, clock::duration next_token_in,
+                              bool shared) {
+  shared_ = shared;
   if (asked_) {
     const double round_trip = std::chrono::duration<double>(now - asked_at_).count();
     round_trip_seconds_ = std::max(round_trip, 0.75 * round_trip_seconds_);

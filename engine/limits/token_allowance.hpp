@@ -37,14 +37,21 @@ class token_allowance {
   // Tokens to ask the persisted bucket for now, 0 for none: only at a positive rate, one ask
   // at a time, not before the bucket's next token is due after an empty answer, and once what
   // is left covers less than ask_ahead_seconds. Asking marks the ask as outstanding.
-  double ask(double rate, clock::time_point now);
+  // While the bucket is shared with another drainer (the last answer said so), only what the
+  // subscriber could send at once (`sendable_now` requests) is asked for, and only when the
+  // tokens held fall short of it: tokens held while the other drainer spends the refilled
+  // bucket would add to what the partner sees.
+  double ask(double rate, clock::time_point now, double sendable_now = 0);
   // Whether ask() would ask now, without asking: the demand scan reads this before the
   // subscriber's other facts, which most subscribers holding tokens need not have read.
-  bool would_ask(double rate, clock::time_point now) const;
+  bool would_ask(double rate, clock::time_point now, double sendable_now = 0) const;
   // The answer to the outstanding ask. With nothing granted, `next_token_in` says when the
   // bucket's next whole token is due, and no new ask goes before then, nor later than a recheck
-  // interval (the rate in the table may change meanwhile; max(): a rate of 0).
-  void granted(double tokens, clock::time_point now, clock::duration next_token_in);
+  // interval (the rate in the table may change meanwhile; max(): a rate of 0). `shared`: the
+  // store saw another drainer spend from the bucket (storage::bucket_sharing).
+  void granted(double tokens, clock::time_point now, clock::duration next_token_in,
+               bool shared = false);
+  bool shared() const { return shared_; }
   // The ask was not answered (the drain stops claiming, or the cycle failed): ask again later.
   void unanswered() { asked_ = false; }
   // The bucket may have tokens for us now although the last answer said to wait (this drain
@@ -80,6 +87,7 @@ class token_allowance {
   double round_trip_seconds_ = 0;  // rises at once with a slow answer, decays over a few
   clock::time_point next_ask_at_{};
   clock::time_point last_used_{};  // last grant or spend
+  bool shared_ = false;            // as the last answer said
 };
 
 }  // namespace surge::engine

@@ -207,6 +207,9 @@ class shard_core {
   void send_demand();
   scheduling::token_facts token_facts_of(const subscriber_state& sub) const;
   void watch_tokens(subscriber_state& sub);
+  // The requests `sub` could start at once (rows ready, slots free, its own bucket's tokens):
+  // all a shared persisted bucket is asked for (token_allowance::ask).
+  double sendable_now(const subscriber_state& sub) const;
   static bool token_watch_needed(const subscriber_state& sub);
   steady::time_point& poll_after_of(const subscriber_state& sub) {
     return poll_after_[sub.scan_index];

@@ -136,7 +136,7 @@ void shard_core::accept_tokens(const claim_reply& reply) {
       next_token_in =
           std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(seconds));
     }
-    it->second->allowance.granted(grant.tokens, now, next_token_in);
+    it->second->allowance.granted(grant.tokens, now, next_token_in, grant.shared);
     notify(*it->second);
   }
 }
@@ -222,6 +222,14 @@ scheduling::token_facts shard_core::token_facts_of(const subscriber_state& sub) 
           .paused = sub.bucket.paused() || sub.paused_until > now,
           .circuit_blocking = sub.breaker.blocking(),
           .probe_due = sub.probe_due(now)};
+}
+
+double shard_core::sendable_now(const subscriber_state& sub) const {
+  // Requests, not rows: a batch takes one token.
+  const auto rows = static_cast<double>(sub.ready.size());
+  const double requests = std::ceil(rows / std::max(1, sub.settings.batch_rows));
+  const double slots = std::max(0, sub.settings.in_flight_cap - sub.in_flight);
+  return std::min({requests, slots, std::floor(sub.bucket.tokens_at(now_.steady))});
 }
 
 void shard_core::watch_tokens(subscriber_state& sub) {
@@ -341,9 +349,9 @@ void shard_core::send_demand() {
   for (auto* sub : token_watch_) {
     if (const double stale = sub->allowance.take_stale(now); stale > 0) {
       demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
-    } else if (sub->allowance.would_ask(sub->settings.rate, now) &&
+    } else if (sub->allowance.would_ask(sub->settings.rate, now, sendable_now(*sub)) &&
                scheduling::wants_tokens(token_facts_of(*sub))) {
-      const double tokens = sub->allowance.ask(sub->settings.rate, now);
+      const double tokens = sub->allowance.ask(sub->settings.rate, now, sendable_now(*sub));
       if (tokens > 0) {
         demand.push_back({.subscriber_id = sub->settings.id,
                           .tokens = tokens,

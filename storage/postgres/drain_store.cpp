@@ -299,6 +299,7 @@ class postgres_drain_store final : public drain_store {
   static constexpr auto step_over_for = std::chrono::seconds(5);
   int claims_until_prune_ = 0;
   std::int64_t listening_generation_ = 0;
+  bucket_sharing sharing_;                      // who else spends from the buckets
   std::vector<std::int64_t> held_subscribers_;  // of the last lease_tokens, for cycle_result
   std::vector<std::int64_t> more_due_;          // of the last claim, for cycle_result
   stopped_runs stopped_runs_;                   // where ordered claims start reading
@@ -322,11 +323,14 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
       "WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED",
       params().add_array(asked));
   std::unordered_map<std::int64_t, proto::persisted_bucket> buckets;
+  std::unordered_set<std::int64_t> shared;
   for (int i = 0; i < rows.rows(); ++i) {
-    buckets[rows.int64(i, 0)] = {.tokens = rows.real(i, 1),
-                                 .updated_at = rows.real(i, 2),
-                                 .rate = rows.real(i, 3),
-                                 .burst = std::max(1.0, rows.real(i, 4))};
+    const auto id = rows.int64(i, 0);
+    buckets[id] = {.tokens = rows.real(i, 1),
+                   .updated_at = rows.real(i, 2),
+                   .rate = rows.real(i, 3),
+                   .burst = std::max(1.0, rows.real(i, 4))};
+    if (sharing_.read(id, buckets[id].tokens, buckets[id].updated_at, now)) shared.insert(id);
   }
   std::unordered_map<std::int64_t, std::string> repairs;
   for (auto& [id, bucket] : buckets) {
@@ -346,7 +350,7 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
     std::sort(held_subscribers_.begin(), held_subscribers_.end());
   }
   std::vector<std::int64_t> written_ids;
-  std::vector<double> written_tokens;
+  std::vector<double> written_tokens, written_at;
   for (const auto& entry : demand) {
     if (entry.tokens == 0) continue;
     if (held.contains(entry.subscriber_id)) {
@@ -363,13 +367,16 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
       if (found == buckets.end()) continue;
       written_ids.push_back(entry.subscriber_id);
       written_tokens.push_back(proto::give_back(found->second, -entry.tokens, now));
+      written_at.push_back(proto::stamp_for_write(found->second, now));
       continue;
     }
     auto& grant = grants.emplace_back();
     grant.subscriber_id = entry.subscriber_id;
     if (found == buckets.end()) continue;
-    const auto take = proto::take_tokens(found->second, entry.tokens, now,
-                                         std::max(reserve_seconds_, entry.reserve_seconds));
+    grant.shared = shared.contains(entry.subscriber_id);
+    const auto take =
+        proto::take_tokens(found->second, entry.tokens, now,
+                           grant.shared ? 0.0 : std::max(reserve_seconds_, entry.reserve_seconds));
     grant.tokens = take.taken;
     grant.next_token_at = take.next_token_at;
     if (const auto repair = repairs.find(entry.subscriber_id); repair != repairs.end()) {
@@ -379,13 +386,18 @@ std::vector<token_grant> postgres_drain_store::lease_tokens(
     if (take.taken > 0 || !grant.repaired.empty()) {
       written_ids.push_back(entry.subscriber_id);
       written_tokens.push_back(take.left);
+      written_at.push_back(proto::stamp_for_write(found->second, now));
     }
+  }
+  for (std::size_t i = 0; i < written_ids.size(); ++i) {
+    sharing_.wrote(written_ids[i], written_tokens[i], written_at[i]);
   }
   if (!written_ids.empty()) {
     db_.send(
-        "UPDATE webhook_subscriber s SET tokens = b.tokens, tokens_updated_at = $3 "
-        "FROM unnest($1::bigint[], $2::float8[]) AS b(id, tokens) WHERE s.id = b.id",
-        params().add_array(written_ids).add_array(written_tokens).add(now));
+        "UPDATE webhook_subscriber s SET tokens = b.tokens, tokens_updated_at = b.at "
+        "FROM unnest($1::bigint[], $2::float8[], $3::float8[]) AS b(id, tokens, at) "
+        "WHERE s.id = b.id",
+        params().add_array(written_ids).add_array(written_tokens).add_array(written_at));
   }
   return grants;
 }

@@ -1,6 +1,7 @@
 #include "storage/sqlite/cycle.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <SQLiteCpp/Transaction.h>
 
@@ -22,6 +23,7 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, clai
                              std::span<const subscriber_demand> demand, double now,
                              double lease_seconds, std::int64_t max_payload_bytes,
                              const ownership_keeper* owners) {
+  const auto called_at = std::chrono::steady_clock::now();
   cycle_result result;
   const bool asks_any = std::any_of(demand.begin(), demand.end(),
                                     [](const auto& d) { return d.rows > 0 || d.tokens != 0; });
@@ -52,10 +54,16 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, clai
     }
     demand = owned;
   }
-  result.granted = tokens.lease(demand, now);
-  result.granted.insert(result.granted.end(), not_owned.begin(), not_owned.end());
   result.claimed = claims.claim_within(demand, now, lease_seconds, max_payload_bytes);
   result.more_due = claims.waiting_for_window();
+  // Tokens last, at `now` moved on by the time this cycle has taken so far (the wait for the
+  // write lock above all): the bucket is stamped as late as it can be before the tokens are
+  // spent. Tokens stamped early and sent late overlap the refill another drainer of the bucket
+  // spends meanwhile, and the partner sees both.
+  const double tokens_at =
+      now + std::chrono::duration<double>(std::chrono::steady_clock::now() - called_at).count();
+  result.granted = tokens.lease(demand, tokens_at);
+  result.granted.insert(result.granted.end(), not_owned.begin(), not_owned.end());
   transaction.commit();
   return result;
 }

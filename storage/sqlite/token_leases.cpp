@@ -25,8 +25,10 @@ double number_or(const SQLite::Column& column, double fallback) {
 
 // A count or stamp that is not a number (text written by another program) is repaired as
 // proto::repaired says; `repair` gets why, when something was.
+// `stored`, when given, gets the bucket as it was before any repair.
 bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_bucket& bucket,
-                 double now, std::string* repair = nullptr) {
+                 double now, std::string* repair = nullptr,
+                 proto::persisted_bucket* stored = nullptr) {
   read.bind(1, id);
   if (!read.executeStep()) return false;
   constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
@@ -34,18 +36,23 @@ bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_buck
   bucket.updated_at = number_or(read.getColumn(1), not_a_number);
   bucket.rate = number_or(read.getColumn(2), 0);
   bucket.burst = number_or(read.getColumn(3), 1);
+  if (stored) *stored = bucket;
   auto fixed = proto::repaired(bucket, now);
   bucket = fixed.bucket;
   if (repair) *repair = std::move(fixed.why);
   return true;
 }
 
-void write_bucket(SQLite::Statement& write, std::int64_t id, double tokens, double now) {
+// Returns the stamp written.
+double write_bucket(SQLite::Statement& write, std::int64_t id, double tokens,
+                    const proto::persisted_bucket& read, double now) {
   detail::statement_use use(write);
+  const double stamp = proto::stamp_for_write(read, now);
   write.bind(1, tokens);
-  write.bind(2, now);
+  write.bind(2, stamp);
   write.bind(3, id);
   write.exec();
+  return stamp;
 }
 
 }  // namespace
@@ -63,30 +70,36 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
                                              double now) {
   std::vector<token_grant> grants;
   for (const auto& entry : demand) {
-    if (entry.tokens < 0) {
-      proto::persisted_bucket bucket;
-      {
-        detail::statement_use use(read_);
-        if (!read_bucket(read_, entry.subscriber_id, bucket, now)) continue;
-      }
-      write_bucket(write_, entry.subscriber_id, proto::give_back(bucket, -entry.tokens, now), now);
-      continue;
-    }
     if (entry.tokens == 0) continue;
-    token_grant& grant = grants.emplace_back();
-    grant.subscriber_id = entry.subscriber_id;
     proto::persisted_bucket bucket;
+    proto::persisted_bucket stored;
+    std::string repaired;
     {
       detail::statement_use use(read_);
-      if (!read_bucket(read_, entry.subscriber_id, bucket, now, &grant.repaired)) continue;
+      if (!read_bucket(read_, entry.subscriber_id, bucket, now, &repaired, &stored)) {
+        if (entry.tokens > 0) grants.push_back({.subscriber_id = entry.subscriber_id});
+        continue;
+      }
     }
-    const auto take = proto::take_tokens(bucket, entry.tokens, now,
-                                         std::max(reserve_seconds_, entry.reserve_seconds));
-    grant.tokens = take.taken;
-    grant.next_token_at = take.next_token_at;
+    const bool shared = sharing_.read(entry.subscriber_id, stored.tokens, stored.updated_at, now);
+    if (entry.tokens < 0) {
+      const double left = proto::give_back(bucket, -entry.tokens, now);
+      sharing_.wrote(entry.subscriber_id, left,
+                     write_bucket(write_, entry.subscriber_id, left, bucket, now));
+      continue;
+    }
+    const auto take =
+        proto::take_tokens(bucket, entry.tokens, now,
+                           shared ? 0.0 : std::max(reserve_seconds_, entry.reserve_seconds));
+    grants.push_back({.subscriber_id = entry.subscriber_id,
+                      .tokens = take.taken,
+                      .next_token_at = take.next_token_at,
+                      .repaired = std::move(repaired),
+                      .shared = shared});
     // A repaired bucket is written back even when nothing was taken, so it is repaired once.
-    if (take.taken > 0 || !grant.repaired.empty()) {
-      write_bucket(write_, entry.subscriber_id, take.left, now);
+    if (take.taken > 0 || !grants.back().repaired.empty()) {
+      sharing_.wrote(entry.subscriber_id, take.left,
+                     write_bucket(write_, entry.subscriber_id, take.left, bucket, now));
     }
   }
   return grants;
@@ -107,7 +120,8 @@ void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> toke
       detail::statement_use use(read);
       if (!read_bucket(read, entry.subscriber_id, bucket, now)) continue;
     }
-    write_bucket(write, entry.subscriber_id, proto::give_back(bucket, entry.tokens, now), now);
+    write_bucket(write, entry.subscriber_id, proto::give_back(bucket, entry.tokens, now), bucket,
+                 now);
   }
   transaction.commit();
 }

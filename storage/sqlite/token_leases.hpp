@@ -39,6 +39,7 @@ class token_leaser {
   SQLite::Statement read_;
   SQLite::Statement write_;
   double reserve_seconds_;
+  bucket_sharing sharing_;
 };
 
 // Gives leased tokens that were not spent back to their buckets, in one BEGIN IMMEDIATE

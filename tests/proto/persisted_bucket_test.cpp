@@ -48,6 +48,24 @@ TEST(PersistedBucket, AReserveTakesTheNearRefillAheadAsADebt) {
   EXPECT_DOUBLE_EQ(take.next_token_at, 1000.03);  // when -3 + 50 t + 2.5 reaches 1
 }
 
+// A drainer read its clock at 1000.0, then waited 300 ms for the write lock while another
+// drainer took the bucket's last token at 1000.3. Stamped 1000.0, the bucket would refill
+// 1000.0-1000.3 a second time for the next reader; the stamp stays at 1000.3.
+TEST(PersistedBucket, AWriteNeverStampsTheBucketEarlierThanItWas) {
+  const persisted_bucket written_meanwhile{
+      .tokens = 0, .updated_at = 1000.3, .rate = 100, .burst = 100};
+  const auto take = take_tokens(written_meanwhile, 5, 1000.0);
+  EXPECT_DOUBLE_EQ(take.taken, 0);
+  const double stamp = stamp_for_write(written_meanwhile, 1000.0);
+  EXPECT_DOUBLE_EQ(stamp, 1000.3);
+  // What the next reader finds at 1000.4: 10 tokens of refill since the last take, not 40.
+  const persisted_bucket after{.tokens = take.left, .updated_at = stamp, .rate = 100, .burst = 100};
+  EXPECT_NEAR(tokens_at(after, 1000.4), 10, 1e-9);
+  EXPECT_DOUBLE_EQ(stamp_for_write(written_meanwhile, 1001), 1001);
+  EXPECT_DOUBLE_EQ(stamp_for_write({.updated_at = std::numeric_limits<double>::quiet_NaN()}, 1001),
+                   1001);
+}
+
 TEST(PersistedBucket, AnEmptyBucketSaysWhenItsNextWholeTokenIsDue) {
   auto take = take_tokens({.tokens = 0.25, .updated_at = 1000, .rate = 0.5, .burst = 2}, 3, 1000);
   EXPECT_DOUBLE_EQ(take.taken, 0);

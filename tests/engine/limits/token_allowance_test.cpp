@@ -98,6 +98,27 @@ TEST(TokenAllowance, TokensUnusedForAWholeLeaseAreTakenBackOnce) {
   EXPECT_FALSE(allowance.has_token());
 }
 
+// Beside another drainer of the same bucket, tokens held are tokens the partner may see on top
+// of the other drainer's: only what can be sent at once is asked for, and nothing more while
+// that is held. An answer that says the bucket is no longer shared restores the leases.
+TEST(TokenAllowance, ASharedBucketIsAskedOnlyForWhatCanBeSentAtOnce) {
+  token_allowance allowance({.lease_seconds = 1.0, .ask_ahead_seconds = 0.05});
+  ASSERT_EQ(allowance.ask(100, t0, 7), 100);  // not known to be shared yet: a second's worth
+  allowance.granted(2, t0, {}, true);
+  EXPECT_TRUE(allowance.shared());
+  EXPECT_FALSE(allowance.would_ask(100, t0, 2));  // holds what it can send
+  EXPECT_FALSE(allowance.would_ask(100, t0, 0));  // nothing to send: nothing asked
+  EXPECT_EQ(allowance.ask(100, t0, 5), 3);        // 5 sendable, 2 held
+  allowance.granted(3, t0 + 10ms, {}, true);
+  for (int i = 0; i < 5; ++i) allowance.spend(t0 + 10ms);
+  EXPECT_FALSE(allowance.has_token());
+  EXPECT_EQ(allowance.ask(100, t0 + 10ms, 1), 1);
+  allowance.granted(1, t0 + 20ms, {}, false);
+  EXPECT_FALSE(allowance.shared());
+  allowance.spend(t0 + 20ms);
+  EXPECT_EQ(allowance.ask(100, t0 + 20ms, 1), 100);
+}
+
 TEST(TokenAllowance, APausedRateAsksNothingAndAnUnansweredAskCanBeMadeAgain) {
   token_allowance allowance;
   EXPECT_EQ(allowance.ask(0, t0), 0);

@@ -84,11 +84,36 @@ TEST_F(TokenLeases, AnAskMayReserveMoreOfTheComingRefillThanTheStoresOwnReserve)
   ASSERT_EQ(grants.size(), 1u);
   EXPECT_EQ(grants[0].tokens, 6);
   EXPECT_DOUBLE_EQ(stored("tokens"), -1.5);
-  // A smaller reserve asked for leaves the store's own.
+  // A smaller reserve asked for leaves the store's own (a new leaser: to this one, the bucket
+  // set below would be another drainer's write).
   set_bucket(3.5, 1000);
-  const auto own = lease(leaser, 10, 1000.5, 0.01);  // 4.5 + 2/s x 0.25 s
+  token_leaser fresh(db_, 0.25);
+  const auto own = lease(fresh, 10, 1000.5, 0.01);  // 4.5 + 2/s x 0.25 s
   ASSERT_EQ(own.size(), 1u);
   EXPECT_EQ(own[0].tokens, 5);
+}
+
+// Another drainer (the steady-state one, seed001's worker) wrote the bucket since this leaser
+// did: no refill is taken ahead, and the grant says the bucket is shared, for ten seconds after
+// the last such write seen.
+TEST_F(TokenLeases, ABucketAnotherDrainerWroteSinceIsLeasedWithoutAReserveAndSaidShared) {
+  set_bucket(3.5, 1000);
+  token_leaser leaser(db_, 0.25);
+  auto grants = lease(leaser, 10, 1000.5, 1.0);  // its first read: nothing known of others
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_FALSE(grants[0].shared);
+  EXPECT_EQ(grants[0].tokens, 6);         // 4.5 + a second's refill ahead, as a debt
+  grants = lease(leaser, 10, 1003, 1.0);  // its own write since: -1.5 + 2/s x 2.5 s, + 2 ahead
+  EXPECT_FALSE(grants[0].shared);
+  EXPECT_EQ(grants[0].tokens, 5);
+
+  set_bucket(4, 1003.2);  // the other drainer's write
+  grants = lease(leaser, 10, 1003.5, 1.0);
+  EXPECT_TRUE(grants[0].shared);
+  EXPECT_EQ(grants[0].tokens, 4);  // 4 + 0.6 there, nothing ahead (else 6)
+  EXPECT_NEAR(stored("tokens"), 0.6, 1e-9);
+  EXPECT_TRUE(lease(leaser, 10, 1013, 1.0)[0].shared);  // within ten seconds of that write
+  EXPECT_FALSE(lease(leaser, 10, 1013.6, 1.0)[0].shared);
 }
 
 TEST_F(TokenLeases, AnEmptyBucketIsReadNotWrittenAndSaysWhenItsNextTokenIsDue) {
