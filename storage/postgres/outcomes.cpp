@@ -234,26 +234,27 @@ write_report apply_outcomes(session& db, std::span<const outcome> batch,
       }
     }
     report.applied = static_cast<int>(fenced.size());
-    std::vector<std::int64_t> absent;  // not taken: held by another session, or gone
+    // Rows not written: held by another session (not taken), taken over by another drainer
+    // (taken, the fence failed), or deleted (neither: written directly, a deleted row counts as
+    // taken, since only its absence tells).
+    std::vector<std::int64_t> unwritten;
     for (const auto id : ids) {
-      if (!taken.contains(id)) {
-        absent.push_back(id);
-      } else if (!fenced.contains(id)) {
-        report.lost_leases.push_back(id);
-      }
+      if (!fenced.contains(id)) unwritten.push_back(id);
     }
-    if (!absent.empty()) {
-      // A plain read is not blocked by row locks: what exists was held, what does not was deleted.
+    if (!unwritten.empty()) {
+      // A plain read is not blocked by row locks.
       const auto present = db.exec("SELECT id FROM webhook_delivery WHERE id = ANY($1::bigint[])",
-                                   params().add_array(absent));
+                                   params().add_array(unwritten));
       std::unordered_set<std::int64_t> still;
       for (int i = 0; i < present.rows(); ++i) still.insert(present.int64(i, 0));
-      for (const auto id : absent) {
-        if (still.contains(id)) {
-          report.held_rows.push_back(id);
-        } else {
+      for (const auto id : unwritten) {
+        if (!still.contains(id)) {
           report.lost_leases.push_back(id);
           report.deleted.push_back(id);
+        } else if (taken.contains(id)) {
+          report.lost_leases.push_back(id);
+        } else {
+          report.held_rows.push_back(id);
         }
       }
     }

@@ -120,13 +120,12 @@ TEST_P(DrainFaultsRowsOn, AnAttemptsCountAtItsLimitNeitherOverflowsNorStopsTheOt
   EXPECT_EQ(row.attempts, 2147483647) << "clamped to what every queue's column holds";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, DrainFaultsRowsOn, all_backends(), backend_name);
-
 // An operator deletes a subscriber and its rows while some are in flight: their outcomes have
 // nowhere to go, which the log says as it is, not as another drainer's doing.
-TEST(DrainFaultsRows, RowsDeletedWhileInFlightAreNamedAsDeleted) {
+TEST_P(DrainFaultsRowsOn, RowsDeletedWhileInFlightAreNamedAsDeleted) {
   temp_dir dir;
-  test_queue queue(dir);
+  SURGE_QUEUE_FOR(GetParam(), dir, queue_held);
+  auto& queue = *queue_held;
   sink_process sink(dir, queue.path(), {.behaviours_json = R"({"*": {"delay_ms": 1500}})"});
   const auto id = queue.add_subscriber_at(sink, 1000, 100);
   queue.add_rows(id, 20);
@@ -140,6 +139,8 @@ TEST(DrainFaultsRows, RowsDeletedWhileInFlightAreNamedAsDeleted) {
   EXPECT_NE(err.find("were deleted from the queue while they were in flight"), npos) << err;
   EXPECT_EQ(err.find("another drainer took them"), npos) << err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DrainFaultsRowsOn, all_backends(), backend_name);
 
 // Rows of 900 KB each to an endpoint that hangs: without a bound on payload bytes the drain
 // held every row max-in-flight and its buffers allow (1.7 GB at 640 in flight). With
