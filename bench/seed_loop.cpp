@@ -51,7 +51,7 @@ struct endpoint {
 class seed_loop {
  public:
   seed_loop(const std::string& db_path, int batch)
-      : db_(surge::storage::open_database({.path = db_path, .create_if_missing = false})),
+      : db_(surge::storage::sqlite::open_database({.path = db_path, .create_if_missing = false})),
         batch_(batch) {}
 
   // Rows sent in one poll; 0 when nothing was due.

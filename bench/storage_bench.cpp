@@ -25,6 +25,8 @@
 namespace {
 
 using namespace surge::storage;
+// The SQLite backend's own pieces (the claimer, the outcome writer) are what is measured.
+using namespace surge::storage::sqlite;
 
 constexpr int bench_subscribers = 10;
 constexpr double emitted_at = 1000;

@@ -6,6 +6,8 @@
 #include "storage/sqlite/database.hpp"
 
 namespace surge::storage {
+// The door: the neutral API's calls reach the SQLite backend's overloads from here only.
+using namespace surge::storage::sqlite;
 
 bool is_postgres_location(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");

@@ -24,6 +24,8 @@
 #include "storage/sqlite/subscribers.hpp"
 
 namespace surge::storage {
+// The door: the neutral API's calls reach the SQLite backend's overloads from here only.
+using namespace surge::storage::sqlite;
 namespace {
 
 // What the database holds, and which shape that is.

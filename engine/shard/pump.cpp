@@ -18,7 +18,8 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   facts.active = sub.settings.active;
   facts.rate_paused = sub.bucket.paused();
   facts.unusable = !sub.settings.unusable_reason.empty();
-  // The claim left an oversized payload in the database (storage::claimer): only its size is here.
+  // The claim left an oversized payload in the database (storage::sqlite::claimer): only its size
+  // is here.
   facts.front_too_large =
       static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
   facts.front_refused = !refusal_of(front, now_unix).empty();

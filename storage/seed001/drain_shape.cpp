@@ -8,7 +8,7 @@
 #include "storage/sqlite/drain_shape.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // The columns every claim read returns (claim_statements), from webhook_deliveries: a BLOB
@@ -103,4 +103,4 @@ const sqlite_queue_shape& seed001_sqlite_shape() {
   return shape;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

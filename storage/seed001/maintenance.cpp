@@ -7,7 +7,7 @@
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 namespace {
 
 constexpr const char* number_types = "('integer', 'real')";
@@ -154,7 +154,7 @@ prune_result prune(SQLite::Database& db, const prune_options& options,
       .free_at = [](std::string_view now) { return free_at(now); },
       .notes = "surge_delivery_note",
   };
-  return storage::prune(db, options, progress, shape);
+  return sqlite::prune(db, options, progress, shape);
 }
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

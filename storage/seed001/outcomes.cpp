@@ -9,7 +9,7 @@
 #include "storage/seed001/sql.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 namespace {
 
 // Fenced on our lease (the last two parameters): a row another drainer took once our lease ran
@@ -133,4 +133,4 @@ bool outcome_writer::row_exists(std::int64_t delivery_id) {
   return exists_.executeStep();
 }
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

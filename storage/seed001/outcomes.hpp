@@ -5,7 +5,7 @@
 
 #include "storage/sqlite/outcomes.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 
 class outcome_writer final : public outcome_applier {
  public:
@@ -32,4 +32,4 @@ class outcome_writer final : public outcome_applier {
   SQLite::Statement exists_;
 };
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

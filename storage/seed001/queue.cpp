@@ -16,7 +16,7 @@
 #include "storage/sqlite/dead_letters.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 namespace {
 
 std::int64_t whole_seconds(double unix_seconds) {
@@ -276,4 +276,4 @@ std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& w
   return entries;
 }
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

@@ -36,7 +36,7 @@
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/subscribers.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 
 // Surge's own tables and its per-subscriber due index, at the latest schema version, in one
 // BEGIN IMMEDIATE transaction; the shape's tables are never created or changed.
@@ -74,4 +74,4 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress);
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

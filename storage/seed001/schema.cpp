@@ -12,7 +12,7 @@
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 namespace {
 
 // Surge's own tables as seed000's migrations leave them, in one step, plus the notes that stand
@@ -107,4 +107,4 @@ int migrate(SQLite::Database& db) {
   return schema_version(db);
 }
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

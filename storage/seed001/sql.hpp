@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 
 // Free, as the shape's own worker reads a lease (`leased_until < :now` with :now in whole
 // seconds): the worker holds a row it leased until `until` through that whole second, so the row
@@ -26,4 +26,4 @@ inline constexpr const char* note_sql =
 // The per-subscriber due index Surge adds, for claims oldest due first per subscriber.
 inline constexpr const char* due_index = "surge_deliveries_subscriber_due";
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

@@ -9,7 +9,7 @@
 #include "storage/seed001/queue.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage::seed001 {
+namespace surge::storage::sqlite::seed001 {
 namespace {
 
 // A subscriber without a bucket row has not been sent to yet: its bucket is full.
@@ -159,4 +159,4 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
   return changed > 0;
 }
 
-}  // namespace surge::storage::seed001
+}  // namespace surge::storage::sqlite::seed001

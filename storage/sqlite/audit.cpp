@@ -9,7 +9,7 @@
 #include "storage/sqlite/sql_support.hpp"
 #include "storage/sqlite/subscribers.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
                                     bool with_delivered) {
@@ -46,4 +46,4 @@ std::vector<audit_entry> read_attempts(SQLite::Database& db,
   return collect.finish();
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

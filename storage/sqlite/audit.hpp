@@ -12,7 +12,7 @@
 #include "storage/audit.hpp"
 #include "storage/connection.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Audits every chosen subscriber that has attempts, ordered by id, with the limits now in
 // webhook_subscriber. Reads the attempts sorted by subscriber (the database sorts; the attempt
@@ -27,4 +27,4 @@ std::vector<audit_entry> read_attempts(SQLite::Database& db,
                                        std::map<std::int64_t, audit_limit> limits,
                                        const proto::id_set& which, bool with_delivered);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

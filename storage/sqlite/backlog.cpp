@@ -4,7 +4,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
                                                       const proto::id_set& which) {
@@ -27,4 +27,4 @@ std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, doub
   return out;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -9,7 +9,7 @@
 #include "storage/backlog.hpp"
 #include "storage/connection.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Per subscriber: rows queued, and those overdue (due, by the later of next_attempt_at and
 // created_at, before `overdue_before`). One pass over the per-subscriber due index (a read
@@ -18,4 +18,4 @@ namespace surge::storage {
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
                                                       const proto::id_set& which);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

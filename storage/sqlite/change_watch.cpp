@@ -4,7 +4,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 constexpr const char* version_sql = "PRAGMA data_version";
@@ -81,4 +81,4 @@ new_rows change_watch::check(double now) {
   return found;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -14,7 +14,7 @@
 
 #include "storage/change_watch.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // The delivery table's highest id, and (:now, :after, :limit) the rows above an id in id order:
 // id, subscriber_id, and whether the row is due. One set per queue shape.
@@ -49,4 +49,4 @@ class change_watch {
   std::int64_t highest_id_ = 0;
 };
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -6,7 +6,7 @@
 
 #include "storage/sqlite/database.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 checkpointer::checkpointer(const std::string& path)
     : db_(open_database({.path = path, .create_if_missing = false})), thread_([this] { run(); }) {}
@@ -46,4 +46,4 @@ void checkpointer::run() {
   }
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 
 #include <SQLiteCpp/Database.h>
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 class checkpointer {
  public:
@@ -39,4 +39,4 @@ class checkpointer {
   std::thread thread_;  // last: starts once everything above exists
 };
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -13,7 +13,7 @@
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // The claim reads the due rows, then leases each by its id, both inside the caller's write
@@ -543,4 +543,4 @@ std::int64_t sweep_cursor::window_ids(std::size_t subscribers) {
                                 least_window_ids);
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -17,7 +17,7 @@
 #include "storage/lease_values.hpp"
 #include "storage/ordered_claim.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Where the claim's sweep stands (claimer::claim_within). A fan-out producer writes one row per
 // subscriber per event, so a subscriber's rows are spread over the whole table, one per page or
@@ -181,4 +181,4 @@ class claimer {
 std::string_view claim_statement_text();
 std::string lease_statement_text();
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

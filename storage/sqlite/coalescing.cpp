@@ -5,7 +5,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 unheld_backlog read_unheld_due_rows(SQLite::Database& db, std::int64_t subscriber_id, double now,
                                     int limit, std::int64_t max_payload_bytes,
@@ -74,4 +74,4 @@ int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, doub
   return marked;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 #include "storage/coalescing.hpp"
 #include "storage/connection.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // One subscriber's rows that are due now and held by nobody (pending or retry,
 // next_attempt_at <= now, locked_until <= now), oldest first, at most `limit` rows and about
@@ -30,4 +30,4 @@ unheld_backlog read_unheld_due_rows(SQLite::Database& db, std::int64_t subscribe
 // marked.
 int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, double now);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

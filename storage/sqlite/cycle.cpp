@@ -8,7 +8,7 @@
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // How soon a drainer asks again for tokens of a subscriber it does not own: about one ownership
@@ -68,4 +68,4 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, clai
   return result;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -12,7 +12,7 @@
 #include "storage/sqlite/ownership.hpp"
 #include "storage/sqlite/token_leases.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // One BEGIN IMMEDIATE transaction: outcomes first (fenced, as outcome_writer::write), then the
 // tokens the demand asks of persisted buckets, then the claim (as claimer::claim). All commit
@@ -27,4 +27,4 @@ cycle_result write_and_claim(SQLite::Database& db, outcome_applier& writer, clai
                              std::int64_t max_payload_bytes = claimer::no_payload_cap,
                              const ownership_keeper* owners = nullptr);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

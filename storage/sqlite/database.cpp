@@ -8,7 +8,7 @@
 
 #include <SQLiteCpp/Exception.h>
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 namespace {
 
@@ -83,4 +83,4 @@ SQLite::Database open_database(const database_config& config) {
   return db;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 
 #include "storage/database.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 struct database_config {
   std::string path;
@@ -28,4 +28,4 @@ struct database_config {
 // WAL journal, synchronous=NORMAL, the busy timeout. Throws SQLite::Exception on failure.
 SQLite::Database open_database(const database_config& config);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

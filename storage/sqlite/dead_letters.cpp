@@ -8,7 +8,7 @@
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // The WHERE clause shared by list and replay; binds :since when set. Dead rows have no index of
@@ -116,4 +116,4 @@ delivery_detail delivery_detail_from(SQLite::Statement& query) {
   return row;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -12,7 +12,7 @@
 #include "storage/connection.hpp"
 #include "storage/dead_letters.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Dead rows matching `which`, newest first (created_at, then id, descending).
 std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
@@ -31,4 +31,4 @@ std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t 
 // every SQLite queue shape's find_delivery selects.
 delivery_detail delivery_detail_from(SQLite::Statement& row);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

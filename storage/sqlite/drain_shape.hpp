@@ -19,7 +19,7 @@
 #include "storage/sqlite/subscribers.hpp"
 #include "storage/sqlite/token_leases.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 struct sqlite_queue_shape {
   const claim_statements& claims;
@@ -48,4 +48,4 @@ inline const sqlite_queue_shape& sqlite_shape_of(queue_shape shape) {
 queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named,
                           const std::string& location);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

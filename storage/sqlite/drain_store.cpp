@@ -24,9 +24,11 @@
 #include "storage/sqlite/wal_meter.hpp"
 
 namespace surge::storage {
-
+// storage/postgres/drain_store.cpp
 std::unique_ptr<drain_store> open_postgres_drain_store(const drain_store_config& config);
+}  // namespace surge::storage
 
+namespace surge::storage::sqlite {
 namespace {
 
 // Free bytes on the file system holding `path`; the most it could be when that is unknown.
@@ -93,8 +95,8 @@ class sqlite_drain_store final : public drain_store {
                                std::span<const subscriber_demand> demand, double now,
                                double lease_seconds, std::int64_t max_payload_bytes) override {
     return translated([&] {
-      return storage::write_and_claim(db_, *writer_, claims_, tokens_, outcomes, deactivate, demand,
-                                      now, lease_seconds, max_payload_bytes, &owners_);
+      return sqlite::write_and_claim(db_, *writer_, claims_, tokens_, outcomes, deactivate, demand,
+                                     now, lease_seconds, max_payload_bytes, &owners_);
     });
   }
   write_report write_outcomes(std::span<const outcome> outcomes,
@@ -102,10 +104,10 @@ class sqlite_drain_store final : public drain_store {
     return translated([&] { return writer_->write(outcomes, deactivate); });
   }
   void give_back_tokens(std::span<const unspent_tokens> tokens, double now) override {
-    translated([&] { storage::give_back_tokens(db_, tokens, now, shape_.buckets); });
+    translated([&] { sqlite::give_back_tokens(db_, tokens, now, shape_.buckets); });
   }
   void record_partner_quotas(std::span<const partner_quota_row> rows) override {
-    translated([&] { storage::record_partner_quotas(db_, rows); });
+    translated([&] { sqlite::record_partner_quotas(db_, rows); });
   }
   std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
     return translated([&] { return shape_.load_subscribers(db_, which); });
@@ -230,18 +232,26 @@ queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named
   return usable_shape(classify_queue(tables, named, location));
 }
 
-std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
-  if (is_postgres_location(config.location)) {
-    if (config.shape == queue_shape::seed001)
-      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
-    return open_postgres_drain_store(config);
-  }
+std::unique_ptr<drain_store> open_sqlite_drain_store(const drain_store_config& config) {
   try {
     return std::make_unique<sqlite_drain_store>(config);
   } catch (const SQLite::Exception& failure) {
     const auto translated = from_sqlite(failure);
     throw error(with_remedy(translated, config.location), translated.what_kind());
   }
+}
+
+}  // namespace surge::storage::sqlite
+
+namespace surge::storage {
+
+std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
+  if (is_postgres_location(config.location)) {
+    if (config.shape == queue_shape::seed001)
+      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
+    return open_postgres_drain_store(config);
+  }
+  return sqlite::open_sqlite_drain_store(config);
 }
 
 }  // namespace surge::storage

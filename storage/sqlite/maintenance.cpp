@@ -7,7 +7,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which) {
   // Orphans are rare; finding them reads the due index once, so callers run this seldom.
@@ -131,4 +131,4 @@ std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
   return query.getColumn(0).getDouble();
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 #include "storage/connection.hpp"
 #include "storage/maintenance.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Dead-letters due, unleased rows of the chosen subscriber ids whose subscriber does not exist,
 // with last_error "unknown subscriber", in one BEGIN IMMEDIATE transaction. Returns the count.
@@ -32,4 +32,4 @@ std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
 std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
                                             const proto::id_set& which, const std::string& self);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -6,7 +6,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 std::string ordered_tables_ddl(std::string_view subscriber_table) {
   return R"sql(
@@ -122,4 +122,4 @@ void resume_keys_stopped_by(SQLite::Database& db, std::span<const std::int64_t> 
   }
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -15,7 +15,7 @@
 #include "storage/ordered_keys.hpp"
 #include "storage/subscribers.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // The index the ordered claim reads, on the shape's delivery table: its unfinished rows by
 // subscriber, in rowid (enqueue) order.
@@ -47,4 +47,4 @@ constexpr const char* stop_key_sql =
     "INSERT OR IGNORE INTO surge_stopped_key(subscriber_id, order_key, delivery_id, stopped_at) "
     "VALUES (?, ?, ?, ?)";
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

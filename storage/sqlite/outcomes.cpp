@@ -6,7 +6,7 @@
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // Every update is fenced on our lease (the last two parameters): a row re-claimed by anyone after
@@ -222,4 +222,4 @@ void attempt_recorder::insert(std::span<const attempt_record* const> attempts) {
   }
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 
 #include "storage/outcomes.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Writes a batch of outcomes inside a write transaction its caller holds
 // (storage/sqlite/cycle.hpp): one implementation per queue shape (seed001's:
@@ -78,4 +78,4 @@ class outcome_writer final : public outcome_applier {
   std::unique_ptr<SQLite::Statement> stands_for_;
 };
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -8,7 +8,7 @@
 #include "proto/ownership.hpp"
 #include "storage/ownership_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace detail {
 
 // The heartbeats that count at :now (bind :horizon to now + max_heartbeat_seconds): the
@@ -19,6 +19,7 @@ constexpr const char* live_heartbeat_sql =
 
 }  // namespace detail
 
+using namespace surge::storage::detail;
 using namespace detail;
 
 ownership_keeper::ownership_keeper(SQLite::Database& db, std::string name, proto::id_set allowed,
@@ -182,4 +183,4 @@ std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now) 
   return drainers;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -13,7 +13,7 @@
 #include "storage/connection.hpp"
 #include "storage/ownership.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 class ownership_keeper {
  public:
@@ -57,4 +57,4 @@ class ownership_keeper {
 
 std::vector<drainer_ownership> read_ownership(SQLite::Database& db, double now);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

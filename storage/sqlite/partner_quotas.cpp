@@ -5,7 +5,7 @@
 
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 void record_partner_quotas(SQLite::Database& db, std::span<const partner_quota_row> rows) {
   if (rows.empty()) return;
@@ -63,4 +63,4 @@ std::vector<partner_quota_row> load_partner_quotas(SQLite::Database& db) {
   return out;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

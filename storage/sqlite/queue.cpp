@@ -12,7 +12,7 @@
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
                         double now, int count) {
@@ -140,4 +140,4 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
   return query.getColumn(0).getInt64();
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -12,7 +12,7 @@
 #include "storage/connection.hpp"
 #include "storage/queue.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Inserts one pending row per active subscriber whose event_types match, `count` times, in one
 // BEGIN IMMEDIATE transaction. Returns the number of rows inserted.
@@ -28,4 +28,4 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
 // finished when this is 0 and nothing is buffered or in flight.
 std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {});
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

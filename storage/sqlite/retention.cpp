@@ -11,7 +11,7 @@
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -207,4 +207,4 @@ std::int64_t enable_incremental_vacuum(SQLite::Database& db) {
   return db.execAndGet("PRAGMA page_count").getInt64();
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -11,7 +11,7 @@
 #include "storage/connection.hpp"
 #include "storage/retention.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Deletes `done` rows (and, with `dead`, dead rows) whose finishing time is before the cutoff:
 // delivered_at, or created_at when the writer left delivered_at unset (the steady-state
@@ -44,4 +44,4 @@ prune_result prune(SQLite::Database& db, const prune_options& options,
 // freed pages to the file system in short steps. Returns the file's page count afterwards.
 std::int64_t enable_incremental_vacuum(SQLite::Database& db);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

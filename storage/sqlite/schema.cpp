@@ -10,7 +10,7 @@
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/ordered_keys.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // The shared DDL (docs/design.md), verbatim apart from IF NOT EXISTS, so an empty file ends
@@ -299,4 +299,4 @@ int migrate(SQLite::Database& db) {
   return schema_version(db);
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

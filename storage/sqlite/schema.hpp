@@ -10,7 +10,7 @@
 #include "storage/queue_shape.hpp"
 #include "storage/schema.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // 0 for a database Surge has never migrated.
 int schema_version(SQLite::Database& db);
@@ -27,4 +27,4 @@ std::vector<found_table> list_tables(SQLite::Database& db);
 // The file's indexes and triggers, as (type, name), SQLite's own automatic indexes left out.
 std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers(SQLite::Database& db);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

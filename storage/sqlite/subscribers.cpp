@@ -9,7 +9,7 @@
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 constexpr const char* base_columns =
@@ -179,4 +179,4 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
   return changed > 0;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -13,7 +13,7 @@
 #include "storage/connection.hpp"
 #include "storage/subscribers.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Every column of the chosen subscribers (active or not), ordered by id.
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which = {});
@@ -28,4 +28,4 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
 // credentials row); the subscriber tables are not touched. Either SQLite shape.
 void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row);
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

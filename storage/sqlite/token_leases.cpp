@@ -8,7 +8,7 @@
 #include "proto/persisted_bucket.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 namespace {
 
@@ -126,4 +126,4 @@ void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> toke
   transaction.commit();
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

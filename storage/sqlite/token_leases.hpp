@@ -10,7 +10,7 @@
 #include "storage/sqlite/claims.hpp"
 #include "storage/token_leases.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 // Where a shape keeps its persisted buckets: seed000 in webhook_subscriber's own columns,
 // seed001 in webhook_buckets (storage/seed001/drain_shape.cpp).
@@ -47,4 +47,4 @@ class token_leaser {
 void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> tokens, double now,
                       const bucket_statements& statements = seed000_bucket_statements());
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -4,7 +4,7 @@
 
 #include <sqlite3.h>
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 int checkpoint_frames_for(int configured, std::uint64_t free_bytes, int page_bytes) {
   if (page_bytes <= 0) return configured;
@@ -49,4 +49,4 @@ int wal_meter::hook(void* context, sqlite3* handle, const char* schema, int wal_
   return SQLITE_OK;
 }
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -8,7 +8,7 @@
 
 #include <SQLiteCpp/Database.h>
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 
 struct wal_meter_config {
   // A WAL this many frames long asks for a checkpoint (SQLite's autocheckpoint default).
@@ -56,4 +56,4 @@ class wal_meter {
   std::atomic<int> last_wal_frames_{0};
 };
 
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

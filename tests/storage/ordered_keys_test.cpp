@@ -327,7 +327,8 @@ TEST(OrderedKeys, TheOrderedClaimReadsItsOwnIndexWhichExistsOnlyWhileASubscriber
   set_subscriber_order(*q.db, q.subscriber, proto::order_rule{.pointer = "/video_id"});
   EXPECT_EQ(index_count(), 1);
   SQLite::Database file(q.location);
-  SQLite::Statement plan(file, "EXPLAIN QUERY PLAN " + seed000_claim_statements().ordered_rows);
+  SQLite::Statement plan(file,
+                         "EXPLAIN QUERY PLAN " + sqlite::seed000_claim_statements().ordered_rows);
   std::string details;
   while (plan.executeStep()) details += plan.getColumn(3).getString() + "\n";
   EXPECT_NE(details.find("surge_delivery_subscriber_order"), std::string::npos) << details;

@@ -19,6 +19,8 @@
 namespace surge::storage {
 namespace {
 
+using sqlite::latest_schema_version;
+
 using namespace std::chrono_literals;
 
 std::vector<found_table> tables_of_shape(queue_shape shape) {

@@ -12,6 +12,8 @@
 
 namespace surge::storage::testing {
 
+using namespace surge::storage::sqlite;
+
 SQLite::Database open_migrated(const std::string& path, std::chrono::milliseconds busy_timeout) {
   database_config config;
   config.path = path;

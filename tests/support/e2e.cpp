@@ -180,7 +180,7 @@ test_queue::test_queue(const at_location& where)
 SQLite::Database& test_queue::db() {
   if (!db_) {
     if (sql_.is_postgres()) throw std::logic_error("test_queue::db() on a PostgreSQL queue");
-    db_.emplace(storage::open_database({.path = path_, .create_if_missing = false}));
+    db_.emplace(storage::sqlite::open_database({.path = path_, .create_if_missing = false}));
   }
   return *db_;
 }

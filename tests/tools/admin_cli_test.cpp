@@ -321,7 +321,7 @@ TEST(AdminCli, StatsNameWhoHoldsTheLeases) {
   queue.add_rows(a, 3);
   queue.add_rows(b, 4);
   const double now = proto::unix_now();
-  storage::claimer claims(queue.db(), "surge@test-host:4242");
+  storage::sqlite::claimer claims(queue.db(), "surge@test-host:4242");
   const std::vector<storage::subscriber_demand> demand = {{a, 2}};
   ASSERT_EQ(claims.claim(demand, now, 300).size(), 2u);
   // The steady-state drainer's lease: a whole-second now + 30.

@@ -39,9 +39,9 @@ namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 SQLite::Database open_queue(const std::string& path) {
-  storage::database_config config;
+  storage::sqlite::database_config config;
   config.path = path;
-  return storage::open_database(config);
+  return storage::sqlite::open_database(config);
 }
 
 }  // namespace
@@ -65,13 +65,13 @@ std::vector<storage::subscriber_row> default_subscribers() {
 
 void create_queue(const std::string& path, const std::vector<storage::subscriber_row>& rows) {
   SQLite::Database db = open_queue(path);
-  storage::migrate(db);
-  for (const auto& row : rows) storage::add_subscriber(db, row);
+  storage::sqlite::migrate(db);
+  for (const auto& row : rows) storage::sqlite::add_subscriber(db, row);
 }
 
 void add_subscriber(const std::string& path, const storage::subscriber_row& row) {
   SQLite::Database db = open_queue(path);
-  storage::add_subscriber(db, row);
+  storage::sqlite::add_subscriber(db, row);
 }
 
 request_type unsigned_request(const delivery& d) {

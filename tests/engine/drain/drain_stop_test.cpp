@@ -84,7 +84,7 @@ TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock)
   wait_for_first_delivery(queue);
 
   // Another program takes the write lock and keeps it far longer than the grace period.
-  auto locker = storage::open_database({.path = queue.path(), .busy_timeout = 10s});
+  auto locker = storage::sqlite::open_database({.path = queue.path(), .busy_timeout = 10s});
   locker.exec("BEGIN EXCLUSIVE");
   std::this_thread::sleep_for(500ms);  // attempts finish meanwhile; their outcomes wait
   drain.signal(SIGTERM);

@@ -23,7 +23,7 @@
 #include "tests/storage/seed001/worker_sql.hpp"
 #include "tests/support/seed001_ddl.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 namespace sql = seed001_worker_sql;
@@ -335,4 +335,4 @@ TEST_F(Seed001Queue, TheWorkersStatementsRunUnchangedOnAMigratedFile) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -8,7 +8,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 // `count` attempts, one every `spacing` seconds from `start`, each taking `latency`.
@@ -220,4 +220,4 @@ TEST(AuditRead, UnmigratedFileHasNothingToAudit) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

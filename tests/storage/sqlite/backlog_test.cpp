@@ -6,7 +6,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 TEST(Backlog, CountsQueuedAndOverdueRowsPerSubscriber) {
@@ -60,4 +60,4 @@ TEST(Backlog, ARowIsOverdueByTheLaterOfItsDueTimeAndItsCreation) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -8,7 +8,7 @@
 #include "storage/sqlite/outcomes.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::insert_deliveries_old;
@@ -102,4 +102,4 @@ TEST_F(ChangeWatch, IdsHandedOutAgainAfterAPruneAreSeen) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -14,7 +14,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -398,4 +398,4 @@ TEST_F(SweepClaims, EveryRowIsClaimedOnceWhateverTheAsks) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -22,7 +22,7 @@
 #include "tests/storage/test_db.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -256,4 +256,4 @@ TEST_F(Concurrency, LockHeldPastTheBusyTimeoutSurfacesAsBusy) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -9,7 +9,7 @@
 #include "storage/sqlite/wal_meter.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 std::vector<outcome> done_outcomes(const std::vector<claimed_row>& rows, double now) {
@@ -152,4 +152,4 @@ TEST_F(Cycle, WritesFewerWalFramesThanSeparateTransactions) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

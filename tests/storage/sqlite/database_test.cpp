@@ -13,7 +13,7 @@
 #include "storage/sqlite/backend.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_int;
@@ -121,4 +121,4 @@ TEST(Database, UnixNowIsWallClockSeconds) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -14,7 +14,7 @@
 #include "tests/storage/test_db.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -136,4 +136,4 @@ TEST_F(LeaseOwner, StatsOnAFileWithoutLeaseRecordsCallEveryLeaseOther) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

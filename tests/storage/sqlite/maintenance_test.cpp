@@ -9,7 +9,7 @@
 #include "storage/sqlite/claims.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -114,4 +114,4 @@ TEST_F(Maintenance, OtherLiveOwnersAreNamedWithTheirSubscribers) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -12,7 +12,7 @@
 #include "tests/storage/test_db.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 namespace sql = other_drainer_sql;
@@ -127,4 +127,4 @@ TEST(OtherDrainer, StatementsStillWorkOnAMigratedFile) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -8,7 +8,7 @@
 #include "storage/sqlite/claims.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -218,4 +218,4 @@ TEST_F(Outcomes, EmptyBatchIsANoOp) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

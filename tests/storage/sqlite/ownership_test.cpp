@@ -17,7 +17,7 @@
 #include "storage/sqlite/database.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 constexpr double heartbeat = 4;
@@ -232,9 +232,9 @@ TEST_F(Ownership, TheCycleClaimsAndLeasesTokensOnlyForOwnedSubscribers) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 TEST_F(Ownership, ARenewalReadsEverythingOnlyWhenThePlanMayHaveChanged) {
@@ -271,4 +271,4 @@ TEST_F(Ownership, ARenewalReadsEverythingOnlyWhenThePlanMayHaveChanged) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

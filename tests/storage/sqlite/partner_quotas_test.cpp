@@ -5,7 +5,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 TEST(PartnerQuotas, EachSubscriberKeepsItsLatestRow) {
@@ -58,4 +58,4 @@ TEST(PartnerQuotas, AFileNotMigratedThatFarHasNone) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -23,7 +23,7 @@
 
 extern char** environ;
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_int;
@@ -263,4 +263,4 @@ TEST(Processes, DrainerKilledAfterClaimingLeavesItsRowsLeased) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -9,7 +9,7 @@
 #include "storage/sqlite/subscribers.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -142,4 +142,4 @@ TEST_F(Queue, OutstandingIsDueOrLeased) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

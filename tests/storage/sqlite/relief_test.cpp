@@ -18,7 +18,7 @@
 #include "storage/sqlite/subscribers.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -303,4 +303,4 @@ TEST(ReliefStats, VersionTwoFileHasNoCoalescedRows) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

@@ -6,7 +6,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_int;
@@ -119,4 +119,4 @@ TEST_F(Retention, GivesFreedPagesBackOnlyWithIncrementalVacuum) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

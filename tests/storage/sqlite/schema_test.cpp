@@ -10,7 +10,7 @@
 #include "storage/sqlite/database.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_double;
@@ -239,4 +239,4 @@ TEST(Schema, MigrateRestoresAnOwnTableDroppedAfterTheVersionWasRecorded) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

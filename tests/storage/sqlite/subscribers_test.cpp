@@ -6,7 +6,7 @@
 
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 subscriber_row sample(std::int64_t id = 0) {
@@ -142,4 +142,4 @@ TEST_F(Subscribers, LimitsThatAreNotNumbersAreReportedAsStored) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

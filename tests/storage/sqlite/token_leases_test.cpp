@@ -9,7 +9,7 @@
 #include "tests/storage/test_db.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 class TokenLeases : public ::testing::Test {
@@ -213,4 +213,4 @@ TEST_F(TokenLeases, EveryDrainerTogetherStaysWithinBurstPlusRateTimesT) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite

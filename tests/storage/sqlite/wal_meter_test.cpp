@@ -10,7 +10,7 @@
 #include "storage/sqlite/wal_meter.hpp"
 #include "tests/storage/test_db.hpp"
 
-namespace surge::storage {
+namespace surge::storage::sqlite {
 namespace {
 
 using testing::query_int;
@@ -100,4 +100,4 @@ TEST_F(WalMeter, TheCheckpointerCopiesTheWalIntoTheFileOnItsOwnConnection) {
 }
 
 }  // namespace
-}  // namespace surge::storage
+}  // namespace surge::storage::sqlite
