@@ -518,8 +518,12 @@ std::size_t run_beside_the_workers(double rate, int burst, int rows) {
   for (const auto& [row, count] : sends) EXPECT_EQ(count, 1) << "row " << row;
   std::sort(together.begin(), together.end());
   for (const double window : {0.5, 1.0, 1.4, 2.0, 4.0}) {
-    // Plus one for clock granularity.
-    EXPECT_LE(max_in_window(together, window), burst + rate * window + 1) << window << " s";
+    // Plus one for clock granularity, and the refill of the drain's take-to-send latency (a
+    // token it took arrives a few milliseconds later, while the workers spend the refill
+    // meanwhile; their times are taken at their take): 20 ms of it, nothing at 10/s, 2 at 100/s.
+    const double in_transit = std::floor(rate * 0.02);
+    EXPECT_LE(max_in_window(together, window), burst + rate * window + 1 + in_transit)
+        << window << " s";
   }
   EXPECT_EQ(queue.number("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'"),
             static_cast<std::int64_t>(sends.size()));
