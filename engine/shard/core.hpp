@@ -22,6 +22,7 @@
 #include "engine/memory/buffer_pool.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/observe/counters.hpp"
+#include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/scheduling.hpp"
@@ -101,9 +102,9 @@ class shard_core {
  public:
   using steady = std::chrono::steady_clock;
 
-  // `seed` drives the backoff jitter.
+  // `seed` drives the backoff jitter; what the core has to say goes to `logger`.
   shard_core(int index, int shard_count, const drain_config& config, drain_metrics& metrics,
-             std::uint64_t seed, shard_time now);
+             core_log& logger, std::uint64_t seed, shard_time now);
 
   // Events. Each takes the time it happens at; its actions are in actions() afterwards.
   // The subscribers (re)loaded, with the client identity each one's certificate files gave
@@ -260,6 +261,9 @@ class shard_core {
   void finish();
   void finish_if_quiet();
   void publish_metrics();
+  // The core's log lines, through the logger it was handed.
+  void inform(std::string line) { logger_.write(log_level::info, std::move(line)); }
+  void warn(std::string line) { logger_.write(log_level::warn, std::move(line)); }
 
   int index_;
   int shard_count_;
@@ -267,6 +271,7 @@ class shard_core {
   proto::retry_policy retry_policy_;
   drain_metrics& metrics_;
   drain_counters& counters_;
+  core_log& logger_;
   buffer_pool request_buffers_;
   shard_time now_;
   shard_actions out_;

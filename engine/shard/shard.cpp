@@ -46,7 +46,8 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_end
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
       identities_(config.http),
-      core_(index, shard_count, config, metrics, std::random_device{}(), shard_time::now()),
+      core_(index, shard_count, config, metrics, logger_, std::random_device{}(),
+            shard_time::now()),
       timer_(io_) {}
 
 shard::~shard() { join(); }

@@ -70,6 +70,7 @@ class shard final : public shard_endpoint {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   http_client client_;
   client_identities identities_;  // the client certificates of this shard's subscribers
+  stderr_log logger_;             // where the core's log lines go
   shard_core core_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point armed_at_ = std::chrono::steady_clock::time_point::max();

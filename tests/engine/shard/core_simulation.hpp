@@ -22,6 +22,7 @@
 #include "engine/shard/core.hpp"
 #include "engine/storage_thread/commit_timing.hpp"
 #include "storage/ordered_claim.hpp"
+#include "tests/engine/recorded_log.hpp"
 
 namespace surge::engine::testing {
 
@@ -104,7 +105,7 @@ class simulation {
         metrics_(1),
         now_{steady::time_point{} + 1000s,
              std::chrono::system_clock::time_point{} + std::chrono::seconds(1'800'000'000)},
-        core_(0, 1, config_, metrics_, 7, now_) {}
+        core_(0, 1, config_, metrics_, log_, 7, now_) {}
 
   static drain_config default_config() {
     drain_config config;
@@ -172,6 +173,8 @@ class simulation {
   void run_for(steady::duration span) { run_until(now_.steady + span); }
   // What the core last published for the operator (once a simulated second).
   const drain_metrics& metrics() const { return metrics_; }
+  // Every line the core said, in order.
+  const recorded_log& log() const { return log_; }
   // Runs until `done` holds, at most `limit`; true if it came to hold.
   bool run_until(const std::function<bool()>& done, steady::duration limit) {
     const auto end = now_.steady + limit;
@@ -435,6 +438,7 @@ class simulation {
 
   drain_config config_;
   drain_metrics metrics_;
+  recorded_log log_;
   shard_time now_;
   shard_core core_;
   std::int64_t next_row_id_ = 1;

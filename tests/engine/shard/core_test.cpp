@@ -14,6 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::answer;
+using testing::log_line;
 using testing::most_in_window;
 using testing::queue_row;
 using testing::received;
@@ -87,6 +88,12 @@ TEST(ShardCore, ADeadEndpointOpensTheCircuitAndOnlyAProbeGoesUntilItRecovers) {
   // rows' worth of retries.
   EXPECT_GE(sim.requests.size(), threshold);
   EXPECT_LE(sim.requests.size(), threshold + 3);
+  // The core says so through the log it was handed, not to stderr itself.
+  const auto& said = sim.log().lines;
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const log_line& line) {
+    return line.level == log_level::warn &&
+           line.text.starts_with("subscriber 1: circuit open after ");
+  })) << "the circuit-open warning";
   const auto during = sim.requests.size();
   healthy = true;
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 120s));
