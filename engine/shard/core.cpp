@@ -116,7 +116,7 @@ void shard_core::on_timer(shard_time now) {
   if (now_.steady >= next_flush_at_) {
     next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
     flush_outcomes();
-    metrics_.beat_shard(static_cast<std::size_t>(index_));
+    metrics_.beat_shard(static_cast<std::size_t>(index_), now_.steady);
   }
   if (now_.steady >= next_publish_at_) {
     next_publish_at_ = now_.steady + std::chrono::seconds(1);

@@ -32,17 +32,14 @@
 
 namespace surge::engine {
 
-// The clocks, read once per event: monotonic time for every wait and limit, wall-clock time for
-// the queue's columns and HTTP dates.
+// The clocks, read once per event by the reactor (engine/shard/shard.cpp): monotonic time for every
+// wait and limit, wall-clock time for the queue's columns and HTTP dates.
 struct shard_time {
   std::chrono::steady_clock::time_point steady;
   std::chrono::system_clock::time_point wall;
 
   double unix_seconds() const {
     return std::chrono::duration<double>(wall.time_since_epoch()).count();
-  }
-  static shard_time now() {
-    return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()};
   }
 };
 

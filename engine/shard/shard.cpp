@@ -16,6 +16,13 @@ namespace surge::engine {
 namespace asio = boost::asio;
 using steady = std::chrono::steady_clock;
 
+namespace {
+
+// The clocks, read here once per event: the core is handed the time and reads none itself.
+shard_time read_clocks() { return {steady::now(), std::chrono::system_clock::now()}; }
+
+}  // namespace
+
 // The core's wire gate, as the client's write gate for one attempt: asked right before the write,
 // after connect and TLS.
 class shard::wire_gate_of_attempt final : public http_client::write_gate {
@@ -46,8 +53,7 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_end
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
       identities_(config.http),
-      core_(index, shard_count, config, metrics, logger_, std::random_device{}(),
-            shard_time::now()),
+      core_(index, shard_count, config, metrics, logger_, std::random_device{}(), read_clocks()),
       timer_(io_) {}
 
 shard::~shard() { join(); }
@@ -91,42 +97,42 @@ void shard::on_subscribers(std::vector<storage::subscriber_row> rows) {
       auto found = identities_.get(row.client_cert_file, row.client_key_file, at);
       identities.push_back({std::move(found.identity), std::move(found.problem)});
     }
-    core_.on_subscribers(std::move(rows), std::move(identities), shard_time::now());
+    core_.on_subscribers(std::move(rows), std::move(identities), read_clocks());
     perform();
   });
 }
 
 void shard::on_claimed(claim_reply reply) {
   asio::post(io_, [this, reply = std::move(reply)]() mutable {
-    core_.on_claimed(std::move(reply), shard_time::now());
+    core_.on_claimed(std::move(reply), read_clocks());
     perform();
   });
 }
 
 void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
   asio::post(io_, [this, ids = std::move(subscriber_ids), all] {
-    core_.on_new_rows(ids, all, shard_time::now());
+    core_.on_new_rows(ids, all, read_clocks());
     perform();
   });
 }
 
 void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
   asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    core_.on_taken(ids, shard_time::now());
+    core_.on_taken(ids, read_clocks());
     perform();
   });
 }
 
 void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
   asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    core_.on_disowned(ids, shard_time::now());
+    core_.on_disowned(ids, read_clocks());
     perform();
   });
 }
 
 void shard::begin_stop() {
   asio::post(io_, [this] {
-    core_.begin_stop(shard_time::now());
+    core_.begin_stop(read_clocks());
     perform();
   });
 }
@@ -134,7 +140,7 @@ void shard::begin_stop() {
 void shard::abandon() {
   asio::post(io_, [this] {
     if (finished_) return;
-    core_.abandon(shard_time::now());
+    core_.abandon(read_clocks());
     perform();
     io_.stop();
   });
@@ -194,7 +200,7 @@ asio::awaitable<void> shard::timer_loop() {
     timer_.expires_at(armed_at_);
     co_await timer_.async_wait(use_tuple);
     if (core_.finished()) break;
-    const auto now = shard_time::now();
+    const auto now = read_clocks();
     if (now.steady < core_.next_wake()) continue;  // woken early, to re-arm sooner
     core_.on_timer(now);
     perform();
@@ -224,7 +230,7 @@ asio::awaitable<void> shard::exchange(send_action send) {
     result.detail = std::string("internal error: ") + error.what();
   }
   if (core_.finished()) co_return;
-  core_.on_response(send.attempt, result, std::move(send.request), shard_time::now());
+  core_.on_response(send.attempt, result, std::move(send.request), read_clocks());
   perform();
 }
 
