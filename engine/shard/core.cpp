@@ -33,6 +33,7 @@ void shard_core::clear_actions() {
   out_.sends.clear();
   out_.verdicts.clear();
   out_.quotas.clear();
+  out_.evict_idle = false;
 }
 
 void shard_core::end_event() {
@@ -117,6 +118,7 @@ void shard_core::on_timer(shard_time now) {
     next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
     flush_outcomes();
     metrics_.beat_shard(static_cast<std::size_t>(index_), now_.steady);
+    out_.evict_idle = true;
   }
   if (now_.steady >= next_publish_at_) {
     next_publish_at_ = now_.steady + std::chrono::seconds(1);

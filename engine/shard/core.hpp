@@ -91,6 +91,10 @@ struct shard_actions {
   std::vector<send_action> sends;
   std::vector<write_verdict> verdicts;
   std::vector<storage::partner_quota_row> quotas;  // announcements for `surge stats`
+  // Close the keep-alive connections idle too long, before servers close them under us. Asked
+  // on the flush tick (scheduler.outcome_flush_interval), so the shard needs no timer of its own
+  // for it.
+  bool evict_idle = false;
   // Set once, when the core finishes: the leased tokens it did not spend.
   std::optional<std::vector<storage::unspent_tokens>> unspent;
 };

@@ -45,7 +45,6 @@ class shard::wire_gate_of_attempt final : public http_client::write_gate {
 shard::shard(int index, int shard_count, const drain_config& config, storage_endpoint& storage,
              std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)
     : index_(index),
-      config_(config),
       storage_(storage),
       work_(io_.get_executor()),
       client_(io_.get_executor(), std::move(tls), config.http,
@@ -71,7 +70,6 @@ void rethrow(std::exception_ptr error) {
 
 void shard::start() {
   asio::co_spawn(io_, timer_loop(), rethrow);
-  asio::co_spawn(io_, idle_loop(), rethrow);
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "surge-shard");
     try {
@@ -164,6 +162,7 @@ void shard::perform() {
     }
     if (!out.claim.empty()) storage_.request_claims(index_, std::move(out.claim));
     if (!out.quotas.empty()) storage_.submit_quotas(std::move(out.quotas));
+    if (out.evict_idle) client_.evict_idle();
     for (const auto& verdict : out.verdicts) {
       if (verdict.attempt >= verdicts_.size()) verdicts_.resize(verdict.attempt + 1);
       auto& slot = verdicts_[verdict.attempt];
@@ -187,7 +186,7 @@ void shard::perform() {
     }
     const auto& next = core_.actions();
     if (next.claim.empty() && next.writes.empty() && next.sends.empty() && next.verdicts.empty() &&
-        next.quotas.empty() && !next.unspent) {
+        next.quotas.empty() && !next.evict_idle && !next.unspent) {
       break;
     }
   }
@@ -204,16 +203,6 @@ asio::awaitable<void> shard::timer_loop() {
     if (now.steady < core_.next_wake()) continue;  // woken early, to re-arm sooner
     core_.on_timer(now);
     perform();
-  }
-}
-
-asio::awaitable<void> shard::idle_loop() {
-  asio::steady_timer timer(io_);
-  while (!finished_) {
-    timer.expires_after(config_.scheduler.outcome_flush_interval);
-    co_await timer.async_wait(use_tuple);
-    // Idle keep-alive connections are closed before servers close them under us.
-    client_.evict_idle();
   }
 }
 

@@ -59,12 +59,10 @@ class shard final : public shard_endpoint {
   // woken sooner than it is armed for.
   void perform();
   boost::asio::awaitable<void> timer_loop();
-  boost::asio::awaitable<void> idle_loop();
   boost::asio::awaitable<void> exchange(send_action send);
   boost::asio::awaitable<bool> await_verdict(attempt_id attempt);
 
   int index_;
-  drain_config config_;
   storage_endpoint& storage_;
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

@@ -231,6 +231,7 @@ class simulation {
   std::vector<storage::partner_quota_row> quotas;
   std::optional<std::vector<storage::unspent_tokens>> unspent;
   int gave_up_at_gate = 0;
+  int evictions = 0;  // times the core asked for idle connections to be closed
 
  private:
   void move_to(steady::time_point t) {
@@ -249,7 +250,7 @@ class simulation {
       shard_actions out;
       std::swap(out, core_.actions());
       if (out.claim.empty() && out.writes.empty() && out.sends.empty() && out.verdicts.empty() &&
-          out.quotas.empty() && !out.unspent) {
+          out.quotas.empty() && !out.evict_idle && !out.unspent) {
         performing_ = false;
         return;
       }
@@ -268,6 +269,7 @@ class simulation {
         deactivated.insert(deactivated.end(), write.deactivate.begin(), write.deactivate.end());
       }
       quotas.insert(quotas.end(), out.quotas.begin(), out.quotas.end());
+      if (out.evict_idle) ++evictions;
       for (const auto& verdict : out.verdicts) {
         if (verdict.go) {
           written(verdict.attempt, fresh_.at(verdict.attempt));

@@ -101,6 +101,19 @@ TEST(ShardCore, ADeadEndpointOpensTheCircuitAndOnlyAProbeGoesUntilItRecovers) {
   EXPECT_EQ(sim.count_rows(queue_row::state::done), 40) << "nothing lost while it was open";
 }
 
+// Idle connections are closed on the core's flush tick, so the reactor needs no timer of its own
+// for them: one a flush interval, busy or quiet.
+TEST(ShardCore, IdleConnectionsAreClosedOnEveryFlushTick) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 100.0, 10)});
+  for (int i = 0; i < 20; ++i) sim.enqueue(1);
+  const int before = sim.evictions;
+  sim.run_for(1s);
+  const auto ticks = 1s / sim.config().scheduler.outcome_flush_interval;
+  EXPECT_GE(sim.evictions - before, ticks - 1);
+  EXPECT_LE(sim.evictions - before, ticks + 1);
+}
+
 TEST(ShardCore, RetryAfterPausesTheSubscriberForAsLongAsItAsks) {
   simulation sim;
   int seen = 0;
