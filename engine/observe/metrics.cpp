@@ -88,7 +88,8 @@ drain_metrics::drain_metrics(std::size_t shards)
     shard_beats_.push_back(std::make_unique<std::atomic<std::int64_t>>(0));
   }
   beat_storage();
-  for (std::size_t i = 0; i < shards; ++i) beat_shard(i);
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < shards; ++i) beat_shard(i, now);
 }
 
 namespace {
@@ -99,9 +100,9 @@ void drain_metrics::beat_storage() {
   storage_beat_.store(steady_ticks(), std::memory_order_relaxed);
 }
 
-void drain_metrics::beat_shard(std::size_t shard) {
+void drain_metrics::beat_shard(std::size_t shard, std::chrono::steady_clock::time_point now) {
   if (shard < shard_beats_.size()) {
-    shard_beats_[shard]->store(steady_ticks(), std::memory_order_relaxed);
+    shard_beats_[shard]->store(now.time_since_epoch().count(), std::memory_order_relaxed);
   }
 }
 

@@ -86,9 +86,10 @@ struct drain_metrics {
   void count_attempt(int status);  // 0: transport failure
 
   // Liveness for /healthz: the storage thread beats after each successful database operation,
-  // each shard from its flush timer.
+  // each shard from its flush timer. A shard's core passes the time of its event, which its
+  // reactor read from the steady clock, so the core reads no clock itself.
   void beat_storage();
-  void beat_shard(std::size_t shard);
+  void beat_shard(std::size_t shard, std::chrono::steady_clock::time_point now);
   // Empty when every beat is recent, else why not.
   std::string unhealthy_reason(std::chrono::steady_clock::duration storage_max_age,
                                std::chrono::steady_clock::duration shard_max_age) const;

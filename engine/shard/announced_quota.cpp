@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-#include "engine/observe/log.hpp"
 #include "proto/outcome.hpp"
 #include "proto/retry_after.hpp"
 
@@ -61,11 +60,11 @@ void shard_core::observe_quota(subscriber_state& sub, const http_result& result,
   if (!sub.quota_noted && pace->kind != proto::pace_kind::configured) {
     // Once per drain: a partner with a small quota would say it every window.
     sub.quota_noted = true;
-    log_info("subscriber " + std::to_string(sub.settings.id) + ": its partner announces " +
-             std::to_string(sub.quota.latest()->remaining) + " requests left for " +
-             std::to_string(sub.quota.latest()->reset_after.count()) +
-             " s; paced below the configured limit until its window resets (surge stats shows "
-             "the latest)");
+    inform("subscriber " + std::to_string(sub.settings.id) + ": its partner announces " +
+           std::to_string(sub.quota.latest()->remaining) + " requests left for " +
+           std::to_string(sub.quota.latest()->reset_after.count()) +
+           " s; paced below the configured limit until its window resets (surge stats shows "
+           "the latest)");
   }
   apply_limits(sub);
 }

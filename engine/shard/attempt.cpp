@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "engine/shard/delivery.hpp"
-#include "engine/observe/log.hpp"
 
 namespace surge::engine {
 
@@ -107,8 +106,8 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
     // subscriber, until an operator enables it again.
     if (sub.settings.active) {
-      log_warn("subscriber " + std::to_string(sub.settings.id) +
-               " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+      warn("subscriber " + std::to_string(sub.settings.id) +
+           " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
     }
     sub.settings.active = false;
     sub.gone = true;
@@ -151,9 +150,9 @@ void shard_core::split_refused_batch(subscriber_state& sub, const attempt_rows& 
                                      const storage::claimed_row& lead, int fits,
                                      const attempt_times& times) {
   if (fits < sub.batch_fits) {
-    log_info("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
-             std::to_string(rows.size()) + " rows: its batches are now at most " +
-             std::to_string(fits) + " rows");
+    inform("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
+           std::to_string(rows.size()) + " rows: its batches are now at most " +
+           std::to_string(fits) + " rows");
   }
   sub.batch_fits = std::min(sub.batch_fits, fits);
   sub.settings.batch_rows = std::min(sub.settings.batch_rows, sub.batch_fits);
@@ -236,8 +235,8 @@ void shard_core::observe_endpoint(subscriber_state& sub, const http_result& resu
     const bool was_closed = !sub.breaker.blocking();
     sub.breaker.on_failure(now);
     if (was_closed && sub.breaker.blocking()) {
-      log_warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
-               std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
+      warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
+           std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
       // Its buffered rows go back to the queue rather than sit on leases while it is down.
       release_ready(sub);
     }
@@ -278,11 +277,11 @@ void shard_core::hold_for_refused_target(subscriber_state& sub, const attempt_ro
   const auto hold_seconds = std::chrono::duration<double>(hold).count();
   if (sub.refused_target.empty()) {
     counters_.add(counters_.refused_target_holds);
-    log_warn("subscriber " + std::to_string(sub.settings.id) + " held: its URL's host gives " +
-             refused +
-             ", which the target policy refuses (--allow-private-targets allows it); "
-             "its rows stay queued and it is tried again every " +
-             std::to_string(static_cast<long long>(hold_seconds)) + " s");
+    warn("subscriber " + std::to_string(sub.settings.id) + " held: its URL's host gives " +
+         refused +
+         ", which the target policy refuses (--allow-private-targets allows it); "
+         "its rows stay queued and it is tried again every " +
+         std::to_string(static_cast<long long>(hold_seconds)) + " s");
   }
   sub.refused_target = refused;
   const std::string reason = "subscriber held: refused target: " + refused;

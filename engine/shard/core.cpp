@@ -6,18 +6,17 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/observe/log.hpp"
-
 namespace surge::engine {
 
 shard_core::shard_core(int index, int shard_count, const drain_config& config,
-                       drain_metrics& metrics, std::uint64_t seed, shard_time now)
+                       drain_metrics& metrics, core_log& logger, std::uint64_t seed, shard_time now)
     : index_(index),
       shard_count_(shard_count),
       config_(config),
       retry_policy_(config.retry),
       metrics_(metrics),
       counters_(metrics.counters),
+      logger_(logger),
       now_(now),
       // The first demand goes at once: the first claims are what the first sends wait for.
       next_demand_at_(now.steady),
@@ -34,6 +33,7 @@ void shard_core::clear_actions() {
   out_.sends.clear();
   out_.verdicts.clear();
   out_.quotas.clear();
+  out_.evict_idle = false;
 }
 
 void shard_core::end_event() {
@@ -117,7 +117,8 @@ void shard_core::on_timer(shard_time now) {
   if (now_.steady >= next_flush_at_) {
     next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
     flush_outcomes();
-    metrics_.beat_shard(static_cast<std::size_t>(index_));
+    metrics_.beat_shard(static_cast<std::size_t>(index_), now_.steady);
+    out_.evict_idle = true;
   }
   if (now_.steady >= next_publish_at_) {
     next_publish_at_ = now_.steady + std::chrono::seconds(1);
@@ -148,8 +149,8 @@ void shard_core::begin_stop(shard_time now) {
 void shard_core::abandon(shard_time now) {
   if (!begin_event(now)) return;
   if (in_flight_ > 0) {
-    log_warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
-             " attempts still in flight after the grace period; their leases will expire");
+    warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
+         " attempts still in flight after the grace period; their leases will expire");
   }
   finish();
 }
@@ -172,14 +173,14 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
     row.burst = static_cast<std::int64_t>(settings.burst);
     auto it = subscribers_.find(row.id);
     // Once per subscriber and value: reloads every few seconds must not repeat it.
-    const auto said_once = [&row](const std::string& before, const std::string& now,
-                                  const char* usable_again, const char* held) {
+    const auto said_once = [this, &row](const std::string& before, const std::string& now,
+                                        const char* usable_again, const char* held) {
       if (now == before) return;
       const std::string who = "subscriber " + std::to_string(row.id) + ": ";
       if (now.empty()) {
-        log_info(who + usable_again);
+        inform(who + usable_again);
       } else {
-        log_warn(who + now + held);
+        warn(who + now + held);
       }
     };
     const bool known = it != subscribers_.end();
@@ -193,7 +194,7 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
     const std::string& relief_before =
         it == subscribers_.end() ? std::string() : it->second->settings.relief_problem;
     if (settings.relief_problem != relief_before && !settings.relief_problem.empty()) {
-      log_warn("subscriber " + std::to_string(row.id) + ": " + settings.relief_problem);
+      warn("subscriber " + std::to_string(row.id) + ": " + settings.relief_problem);
     }
     if (it == subscribers_.end()) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), now_.steady,

@@ -22,6 +22,7 @@
 #include "engine/memory/buffer_pool.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/observe/counters.hpp"
+#include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/scheduling.hpp"
@@ -31,17 +32,14 @@
 
 namespace surge::engine {
 
-// The clocks, read once per event: monotonic time for every wait and limit, wall-clock time for
-// the queue's columns and HTTP dates.
+// The clocks, read once per event by the reactor (engine/shard/shard.cpp): monotonic time for every
+// wait and limit, wall-clock time for the queue's columns and HTTP dates.
 struct shard_time {
   std::chrono::steady_clock::time_point steady;
   std::chrono::system_clock::time_point wall;
 
   double unix_seconds() const {
     return std::chrono::duration<double>(wall.time_since_epoch()).count();
-  }
-  static shard_time now() {
-    return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()};
   }
 };
 
@@ -93,6 +91,10 @@ struct shard_actions {
   std::vector<send_action> sends;
   std::vector<write_verdict> verdicts;
   std::vector<storage::partner_quota_row> quotas;  // announcements for `surge stats`
+  // Close the keep-alive connections idle too long, before servers close them under us. Asked
+  // on the flush tick (scheduler.outcome_flush_interval), so the shard needs no timer of its own
+  // for it.
+  bool evict_idle = false;
   // Set once, when the core finishes: the leased tokens it did not spend.
   std::optional<std::vector<storage::unspent_tokens>> unspent;
 };
@@ -101,9 +103,9 @@ class shard_core {
  public:
   using steady = std::chrono::steady_clock;
 
-  // `seed` drives the backoff jitter.
+  // `seed` drives the backoff jitter; what the core has to say goes to `logger`.
   shard_core(int index, int shard_count, const drain_config& config, drain_metrics& metrics,
-             std::uint64_t seed, shard_time now);
+             core_log& logger, std::uint64_t seed, shard_time now);
 
   // Events. Each takes the time it happens at; its actions are in actions() afterwards.
   // The subscribers (re)loaded, with the client identity each one's certificate files gave
@@ -260,6 +262,9 @@ class shard_core {
   void finish();
   void finish_if_quiet();
   void publish_metrics();
+  // The core's log lines, through the logger it was handed.
+  void inform(std::string line) { logger_.write(log_level::info, std::move(line)); }
+  void warn(std::string line) { logger_.write(log_level::warn, std::move(line)); }
 
   int index_;
   int shard_count_;
@@ -267,6 +272,7 @@ class shard_core {
   proto::retry_policy retry_policy_;
   drain_metrics& metrics_;
   drain_counters& counters_;
+  core_log& logger_;
   buffer_pool request_buffers_;
   shard_time now_;
   shard_actions out_;

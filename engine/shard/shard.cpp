@@ -16,6 +16,13 @@ namespace surge::engine {
 namespace asio = boost::asio;
 using steady = std::chrono::steady_clock;
 
+namespace {
+
+// The clocks, read here once per event: the core is handed the time and reads none itself.
+shard_time read_clocks() { return {steady::now(), std::chrono::system_clock::now()}; }
+
+}  // namespace
+
 // The core's wire gate, as the client's write gate for one attempt: asked right before the write,
 // after connect and TLS.
 class shard::wire_gate_of_attempt final : public http_client::write_gate {
@@ -38,7 +45,6 @@ class shard::wire_gate_of_attempt final : public http_client::write_gate {
 shard::shard(int index, int shard_count, const drain_config& config, storage_endpoint& storage,
              std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)
     : index_(index),
-      config_(config),
       storage_(storage),
       work_(io_.get_executor()),
       client_(io_.get_executor(), std::move(tls), config.http,
@@ -46,7 +52,7 @@ shard::shard(int index, int shard_count, const drain_config& config, storage_end
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
       identities_(config.http),
-      core_(index, shard_count, config, metrics, std::random_device{}(), shard_time::now()),
+      core_(index, shard_count, config, metrics, logger_, std::random_device{}(), read_clocks()),
       timer_(io_) {}
 
 shard::~shard() { join(); }
@@ -64,7 +70,6 @@ void rethrow(std::exception_ptr error) {
 
 void shard::start() {
   asio::co_spawn(io_, timer_loop(), rethrow);
-  asio::co_spawn(io_, idle_loop(), rethrow);
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "surge-shard");
     try {
@@ -90,42 +95,42 @@ void shard::on_subscribers(std::vector<storage::subscriber_row> rows) {
       auto found = identities_.get(row.client_cert_file, row.client_key_file, at);
       identities.push_back({std::move(found.identity), std::move(found.problem)});
     }
-    core_.on_subscribers(std::move(rows), std::move(identities), shard_time::now());
+    core_.on_subscribers(std::move(rows), std::move(identities), read_clocks());
     perform();
   });
 }
 
 void shard::on_claimed(claim_reply reply) {
   asio::post(io_, [this, reply = std::move(reply)]() mutable {
-    core_.on_claimed(std::move(reply), shard_time::now());
+    core_.on_claimed(std::move(reply), read_clocks());
     perform();
   });
 }
 
 void shard::on_new_rows(std::vector<std::int64_t> subscriber_ids, bool all) {
   asio::post(io_, [this, ids = std::move(subscriber_ids), all] {
-    core_.on_new_rows(ids, all, shard_time::now());
+    core_.on_new_rows(ids, all, read_clocks());
     perform();
   });
 }
 
 void shard::on_taken(std::vector<std::int64_t> subscriber_ids) {
   asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    core_.on_taken(ids, shard_time::now());
+    core_.on_taken(ids, read_clocks());
     perform();
   });
 }
 
 void shard::on_disowned(std::vector<std::int64_t> subscriber_ids) {
   asio::post(io_, [this, ids = std::move(subscriber_ids)] {
-    core_.on_disowned(ids, shard_time::now());
+    core_.on_disowned(ids, read_clocks());
     perform();
   });
 }
 
 void shard::begin_stop() {
   asio::post(io_, [this] {
-    core_.begin_stop(shard_time::now());
+    core_.begin_stop(read_clocks());
     perform();
   });
 }
@@ -133,7 +138,7 @@ void shard::begin_stop() {
 void shard::abandon() {
   asio::post(io_, [this] {
     if (finished_) return;
-    core_.abandon(shard_time::now());
+    core_.abandon(read_clocks());
     perform();
     io_.stop();
   });
@@ -157,6 +162,7 @@ void shard::perform() {
     }
     if (!out.claim.empty()) storage_.request_claims(index_, std::move(out.claim));
     if (!out.quotas.empty()) storage_.submit_quotas(std::move(out.quotas));
+    if (out.evict_idle) client_.evict_idle();
     for (const auto& verdict : out.verdicts) {
       if (verdict.attempt >= verdicts_.size()) verdicts_.resize(verdict.attempt + 1);
       auto& slot = verdicts_[verdict.attempt];
@@ -180,7 +186,7 @@ void shard::perform() {
     }
     const auto& next = core_.actions();
     if (next.claim.empty() && next.writes.empty() && next.sends.empty() && next.verdicts.empty() &&
-        next.quotas.empty() && !next.unspent) {
+        next.quotas.empty() && !next.evict_idle && !next.unspent) {
       break;
     }
   }
@@ -193,20 +199,10 @@ asio::awaitable<void> shard::timer_loop() {
     timer_.expires_at(armed_at_);
     co_await timer_.async_wait(use_tuple);
     if (core_.finished()) break;
-    const auto now = shard_time::now();
+    const auto now = read_clocks();
     if (now.steady < core_.next_wake()) continue;  // woken early, to re-arm sooner
     core_.on_timer(now);
     perform();
-  }
-}
-
-asio::awaitable<void> shard::idle_loop() {
-  asio::steady_timer timer(io_);
-  while (!finished_) {
-    timer.expires_after(config_.scheduler.outcome_flush_interval);
-    co_await timer.async_wait(use_tuple);
-    // Idle keep-alive connections are closed before servers close them under us.
-    client_.evict_idle();
   }
 }
 
@@ -223,7 +219,7 @@ asio::awaitable<void> shard::exchange(send_action send) {
     result.detail = std::string("internal error: ") + error.what();
   }
   if (core_.finished()) co_return;
-  core_.on_response(send.attempt, result, std::move(send.request), shard_time::now());
+  core_.on_response(send.attempt, result, std::move(send.request), read_clocks());
   perform();
 }
 

@@ -59,17 +59,16 @@ class shard final : public shard_endpoint {
   // woken sooner than it is armed for.
   void perform();
   boost::asio::awaitable<void> timer_loop();
-  boost::asio::awaitable<void> idle_loop();
   boost::asio::awaitable<void> exchange(send_action send);
   boost::asio::awaitable<bool> await_verdict(attempt_id attempt);
 
   int index_;
-  drain_config config_;
   storage_endpoint& storage_;
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   http_client client_;
   client_identities identities_;  // the client certificates of this shard's subscribers
+  stderr_log logger_;             // where the core's log lines go
   shard_core core_;
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point armed_at_ = std::chrono::steady_clock::time_point::max();

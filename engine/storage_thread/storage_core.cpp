@@ -18,7 +18,7 @@ storage_core_config storage_core_config::of(const drain_config& drain) {
 }
 
 storage_core::storage_core(const storage_core_config& config, int shards, drain_counters& counters,
-                           storage_core_log& log)
+                           core_log& log)
     : config_(config),
       shard_count_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),

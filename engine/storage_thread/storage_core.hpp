@@ -70,13 +70,6 @@ struct storage_core_config {
   static storage_core_config of(const drain_config& drain);
 };
 
-// Where the core's log lines go (engine/observe/log.hpp in the drain, a list in the tests).
-class storage_core_log {
- public:
-  virtual ~storage_core_log() = default;
-  virtual void write(log_level level, std::string message) = 0;
-};
-
 // What the storage thread is asked to do. Spans point into the core and stay valid until the
 // core is next called.
 namespace storage_do {
@@ -158,7 +151,7 @@ class storage_core {
   using clock = std::chrono::steady_clock;
 
   storage_core(const storage_core_config& config, int shards, drain_counters& counters,
-               storage_core_log& log);
+               core_log& log);
 
   // Start-up: the first reload and ownership renewal are the first actions; the loop's own
   // cadence starts at `now`.
@@ -300,7 +293,7 @@ class storage_core {
   storage_core_config config_;
   std::size_t shard_count_;
   drain_counters& counters_;
-  storage_core_log& log_;
+  core_log& log_;  // where its lines go (engine/observe/log.hpp)
 
   // Events not yet taken in.
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;

@@ -17,11 +17,6 @@ namespace surge::engine {
 
 using steady = std::chrono::steady_clock;
 
-class storage_worker::core_log final : public storage_core_log {
- public:
-  void write(log_level level, std::string message) override { log(level, message); }
-};
-
 storage_worker::storage_worker(const drain_config& config, drain_metrics& metrics)
     : config_(config), metrics_(metrics), counters_(metrics.counters) {
   lock_wait_.timeout = config_.storage.busy_timeout;
@@ -45,9 +40,8 @@ void storage_worker::start() {
            std::chrono::duration<double>(storage.ownership_heartbeat).count(),
        .allowed = config_.subscribers,
        .shape = storage.shape});
-  log_ = std::make_unique<core_log>();
   core_ = std::make_unique<storage_core>(storage_core_config::of(config_),
-                                         static_cast<int>(shards_.size()), counters_, *log_);
+                                         static_cast<int>(shards_.size()), counters_, log_);
   // The first reload (which throws: a queue that cannot be read fails the start) and the first
   // ownership renewal, before any shard claims.
   core_->begin(steady::now());

@@ -19,6 +19,7 @@
 #include "engine/config.hpp"
 #include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
+#include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/storage_thread/storage_core.hpp"
 #include "engine/storage_thread/sweep_judgement.hpp"
@@ -82,7 +83,6 @@ class storage_worker final : public storage_endpoint {
   const std::string& rescue_report() const { return rescue_report_; }
 
  private:
-  class core_log;
   void run();
   // Performs one of the core's actions against the queue and hands its result back.
   void perform(storage_action& action);
@@ -122,7 +122,7 @@ class storage_worker final : public storage_endpoint {
   } inbox_;
 
   // Owned by the storage thread only.
-  std::unique_ptr<core_log> log_;
+  stderr_log log_;  // where the core's lines go
   std::unique_ptr<storage_core> core_;
   std::int64_t remaining_ = -1;
   std::int64_t unwritten_ = 0;

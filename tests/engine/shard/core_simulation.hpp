@@ -22,6 +22,7 @@
 #include "engine/shard/core.hpp"
 #include "engine/storage_thread/commit_timing.hpp"
 #include "storage/ordered_claim.hpp"
+#include "tests/engine/recorded_log.hpp"
 
 namespace surge::engine::testing {
 
@@ -104,7 +105,7 @@ class simulation {
         metrics_(1),
         now_{steady::time_point{} + 1000s,
              std::chrono::system_clock::time_point{} + std::chrono::seconds(1'800'000'000)},
-        core_(0, 1, config_, metrics_, 7, now_) {}
+        core_(0, 1, config_, metrics_, log_, 7, now_) {}
 
   static drain_config default_config() {
     drain_config config;
@@ -172,6 +173,8 @@ class simulation {
   void run_for(steady::duration span) { run_until(now_.steady + span); }
   // What the core last published for the operator (once a simulated second).
   const drain_metrics& metrics() const { return metrics_; }
+  // Every line the core said, in order.
+  const recorded_log& log() const { return log_; }
   // Runs until `done` holds, at most `limit`; true if it came to hold.
   bool run_until(const std::function<bool()>& done, steady::duration limit) {
     const auto end = now_.steady + limit;
@@ -228,6 +231,7 @@ class simulation {
   std::vector<storage::partner_quota_row> quotas;
   std::optional<std::vector<storage::unspent_tokens>> unspent;
   int gave_up_at_gate = 0;
+  int evictions = 0;  // times the core asked for idle connections to be closed
 
  private:
   void move_to(steady::time_point t) {
@@ -246,7 +250,7 @@ class simulation {
       shard_actions out;
       std::swap(out, core_.actions());
       if (out.claim.empty() && out.writes.empty() && out.sends.empty() && out.verdicts.empty() &&
-          out.quotas.empty() && !out.unspent) {
+          out.quotas.empty() && !out.evict_idle && !out.unspent) {
         performing_ = false;
         return;
       }
@@ -265,6 +269,7 @@ class simulation {
         deactivated.insert(deactivated.end(), write.deactivate.begin(), write.deactivate.end());
       }
       quotas.insert(quotas.end(), out.quotas.begin(), out.quotas.end());
+      if (out.evict_idle) ++evictions;
       for (const auto& verdict : out.verdicts) {
         if (verdict.go) {
           written(verdict.attempt, fresh_.at(verdict.attempt));
@@ -435,6 +440,7 @@ class simulation {
 
   drain_config config_;
   drain_metrics metrics_;
+  recorded_log log_;
   shard_time now_;
   shard_core core_;
   std::int64_t next_row_id_ = 1;

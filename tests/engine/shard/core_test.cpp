@@ -14,6 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::answer;
+using testing::log_line;
 using testing::most_in_window;
 using testing::queue_row;
 using testing::received;
@@ -87,11 +88,30 @@ TEST(ShardCore, ADeadEndpointOpensTheCircuitAndOnlyAProbeGoesUntilItRecovers) {
   // rows' worth of retries.
   EXPECT_GE(sim.requests.size(), threshold);
   EXPECT_LE(sim.requests.size(), threshold + 3);
+  // The core says so through the log it was handed, not to stderr itself.
+  const auto& said = sim.log().lines;
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const log_line& line) {
+    return line.level == log_level::warn &&
+           line.text.starts_with("subscriber 1: circuit open after ");
+  })) << "the circuit-open warning";
   const auto during = sim.requests.size();
   healthy = true;
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 120s));
   EXPECT_GT(sim.requests.size(), during);
   EXPECT_EQ(sim.count_rows(queue_row::state::done), 40) << "nothing lost while it was open";
+}
+
+// Idle connections are closed on the core's flush tick, so the reactor needs no timer of its own
+// for them: one a flush interval, busy or quiet.
+TEST(ShardCore, IdleConnectionsAreClosedOnEveryFlushTick) {
+  simulation sim;
+  sim.load({simulation::subscriber(1, 100.0, 10)});
+  for (int i = 0; i < 20; ++i) sim.enqueue(1);
+  const int before = sim.evictions;
+  sim.run_for(1s);
+  const auto ticks = 1s / sim.config().scheduler.outcome_flush_interval;
+  EXPECT_GE(sim.evictions - before, ticks - 1);
+  EXPECT_LE(sim.evictions - before, ticks + 1);
 }
 
 TEST(ShardCore, RetryAfterPausesTheSubscriberForAsLongAsItAsks) {

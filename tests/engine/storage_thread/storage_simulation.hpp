@@ -16,30 +16,12 @@
 #include <vector>
 
 #include "engine/storage_thread/storage_core.hpp"
+#include "tests/engine/recorded_log.hpp"
 
 namespace surge::engine::testing {
 
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
-
-struct log_line {
-  log_level level;
-  std::string text;
-};
-
-class recorded_log final : public storage_core_log {
- public:
-  void write(log_level level, std::string message) override {
-    lines.push_back({level, std::move(message)});
-  }
-  bool says(const std::string& part) const {
-    for (const auto& line : lines) {
-      if (line.text.find(part) != std::string::npos) return true;
-    }
-    return false;
-  }
-  std::vector<log_line> lines;
-};
 
 struct stored_row {
   std::int64_t id = 0;
