@@ -215,14 +215,7 @@ std::optional<storage_action> storage_core::claims_step(clock::time_point now) {
     for (const auto& [shard, demand] : pending_claims_) {
       claim_demand_.insert(claim_demand_.end(), demand.begin(), demand.end());
     }
-    if (claim_rows_cap_ != SIZE_MAX) {
-      std::size_t left = claim_rows_cap_;
-      for (auto& entry : claim_demand_) {
-        const auto rows = static_cast<std::size_t>(std::max(entry.rows, 0));
-        entry.rows = static_cast<int>(std::min(rows, left));
-        left -= static_cast<std::size_t>(entry.rows);
-      }
-    }
+    claim_size_.cap(claim_demand_);
     claim_tries_ = 0;
     claim_stage_ = claim_stage::cycling;
   }
@@ -266,10 +259,7 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
   }
   note_held_subscribers(now, result.held_subscribers);
   cadence_.claim_answered();
-  // Claims that fit within the statement timeout again may grow back.
-  if (claim_rows_cap_ != SIZE_MAX) {
-    claim_rows_cap_ = claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
-  }
+  claim_size_.fitted();
   auto rows = std::move(result.claimed);
   if (!quarantined_.empty()) {
     std::erase_if(rows, [this](const auto& row) { return quarantined_.contains(row.id); });
@@ -291,15 +281,12 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
   }
   counters_.add(counters_.storage_errors);
   if (error.what_kind() == storage::error::kind::timed_out) {
-    // Cancelled by a statement timeout (the role's, or ours on a slow server): a claim half the
-    // size goes next, at once.
-    std::size_t asked = 0;
-    for (const auto& entry : claim_demand_)
-      asked += static_cast<std::size_t>(std::max(entry.rows, 0));
-    claim_rows_cap_ = std::max<std::size_t>(1, std::min(claim_rows_cap_, asked) / 2);
+    // A smaller claim goes next, at once.
+    claim_size_.timed_out(claim_demand_);
     say(log_level::warn,
         std::string("a claim was cancelled by the statement timeout; claiming at most ") +
-            std::to_string(claim_rows_cap_) + " rows at a time until they fit: " + error.what());
+            std::to_string(claim_size_.most_rows()) +
+            " rows at a time until they fit: " + error.what());
   } else {
     retry_storage_after_ = claim_started_ + config_.storage.error_backoff;
     // The outcomes stay pending: the whole transaction rolled back.

@@ -24,6 +24,7 @@
 #include "engine/observe/log.hpp"
 #include "engine/storage_thread/backlog_watch.hpp"
 #include "engine/storage_thread/cadence.hpp"
+#include "engine/storage_thread/claim_size.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
 #include "storage/maintenance.hpp"
@@ -218,7 +219,7 @@ class storage_core {
            arrived + pending_outcomes_.size() >= config_.storage.outcome_commits.rows;
   }
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
-  std::size_t claim_rows_cap() const { return claim_rows_cap_; }
+  std::size_t claim_rows_cap() const { return claim_size_.most_rows(); }
   bool claiming() const { return claiming_; }
   // Whether claims and writes wait for the error backoff at `now`.
   bool backing_off(clock::time_point now) const { return now < retry_storage_after_; }
@@ -358,7 +359,7 @@ class storage_core {
   bool finished_ = false;
   repeated_warning held_rows_warning_;
   repeated_warning held_subscribers_warning_;
-  std::size_t claim_rows_cap_ = SIZE_MAX;
+  claim_size claim_size_;  // how many rows a claim may ask for after statement timeouts
 };
 
 }  // namespace surge::engine
