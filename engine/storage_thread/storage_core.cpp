@@ -261,9 +261,7 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
   cadence_.claim_answered();
   claim_size_.fitted();
   auto rows = std::move(result.claimed);
-  if (!quarantined_.empty()) {
-    std::erase_if(rows, [this](const auto& row) { return quarantined_.contains(row.id); });
-  }
+  refused_.drop_from(rows);
   rows_handed_out_ += static_cast<std::int64_t>(rows.size());
   answer_claims(std::move(rows), std::move(result.granted), std::move(result.more_due));
 }
@@ -408,9 +406,7 @@ void storage_core::outcomes_written(clock::time_point now, const storage::write_
 }
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
-  // Sending it again when its lease ends would only be refused again, and a partner that
-  // answered 2xx would get it once per lease: it stays out of this drain's claims.
-  quarantined_.emplace(delivery_id, reason);
+  refused_.quarantine(delivery_id, reason);
   say(log_level::error,
       "row " + std::to_string(delivery_id) + ": " + reason +
           "; even a dead-letter was refused, so the row is quarantined: this drain never "
@@ -472,15 +468,8 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       } else if (run.count == 1) {
         counters_.add(counters_.refused_outcomes);
         const auto& refused = pending_outcomes_[run.offset];
-        std::string reason =
-            std::string("the database refused this row's outcome: ") + error.what();
-        constexpr std::size_t reason_limit = 300;
-        if (reason.size() > reason_limit) reason = reason.substr(0, reason_limit) + "...";
-        if (refused.kind != storage::outcome_kind::dead &&
-            refused.kind != storage::outcome_kind::release) {
-          auto dead = refused;
-          dead.kind = storage::outcome_kind::dead;
-          dead.last_error = reason;
+        auto reason = refused_rows::reason(error.what());
+        if (auto dead = refused_rows::dead_letter(refused, reason)) {
           run.settling = std::move(dead);
           run.settle_reason = std::move(reason);
           return;
@@ -623,7 +612,7 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
 void storage_core::backlog_counted(clock::time_point now, std::int64_t outstanding,
                                    std::optional<double> earliest_in, clock::duration took) {
   awaiting_ = awaiting::nothing;
-  outstanding = without_quarantined(outstanding);
+  outstanding = refused_.finishable(outstanding);
   if (recounting_) {
     recounting_ = false;
     backlog_estimate_.counted(outstanding, finished_rows());
@@ -851,12 +840,6 @@ std::int64_t storage_core::finished_rows() const {
 bool storage_core::shards_idle() const {
   return counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
          counters_.buffered.load(std::memory_order_relaxed) == 0;
-}
-
-std::int64_t storage_core::without_quarantined(std::int64_t outstanding) const {
-  // Quarantined rows stay unfinished in the queue, and no claim of this drain takes them: they
-  // are not waited for. (One another program finished meanwhile makes this an underestimate.)
-  return std::max<std::int64_t>(0, outstanding - static_cast<std::int64_t>(quarantined_.size()));
 }
 
 }  // namespace surge::engine

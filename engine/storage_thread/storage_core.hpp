@@ -25,6 +25,7 @@
 #include "engine/storage_thread/backlog_watch.hpp"
 #include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_size.hpp"
+#include "engine/storage_thread/refused_rows.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
 #include "storage/maintenance.hpp"
@@ -209,7 +210,7 @@ class storage_core {
 
   // What the storage thread exposes (storage_worker's accessors).
   const std::vector<std::pair<std::int64_t, bool>>& sendable() const { return sendable_; }
-  const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
+  const std::map<std::int64_t, std::string>& quarantined() const { return refused_.quarantined(); }
   std::size_t outcomes_waiting() const { return pending_outcomes_.size(); }
   // Whether `arrived` outcomes, just handed in, make a commit due at once. Only new ones wake the
   // loop: outcomes the core keeps waiting (through a backoff, or behind another session's lock)
@@ -295,7 +296,6 @@ class storage_core {
   void storage_failure(log_level level, const std::string& what, const storage::error& error);
   std::int64_t finished_rows() const;
   bool shards_idle() const;
-  std::int64_t without_quarantined(std::int64_t outstanding) const;
   void say(log_level level, std::string message) { log_.write(level, std::move(message)); }
 
   storage_core_config config_;
@@ -349,7 +349,7 @@ class storage_core {
   storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
   backlog_watch backlog_watch_;
   backlog_estimate backlog_estimate_;
-  std::map<std::int64_t, std::string> quarantined_;  // see quarantined()
+  refused_rows refused_;              // rows dead-lettered or quarantined after a refused outcome
   std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
   std::vector<std::pair<std::int64_t, bool>> sendable_;   // subscriber id, sends_now()
   std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
