@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <iterator>
 
+#include "engine/storage_thread/until_drained.hpp"
+
 namespace surge::engine {
 
 storage_core_config storage_core_config::of(const drain_config& drain) {
@@ -634,12 +636,8 @@ void storage_core::backlog_counted(clock::time_point now, std::int64_t outstandi
 }
 
 void storage_core::after_count(std::int64_t outstanding, std::optional<double> earliest_in) {
-  bool due_soon = false;
-  if (backlog_watch_.shards_empty() && outstanding == 0 &&
-      config_.until_drained_retry_wait.count() > 0) {
-    const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
-    due_soon = earliest_in && *earliest_in <= wait;
-  }
+  const bool due_soon = retry_due_within_wait(backlog_watch_.shards_empty(), outstanding,
+                                              earliest_in, config_.until_drained_retry_wait);
   if (backlog_watch_.drained(outstanding, due_soon) && config_.until_drained && !drained_said_) {
     drained_said_ = true;
     outbox_.emplace_back(storage_do::drained{});
