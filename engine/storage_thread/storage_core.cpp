@@ -59,7 +59,7 @@ void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
 
 void storage_core::tokens_returned(std::vector<storage::unspent_tokens> tokens) {
   pending_unspent_.insert(pending_unspent_.end(), tokens.begin(), tokens.end());
-  ++unspent_batches_;
+  end_.tokens_returned();
 }
 
 void storage_core::quotas_announced(std::vector<storage::partner_quota_row> rows) {
@@ -67,7 +67,7 @@ void storage_core::quotas_announced(std::vector<storage::partner_quota_row> rows
 }
 
 void storage_core::tick(clock::time_point now) {
-  if (finished_) return;
+  if (end_.ended()) return;
   if (phase_ == phase::idle && awaiting_ == awaiting::nothing) phase_ = phase::new_rows;
   next_wake_ = now + config_.storage.wake_interval;
 }
@@ -78,7 +78,7 @@ std::optional<storage_action> storage_core::next_action(clock::time_point now) {
     outbox_.pop_front();
     return action;
   }
-  if (awaiting_ != awaiting::nothing || finished_) return std::nullopt;
+  if (awaiting_ != awaiting::nothing || end_.ended()) return std::nullopt;
   return step(now);
 }
 
@@ -529,7 +529,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       count_stage_ = 0;
       storage_failure(log_level::error, "checking the backlog failed: ", error);
       return;
-    case awaiting::remaining: remaining_ = -1; return;
+    case awaiting::remaining: end_.remaining_counted(-1); return;
     case awaiting::tokens:
       // Kept by nobody: the partner simply gets fewer requests for a moment.
       say(log_level::error, std::string("could not give unspent tokens back: ") + error.what());
@@ -671,70 +671,52 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
 }
 
 std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
-  if (finish_expected_ < 0 || unspent_batches_ < finish_expected_) {
-    // The round is over: the loop sleeps until an event or the next wake.
-    phase_ = phase::idle;
-    next_wake_ = now + config_.storage.wake_interval;
-    return std::nullopt;
-  }
-  switch (finish_stage_) {
-    case 0:
-      finish_stage_ = 1;
-      start_outcomes(now, true);
+  switch (end_.next(!pending_outcomes_.empty())) {
+    case drain_end::step::wait:
+      // The round is over: the loop sleeps until an event or the next wake.
+      phase_ = phase::idle;
+      next_wake_ = now + config_.storage.wake_interval;
       return std::nullopt;
-    case 1:
-      finish_stage_ = 2;
+    case drain_end::step::write_outcomes: start_outcomes(now, true); return std::nullopt;
+    case drain_end::step::write_quotas:
       // At the end, whatever the backoff.
       if (!pending_quotas_.empty()) return quota_write(now, true);
       return std::nullopt;
-    case 2:
-      finish_stage_ = 3;
-      if (!pending_unspent_.empty()) {
-        tokens_in_flight_ = std::exchange(pending_unspent_, {});
-        awaiting_ = awaiting::tokens;
-        return storage_do::give_back_tokens{tokens_in_flight_};
-      }
-      return std::nullopt;
-    case 3:
-      if (pending_outcomes_.empty()) {
-        finish_stage_ = 4;
-        awaiting_ = awaiting::remaining;
-        return storage_do::count_remaining{};
-      }
-      if (abandoned_) {
-        finished_ = true;
-        phase_ = phase::idle;
-        storage_do::finish report;
-        report.unwritten = static_cast<std::int64_t>(pending_outcomes_.size());
-        for (const auto& outcome : pending_outcomes_) {
-          report.last_lease = std::max(report.last_lease, outcome.lease);
-        }
-        return report;
-      }
-      // Outcomes that could not be written yet: keep trying until the database takes them or
-      // the stop's deadline passes (abandon()).
-      finish_stage_ = 0;
+    case drain_end::step::give_back_tokens:
+      if (pending_unspent_.empty()) return std::nullopt;
+      tokens_in_flight_ = std::exchange(pending_unspent_, {});
+      awaiting_ = awaiting::tokens;
+      return storage_do::give_back_tokens{tokens_in_flight_};
+    case drain_end::step::count_remaining:
+      awaiting_ = awaiting::remaining;
+      return storage_do::count_remaining{};
+    case drain_end::step::retry_later:
       phase_ = phase::idle;
       next_wake_ = now + config_.storage.error_backoff;
       return std::nullopt;
-    case 4:
-      finish_stage_ = 5;
-      if (!ownership_released_) {
-        ownership_released_ = true;
-        awaiting_ = awaiting::release;
-        return storage_do::release_ownership{};
-      }
-      return std::nullopt;
-    default:
-      finished_ = true;
+    case drain_end::step::release_ownership:
+      if (ownership_released_) return std::nullopt;
+      ownership_released_ = true;
+      awaiting_ = awaiting::release;
+      return storage_do::release_ownership{};
+    case drain_end::step::give_up: {
       phase_ = phase::idle;
-      return storage_do::finish{.remaining = remaining_, .unwritten = 0, .last_lease = 0};
+      storage_do::finish report;
+      report.unwritten = static_cast<std::int64_t>(pending_outcomes_.size());
+      for (const auto& outcome : pending_outcomes_) {
+        report.last_lease = std::max(report.last_lease, outcome.lease);
+      }
+      return report;
+    }
+    case drain_end::step::report: break;
   }
+  phase_ = phase::idle;
+  return storage_do::finish{.remaining = end_.remaining(), .unwritten = 0, .last_lease = 0};
 }
 
 void storage_core::remaining_counted(std::int64_t remaining) {
   awaiting_ = awaiting::nothing;
-  remaining_ = remaining;
+  end_.remaining_counted(remaining);
 }
 
 void storage_core::queue_lost(std::string why) {

@@ -25,6 +25,7 @@
 #include "engine/storage_thread/backlog_watch.hpp"
 #include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_size.hpp"
+#include "engine/storage_thread/drain_end.hpp"
 #include "engine/storage_thread/refused_rows.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
@@ -174,9 +175,9 @@ class storage_core {
   void quotas_announced(std::vector<storage::partner_quota_row> rows);
   // Events from the drain.
   void stop_claiming() { claiming_ = false; }
-  void finish(int shards_expected) { finish_expected_ = shards_expected; }
+  void finish(int shards_expected) { end_.finish(shards_expected); }
   // The stop's deadline passed: outcomes not yet written are left to their leases.
-  void abandon() { abandoned_ = true; }
+  void abandon() { end_.abandon(); }
 
   // A new round of the loop at `now`: the next actions are what falls due.
   void tick(clock::time_point now);
@@ -186,7 +187,7 @@ class storage_core {
   // (new rows, commits and the periodic reads are looked for that often), or the error backoff
   // while the end waits for a database that refuses writes.
   clock::time_point next_wake() const { return next_wake_; }
-  bool finished() const { return finished_; }
+  bool finished() const { return end_.ended(); }
 
   // Results of the last action.
   void done(clock::time_point now);
@@ -308,11 +309,8 @@ class storage_core {
   std::vector<storage::outcome> pending_outcomes_;
   std::vector<std::int64_t> pending_deactivate_;
   std::vector<storage::unspent_tokens> pending_unspent_;
-  int unspent_batches_ = 0;
   std::vector<storage::partner_quota_row> pending_quotas_;
   bool claiming_ = true;
-  int finish_expected_ = -1;
-  bool abandoned_ = false;
 
   // The round in progress and the action whose result is awaited.
   phase phase_ = phase::idle;
@@ -325,7 +323,6 @@ class storage_core {
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
   enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
   int count_stage_ = 0;
-  int finish_stage_ = 0;
   std::vector<storage::partner_quota_row> quotas_in_flight_;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
   std::int64_t count_finished_before_ = 0;
@@ -339,7 +336,6 @@ class storage_core {
   bool recounting_ = false;
   bool sweep_for_count_ = false;
   bool quotas_forced_ = false;
-  std::int64_t remaining_ = -1;
 
   clock::time_point next_wake_{};
   clock::time_point last_commit_{};
@@ -356,7 +352,7 @@ class storage_core {
   bool queue_lost_ = false;                               // stop_with_failure ran
   bool drained_said_ = false;
   bool ownership_released_ = false;
-  bool finished_ = false;
+  drain_end end_;  // the end's sequence, once the shards are done
   repeated_warning held_rows_warning_;
   repeated_warning held_subscribers_warning_;
   claim_size claim_size_;  // how many rows a claim may ask for after statement timeouts
