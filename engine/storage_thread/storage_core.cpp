@@ -25,6 +25,7 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       shard_count_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),
       log_(log),
+      quotas_(config.quota_write_interval),
       cadence_(config.storage),
       backlog_watch_(config.stuck_row_sweep_interval, clock::time_point{}),
       held_rows_warning_(config.repeated_warning_interval),
@@ -63,7 +64,7 @@ void storage_core::tokens_returned(std::vector<storage::unspent_tokens> tokens) 
 }
 
 void storage_core::quotas_announced(std::vector<storage::partner_quota_row> rows) {
-  std::move(rows.begin(), rows.end(), std::back_inserter(pending_quotas_));
+  quotas_.announced(std::move(rows));
 }
 
 void storage_core::tick(clock::time_point now) {
@@ -122,11 +123,9 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       case phase::quotas: {
         phase_ = phase::check;
         // For an operator's eyes, not for the drain: written at most once per interval.
-        if (pending_quotas_.empty() || now - last_quota_write_ < config_.quota_write_interval ||
-            now < retry_storage_after_) {
-          break;
-        }
-        return quota_write(now, false);
+        if (!quotas_.due(now) || now < retry_storage_after_) break;
+        awaiting_ = awaiting::quotas;
+        return storage_do::write_quotas{quotas_.take(now, false)};
       }
       case phase::check:
         if (claiming_) {
@@ -339,24 +338,6 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
   phase_ = phase::outcomes;
 }
 
-storage_do::write_quotas storage_core::quota_write(clock::time_point now, bool forced) {
-  last_quota_write_ = now;
-  quotas_forced_ = forced;
-  // The latest per subscriber: shards hand them over in the order they were seen.
-  std::stable_sort(pending_quotas_.begin(), pending_quotas_.end(),
-                   [](const auto& a, const auto& b) { return a.subscriber_id < b.subscriber_id; });
-  quotas_in_flight_.clear();
-  for (std::size_t i = 0; i < pending_quotas_.size(); ++i) {
-    const bool last_of_its_subscriber =
-        i + 1 == pending_quotas_.size() ||
-        pending_quotas_[i + 1].subscriber_id != pending_quotas_[i].subscriber_id;
-    if (last_of_its_subscriber) quotas_in_flight_.push_back(std::move(pending_quotas_[i]));
-  }
-  pending_quotas_.clear();
-  awaiting_ = awaiting::quotas;
-  return {quotas_in_flight_};
-}
-
 bool storage_core::start_outcomes(clock::time_point now, bool force) {
   if (now < retry_storage_after_) return false;
   if (!outcomes_due_now(now, force)) return false;
@@ -490,13 +471,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       say(log_level::warn,
           std::string("could not record the partners' announced quotas, will retry: ") +
               error.what());
-      if (!quotas_forced_) {
-        quotas_in_flight_.insert(quotas_in_flight_.end(),
-                                 std::make_move_iterator(pending_quotas_.begin()),
-                                 std::make_move_iterator(pending_quotas_.end()));
-        pending_quotas_ = std::move(quotas_in_flight_);
-      }
-      quotas_in_flight_.clear();
+      quotas_.failed();
       return;
     case awaiting::check:
       storage_failure(log_level::error, "database check failed: ", error);
@@ -542,7 +517,7 @@ void storage_core::done(clock::time_point now) {
   (void)now;
   const auto was = std::exchange(awaiting_, awaiting::nothing);
   if (was == awaiting::release) counters_.owned_subscribers.store(0, std::memory_order_relaxed);
-  if (was == awaiting::quotas) quotas_in_flight_.clear();
+  if (was == awaiting::quotas) quotas_.written();
   if (was == awaiting::tokens) tokens_in_flight_.clear();
 }
 
@@ -680,8 +655,9 @@ std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
     case drain_end::step::write_outcomes: start_outcomes(now, true); return std::nullopt;
     case drain_end::step::write_quotas:
       // At the end, whatever the backoff.
-      if (!pending_quotas_.empty()) return quota_write(now, true);
-      return std::nullopt;
+      if (!quotas_.any()) return std::nullopt;
+      awaiting_ = awaiting::quotas;
+      return storage_do::write_quotas{quotas_.take(now, true)};
     case drain_end::step::give_back_tokens:
       if (pending_unspent_.empty()) return std::nullopt;
       tokens_in_flight_ = std::exchange(pending_unspent_, {});

@@ -22,6 +22,7 @@
 #include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
+#include "engine/storage_thread/announced_quotas.hpp"
 #include "engine/storage_thread/backlog_watch.hpp"
 #include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_size.hpp"
@@ -274,9 +275,6 @@ class storage_core {
   std::optional<storage_action> finish_step(clock::time_point now);
   // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
   bool start_outcomes(clock::time_point now, bool force);
-  // The latest announced quota per subscriber, to be written (`forced`: at the end: dropped if
-  // refused).
-  storage_do::write_quotas quota_write(clock::time_point now, bool forced);
   std::optional<storage_action> outcome_step();
   void outcome_run_failed(clock::time_point now, const storage::error& error);
   void quarantine(std::int64_t delivery_id, const std::string& reason);
@@ -309,7 +307,6 @@ class storage_core {
   std::vector<storage::outcome> pending_outcomes_;
   std::vector<std::int64_t> pending_deactivate_;
   std::vector<storage::unspent_tokens> pending_unspent_;
-  std::vector<storage::partner_quota_row> pending_quotas_;
   bool claiming_ = true;
 
   // The round in progress and the action whose result is awaited.
@@ -323,7 +320,6 @@ class storage_core {
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
   enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
   int count_stage_ = 0;
-  std::vector<storage::partner_quota_row> quotas_in_flight_;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
   std::int64_t count_finished_before_ = 0;
 
@@ -335,13 +331,12 @@ class storage_core {
   // A count of the backlog in progress: a sweep was due after it and ran, so this is the recount.
   bool recounting_ = false;
   bool sweep_for_count_ = false;
-  bool quotas_forced_ = false;
 
   clock::time_point next_wake_{};
   clock::time_point last_commit_{};
-  clock::time_point last_quota_write_{};
   clock::time_point last_ping_{};
   clock::time_point retry_storage_after_{};
+  announced_quotas quotas_;  // the partners' announced quotas, on their way to the database
   storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
   backlog_watch backlog_watch_;
   backlog_estimate backlog_estimate_;
