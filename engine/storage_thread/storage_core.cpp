@@ -97,10 +97,13 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       return std::move(action);
     }
     if (run_) {
-      if (auto action = outcome_step()) return action;
+      if (auto batch = run_->next(pending_outcomes_)) {
+        awaiting_ = awaiting::outcomes;
+        return storage_do::write_outcomes{batch->outcomes, batch->deactivate};
+      }
       // The run ended: what another session held locked waits for a later batch.
-      pending_outcomes_ = std::move(run_->held);
-      last_commit_ = run_->began;
+      run_->end(pending_outcomes_);
+      last_commit_ = run_->began();
       run_.reset();
       continue;
     }
@@ -341,51 +344,27 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
 bool storage_core::start_outcomes(clock::time_point now, bool force) {
   if (now < retry_storage_after_) return false;
   if (!outcomes_due_now(now, force)) return false;
-  run_.emplace();
-  run_->full = config_.storage.outcome_commits.rows;
-  run_->limit = run_->full;
-  run_->deactivate = std::exchange(pending_deactivate_, {});
-  run_->began = now;
+  run_.emplace(config_.storage.outcome_commits.rows, std::exchange(pending_deactivate_, {}), now);
   return true;
-}
-
-std::optional<storage_action> storage_core::outcome_step() {
-  auto& run = *run_;
-  if (run.settling) {
-    awaiting_ = awaiting::outcomes;
-    return storage_do::write_outcomes{{&*run.settling, 1}, {}};
-  }
-  if (run.offset >= pending_outcomes_.size() && run.deactivate.empty()) return std::nullopt;
-  run.count = std::min(run.limit, pending_outcomes_.size() - run.offset);
-  awaiting_ = awaiting::outcomes;
-  return storage_do::write_outcomes{{pending_outcomes_.data() + run.offset, run.count},
-                                    run.deactivate};
 }
 
 void storage_core::outcomes_written(clock::time_point now, const storage::write_report& report) {
   awaiting_ = awaiting::nothing;
   auto& run = *run_;
   note_written(report);
-  if (run.settling) {
+  if (const auto* dead = run.settling()) {
     if (report.applied == 1) {
       counters_.add(counters_.dead);
-      say(log_level::error, "row " + std::to_string(run.settling->delivery_id) + ": " +
-                                run.settle_reason +
+      say(log_level::error, "row " + std::to_string(dead->delivery_id) + ": " +
+                                run.settle_reason() +
                                 "; dead-lettered with that reason (`surge dead list`)");
     } else {
-      quarantine(run.settling->delivery_id, run.settle_reason);
+      quarantine(dead->delivery_id, run.settle_reason());
     }
-    run.settling.reset();
-    ++run.offset;
-    run.limit = run.full;
+    run.settled();
     return;
   }
-  keep_held(now, report,
-            std::span<const storage::outcome>(pending_outcomes_.data() + run.offset, run.count),
-            run.held);
-  run.deactivate.clear();
-  run.offset += run.count;
-  if (run.limit == 0) run.limit = run.full;
+  keep_held(now, report, run.written(pending_outcomes_), run.held());
 }
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
@@ -401,17 +380,10 @@ void storage_core::outcome_run_failed(clock::time_point now, const storage::erro
   (void)now;
   auto run = std::move(*run_);
   run_.reset();
-  // Batches committed before the failure are not written again: their fences would fail as
-  // lost leases and their attempts would be recorded twice.
-  pending_outcomes_.erase(pending_outcomes_.begin(),
-                          pending_outcomes_.begin() + static_cast<std::ptrdiff_t>(run.offset));
-  pending_outcomes_.insert(pending_outcomes_.end(), run.held.begin(), run.held.end());
-  pending_deactivate_.insert(pending_deactivate_.end(), run.deactivate.begin(),
-                             run.deactivate.end());
-  if (run.offset > 0) last_commit_ = run.began;
+  if (run.give_back(pending_outcomes_, pending_deactivate_)) last_commit_ = run.began();
   if (stop_for_fault(error)) return;
   counters_.add(counters_.storage_errors);
-  retry_storage_after_ = run.began + config_.storage.error_backoff;
+  retry_storage_after_ = run.began() + config_.storage.error_backoff;
   say(log_level::error,
       std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
           error.what());
@@ -424,44 +396,29 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
     case awaiting::cycle: cycle_failed(now, error); return;
     case awaiting::outcomes: {
       auto& run = *run_;
-      const bool row_rejected = error.what_kind() == storage::error::kind::row_rejected;
-      if (run.settling) {
-        if (!row_rejected) {
-          outcome_run_failed(now, error);
-          return;
-        }
-        quarantine(run.settling->delivery_id, run.settle_reason);
-        run.settling.reset();
-        ++run.offset;
-        run.limit = run.full;
-        return;
-      }
-      if (!row_rejected) {
+      if (error.what_kind() != storage::error::kind::row_rejected) {
         outcome_run_failed(now, error);
         return;
       }
-      // A row's fault stays the row's: halve the batch until the refused row is alone.
-      if (!run.deactivate.empty() && run.count > 0) {
-        run.limit = 0;  // the deactivations alone first
-      } else if (run.count == 0) {
-        say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
-                                  std::string(error.what()) + "); they stay active");
-        run.deactivate.clear();
-        run.limit = run.full;
-      } else if (run.count == 1) {
-        counters_.add(counters_.refused_outcomes);
-        const auto& refused = pending_outcomes_[run.offset];
-        auto reason = refused_rows::reason(error.what());
-        if (auto dead = refused_rows::dead_letter(refused, reason)) {
-          run.settling = std::move(dead);
-          run.settle_reason = std::move(reason);
+      if (const auto* dead = run.settling()) {
+        quarantine(dead->delivery_id, run.settle_reason());
+        run.settled();
+        return;
+      }
+      // A row's fault stays the row's: the batch is halved until the refused row is alone.
+      auto refusal = run.refused(pending_outcomes_, error.what());
+      using kind = outcome_batches::refusal::kind;
+      switch (refusal.what) {
+        case kind::smaller_batch: return;
+        case kind::deactivation_refused:
+          say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
+                                    std::string(error.what()) + "); they stay active");
           return;
-        }
-        quarantine(refused.delivery_id, reason);
-        ++run.offset;
-        run.limit = run.full;
-      } else {
-        run.limit = run.count / 2;
+        case kind::dead_letter: counters_.add(counters_.refused_outcomes); return;
+        case kind::quarantine:
+          counters_.add(counters_.refused_outcomes);
+          quarantine(refusal.delivery_id, refusal.reason);
+          return;
       }
       return;
     }

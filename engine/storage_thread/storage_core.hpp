@@ -27,6 +27,7 @@
 #include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_size.hpp"
 #include "engine/storage_thread/drain_end.hpp"
+#include "engine/storage_thread/outcome_batches.hpp"
 #include "engine/storage_thread/refused_rows.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
@@ -228,18 +229,6 @@ class storage_core {
   bool backing_off(clock::time_point now) const { return now < retry_storage_after_; }
 
  private:
-  struct outcome_run {
-    std::size_t full = 0;
-    std::size_t limit = 0;
-    std::size_t offset = 0;              // outcomes committed (or settled) so far
-    std::size_t count = 0;               // outcomes in the batch being written
-    std::vector<storage::outcome> held;  // rows another session holds locked: a later batch
-    std::vector<std::int64_t> deactivate;
-    // A row the database refused, being written as dead with the reason.
-    std::optional<storage::outcome> settling;
-    std::string settle_reason;
-    clock::time_point began{};
-  };
   // The phases of one round, in the storage loop's order.
   enum class phase {
     new_rows,
@@ -275,7 +264,6 @@ class storage_core {
   std::optional<storage_action> finish_step(clock::time_point now);
   // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
   bool start_outcomes(clock::time_point now, bool force);
-  std::optional<storage_action> outcome_step();
   void outcome_run_failed(clock::time_point now, const storage::error& error);
   void quarantine(std::int64_t delivery_id, const std::string& reason);
   storage_do::run_cycle cycle_action(clock::time_point now);
@@ -314,7 +302,7 @@ class storage_core {
   awaiting awaiting_ = awaiting::nothing;
   std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
   std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
-  std::optional<outcome_run> run_;
+  std::optional<outcome_batches> run_;                      // the outcomes being written in batches
   periodic_work due_;
   bool initial_reload_ = false;   // begin()'s reload: no sweep with it
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
