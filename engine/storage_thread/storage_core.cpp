@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "engine/storage_thread/storage_notices.hpp"
 #include "engine/storage_thread/until_drained.hpp"
 
 namespace surge::engine {
@@ -318,12 +319,7 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
     // Said once per drain and subscriber: a writer that keeps writing such buckets would
     // otherwise fill the log with one line per cycle.
     if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
-      say(log_level::warn,
-          "subscriber " + std::to_string(grant.subscriber_id) +
-              ": its persisted token bucket no drainer could have written was repaired (" +
-              grant.repaired +
-              "): read as stamped now and written back, so it sends again (a host's clock "
-              "ahead, or another program's bad write)");
+      say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
     }
     replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
   }
@@ -355,9 +351,7 @@ void storage_core::outcomes_written(clock::time_point now, const storage::write_
   if (const auto* dead = run.settling()) {
     if (report.applied == 1) {
       counters_.add(counters_.dead);
-      say(log_level::error, "row " + std::to_string(dead->delivery_id) + ": " +
-                                run.settle_reason() +
-                                "; dead-lettered with that reason (`surge dead list`)");
+      say(log_level::error, notice::dead_lettered(dead->delivery_id, run.settle_reason()));
     } else {
       quarantine(dead->delivery_id, run.settle_reason());
     }
@@ -369,11 +363,7 @@ void storage_core::outcomes_written(clock::time_point now, const storage::write_
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
   refused_.quarantine(delivery_id, reason);
-  say(log_level::error,
-      "row " + std::to_string(delivery_id) + ": " + reason +
-          "; even a dead-letter was refused, so the row is quarantined: this drain never "
-          "claims or sends it again, and it stays in the queue as it was (its lease ends on "
-          "its own)");
+  say(log_level::error, notice::quarantined(delivery_id, reason));
 }
 
 void storage_core::outcome_run_failed(clock::time_point now, const storage::error& error) {
@@ -505,10 +495,7 @@ void storage_core::ownership_renewed(clock::time_point now, const storage::owner
   cadence_.handoff_awaited(change.awaited > 0);
   counters_.owned_subscribers.store(owned, std::memory_order_relaxed);
   if (!change.lost.empty()) {
-    say(log_level::warn, "lost ownership of " + std::to_string(change.lost.size()) +
-                             " subscribers (first " + std::to_string(change.lost.front()) +
-                             "): another drainer took them over after this drain missed its "
-                             "renewals");
+    say(log_level::warn, notice::ownership_lost(change.lost));
   }
   // The first renewal comes before any shard sent: their buckets were just seeded.
   if (!renewal_initial_ && !change.taken.empty()) {
@@ -582,17 +569,11 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
   awaiting_ = awaiting::nothing;
   if (orphans > 0) {
     counters_.add(counters_.dead, orphans);
-    say(log_level::warn,
-        "dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
+    say(log_level::warn, notice::orphans_dead_lettered(orphans));
   }
   if (found.total() > 0) {
     counters_.add(counters_.dead, found.total());
-    say(log_level::warn, "dead-lettered " + std::to_string(found.total()) +
-                             " rows no claim could ever match (next_attempt_at not a number: " +
-                             std::to_string(found.next_attempt_at) +
-                             ", locked_until not a number: " + std::to_string(found.locked_until) +
-                             ", locked_until beyond any lease: " + std::to_string(found.far_lease) +
-                             "); last_error says which, `surge dead replay` puts them back");
+    say(log_level::warn, notice::malformed_dead_lettered(found));
   }
   if (sweep_for_count_) {
     // The count again, without the rows just dead-lettered.
@@ -668,29 +649,12 @@ bool storage_core::outcomes_due_now(clock::time_point now, bool force) const {
 void storage_core::note_written(const storage::write_report& report) {
   for (const auto& stopped : report.keys_stopped) {
     counters_.add(counters_.keys_stopped);
-    say(log_level::warn, "subscriber " + std::to_string(stopped.subscriber_id) + ": key " +
-                             stopped.key + " stopped: delivery " +
-                             std::to_string(stopped.delivery_id) +
-                             " died; its later rows wait for `surge dead replay` or `surge "
-                             "subscriber resume-key`");
+    say(log_level::warn, notice::key_stopped(stopped));
   }
   if (report.lost_leases.empty()) return;
   counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-  if (!report.deleted.empty()) {
-    say(log_level::warn, std::to_string(report.deleted.size()) + " rows (first id " +
-                             std::to_string(report.deleted.front()) +
-                             ") were deleted from the queue while they were in flight; their "
-                             "outcomes had nowhere to go");
-  }
-  const auto taken = report.lost_leases.size() - report.deleted.size();
-  if (taken == 0) return;
-  const auto first =
-      std::find_if(report.lost_leases.begin(), report.lost_leases.end(), [&](std::int64_t id) {
-        return std::find(report.deleted.begin(), report.deleted.end(), id) == report.deleted.end();
-      });
-  say(log_level::warn, "lost the lease of " + std::to_string(taken) + " rows (first id " +
-                           std::to_string(*first) +
-                           "): another drainer took them after the lease expired");
+  if (auto deleted = notice::deleted_in_flight(report)) say(log_level::warn, std::move(*deleted));
+  if (auto taken = notice::leases_taken(report)) say(log_level::warn, std::move(*taken));
 }
 
 void storage_core::keep_held(clock::time_point now, const storage::write_report& report,
@@ -705,29 +669,14 @@ void storage_core::keep_held(clock::time_point now, const storage::write_report&
   for (const auto& outcome : batch) {
     if (ids.contains(outcome.delivery_id)) held.push_back(outcome);
   }
-  if (held_rows_warning_.due(now)) {
-    say(log_level::warn,
-        std::to_string(report.held_rows.size()) + " rows (first id " +
-            std::to_string(report.held_rows.front()) +
-            ") are locked by another database session: their outcomes wait for it to end its "
-            "transaction; the other rows go on");
-  }
+  if (held_rows_warning_.due(now)) say(log_level::warn, notice::rows_held(report.held_rows));
 }
 
 void storage_core::note_held_subscribers(clock::time_point now,
                                          const std::vector<std::int64_t>& held) {
   // A cycle that did not ask for the held subscribers' tokens does not end the episode.
   if (held.empty() || !held_subscribers_warning_.due(now)) return;
-  std::string list;
-  for (std::size_t i = 0; i < held.size() && i < 10; ++i) {
-    list += (i ? "," : "") + std::to_string(held[i]);
-  }
-  say(log_level::warn,
-      "subscriber" + std::string(held.size() == 1 ? " " : "s ") + list +
-          (held.size() > 10 ? ",..." : "") +
-          ": the subscriber row is locked by another database session (an open transaction), "
-          "so its bucket cannot be spent and nothing is sent to it until that ends; the other "
-          "subscribers go on");
+  say(log_level::warn, notice::subscribers_held(held));
 }
 
 bool storage_core::stop_for_fault(const storage::error& failure) {
