@@ -6,7 +6,6 @@
 #include <iterator>
 
 #include "engine/storage_thread/storage_notices.hpp"
-#include "engine/storage_thread/until_drained.hpp"
 
 namespace surge::engine {
 
@@ -28,12 +27,13 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       log_(log),
       quotas_(config.quota_write_interval),
       cadence_(config.storage),
-      backlog_watch_(config.stuck_row_sweep_interval, clock::time_point{}),
+      backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
+               config.until_drained),
       held_rows_warning_(config.repeated_warning_interval),
       held_subscribers_warning_(config.repeated_warning_interval) {}
 
 void storage_core::begin(clock::time_point now) {
-  backlog_watch_ = backlog_watch(config_.stuck_row_sweep_interval, now);
+  backlog_.begin(now);
   cadence_.reloaded(now);
   cadence_.renewed(now);
   cadence_.started(now);
@@ -134,7 +134,7 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       case phase::check:
         if (claiming_) {
           phase_ = phase::periodic_reload;
-          const auto backlog = backlog_estimate_.at(finished_rows());
+          const auto backlog = backlog_.estimate(finished_rows());
           counters_.backlog.store(backlog, std::memory_order_relaxed);
           due_ = cadence_.due(now, backlog, shards_idle());
         } else {
@@ -267,7 +267,7 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
   claim_size_.fitted();
   auto rows = std::move(result.claimed);
   refused_.drop_from(rows);
-  rows_handed_out_ += static_cast<std::int64_t>(rows.size());
+  backlog_.handed_out(rows.size());
   answer_claims(std::move(rows), std::move(result.granted), std::move(result.more_due));
 }
 
@@ -428,8 +428,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       storage_failure(log_level::error, "re-reading subscribers failed: ", error);
       return;
     case awaiting::sweep:
-      if (sweep_for_count_) {
-        sweep_for_count_ = false;
+      if (backlog_.sweep_failed()) {
         count_stage_ = 0;
         storage_failure(log_level::error, "checking the backlog failed: ", error);
       } else {
@@ -447,7 +446,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
           std::string("could not release ownership leases at the stop: ") + error.what());
       return;
     case awaiting::count:
-      recounting_ = false;
+      backlog_.count_failed();
       count_stage_ = 0;
       storage_failure(log_level::error, "checking the backlog failed: ", error);
       return;
@@ -481,9 +480,7 @@ void storage_core::subscribers_loaded(clock::time_point now,
   awaiting_ = awaiting::nothing;
   sendable_ = std::move(sendable);
   // A drain that never idles sweeps for stuck rows with the reload, at the sweep's interval.
-  if (!initial && backlog_watch_.periodic_sweep_due(now)) {
-    backlog_watch_.swept(now);
-    sweep_for_count_ = false;
+  if (!initial && backlog_.periodic_sweep(now)) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
   }
 }
@@ -521,11 +518,10 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
   count_stage_ = 0;
   phase_ = phase::stopped;
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
-    backlog_watch_.interrupted();
+    backlog_.interrupted();
     return std::nullopt;
   }
-  recounting_ = false;
-  count_finished_before_ = finished_rows();
+  backlog_.counting(finished_rows());
   awaiting_ = awaiting::count;
   return storage_do::count_backlog{};
 }
@@ -534,31 +530,12 @@ void storage_core::backlog_counted(clock::time_point now, std::int64_t outstandi
                                    std::optional<double> earliest_in, clock::duration took) {
   awaiting_ = awaiting::nothing;
   outstanding = refused_.finishable(outstanding);
-  if (recounting_) {
-    recounting_ = false;
-    backlog_estimate_.counted(outstanding, finished_rows());
-    counters_.backlog.store(outstanding, std::memory_order_relaxed);
-    after_count(outstanding, earliest_in);
-    return;
-  }
-  cadence_.backlog_counted(took);
-  backlog_estimate_.counted(outstanding, count_finished_before_);
+  if (!backlog_.recounting()) cadence_.backlog_counted(took);
+  const auto then = backlog_.counted(now, outstanding, earliest_in, shards_idle(), finished_rows());
   counters_.backlog.store(outstanding, std::memory_order_relaxed);
-  backlog_watch_.observe(shards_idle(), rows_handed_out_);
-  if (backlog_watch_.sweep_due(outstanding, now)) {
-    backlog_watch_.swept(now);
-    sweep_for_count_ = true;
+  if (then == backlog_check::then::sweep) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
-    return;
-  }
-  after_count(outstanding, earliest_in);
-}
-
-void storage_core::after_count(std::int64_t outstanding, std::optional<double> earliest_in) {
-  const bool due_soon = retry_due_within_wait(backlog_watch_.shards_empty(), outstanding,
-                                              earliest_in, config_.until_drained_retry_wait);
-  if (backlog_watch_.drained(outstanding, due_soon) && config_.until_drained && !drained_said_) {
-    drained_said_ = true;
+  } else if (then == backlog_check::then::drained) {
     outbox_.emplace_back(storage_do::drained{});
   }
 }
@@ -575,10 +552,8 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
     counters_.add(counters_.dead, found.total());
     say(log_level::warn, notice::malformed_dead_lettered(found));
   }
-  if (sweep_for_count_) {
+  if (backlog_.swept()) {
     // The count again, without the rows just dead-lettered.
-    sweep_for_count_ = false;
-    recounting_ = true;
     queued_.emplace_back(storage_do::count_backlog{}, awaiting::count);
   }
 }

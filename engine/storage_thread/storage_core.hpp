@@ -5,7 +5,10 @@
 // `now`; actions come out of next_action() for the storage thread (storage_worker) to perform
 // against the queue, and it hands each action's result or storage::error back. Logs leave
 // through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
-// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp).
+// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
+// the loop's rounds and what waits for what; each concern with state of its own is a small
+// machine it calls: claim_size, outcome_batches, refused_rows, announced_quotas, backlog_check,
+// drain_end (and the pure until_drained rules, the storage_notices wording).
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -21,7 +24,7 @@
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/storage_thread/announced_quotas.hpp"
-#include "engine/storage_thread/backlog_watch.hpp"
+#include "engine/storage_thread/backlog_check.hpp"
 #include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_size.hpp"
 #include "engine/storage_thread/drain_end.hpp"
@@ -193,7 +196,6 @@ class storage_core {
   void cycle_failed(clock::time_point now, const storage::error& error);
   void answer_claims(std::vector<storage::claimed_row> rows,
                      std::vector<storage::token_grant> granted, std::vector<std::int64_t> more_due);
-  void after_count(std::int64_t outstanding, std::optional<double> earliest_in);
   bool outcomes_due_now(clock::time_point now, bool force) const;
   void note_written(const storage::write_report& report);
   void keep_held(clock::time_point now, const storage::write_report& report,
@@ -232,16 +234,12 @@ class storage_core {
   enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
   int count_stage_ = 0;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
-  std::int64_t count_finished_before_ = 0;
 
   // The claim in progress: its demand (capped), whether outcomes ride with it, its try.
   std::vector<storage::subscriber_demand> claim_demand_;
   bool claim_with_outcomes_ = false;
   int claim_tries_ = 0;
   clock::time_point claim_started_{};
-  // A count of the backlog in progress: a sweep was due after it and ran, so this is the recount.
-  bool recounting_ = false;
-  bool sweep_for_count_ = false;
 
   clock::time_point next_wake_{};
   clock::time_point last_commit_{};
@@ -249,14 +247,11 @@ class storage_core {
   clock::time_point retry_storage_after_{};
   announced_quotas quotas_;  // the partners' announced quotas, on their way to the database
   storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
-  backlog_watch backlog_watch_;
-  backlog_estimate backlog_estimate_;
-  refused_rows refused_;              // rows dead-lettered or quarantined after a refused outcome
-  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
+  backlog_check backlog_;    // the backlog's periodic checks, their sweeps and --until-drained
+  refused_rows refused_;     // rows dead-lettered or quarantined after a refused outcome
   std::vector<std::pair<std::int64_t, bool>> sendable_;   // subscriber id, sends_now()
   std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
   bool queue_lost_ = false;                               // stop_with_failure ran
-  bool drained_said_ = false;
   bool ownership_released_ = false;
   drain_end end_;  // the end's sequence, once the shards are done
   repeated_warning held_rows_warning_;
