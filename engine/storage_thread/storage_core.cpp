@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <iterator>
 
+#include "engine/storage_thread/storage_notices.hpp"
+
 namespace surge::engine {
 
 storage_core_config storage_core_config::of(const drain_config& drain) {
@@ -23,13 +25,15 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       shard_count_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),
       log_(log),
+      quotas_(config.quota_write_interval),
       cadence_(config.storage),
-      backlog_watch_(config.stuck_row_sweep_interval, clock::time_point{}),
+      backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
+               config.until_drained),
       held_rows_warning_(config.repeated_warning_interval),
       held_subscribers_warning_(config.repeated_warning_interval) {}
 
 void storage_core::begin(clock::time_point now) {
-  backlog_watch_ = backlog_watch(config_.stuck_row_sweep_interval, now);
+  backlog_.begin(now);
   cadence_.reloaded(now);
   cadence_.renewed(now);
   cadence_.started(now);
@@ -57,15 +61,15 @@ void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
 
 void storage_core::tokens_returned(std::vector<storage::unspent_tokens> tokens) {
   pending_unspent_.insert(pending_unspent_.end(), tokens.begin(), tokens.end());
-  ++unspent_batches_;
+  end_.tokens_returned();
 }
 
 void storage_core::quotas_announced(std::vector<storage::partner_quota_row> rows) {
-  std::move(rows.begin(), rows.end(), std::back_inserter(pending_quotas_));
+  quotas_.announced(std::move(rows));
 }
 
 void storage_core::tick(clock::time_point now) {
-  if (finished_) return;
+  if (end_.ended()) return;
   if (phase_ == phase::idle && awaiting_ == awaiting::nothing) phase_ = phase::new_rows;
   next_wake_ = now + config_.storage.wake_interval;
 }
@@ -76,7 +80,7 @@ std::optional<storage_action> storage_core::next_action(clock::time_point now) {
     outbox_.pop_front();
     return action;
   }
-  if (awaiting_ != awaiting::nothing || finished_) return std::nullopt;
+  if (awaiting_ != awaiting::nothing || end_.ended()) return std::nullopt;
   return step(now);
 }
 
@@ -94,10 +98,13 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       return std::move(action);
     }
     if (run_) {
-      if (auto action = outcome_step()) return action;
+      if (auto batch = run_->next(pending_outcomes_)) {
+        awaiting_ = awaiting::outcomes;
+        return storage_do::write_outcomes{batch->outcomes, batch->deactivate};
+      }
       // The run ended: what another session held locked waits for a later batch.
-      pending_outcomes_ = std::move(run_->held);
-      last_commit_ = run_->began;
+      run_->end(pending_outcomes_);
+      last_commit_ = run_->began();
       run_.reset();
       continue;
     }
@@ -120,16 +127,14 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       case phase::quotas: {
         phase_ = phase::check;
         // For an operator's eyes, not for the drain: written at most once per interval.
-        if (pending_quotas_.empty() || now - last_quota_write_ < config_.quota_write_interval ||
-            now < retry_storage_after_) {
-          break;
-        }
-        return quota_write(now, false);
+        if (!quotas_.due(now) || now < retry_storage_after_) break;
+        awaiting_ = awaiting::quotas;
+        return storage_do::write_quotas{quotas_.take(now, false)};
       }
       case phase::check:
         if (claiming_) {
           phase_ = phase::periodic_reload;
-          const auto backlog = backlog_estimate_.at(finished_rows());
+          const auto backlog = backlog_.estimate(finished_rows());
           counters_.backlog.store(backlog, std::memory_order_relaxed);
           due_ = cadence_.due(now, backlog, shards_idle());
         } else {
@@ -215,14 +220,7 @@ std::optional<storage_action> storage_core::claims_step(clock::time_point now) {
     for (const auto& [shard, demand] : pending_claims_) {
       claim_demand_.insert(claim_demand_.end(), demand.begin(), demand.end());
     }
-    if (claim_rows_cap_ != SIZE_MAX) {
-      std::size_t left = claim_rows_cap_;
-      for (auto& entry : claim_demand_) {
-        const auto rows = static_cast<std::size_t>(std::max(entry.rows, 0));
-        entry.rows = static_cast<int>(std::min(rows, left));
-        left -= static_cast<std::size_t>(entry.rows);
-      }
-    }
+    claim_size_.cap(claim_demand_);
     claim_tries_ = 0;
     claim_stage_ = claim_stage::cycling;
   }
@@ -266,15 +264,10 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
   }
   note_held_subscribers(now, result.held_subscribers);
   cadence_.claim_answered();
-  // Claims that fit within the statement timeout again may grow back.
-  if (claim_rows_cap_ != SIZE_MAX) {
-    claim_rows_cap_ = claim_rows_cap_ >= (std::size_t{1} << 20) ? SIZE_MAX : claim_rows_cap_ * 2;
-  }
+  claim_size_.fitted();
   auto rows = std::move(result.claimed);
-  if (!quarantined_.empty()) {
-    std::erase_if(rows, [this](const auto& row) { return quarantined_.contains(row.id); });
-  }
-  rows_handed_out_ += static_cast<std::int64_t>(rows.size());
+  refused_.drop_from(rows);
+  backlog_.handed_out(rows.size());
   answer_claims(std::move(rows), std::move(result.granted), std::move(result.more_due));
 }
 
@@ -291,15 +284,12 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
   }
   counters_.add(counters_.storage_errors);
   if (error.what_kind() == storage::error::kind::timed_out) {
-    // Cancelled by a statement timeout (the role's, or ours on a slow server): a claim half the
-    // size goes next, at once.
-    std::size_t asked = 0;
-    for (const auto& entry : claim_demand_)
-      asked += static_cast<std::size_t>(std::max(entry.rows, 0));
-    claim_rows_cap_ = std::max<std::size_t>(1, std::min(claim_rows_cap_, asked) / 2);
+    // A smaller claim goes next, at once.
+    claim_size_.timed_out(claim_demand_);
     say(log_level::warn,
         std::string("a claim was cancelled by the statement timeout; claiming at most ") +
-            std::to_string(claim_rows_cap_) + " rows at a time until they fit: " + error.what());
+            std::to_string(claim_size_.most_rows()) +
+            " rows at a time until they fit: " + error.what());
   } else {
     retry_storage_after_ = claim_started_ + config_.storage.error_backoff;
     // The outcomes stay pending: the whole transaction rolled back.
@@ -329,12 +319,7 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
     // Said once per drain and subscriber: a writer that keeps writing such buckets would
     // otherwise fill the log with one line per cycle.
     if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
-      say(log_level::warn,
-          "subscriber " + std::to_string(grant.subscriber_id) +
-              ": its persisted token bucket no drainer could have written was repaired (" +
-              grant.repaired +
-              "): read as stamped now and written back, so it sends again (a host's clock "
-              "ahead, or another program's bad write)");
+      say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
     }
     replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
   }
@@ -352,100 +337,43 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
   phase_ = phase::outcomes;
 }
 
-storage_do::write_quotas storage_core::quota_write(clock::time_point now, bool forced) {
-  last_quota_write_ = now;
-  quotas_forced_ = forced;
-  // The latest per subscriber: shards hand them over in the order they were seen.
-  std::stable_sort(pending_quotas_.begin(), pending_quotas_.end(),
-                   [](const auto& a, const auto& b) { return a.subscriber_id < b.subscriber_id; });
-  quotas_in_flight_.clear();
-  for (std::size_t i = 0; i < pending_quotas_.size(); ++i) {
-    const bool last_of_its_subscriber =
-        i + 1 == pending_quotas_.size() ||
-        pending_quotas_[i + 1].subscriber_id != pending_quotas_[i].subscriber_id;
-    if (last_of_its_subscriber) quotas_in_flight_.push_back(std::move(pending_quotas_[i]));
-  }
-  pending_quotas_.clear();
-  awaiting_ = awaiting::quotas;
-  return {quotas_in_flight_};
-}
-
 bool storage_core::start_outcomes(clock::time_point now, bool force) {
   if (now < retry_storage_after_) return false;
   if (!outcomes_due_now(now, force)) return false;
-  run_.emplace();
-  run_->full = config_.storage.outcome_commits.rows;
-  run_->limit = run_->full;
-  run_->deactivate = std::exchange(pending_deactivate_, {});
-  run_->began = now;
+  run_.emplace(config_.storage.outcome_commits.rows, std::exchange(pending_deactivate_, {}), now);
   return true;
-}
-
-std::optional<storage_action> storage_core::outcome_step() {
-  auto& run = *run_;
-  if (run.settling) {
-    awaiting_ = awaiting::outcomes;
-    return storage_do::write_outcomes{{&*run.settling, 1}, {}};
-  }
-  if (run.offset >= pending_outcomes_.size() && run.deactivate.empty()) return std::nullopt;
-  run.count = std::min(run.limit, pending_outcomes_.size() - run.offset);
-  awaiting_ = awaiting::outcomes;
-  return storage_do::write_outcomes{{pending_outcomes_.data() + run.offset, run.count},
-                                    run.deactivate};
 }
 
 void storage_core::outcomes_written(clock::time_point now, const storage::write_report& report) {
   awaiting_ = awaiting::nothing;
   auto& run = *run_;
   note_written(report);
-  if (run.settling) {
+  if (const auto* dead = run.settling()) {
     if (report.applied == 1) {
       counters_.add(counters_.dead);
-      say(log_level::error, "row " + std::to_string(run.settling->delivery_id) + ": " +
-                                run.settle_reason +
-                                "; dead-lettered with that reason (`surge dead list`)");
+      say(log_level::error, notice::dead_lettered(dead->delivery_id, run.settle_reason()));
     } else {
-      quarantine(run.settling->delivery_id, run.settle_reason);
+      quarantine(dead->delivery_id, run.settle_reason());
     }
-    run.settling.reset();
-    ++run.offset;
-    run.limit = run.full;
+    run.settled();
     return;
   }
-  keep_held(now, report,
-            std::span<const storage::outcome>(pending_outcomes_.data() + run.offset, run.count),
-            run.held);
-  run.deactivate.clear();
-  run.offset += run.count;
-  if (run.limit == 0) run.limit = run.full;
+  keep_held(now, report, run.written(pending_outcomes_), run.held());
 }
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
-  // Sending it again when its lease ends would only be refused again, and a partner that
-  // answered 2xx would get it once per lease: it stays out of this drain's claims.
-  quarantined_.emplace(delivery_id, reason);
-  say(log_level::error,
-      "row " + std::to_string(delivery_id) + ": " + reason +
-          "; even a dead-letter was refused, so the row is quarantined: this drain never "
-          "claims or sends it again, and it stays in the queue as it was (its lease ends on "
-          "its own)");
+  refused_.quarantine(delivery_id, reason);
+  say(log_level::error, notice::quarantined(delivery_id, reason));
 }
 
 void storage_core::outcome_run_failed(clock::time_point now, const storage::error& error) {
   (void)now;
   auto run = std::move(*run_);
   run_.reset();
-  // Batches committed before the failure are not written again: their fences would fail as
-  // lost leases and their attempts would be recorded twice.
-  pending_outcomes_.erase(pending_outcomes_.begin(),
-                          pending_outcomes_.begin() + static_cast<std::ptrdiff_t>(run.offset));
-  pending_outcomes_.insert(pending_outcomes_.end(), run.held.begin(), run.held.end());
-  pending_deactivate_.insert(pending_deactivate_.end(), run.deactivate.begin(),
-                             run.deactivate.end());
-  if (run.offset > 0) last_commit_ = run.began;
+  if (run.give_back(pending_outcomes_, pending_deactivate_)) last_commit_ = run.began();
   if (stop_for_fault(error)) return;
   counters_.add(counters_.storage_errors);
-  retry_storage_after_ = run.began + config_.storage.error_backoff;
+  retry_storage_after_ = run.began() + config_.storage.error_backoff;
   say(log_level::error,
       std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
           error.what());
@@ -458,51 +386,29 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
     case awaiting::cycle: cycle_failed(now, error); return;
     case awaiting::outcomes: {
       auto& run = *run_;
-      const bool row_rejected = error.what_kind() == storage::error::kind::row_rejected;
-      if (run.settling) {
-        if (!row_rejected) {
-          outcome_run_failed(now, error);
-          return;
-        }
-        quarantine(run.settling->delivery_id, run.settle_reason);
-        run.settling.reset();
-        ++run.offset;
-        run.limit = run.full;
-        return;
-      }
-      if (!row_rejected) {
+      if (error.what_kind() != storage::error::kind::row_rejected) {
         outcome_run_failed(now, error);
         return;
       }
-      // A row's fault stays the row's: halve the batch until the refused row is alone.
-      if (!run.deactivate.empty() && run.count > 0) {
-        run.limit = 0;  // the deactivations alone first
-      } else if (run.count == 0) {
-        say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
-                                  std::string(error.what()) + "); they stay active");
-        run.deactivate.clear();
-        run.limit = run.full;
-      } else if (run.count == 1) {
-        counters_.add(counters_.refused_outcomes);
-        const auto& refused = pending_outcomes_[run.offset];
-        std::string reason =
-            std::string("the database refused this row's outcome: ") + error.what();
-        constexpr std::size_t reason_limit = 300;
-        if (reason.size() > reason_limit) reason = reason.substr(0, reason_limit) + "...";
-        if (refused.kind != storage::outcome_kind::dead &&
-            refused.kind != storage::outcome_kind::release) {
-          auto dead = refused;
-          dead.kind = storage::outcome_kind::dead;
-          dead.last_error = reason;
-          run.settling = std::move(dead);
-          run.settle_reason = std::move(reason);
+      if (const auto* dead = run.settling()) {
+        quarantine(dead->delivery_id, run.settle_reason());
+        run.settled();
+        return;
+      }
+      // A row's fault stays the row's: the batch is halved until the refused row is alone.
+      auto refusal = run.refused(pending_outcomes_, error.what());
+      using kind = outcome_batches::refusal::kind;
+      switch (refusal.what) {
+        case kind::smaller_batch: return;
+        case kind::deactivation_refused:
+          say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
+                                    std::string(error.what()) + "); they stay active");
           return;
-        }
-        quarantine(refused.delivery_id, reason);
-        ++run.offset;
-        run.limit = run.full;
-      } else {
-        run.limit = run.count / 2;
+        case kind::dead_letter: counters_.add(counters_.refused_outcomes); return;
+        case kind::quarantine:
+          counters_.add(counters_.refused_outcomes);
+          quarantine(refusal.delivery_id, refusal.reason);
+          return;
       }
       return;
     }
@@ -512,13 +418,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       say(log_level::warn,
           std::string("could not record the partners' announced quotas, will retry: ") +
               error.what());
-      if (!quotas_forced_) {
-        quotas_in_flight_.insert(quotas_in_flight_.end(),
-                                 std::make_move_iterator(pending_quotas_.begin()),
-                                 std::make_move_iterator(pending_quotas_.end()));
-        pending_quotas_ = std::move(quotas_in_flight_);
-      }
-      quotas_in_flight_.clear();
+      quotas_.failed();
       return;
     case awaiting::check:
       storage_failure(log_level::error, "database check failed: ", error);
@@ -528,8 +428,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       storage_failure(log_level::error, "re-reading subscribers failed: ", error);
       return;
     case awaiting::sweep:
-      if (sweep_for_count_) {
-        sweep_for_count_ = false;
+      if (backlog_.sweep_failed()) {
         count_stage_ = 0;
         storage_failure(log_level::error, "checking the backlog failed: ", error);
       } else {
@@ -547,11 +446,11 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
           std::string("could not release ownership leases at the stop: ") + error.what());
       return;
     case awaiting::count:
-      recounting_ = false;
+      backlog_.count_failed();
       count_stage_ = 0;
       storage_failure(log_level::error, "checking the backlog failed: ", error);
       return;
-    case awaiting::remaining: remaining_ = -1; return;
+    case awaiting::remaining: end_.remaining_counted(-1); return;
     case awaiting::tokens:
       // Kept by nobody: the partner simply gets fewer requests for a moment.
       say(log_level::error, std::string("could not give unspent tokens back: ") + error.what());
@@ -564,7 +463,7 @@ void storage_core::done(clock::time_point now) {
   (void)now;
   const auto was = std::exchange(awaiting_, awaiting::nothing);
   if (was == awaiting::release) counters_.owned_subscribers.store(0, std::memory_order_relaxed);
-  if (was == awaiting::quotas) quotas_in_flight_.clear();
+  if (was == awaiting::quotas) quotas_.written();
   if (was == awaiting::tokens) tokens_in_flight_.clear();
 }
 
@@ -581,9 +480,7 @@ void storage_core::subscribers_loaded(clock::time_point now,
   awaiting_ = awaiting::nothing;
   sendable_ = std::move(sendable);
   // A drain that never idles sweeps for stuck rows with the reload, at the sweep's interval.
-  if (!initial && backlog_watch_.periodic_sweep_due(now)) {
-    backlog_watch_.swept(now);
-    sweep_for_count_ = false;
+  if (!initial && backlog_.periodic_sweep(now)) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
   }
 }
@@ -595,10 +492,7 @@ void storage_core::ownership_renewed(clock::time_point now, const storage::owner
   cadence_.handoff_awaited(change.awaited > 0);
   counters_.owned_subscribers.store(owned, std::memory_order_relaxed);
   if (!change.lost.empty()) {
-    say(log_level::warn, "lost ownership of " + std::to_string(change.lost.size()) +
-                             " subscribers (first " + std::to_string(change.lost.front()) +
-                             "): another drainer took them over after this drain missed its "
-                             "renewals");
+    say(log_level::warn, notice::ownership_lost(change.lost));
   }
   // The first renewal comes before any shard sent: their buckets were just seeded.
   if (!renewal_initial_ && !change.taken.empty()) {
@@ -624,11 +518,10 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
   count_stage_ = 0;
   phase_ = phase::stopped;
   if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
-    backlog_watch_.interrupted();
+    backlog_.interrupted();
     return std::nullopt;
   }
-  recounting_ = false;
-  count_finished_before_ = finished_rows();
+  backlog_.counting(finished_rows());
   awaiting_ = awaiting::count;
   return storage_do::count_backlog{};
 }
@@ -636,36 +529,13 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
 void storage_core::backlog_counted(clock::time_point now, std::int64_t outstanding,
                                    std::optional<double> earliest_in, clock::duration took) {
   awaiting_ = awaiting::nothing;
-  outstanding = without_quarantined(outstanding);
-  if (recounting_) {
-    recounting_ = false;
-    backlog_estimate_.counted(outstanding, finished_rows());
-    counters_.backlog.store(outstanding, std::memory_order_relaxed);
-    after_count(outstanding, earliest_in);
-    return;
-  }
-  cadence_.backlog_counted(took);
-  backlog_estimate_.counted(outstanding, count_finished_before_);
+  outstanding = refused_.finishable(outstanding);
+  if (!backlog_.recounting()) cadence_.backlog_counted(took);
+  const auto then = backlog_.counted(now, outstanding, earliest_in, shards_idle(), finished_rows());
   counters_.backlog.store(outstanding, std::memory_order_relaxed);
-  backlog_watch_.observe(shards_idle(), rows_handed_out_);
-  if (backlog_watch_.sweep_due(outstanding, now)) {
-    backlog_watch_.swept(now);
-    sweep_for_count_ = true;
+  if (then == backlog_check::then::sweep) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
-    return;
-  }
-  after_count(outstanding, earliest_in);
-}
-
-void storage_core::after_count(std::int64_t outstanding, std::optional<double> earliest_in) {
-  bool due_soon = false;
-  if (backlog_watch_.shards_empty() && outstanding == 0 &&
-      config_.until_drained_retry_wait.count() > 0) {
-    const double wait = std::chrono::duration<double>(config_.until_drained_retry_wait).count();
-    due_soon = earliest_in && *earliest_in <= wait;
-  }
-  if (backlog_watch_.drained(outstanding, due_soon) && config_.until_drained && !drained_said_) {
-    drained_said_ = true;
+  } else if (then == backlog_check::then::drained) {
     outbox_.emplace_back(storage_do::drained{});
   }
 }
@@ -676,91 +546,66 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
   awaiting_ = awaiting::nothing;
   if (orphans > 0) {
     counters_.add(counters_.dead, orphans);
-    say(log_level::warn,
-        "dead-lettered " + std::to_string(orphans) + " rows of unknown subscribers");
+    say(log_level::warn, notice::orphans_dead_lettered(orphans));
   }
   if (found.total() > 0) {
     counters_.add(counters_.dead, found.total());
-    say(log_level::warn, "dead-lettered " + std::to_string(found.total()) +
-                             " rows no claim could ever match (next_attempt_at not a number: " +
-                             std::to_string(found.next_attempt_at) +
-                             ", locked_until not a number: " + std::to_string(found.locked_until) +
-                             ", locked_until beyond any lease: " + std::to_string(found.far_lease) +
-                             "); last_error says which, `surge dead replay` puts them back");
+    say(log_level::warn, notice::malformed_dead_lettered(found));
   }
-  if (sweep_for_count_) {
+  if (backlog_.swept()) {
     // The count again, without the rows just dead-lettered.
-    sweep_for_count_ = false;
-    recounting_ = true;
     queued_.emplace_back(storage_do::count_backlog{}, awaiting::count);
   }
 }
 
 std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
-  if (finish_expected_ < 0 || unspent_batches_ < finish_expected_) {
-    // The round is over: the loop sleeps until an event or the next wake.
-    phase_ = phase::idle;
-    next_wake_ = now + config_.storage.wake_interval;
-    return std::nullopt;
-  }
-  switch (finish_stage_) {
-    case 0:
-      finish_stage_ = 1;
-      start_outcomes(now, true);
+  switch (end_.next(!pending_outcomes_.empty())) {
+    case drain_end::step::wait:
+      // The round is over: the loop sleeps until an event or the next wake.
+      phase_ = phase::idle;
+      next_wake_ = now + config_.storage.wake_interval;
       return std::nullopt;
-    case 1:
-      finish_stage_ = 2;
+    case drain_end::step::write_outcomes: start_outcomes(now, true); return std::nullopt;
+    case drain_end::step::write_quotas:
       // At the end, whatever the backoff.
-      if (!pending_quotas_.empty()) return quota_write(now, true);
-      return std::nullopt;
-    case 2:
-      finish_stage_ = 3;
-      if (!pending_unspent_.empty()) {
-        tokens_in_flight_ = std::exchange(pending_unspent_, {});
-        awaiting_ = awaiting::tokens;
-        return storage_do::give_back_tokens{tokens_in_flight_};
-      }
-      return std::nullopt;
-    case 3:
-      if (pending_outcomes_.empty()) {
-        finish_stage_ = 4;
-        awaiting_ = awaiting::remaining;
-        return storage_do::count_remaining{};
-      }
-      if (abandoned_) {
-        finished_ = true;
-        phase_ = phase::idle;
-        storage_do::finish report;
-        report.unwritten = static_cast<std::int64_t>(pending_outcomes_.size());
-        for (const auto& outcome : pending_outcomes_) {
-          report.last_lease = std::max(report.last_lease, outcome.lease);
-        }
-        return report;
-      }
-      // Outcomes that could not be written yet: keep trying until the database takes them or
-      // the stop's deadline passes (abandon()).
-      finish_stage_ = 0;
+      if (!quotas_.any()) return std::nullopt;
+      awaiting_ = awaiting::quotas;
+      return storage_do::write_quotas{quotas_.take(now, true)};
+    case drain_end::step::give_back_tokens:
+      if (pending_unspent_.empty()) return std::nullopt;
+      tokens_in_flight_ = std::exchange(pending_unspent_, {});
+      awaiting_ = awaiting::tokens;
+      return storage_do::give_back_tokens{tokens_in_flight_};
+    case drain_end::step::count_remaining:
+      awaiting_ = awaiting::remaining;
+      return storage_do::count_remaining{};
+    case drain_end::step::retry_later:
       phase_ = phase::idle;
       next_wake_ = now + config_.storage.error_backoff;
       return std::nullopt;
-    case 4:
-      finish_stage_ = 5;
-      if (!ownership_released_) {
-        ownership_released_ = true;
-        awaiting_ = awaiting::release;
-        return storage_do::release_ownership{};
-      }
-      return std::nullopt;
-    default:
-      finished_ = true;
+    case drain_end::step::release_ownership:
+      if (ownership_released_) return std::nullopt;
+      ownership_released_ = true;
+      awaiting_ = awaiting::release;
+      return storage_do::release_ownership{};
+    case drain_end::step::give_up: {
       phase_ = phase::idle;
-      return storage_do::finish{.remaining = remaining_, .unwritten = 0, .last_lease = 0};
+      storage_do::finish report;
+      report.unwritten = static_cast<std::int64_t>(pending_outcomes_.size());
+      for (const auto& outcome : pending_outcomes_) {
+        report.last_lease = std::max(report.last_lease, outcome.lease);
+      }
+      return report;
+    }
+    case drain_end::step::report: break;
   }
+  phase_ = phase::idle;
+  return storage_do::finish{.remaining = end_.remaining(), .unwritten = 0, .last_lease = 0};
 }
 
 void storage_core::remaining_counted(std::int64_t remaining) {
   awaiting_ = awaiting::nothing;
-  remaining_ = remaining;
+  end_.remaining_counted(remaining);
 }
 
 void storage_core::queue_lost(std::string why) {
@@ -779,29 +624,12 @@ bool storage_core::outcomes_due_now(clock::time_point now, bool force) const {
 void storage_core::note_written(const storage::write_report& report) {
   for (const auto& stopped : report.keys_stopped) {
     counters_.add(counters_.keys_stopped);
-    say(log_level::warn, "subscriber " + std::to_string(stopped.subscriber_id) + ": key " +
-                             stopped.key + " stopped: delivery " +
-                             std::to_string(stopped.delivery_id) +
-                             " died; its later rows wait for `surge dead replay` or `surge "
-                             "subscriber resume-key`");
+    say(log_level::warn, notice::key_stopped(stopped));
   }
   if (report.lost_leases.empty()) return;
   counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-  if (!report.deleted.empty()) {
-    say(log_level::warn, std::to_string(report.deleted.size()) + " rows (first id " +
-                             std::to_string(report.deleted.front()) +
-                             ") were deleted from the queue while they were in flight; their "
-                             "outcomes had nowhere to go");
-  }
-  const auto taken = report.lost_leases.size() - report.deleted.size();
-  if (taken == 0) return;
-  const auto first =
-      std::find_if(report.lost_leases.begin(), report.lost_leases.end(), [&](std::int64_t id) {
-        return std::find(report.deleted.begin(), report.deleted.end(), id) == report.deleted.end();
-      });
-  say(log_level::warn, "lost the lease of " + std::to_string(taken) + " rows (first id " +
-                           std::to_string(*first) +
-                           "): another drainer took them after the lease expired");
+  if (auto deleted = notice::deleted_in_flight(report)) say(log_level::warn, std::move(*deleted));
+  if (auto taken = notice::leases_taken(report)) say(log_level::warn, std::move(*taken));
 }
 
 void storage_core::keep_held(clock::time_point now, const storage::write_report& report,
@@ -816,29 +644,14 @@ void storage_core::keep_held(clock::time_point now, const storage::write_report&
   for (const auto& outcome : batch) {
     if (ids.contains(outcome.delivery_id)) held.push_back(outcome);
   }
-  if (held_rows_warning_.due(now)) {
-    say(log_level::warn,
-        std::to_string(report.held_rows.size()) + " rows (first id " +
-            std::to_string(report.held_rows.front()) +
-            ") are locked by another database session: their outcomes wait for it to end its "
-            "transaction; the other rows go on");
-  }
+  if (held_rows_warning_.due(now)) say(log_level::warn, notice::rows_held(report.held_rows));
 }
 
 void storage_core::note_held_subscribers(clock::time_point now,
                                          const std::vector<std::int64_t>& held) {
   // A cycle that did not ask for the held subscribers' tokens does not end the episode.
   if (held.empty() || !held_subscribers_warning_.due(now)) return;
-  std::string list;
-  for (std::size_t i = 0; i < held.size() && i < 10; ++i) {
-    list += (i ? "," : "") + std::to_string(held[i]);
-  }
-  say(log_level::warn,
-      "subscriber" + std::string(held.size() == 1 ? " " : "s ") + list +
-          (held.size() > 10 ? ",..." : "") +
-          ": the subscriber row is locked by another database session (an open transaction), "
-          "so its bucket cannot be spent and nothing is sent to it until that ends; the other "
-          "subscribers go on");
+  say(log_level::warn, notice::subscribers_held(held));
 }
 
 bool storage_core::stop_for_fault(const storage::error& failure) {
@@ -864,12 +677,6 @@ std::int64_t storage_core::finished_rows() const {
 bool storage_core::shards_idle() const {
   return counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
          counters_.buffered.load(std::memory_order_relaxed) == 0;
-}
-
-std::int64_t storage_core::without_quarantined(std::int64_t outstanding) const {
-  // Quarantined rows stay unfinished in the queue, and no claim of this drain takes them: they
-  // are not waited for. (One another program finished meanwhile makes this an underestimate.)
-  return std::max<std::int64_t>(0, outstanding - static_cast<std::int64_t>(quarantined_.size()));
 }
 
 }  // namespace surge::engine

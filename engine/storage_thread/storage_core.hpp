@@ -5,25 +5,32 @@
 // `now`; actions come out of next_action() for the storage thread (storage_worker) to perform
 // against the queue, and it hands each action's result or storage::error back. Logs leave
 // through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
-// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp).
+// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
+// the loop's rounds and what waits for what; each concern with state of its own is a small
+// machine it calls: claim_size, outcome_batches, refused_rows, announced_quotas, backlog_check,
+// drain_end (and the pure until_drained rules, the storage_notices wording).
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
-#include <span>
 #include <string>
 #include <unordered_set>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "engine/config.hpp"
 #include "engine/handoff.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
-#include "engine/storage_thread/backlog_watch.hpp"
+#include "engine/storage_thread/announced_quotas.hpp"
+#include "engine/storage_thread/backlog_check.hpp"
 #include "engine/storage_thread/cadence.hpp"
+#include "engine/storage_thread/claim_size.hpp"
+#include "engine/storage_thread/drain_end.hpp"
+#include "engine/storage_thread/outcome_batches.hpp"
+#include "engine/storage_thread/refused_rows.hpp"
+#include "engine/storage_thread/storage_actions.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
 #include "storage/maintenance.hpp"
@@ -70,82 +77,6 @@ struct storage_core_config {
   static storage_core_config of(const drain_config& drain);
 };
 
-// What the storage thread is asked to do. Spans point into the core and stay valid until the
-// core is next called.
-namespace storage_do {
-// Ask the database whether other programs queued rows, and wake the shards of those subscribers.
-struct check_new_rows {};
-// One transaction: `outcomes` (and `deactivate`) written, then `demand` claimed
-// (storage::drain_store::write_and_claim); answered by cycle_done or failed.
-struct run_cycle {
-  std::span<const storage::outcome> outcomes;
-  std::span<const std::int64_t> deactivate;
-  std::span<const storage::subscriber_demand> demand;
-  std::chrono::milliseconds lease;
-  std::int64_t max_payload_bytes;
-};
-// Answered by outcomes_written or failed.
-struct write_outcomes {
-  std::span<const storage::outcome> outcomes;
-  std::span<const std::int64_t> deactivate;
-};
-// The latest announced quota per subscriber; answered by done or failed.
-struct write_quotas {
-  std::span<const storage::partner_quota_row> rows;
-};
-// Look for the queue file if `look_for_file` (queue_lost if it is gone), then ping; answered by
-// done or failed.
-struct check_database {
-  bool look_for_file = true;
-};
-// Load the subscribers and hand them to the shards; answered by subscribers_loaded or failed.
-struct reload_subscribers {
-  bool initial = false;
-};
-// Answered by ownership_renewed or failed.
-struct renew_ownership {};
-struct release_ownership {};
-// Count the due rows of the subscribers --until-drained waits for; answered by backlog_counted.
-struct count_backlog {};
-// Dead-letter rows of unknown subscribers and rows no claim can match; answered by swept.
-struct sweep_stuck_rows {};
-// The rows still due or leased at the end, for the report; answered by remaining_counted.
-struct count_remaining {};
-// Answered by done or failed.
-struct give_back_tokens {
-  std::span<const storage::unspent_tokens> tokens;
-};
-struct answer_shard {
-  int shard = 0;
-  claim_reply reply;
-};
-// Tell the shards of these subscribers that this drain took them over (or no longer owns them).
-struct tell_owner_change {
-  std::vector<std::int64_t> subscribers;
-  bool taken = false;
-};
-// A fault the drain cannot outlast: end it with this cause (exit 1).
-struct stop_drain {
-  std::string why;
-};
-// --until-drained found nothing more that can be sent.
-struct drained {};
-// The storage thread ends: what was left behind.
-struct finish {
-  std::int64_t remaining = -1;  // rows still due or leased, -1 unknown
-  std::int64_t unwritten = 0;   // outcomes given up at the stop's deadline
-  double last_lease = 0;        // the latest lease among those (unix seconds)
-};
-}  // namespace storage_do
-
-using storage_action = std::variant<
-    storage_do::check_new_rows, storage_do::run_cycle, storage_do::write_outcomes,
-    storage_do::write_quotas, storage_do::check_database, storage_do::reload_subscribers,
-    storage_do::renew_ownership, storage_do::release_ownership, storage_do::count_backlog,
-    storage_do::sweep_stuck_rows, storage_do::count_remaining, storage_do::give_back_tokens,
-    storage_do::answer_shard, storage_do::tell_owner_change, storage_do::stop_drain,
-    storage_do::drained, storage_do::finish>;
-
 class storage_core {
  public:
   using clock = std::chrono::steady_clock;
@@ -165,9 +96,9 @@ class storage_core {
   void quotas_announced(std::vector<storage::partner_quota_row> rows);
   // Events from the drain.
   void stop_claiming() { claiming_ = false; }
-  void finish(int shards_expected) { finish_expected_ = shards_expected; }
+  void finish(int shards_expected) { end_.finish(shards_expected); }
   // The stop's deadline passed: outcomes not yet written are left to their leases.
-  void abandon() { abandoned_ = true; }
+  void abandon() { end_.abandon(); }
 
   // A new round of the loop at `now`: the next actions are what falls due.
   void tick(clock::time_point now);
@@ -177,7 +108,7 @@ class storage_core {
   // (new rows, commits and the periodic reads are looked for that often), or the error backoff
   // while the end waits for a database that refuses writes.
   clock::time_point next_wake() const { return next_wake_; }
-  bool finished() const { return finished_; }
+  bool finished() const { return end_.ended(); }
 
   // Results of the last action.
   void done(clock::time_point now);
@@ -201,7 +132,7 @@ class storage_core {
 
   // What the storage thread exposes (storage_worker's accessors).
   const std::vector<std::pair<std::int64_t, bool>>& sendable() const { return sendable_; }
-  const std::map<std::int64_t, std::string>& quarantined() const { return quarantined_; }
+  const std::map<std::int64_t, std::string>& quarantined() const { return refused_.quarantined(); }
   std::size_t outcomes_waiting() const { return pending_outcomes_.size(); }
   // Whether `arrived` outcomes, just handed in, make a commit due at once. Only new ones wake the
   // loop: outcomes the core keeps waiting (through a backoff, or behind another session's lock)
@@ -211,24 +142,12 @@ class storage_core {
            arrived + pending_outcomes_.size() >= config_.storage.outcome_commits.rows;
   }
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
-  std::size_t claim_rows_cap() const { return claim_rows_cap_; }
+  std::size_t claim_rows_cap() const { return claim_size_.most_rows(); }
   bool claiming() const { return claiming_; }
   // Whether claims and writes wait for the error backoff at `now`.
   bool backing_off(clock::time_point now) const { return now < retry_storage_after_; }
 
  private:
-  struct outcome_run {
-    std::size_t full = 0;
-    std::size_t limit = 0;
-    std::size_t offset = 0;              // outcomes committed (or settled) so far
-    std::size_t count = 0;               // outcomes in the batch being written
-    std::vector<storage::outcome> held;  // rows another session holds locked: a later batch
-    std::vector<std::int64_t> deactivate;
-    // A row the database refused, being written as dead with the reason.
-    std::optional<storage::outcome> settling;
-    std::string settle_reason;
-    clock::time_point began{};
-  };
   // The phases of one round, in the storage loop's order.
   enum class phase {
     new_rows,
@@ -264,17 +183,12 @@ class storage_core {
   std::optional<storage_action> finish_step(clock::time_point now);
   // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
   bool start_outcomes(clock::time_point now, bool force);
-  // The latest announced quota per subscriber, to be written (`forced`: at the end: dropped if
-  // refused).
-  storage_do::write_quotas quota_write(clock::time_point now, bool forced);
-  std::optional<storage_action> outcome_step();
   void outcome_run_failed(clock::time_point now, const storage::error& error);
   void quarantine(std::int64_t delivery_id, const std::string& reason);
   storage_do::run_cycle cycle_action(clock::time_point now);
   void cycle_failed(clock::time_point now, const storage::error& error);
   void answer_claims(std::vector<storage::claimed_row> rows,
                      std::vector<storage::token_grant> granted, std::vector<std::int64_t> more_due);
-  void after_count(std::int64_t outstanding, std::optional<double> earliest_in);
   bool outcomes_due_now(clock::time_point now, bool force) const;
   void note_written(const storage::write_report& report);
   void keep_held(clock::time_point now, const storage::write_report& report,
@@ -287,7 +201,6 @@ class storage_core {
   void storage_failure(log_level level, const std::string& what, const storage::error& error);
   std::int64_t finished_rows() const;
   bool shards_idle() const;
-  std::int64_t without_quarantined(std::int64_t outstanding) const;
   void say(log_level level, std::string message) { log_.write(level, std::move(message)); }
 
   storage_core_config config_;
@@ -300,58 +213,43 @@ class storage_core {
   std::vector<storage::outcome> pending_outcomes_;
   std::vector<std::int64_t> pending_deactivate_;
   std::vector<storage::unspent_tokens> pending_unspent_;
-  int unspent_batches_ = 0;
-  std::vector<storage::partner_quota_row> pending_quotas_;
   bool claiming_ = true;
-  int finish_expected_ = -1;
-  bool abandoned_ = false;
 
   // The round in progress and the action whose result is awaited.
   phase phase_ = phase::idle;
   awaiting awaiting_ = awaiting::nothing;
   std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
   std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
-  std::optional<outcome_run> run_;
+  std::optional<outcome_batches> run_;                      // the outcomes being written in batches
   periodic_work due_;
   bool initial_reload_ = false;   // begin()'s reload: no sweep with it
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
   enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
   int count_stage_ = 0;
-  int finish_stage_ = 0;
-  std::vector<storage::partner_quota_row> quotas_in_flight_;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
-  std::int64_t count_finished_before_ = 0;
 
   // The claim in progress: its demand (capped), whether outcomes ride with it, its try.
   std::vector<storage::subscriber_demand> claim_demand_;
   bool claim_with_outcomes_ = false;
   int claim_tries_ = 0;
   clock::time_point claim_started_{};
-  // A count of the backlog in progress: a sweep was due after it and ran, so this is the recount.
-  bool recounting_ = false;
-  bool sweep_for_count_ = false;
-  bool quotas_forced_ = false;
-  std::int64_t remaining_ = -1;
 
   clock::time_point next_wake_{};
   clock::time_point last_commit_{};
-  clock::time_point last_quota_write_{};
   clock::time_point last_ping_{};
   clock::time_point retry_storage_after_{};
+  announced_quotas quotas_;  // the partners' announced quotas, on their way to the database
   storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
-  backlog_watch backlog_watch_;
-  backlog_estimate backlog_estimate_;
-  std::map<std::int64_t, std::string> quarantined_;  // see quarantined()
-  std::int64_t rows_handed_out_ = 0;  // claimed rows sent to the shards, for backlog_watch_
+  backlog_check backlog_;    // the backlog's periodic checks, their sweeps and --until-drained
+  refused_rows refused_;     // rows dead-lettered or quarantined after a refused outcome
   std::vector<std::pair<std::int64_t, bool>> sendable_;   // subscriber id, sends_now()
   std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
   bool queue_lost_ = false;                               // stop_with_failure ran
-  bool drained_said_ = false;
   bool ownership_released_ = false;
-  bool finished_ = false;
+  drain_end end_;  // the end's sequence, once the shards are done
   repeated_warning held_rows_warning_;
   repeated_warning held_subscribers_warning_;
-  std::size_t claim_rows_cap_ = SIZE_MAX;
+  claim_size claim_size_;  // how many rows a claim may ask for after statement timeouts
 };
 
 }  // namespace surge::engine

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "engine/observe/log.hpp"
+#include "engine/storage_thread/until_drained.hpp"
 #include "engine/subscriber_settings.hpp"
 #include "proto/clock.hpp"
 #include "storage/drain_store.hpp"
@@ -290,32 +291,11 @@ void storage_worker::check_new_rows() {
 }
 
 proto::id_set storage_worker::drainable() const {
-  // Rows of paused subscribers (inactive, rate 0 or unusable limits) and of held ones
-  // (engine/observe/metrics.hpp: a circuit that stays open, unusable credentials, a refused
-  // target, or a pause that outlasts --until-drained-wait) cannot be sent soon, so
-  // --until-drained does not wait for them; everything else in the chosen set counts. A pause
-  // shorter than pause_release_threshold keeps its rows in memory and is waited out.
-  const auto wait =
-      std::max(config_.until_drained_retry_wait, config_.scheduler.pause_release_threshold);
-  const double horizon = proto::unix_now() + std::chrono::duration<double>(wait).count();
-  std::vector<std::int64_t> blocked;
-  for (const auto& held : metrics_.held_subscribers()) {
-    if (held.until_unix == 0 || held.until_unix > horizon) blocked.push_back(held.id);
-  }
-  std::sort(blocked.begin(), blocked.end());
-  bool any_excluded = false;
-  std::string list;
-  for (const auto& [id, sendable] : core_->sendable()) {
-    if (!sendable || std::binary_search(blocked.begin(), blocked.end(), id)) {
-      any_excluded = true;
-      continue;
-    }
-    if (!list.empty()) list += ',';
-    list += std::to_string(id);
-  }
-  if (!any_excluded) return config_.subscribers;
-  if (list.empty()) return proto::id_set::parse("0").value();  // no real subscriber has id 0
-  return proto::id_set::parse(list).value();
+  return drainable_subscribers(
+      config_.subscribers,
+      {.retry_wait = config_.until_drained_retry_wait,
+       .pause_release_threshold = config_.scheduler.pause_release_threshold},
+      proto::unix_now(), core_->sendable(), metrics_.held_subscribers());
 }
 
 void storage_worker::count_backlog() {

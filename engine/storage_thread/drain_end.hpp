@@ -1,0 +1,52 @@
+#pragma once
+// How the storage thread ends a drain, once every shard has handed its unspent tokens back:
+// the outcomes still held are written, then the announced quotas (whatever the backoff), then the
+// tokens go back to the persisted buckets; with every outcome written, the rows left are counted
+// for the report, ownership is released and the thread finishes. Outcomes the database does not
+// take yet are tried again after the error backoff, until it takes them or the stop's deadline
+// passes (abandon()): then the report says how many were left to their leases. Pure state: the
+// storage core asks for the next step and performs it, skipping a step with nothing to do.
+#include <cstdint>
+
+namespace surge::engine {
+
+class drain_end {
+ public:
+  enum class step {
+    wait,               // not every shard is done: the round ends, the loop sleeps
+    write_outcomes,     // every outcome held, in batches
+    write_quotas,       // the latest announced quotas, dropped if refused
+    give_back_tokens,   // the shards' unspent tokens
+    count_remaining,    // the rows still due or leased, for the report
+    retry_later,        // outcomes are left: the round ends, the next try after the backoff
+    release_ownership,  // unless the stop released it already
+    give_up,            // abandoned with outcomes left: report them unwritten and finish
+    report,             // finish with the rows remaining
+  };
+
+  // The drain ends once `shards_expected` shards have returned their tokens.
+  void finish(int shards_expected) { shards_expected_ = shards_expected; }
+  void tokens_returned() { ++shards_returned_; }
+  // The stop's deadline passed: outcomes not yet written are left to their leases.
+  void abandon() { abandoned_ = true; }
+  void remaining_counted(std::int64_t remaining) { remaining_ = remaining; }
+
+  // The next step; `outcomes_left`: outcomes are held that the database has not taken.
+  step next(bool outcomes_left);
+  // The drain's end was reported (give_up or report).
+  bool ended() const { return ended_; }
+  // Rows still due or leased at the end; -1: unknown (not counted, or the count failed).
+  std::int64_t remaining() const { return remaining_; }
+
+ private:
+  enum class stage { outcomes, quotas, tokens, written, release, report };
+
+  int shards_expected_ = -1;
+  int shards_returned_ = 0;
+  bool abandoned_ = false;
+  bool ended_ = false;
+  stage stage_ = stage::outcomes;
+  std::int64_t remaining_ = -1;
+};
+
+}  // namespace surge::engine
