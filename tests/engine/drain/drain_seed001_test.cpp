@@ -519,9 +519,10 @@ std::size_t run_beside_the_workers(double rate, int burst, int rows) {
   std::sort(together.begin(), together.end());
   for (const double window : {0.5, 1.0, 1.4, 2.0, 4.0}) {
     // Plus one for clock granularity, and the refill of the drain's take-to-send latency (a
-    // token it took arrives a few milliseconds later, while the workers spend the refill
-    // meanwhile; their times are taken at their take): 20 ms of it, nothing at 10/s, 2 at 100/s.
-    const double in_transit = std::floor(rate * 0.02);
+    // token it took arrives some milliseconds later, while the workers spend the refill
+    // meanwhile; their times are taken at their take): 50 ms of it under the sanitizers,
+    // nothing at 10/s, 5 at 100/s. Holding a lease beside them cost 7 to 8 more than that.
+    const double in_transit = std::floor(rate * 0.05);
     EXPECT_LE(max_in_window(together, window), burst + rate * window + 1 + in_transit)
         << window << " s";
   }
