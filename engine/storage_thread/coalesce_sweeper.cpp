@@ -111,7 +111,7 @@ void coalesce_sweeper::sweep_once() {
           storage::mark_coalesced(db, std::span(marks).subspan(at, count), proto::unix_now());
       counters_.add(counters_.coalesced, marked);
     }
-    judgement_.judged(subscriber.id, backlog.judged_through);
+    judgement_.judged(subscriber.id, backlog.judged_through, std::chrono::steady_clock::now());
   }
 }
 

@@ -55,7 +55,7 @@ void storage_worker::join() {
 }
 
 void storage_worker::request_claims(int shard, std::vector<storage::subscriber_demand> demand) {
-  judgement_.bound(demand);
+  judgement_.bound(demand, std::chrono::steady_clock::now());
   {
     std::lock_guard lock(mutex_);
     inbox_.claims.emplace_back(shard, std::move(demand));
