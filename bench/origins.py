@@ -146,6 +146,7 @@ class MetricsSampler(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.stop_flag = port, threading.Event()
         self.peak = {"surge_in_flight_requests": 0.0, "surge_open_connections": 0.0}
+        self.series = {name: [] for name in self.peak}
 
     def run(self):
         while not self.stop_flag.is_set():
@@ -156,9 +157,17 @@ class MetricsSampler(threading.Thread):
                     name, _, value = line.partition(" ")
                     if name in self.peak:
                         self.peak[name] = max(self.peak[name], float(value))
+                        self.series[name].append(float(value))
             except OSError:
                 pass
             time.sleep(0.1)
+
+
+def median_of(values):
+    """The middle of the drain's samples (0 without any): what it held while it ran, where the
+    peak may be one moment."""
+    ordered = sorted(values)
+    return int(ordered[len(ordered) // 2]) if ordered else 0
 
 
 PERF = []  # set by --perf: the drain runs under `perf record`
@@ -199,6 +208,8 @@ def drain(surge, directory, db, extra=()):
             "peak_rss_mb": round(rss_kb / 1024, 1),
             "attempts": attempts, "tls_full": full, "tls_resumed": resumed,
             "peak_in_flight": int(sampler.peak["surge_in_flight_requests"]),
+            "median_in_flight": median_of(sampler.series["surge_in_flight_requests"]),
+            "median_open_connections": median_of(sampler.series["surge_open_connections"]),
             "peak_open_connections": int(sampler.peak["surge_open_connections"]),
             "wal_frames_per_delivery": round(int(wal.group(1)) / delivered, 2) if wal else None}
 

@@ -11,6 +11,7 @@
 #include "engine/limits/circuit_breaker.hpp"
 #include "engine/storage_thread/commit_timing.hpp"
 #include "engine/limits/origin_limit.hpp"
+#include "engine/limits/shard_limit.hpp"
 #include "engine/limits/token_allowance.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
@@ -117,6 +118,9 @@ struct scheduler_config {
   circuit_config circuit;
   adaptive_rate_config adaptive;
   origin_limit_config origin;  // adaptive concurrency per host:port, per shard
+  // Adaptive concurrency per shard over all of its origins, within its share of max_in_flight;
+  // on whenever the origins' limits are (origin.latency_tolerance > 0).
+  shard_limit_config shard;
   // Tokens leased from each subscriber's persisted bucket, shared with every other drainer.
   token_lease_config token_lease;
 

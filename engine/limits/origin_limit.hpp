@@ -6,8 +6,9 @@
 // one stops being sent 1,600 requests at once when 100 suffice, and an endpoint that slows down
 // under load gets less concurrency instead of more queueing.
 #include <chrono>
-#include <utility>
-#include <vector>
+
+#include "engine/limits/concurrency_window.hpp"
+#include "engine/limits/in_flight_ledger.hpp"
 
 namespace surge::engine {
 
@@ -50,14 +51,15 @@ class origin_limit {
   explicit origin_limit(origin_limit_config config, time_point now);
 
   bool enabled() const { return config_.latency_tolerance > 0; }
-  bool admits(int counted) const { return !enabled() || counted < limit_; }
+  bool admits(int counted) const { return !enabled() || counted < window_.limit(); }
   // Whether one more attempt may start: the attempts in flight (on_start, on_end), less the
   // overdue ones, are below the limit.
-  bool admits_at(time_point now) const { return !enabled() || counted_in_flight(now) < limit_; }
+  bool admits_at(time_point now) const {
+    return !enabled() || counted_in_flight(now) < window_.limit();
+  }
 
-  // In-flight accounting, in 50 ms buckets of start time (a bucket's entry is allocated once,
-  // not per request). on_start's ticket goes back to on_end.
-  using ticket = long long;
+  // In-flight accounting by start time (in_flight_ledger). on_start's ticket goes back to on_end.
+  using ticket = in_flight_ledger::ticket;
   ticket on_start(time_point now);
   void on_end(ticket started);
   int counted_in_flight(time_point now) const;
@@ -66,31 +68,28 @@ class origin_limit {
   time_point next_recount_at(time_point now) const;
   duration overdue_after() const;
   // A request could not start because of this limit: growth is only earned under demand.
-  void note_blocked() { blocked_ = true; }
+  void note_blocked() { window_.note_blocked(); }
   // One exchange finished with a response (any status); failures before a response say nothing
   // about queueing and are not fed in.
   void on_latency(duration latency, time_point now);
 
-  int limit() const { return limit_; }
+  int limit() const { return window_.limit(); }
   duration best_latency() const;
+  // The latency above which an exchange counts as queued: tolerance x best latency + slack
+  // (duration::max() before any latency is known).
+  duration acceptable_latency() const;
 
  private:
   void end_window(time_point now);
 
   origin_limit_config config_;
-  int limit_;
+  concurrency_window window_;
   duration best_current_ = duration::max();   // minimum in the running period
   duration best_previous_ = duration::max();  // minimum in the period before
   time_point period_start_;
-  time_point window_start_;
   duration window_sum_{};
   int window_samples_ = 0;
-  bool blocked_ = false;
-  bool slow_start_ = true;
-  // Attempts in flight per start bucket, by bucket. A vector, not a map: a bucket begins every
-  // 50 ms and the few live ones fit in storage that stays allocated.
-  std::vector<std::pair<ticket, int>> started_;
-  int in_flight_ = 0;
+  in_flight_ledger started_;
 };
 
 }  // namespace surge::engine

@@ -82,6 +82,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
   if (waited && result.exchange_time > steady::duration::zero()) {
     origin.limit.on_latency(result.exchange_time, now_.steady);
+    shard_limit_.on_latency(result.exchange_time, origin.limit.acceptable_latency(), now_.steady);
   }
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
   record_attempt(sub, sent, result, times);
@@ -196,6 +197,7 @@ void shard_core::attempt_ended(attempt_state& attempt) {
   auto& origin = *attempt.origin;
   attempt.rows.clear();
   if (origin.limit.enabled()) origin.limit.on_end(attempt.origin_ticket);
+  if (shard_limit_.enabled()) shard_limit_.on_end(attempt.shard_ticket);
   --sub.in_flight;
   --in_flight_;
   --origin.in_flight;

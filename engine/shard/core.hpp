@@ -19,6 +19,7 @@
 
 #include "engine/config.hpp"
 #include "engine/limits/origin_limit.hpp"
+#include "engine/limits/shard_limit.hpp"
 #include "engine/memory/buffer_pool.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/observe/counters.hpp"
@@ -148,6 +149,7 @@ class shard_core {
     bool batched = false;
     bool probe = false;  // the one request an open circuit lets out
     origin_limit::ticket origin_ticket = 0;
+    shard_limit::ticket shard_ticket = 0;
     double started_unix = 0;
     steady::time_point give_up_at{};  // the rows' lease would run out before it could finish
   };
@@ -306,7 +308,8 @@ class shard_core {
   steady::time_point next_publish_at_;
 
   int in_flight_ = 0;
-  int in_flight_cap_;
+  int in_flight_cap_;        // the shard's share of --max-in-flight
+  shard_limit shard_limit_;  // adaptive, below in_flight_cap_
   bool claim_outstanding_ = false;
   int buffered_ = 0;  // rows in this shard's ready queues
   // Payload bytes of the rows in the ready queues and in flight (scheduler.max_payload_memory),

@@ -4,6 +4,8 @@
 // its origin's, handed on in turn when an attempt ends.
 #include "engine/shard/core.hpp"
 
+#include <algorithm>
+
 #include "engine/shard/delivery.hpp"
 
 namespace surge::engine {
@@ -32,6 +34,8 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   facts.in_flight = sub.in_flight;
   facts.in_flight_cap = sub.settings.in_flight_cap;
   facts.shard_full = in_flight_ >= in_flight_cap_;
+  facts.shard_admits = shard_limit_.admits_at(now);
+  if (!facts.shard_admits) facts.shard_recount_at = shard_limit_.next_recount_at(now);
   if (sub.settings.target) {
     const auto& origin = origin_of(sub);
     facts.origin_admits = origin.limit.admits_at(now);
@@ -96,6 +100,7 @@ void shard_core::run_pump(subscriber_state& sub) {
         continue;
       }
       case pump_action::queue_for_shard_slot:
+        if (in_flight_ < in_flight_cap_) shard_limit_.note_blocked();
         if (!sub.waiting_for_slot) {
           sub.waiting_for_slot = true;
           waiting_for_slot_.push(&sub);
@@ -160,6 +165,8 @@ void shard_core::send_next(subscriber_state& sub) {
   ++in_flight_;
   ++origin.in_flight;
   attempt.origin_ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
+  attempt.shard_ticket =
+      shard_limit_.enabled() ? shard_limit_.on_start(now, origin.limit.overdue_after()) : 0;
   counters_.add(counters_.in_flight);
   // The target and signer the pump saw, so a reload cannot change them mid-attempt.
   auto& send = out_.sends.emplace_back();
@@ -185,8 +192,12 @@ void shard_core::send_next(subscriber_state& sub) {
 
 void shard_core::slot_freed(subscriber_state& sub, origin_state& origin) {
   notify(sub);
+  // One waiter per freed slot, or as many as the shard's limit has grown to admit.
+  const int admissible =
+      std::min(in_flight_cap_ - in_flight_,
+               std::max(1, shard_limit_.limit() - shard_limit_.counted_in_flight(now_.steady)));
   waiting_for_slot_.hand_out(
-      1, [](const subscriber_state& next) { return next.waiting_for_slot; },
+      admissible, [](const subscriber_state& next) { return next.waiting_for_slot; },
       [this](subscriber_state& next) {
         next.waiting_for_slot = false;
         notify(next);

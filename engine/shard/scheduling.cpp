@@ -30,14 +30,18 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
     return out;
   }
   if (facts.in_flight >= facts.in_flight_cap) return out;  // one of its own must finish
-  if (facts.shard_full) return act(pump_action::queue_for_shard_slot);
   // One paced below one slot by its own rate may keep one request in flight whatever the
-  // origin's limit: holding it back cannot lighten the origin's load, only lose the tokens it
-  // earns meanwhile (burst 1 at 50/s, when a saturated CPU raises every latency and the limit
-  // shrinks). One that already has requests out queues behind those waiting, unless it is its
-  // turn: otherwise the subscriber whose attempt just finished takes each freed slot back, and
-  // a big backlog keeps the origin's other subscribers waiting until it is gone.
+  // adaptive limits (the shard's and its origin's): holding it back cannot lighten the load,
+  // only lose the tokens it earns meanwhile (burst 1 at 50/s, when a saturated CPU raises every
+  // latency and the limits shrink). The shard's fixed cap holds for it too.
   const bool floor = facts.origin_floor && facts.in_flight == 0;
+  if (facts.shard_full || (!facts.shard_admits && !floor)) {
+    if (!facts.shard_full) out.wake_at = facts.shard_recount_at;
+    return act(pump_action::queue_for_shard_slot);
+  }
+  // One that already has requests out queues behind those waiting for its origin, unless it is
+  // its turn: otherwise the subscriber whose attempt just finished takes each freed slot back,
+  // and a big backlog keeps the origin's other subscribers waiting until it is gone.
   if ((!facts.origin_admits && !floor) ||
       (!facts.origin_turn && facts.in_flight > 0 && facts.origin_has_waiters)) {
     out.wake_at = facts.origin_recount_at;

@@ -29,7 +29,11 @@ struct pump_facts {
   std::optional<clock::time_point> next_probe_at;  // when the open circuit's probe is due
   int in_flight = 0;
   int in_flight_cap = 1;
-  bool shard_full = false;  // the shard-wide in-flight cap is reached
+  bool shard_full = false;   // the shard's fixed in-flight cap is reached
+  bool shard_admits = true;  // the shard's adaptive limit admits one more (shard_limit)
+  // When an attempt in flight from the shard becomes overdue and stops counting against its
+  // adaptive limit.
+  clock::time_point shard_recount_at = clock::time_point::max();
   // Its origin: whether the adaptive limit admits one more, whether others wait for it, and
   // whether this subscriber was woken from the head of that queue (its turn).
   bool origin_admits = true;

@@ -1,0 +1,140 @@
+// The shard's in-flight requests sized by need across many origins (engine/limits/shard_limit),
+// on the shard core's simulated clock (core_simulation.hpp): many origins behind one shared
+// queue get what the queue can serve, not a few slots each; partners far away keep every
+// request their rate needs; hosts that hang do not hold the others' slots.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/shard/core.hpp"
+#include "tests/engine/shard/core_simulation.hpp"
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::answer;
+using testing::queue_row;
+using testing::received;
+using testing::simulation;
+using steady = std::chrono::steady_clock;
+
+// Subscribers 1..count at `rate`, spread round-robin over `origins` hosts.
+std::vector<storage::subscriber_row> spread(int count, int origins, double rate,
+                                            std::int64_t burst) {
+  std::vector<storage::subscriber_row> rows;
+  for (std::int64_t id = 1; id <= count; ++id) {
+    auto row = simulation::subscriber(id, rate, burst);
+    row.url = "http://partner-" + std::to_string(id % origins) + ".test/hook/" + std::to_string(id);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Requests in flight at the partner, as it sees them: each from its arrival to its answer.
+struct in_flight_count {
+  std::multiset<steady::time_point> answers_at;
+  std::size_t peak = 0;
+  void arrived(steady::time_point at, steady::duration latency) {
+    answers_at.erase(answers_at.begin(), answers_at.upper_bound(at));
+    answers_at.insert(at + latency);
+    peak = std::max(peak, answers_at.size());
+  }
+};
+
+// Two hundred origins on one receiver that serves one request at a time, 50 us each (20,000/s,
+// like one nginx worker on the drain's own machine): every origin's requests queue behind the
+// others'. In flight stays near what the receiver can serve at its pace; each origin's own
+// limit alone would let 8 go to each of the 200 (1,600, 80 ms of queue per request).
+TEST(ShardCoreManyOrigins, OriginsBehindOneSharedQueueGetWhatItServesNotSlotsEach) {
+  simulation sim(simulation::default_config());
+  steady::time_point receiver_free{};
+  in_flight_count count;
+  sim.partner = [&](const received& r) {
+    receiver_free = std::max(receiver_free, r.at) + 50us;
+    const auto latency = receiver_free - r.at;
+    count.arrived(r.at, latency);
+    return answer{.latency = latency};
+  };
+  sim.load(spread(400, 200, 1e6, 1'000'000));
+  for (std::int64_t id = 1; id <= 400; ++id) {
+    for (int i = 0; i < 10; ++i) sim.enqueue(id);
+  }
+  const auto start = sim.now();
+  ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 4'000; }, 10s));
+  const auto took = std::chrono::duration<double>(sim.now() - start).count();
+  EXPECT_LE(count.peak, 200u) << "in flight grew past what the shared queue serves";
+  // 20,000 rows at 20,000/s: one second of the receiver's time, and the claims' start.
+  EXPECT_LT(took, 1.4) << "fewer requests in flight cost deliveries";
+}
+
+// Fifty origins 200 ms away, 250 subscribers at 10/s: 2,500/s x 0.2 s = 500 requests in
+// flight are needed, and none of them queue, so the shard's limit grows to them (from 16, in
+// about three round trips) and the rows go at the partners' limits.
+TEST(ShardCoreManyOrigins, PartnersFarAwayKeepEveryRequestTheirRatesNeed) {
+  simulation sim(simulation::default_config());
+  in_flight_count count;
+  sim.partner = [&](const received& r) {
+    count.arrived(r.at, 200ms);
+    return answer{.latency = 200ms};
+  };
+  sim.load(spread(250, 50, 10, 10));
+  for (std::int64_t id = 1; id <= 250; ++id) {
+    for (int i = 0; i < 30; ++i) sim.enqueue(id);
+  }
+  const auto start = sim.now();
+  ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 7'500; }, 30s));
+  const auto took = std::chrono::duration<double>(sim.now() - start).count();
+  // Limit-bound: (30 - 10) / 10 = 2 s of sending, the last answers 0.2 s later; the limit's
+  // start costs its round trips once (at most 0.3 s of sending above the 2.5 s the core takes
+  // with no adaptive limit at all).
+  EXPECT_LT(took, 2.2 + 0.3 + 0.6) << "the shard's limit held partners that were not queueing";
+  EXPECT_GE(count.peak, 500u);
+}
+
+// Four hosts whose requests hang (answered by the 6 s timeout) fill the shard's first slots
+// with 32 requests; once overdue at their origins they stop counting, and a healthy host's rows
+// go long before the hanging requests time out.
+TEST(ShardCoreManyOrigins, HostsThatHangDoNotHoldTheShardsSlotsFromTheOthers) {
+  auto config = simulation::default_config();
+  config.http.attempt_timeout = 6s;
+  simulation sim(config);
+  sim.partner = [](const received& r) {
+    if (r.subscriber <= 40) {
+      return answer{.latency = 6s, .error = proto::transport_error::timeout, .detail = "timeout"};
+    }
+    return answer{};
+  };
+  auto rows = spread(40, 4, 1e6, 1'000'000);  // hosts partner-0 .. partner-3
+  for (std::int64_t id = 41; id <= 44; ++id) {
+    auto row = simulation::subscriber(id, 1e6, 1'000'000);
+    row.url = "http://healthy.test/hook/" + std::to_string(id);
+    rows.push_back(std::move(row));
+  }
+  sim.load(rows);
+  const auto start = sim.now();
+  for (std::int64_t id = 1; id <= 40; ++id) sim.enqueue(id);
+  // The healthy rows fall due half a second in, when the hanging requests hold the slots.
+  for (std::int64_t id = 41; id <= 44; ++id) {
+    for (int i = 0; i < 50; ++i) sim.enqueue(id, R"({"clip":1})", "clip.viral", 500ms);
+  }
+  ASSERT_TRUE(sim.run_until(
+      [&] {
+        int healthy = 0;
+        for (const auto& [id, row] : sim.rows_) {
+          healthy += row.row.subscriber_id > 40 && row.now == queue_row::state::done;
+        }
+        return healthy == 200;
+      },
+      30s));
+  int hung_first = 0;
+  for (const auto& r : sim.requests) hung_first += r.subscriber <= 40 && r.at < start + 500ms;
+  EXPECT_GE(hung_first, config.scheduler.shard.initial) << "the hanging ones held the slots";
+  EXPECT_LT(sim.now() - start, 3s) << "the healthy host waited for the 6 s timeout";
+}
+
+}  // namespace
+}  // namespace surge::engine
