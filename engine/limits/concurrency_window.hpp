@@ -2,8 +2,8 @@
 // How an adaptive concurrency limit moves, in the spirit of TCP Vegas: once per window, it
 // shrinks in proportion when the window's latency said requests queued, and grows when it held
 // requests back and they did not queue (doubling per window's time until the first decrease,
-// like slow start, then by a fraction). The limits that use it (origin_limit, shard_limit) decide what counts as
-// queueing; this is only how the number moves.
+// like slow start, then by a fraction). The limits that use it (origin_limit, shard_limit) decide
+// what counts as queueing; this is only how the number moves.
 #include <chrono>
 
 namespace surge::engine {
