@@ -137,7 +137,7 @@ struct storage_worker_config {
   // A locked_until further ahead than now + max(lease, 30 s) + this is no lease anyone holds
   // (text, a unit mix-up, a typo): the row is dead-lettered rather than wait for ever.
   std::chrono::milliseconds max_lease_overrun = std::chrono::hours(1);
-  // Outcomes are committed every 20 ms or 1,000 rows, claims at once
+  // Outcomes are committed every 100 ms or 1,000 rows, claims at once
   // (engine/storage_thread/commit_timing.hpp).
   commit_timing outcome_commits;
   // The storage loop's longest sleep: it looks for rows other programs queued and for outcomes
