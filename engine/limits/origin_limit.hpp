@@ -21,9 +21,14 @@ struct origin_limit_config {
   // governed by the tolerance either way.
   std::chrono::microseconds latency_slack{std::chrono::milliseconds(2)};
   // Small, like TCP's initial window: the best latency is first measured without a burst of our
-  // own requests queueing in front of it, which would make queueing look normal.
-  int initial = 8;
-  int minimum = 4;
+  // own requests queueing in front of it, which would make queueing look normal. Each request
+  // in flight is a connection: at 200 origins on one nginx, 8 at the start and 4 at least kept
+  // about 1,000 connections open for 35 requests in flight, against 520-590 with 4 and 2
+  // (bench/origins.py). Slow start still takes a partner 200 ms away to a hundred requests in
+  // two round trips (concurrency_window). Not 2 at the start: a subscriber whose two requests
+  // hang would hold its origin's other subscribers until they are overdue.
+  int initial = 4;
+  int minimum = 2;
   std::chrono::milliseconds window{100};  // the limit moves at most once per window
   // The best latency is the minimum over the last one to two of these periods, so an endpoint
   // that became slower for good is judged against its new normal after at most two periods.

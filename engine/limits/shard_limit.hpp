@@ -8,7 +8,7 @@
 // origin shares (this process's CPU, or a receiver host they all sit on): two hundred origins
 // that each start at a few requests already queue behind each other, so each one's best
 // latency is measured under that queue and looks normal, and in flight grows to the process cap
-// where 88 requests do the same work (issue #48). This limit starts small for the whole shard,
+// where 88 requests do the same work. This limit starts small for the whole shard,
 // so the first exchanges with every origin measure the latency without that queue, and it
 // stops growing when more than half of a window's exchanges queue: that is a queue many
 // origins share, since one origin's own queue is only its share of the samples. Little's law

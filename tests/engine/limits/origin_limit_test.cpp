@@ -66,7 +66,7 @@ TEST(OriginLimit, DoublesUntilTheFirstDecreaseThenGrowsGently) {
 
 TEST(OriginLimit, StartsSmallByDefault) {
   const origin_limit limit(origin_limit_config{}, clock::now());
-  EXPECT_EQ(limit.limit(), 8);
+  EXPECT_EQ(limit.limit(), 4);
 }
 
 // At a fast origin the slack is what decides how much may queue: with the best latency at

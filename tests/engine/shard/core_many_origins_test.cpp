@@ -95,9 +95,9 @@ TEST(ShardCoreManyOrigins, PartnersFarAwayKeepEveryRequestTheirRatesNeed) {
   EXPECT_GE(count.peak, 500u);
 }
 
-// Four hosts whose requests hang (answered by the 6 s timeout) fill the shard's first slots
-// with 32 requests; once overdue at their origins they stop counting, and a healthy host's rows
-// go long before the hanging requests time out.
+// Eight hosts whose requests hang (answered by the 6 s timeout) fill the shard's first 16
+// slots (their origins would take 32); once overdue at their origins they stop counting, and a
+// healthy host's rows go long before the hanging requests time out.
 TEST(ShardCoreManyOrigins, HostsThatHangDoNotHoldTheShardsSlotsFromTheOthers) {
   auto config = simulation::default_config();
   config.http.attempt_timeout = 6s;
@@ -108,7 +108,7 @@ TEST(ShardCoreManyOrigins, HostsThatHangDoNotHoldTheShardsSlotsFromTheOthers) {
     }
     return answer{};
   };
-  auto rows = spread(40, 4, 1e6, 1'000'000);  // hosts partner-0 .. partner-3
+  auto rows = spread(40, 8, 1e6, 1'000'000);  // hosts partner-0 .. partner-7
   for (std::int64_t id = 41; id <= 44; ++id) {
     auto row = simulation::subscriber(id, 1e6, 1'000'000);
     row.url = "http://healthy.test/hook/" + std::to_string(id);
