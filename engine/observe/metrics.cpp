@@ -383,7 +383,7 @@ std::string drain_metrics::render(std::size_t top) const {
 
   std::vector<subscriber_snapshot> subscribers;
   std::vector<held_subscriber> held;
-  std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0;
+  std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0, in_flight_limit = 0;
   {
     std::lock_guard lock(views_mutex_);
     for (const auto& view : views_) {
@@ -392,9 +392,14 @@ std::string drain_metrics::render(std::size_t top) const {
       failing += view.failing_subscribers;
       open_circuits += view.open_circuits;
       quota_paced += view.quota_paced;
+      in_flight_limit += view.in_flight_limit;
       subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
     }
   }
+  gauge("surge_in_flight_limit",
+        "Requests in flight the shards' adaptive limits admit now, summed: what the partners' "
+        "latency and this process's CPU carry, at most --max-in-flight.",
+        static_cast<double>(in_flight_limit));
   gauge("surge_subscribers_paused",
         "Subscribers paused by Retry-After, or until their partner's spent quota resets.",
         static_cast<double>(paused));

@@ -62,6 +62,8 @@ struct drain_metrics {
     std::int64_t failing_subscribers = 0;
     std::int64_t open_circuits = 0;
     std::int64_t quota_paced = 0;  // paced below their limit by their partner's announced quota
+    // Requests in flight the shard's adaptive limit admits now (engine/limits/shard_limit).
+    std::int64_t in_flight_limit = 0;
     std::vector<held_subscriber> held;
     std::vector<subscriber_snapshot> subscribers;
   };

@@ -306,6 +306,8 @@ std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
 void shard_core::publish_metrics() {
   drain_metrics::shard_view view;
   const auto now = now_.steady;
+  view.in_flight_limit =
+      shard_limit_.enabled() ? std::min(shard_limit_.limit(), in_flight_cap_) : in_flight_cap_;
   const double now_unix = now_.unix_seconds();
   // Every subscriber, not only the busiest: the partner view's ETA needs the pace of each one
   // with rows queued, even before its first claim.

@@ -69,15 +69,18 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   const auto samples = parse_exposition(first.body);
   for (const char* name :
        {"surge_deliveries_total{outcome=\"done\"}", "surge_attempts_total{class=\"2xx\"}",
-        "surge_in_flight_requests", "surge_buffered_rows", "surge_open_connections",
-        "surge_backlog_rows", "surge_oldest_due_age_seconds", "surge_lost_leases_total",
-        "surge_token_wait_seconds_total", "surge_subscribers_paused",
+        "surge_in_flight_requests", "surge_in_flight_limit", "surge_buffered_rows",
+        "surge_open_connections", "surge_backlog_rows", "surge_oldest_due_age_seconds",
+        "surge_lost_leases_total", "surge_token_wait_seconds_total", "surge_subscribers_paused",
         "surge_attempt_duration_seconds_count", "surge_due_lag_seconds_count",
         "surge_claim_batch_rows_count", "surge_commit_batch_rows_count",
         "surge_claim_duration_seconds_sum", "surge_commit_duration_seconds_sum"}) {
     EXPECT_EQ(samples.count(name), 1u) << name << " missing";
   }
   EXPECT_GT(samples.at("surge_deliveries_total{outcome=\"done\"}"), 0);
+  // Each shard's adaptive limit starts at 16 and never passes the shards' --max-in-flight.
+  EXPECT_GE(samples.at("surge_in_flight_limit"), 8);
+  EXPECT_LE(samples.at("surge_in_flight_limit"), 4096);
   EXPECT_GT(samples.at("surge_open_connections"), 0);
   // Histogram buckets are cumulative and end at the count.
   double previous = 0;

@@ -33,6 +33,19 @@ TEST(Metrics, HeldSubscribersAreNamedWithTheirReasonAcrossShards) {
   EXPECT_EQ(held[0].reason, "subscriber paused by Retry-After");
 }
 
+TEST(Metrics, TheShardsInFlightLimitsAreSummed) {
+  drain_metrics metrics(2);
+  drain_metrics::shard_view first;
+  first.in_flight_limit = 16;
+  drain_metrics::shard_view second;
+  second.in_flight_limit = 40;
+  metrics.publish(0, first);
+  metrics.publish(1, second);
+  const auto text = metrics.render(10);
+  EXPECT_NE(text.find("# TYPE surge_in_flight_limit gauge"), std::string::npos);
+  EXPECT_NE(text.find("\nsurge_in_flight_limit 56\n"), std::string::npos) << text;
+}
+
 TEST(Metrics, HeldSeriesAreBoundedByTheTopCount) {
   drain_metrics metrics(1);
   drain_metrics::shard_view view;

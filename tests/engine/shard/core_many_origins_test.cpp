@@ -67,6 +67,10 @@ TEST(ShardCoreManyOrigins, OriginsBehindOneSharedQueueGetWhatItServesNotSlotsEac
   ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 4'000; }, 10s));
   const auto took = std::chrono::duration<double>(sim.now() - start).count();
   EXPECT_LE(count.peak, 200u) << "in flight grew past what the shared queue serves";
+  const auto text = sim.metrics().render(10);
+  const auto at = text.find("\nsurge_in_flight_limit ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LE(std::stod(text.substr(at + 23)), 200) << "the operator sees the limit in force";
   // 20,000 rows at 20,000/s: one second of the receiver's time, and the claims' start.
   EXPECT_LT(took, 1.4) << "fewer requests in flight cost deliveries";
 }
