@@ -27,6 +27,7 @@ session::~session() {
 void session::drop_connection() {
   if (conn_) PQfinish(conn_);
   conn_ = nullptr;
+  prepared_.clear();  // they lived on the connection
 }
 
 void session::wait_socket(short events, std::chrono::steady_clock::time_point deadline,
@@ -217,8 +218,27 @@ result session::exec_pipelined(const std::string* sql, const params* values) {
     return result(nullptr);
   };
   if (PQenterPipelineMode(conn_) == 0) return broken(queued.front().sql);
+  // What was sent, in order: each statement, after its preparation when this is its first use.
+  struct sent_command {
+    const queued_statement* statement;
+    bool preparation;
+  };
+  std::vector<sent_command> sent;
+  sent.reserve(queued.size() * 2);
   for (const auto& statement : queued) {
-    if (send_query(conn_, statement.sql, statement.values) == 0) return broken(statement.sql);
+    bool to_prepare = false;
+    const std::string name = name_for(statement, to_prepare);
+    if (to_prepare) {
+      if (PQsendPrepare(conn_, name.c_str(), statement.sql.c_str(),
+                        static_cast<int>(statement.values.size()), nullptr) == 0) {
+        return broken(statement.sql);
+      }
+      sent.push_back({&statement, true});
+    }
+    const int queued_ok = name.empty() ? send_query(conn_, statement.sql, statement.values)
+                                       : send_prepared(conn_, name, statement.values);
+    if (queued_ok == 0) return broken(statement.sql);
+    sent.push_back({&statement, false});
   }
   if (PQpipelineSync(conn_) == 0 || !flush_output(deadline, what)) {
     return broken(queued.back().sql);
@@ -227,13 +247,24 @@ result session::exec_pipelined(const std::string* sql, const params* values) {
   owned first_failure(nullptr, &PQclear);
   owned last(nullptr, &PQclear);
   const std::string* failed_sql = nullptr;
-  for (const auto& statement : queued) {
+  for (const auto& command : sent) {
+    const std::string& sql = command.statement->sql;
     owned one(collect_results(deadline, what), &PQclear);  // a wait that ends throws
-    if (!one) return broken(statement.sql);
+    if (!one) return broken(sql);
+    // A preparation that failed, or never ran because the pipeline aborted before it, leaves no
+    // statement by that name: the next use prepares it again.
+    if (command.preparation && PQresultStatus(one.get()) != PGRES_COMMAND_OK) prepared_.erase(sql);
+    // A statement whose plan a schema change made stale (0A000), or that the server no longer
+    // knows (26000), is prepared afresh, under a new name, the next time.
+    if (const char* state = PQresultErrorField(one.get(), PG_DIAG_SQLSTATE);
+        !command.preparation && state &&
+        (std::string_view(state) == "0A000" || std::string_view(state) == "26000")) {
+      prepared_.erase(sql);
+    }
     if (!first_failure && failed(one.get())) {
       first_failure = std::move(one);
-      failed_sql = &statement.sql;
-    } else {
+      failed_sql = &sql;
+    } else if (!command.preparation) {
       last = std::move(one);
     }
   }
@@ -307,12 +338,19 @@ result session::exec(std::string_view sql) {
 }
 
 result session::exec(const std::string& sql, const params& values) {
-  if (!queued_.empty()) return exec_pipelined(&sql, &values);
-  ensure_connected();
-  if (send_query(conn_, sql, values) == 0) {
-    return checked(nullptr, sql);
-  }
-  return checked(await_result(sql), sql);
+  // Alone or after queued statements, it goes in a pipeline: its first use prepares it there.
+  return exec_pipelined(&sql, &values);
+}
+
+std::string session::name_for(const queued_statement& statement, bool& to_prepare) {
+  to_prepare = false;
+  if (statement.values.size() == 0) return {};  // BEGIN, COMMIT, SAVEPOINT: nothing to plan
+  if (auto found = prepared_.find(statement.sql); found != prepared_.end()) return found->second;
+  if (prepared_.size() >= most_prepared) return {};
+  to_prepare = true;
+  std::string name = "surge_" + std::to_string(++names_given_);
+  prepared_.emplace(statement.sql, name);
+  return name;
 }
 
 void session::flush() {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/database.hpp"
@@ -129,6 +130,15 @@ class session {
     params values;
   };
   std::vector<queued_statement> queued_;
+  // Statements with parameters are prepared on the connection the first time they are sent, so
+  // a cycle's claim, outcome and attempt statements are parsed and planned once per connection
+  // instead of on every call (docs/benchmarks.md, "Several drains on one PostgreSQL"). The text
+  // names the statement; past `most_prepared` texts, the rest are sent unnamed.
+  static constexpr std::size_t most_prepared = 64;
+  std::unordered_map<std::string, std::string> prepared_;  // text -> name, on this connection
+  std::int64_t names_given_ = 0;
+  // The name `statement` goes by, prepared or to be prepared in this pipeline; empty: unnamed.
+  std::string name_for(const queued_statement& statement, bool& to_prepare);
 };
 
 // BEGIN … COMMIT, rolled back when left without commit (exceptions included).

@@ -114,20 +114,36 @@ params& params::add_array(std::span<const std::optional<std::string>> values) {
   values_.emplace_back(out + "}");
   return *this;
 }
-int send_query(pg_conn* conn, const std::string& sql, const params& values) {
-  const auto count = values.values_.size();
-  std::vector<const char*> pointers(count);
-  std::vector<int> lengths(count, 0);
-  std::vector<int> formats(values.formats_);
-  formats.resize(count, 0);
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto& value = values.values_[i];
-    if (!value) continue;
-    pointers[i] = value->data();
-    lengths[i] = static_cast<int>(value->size());  // read for binary values only
+namespace {
+// libpq's view of `values`: pointers into them, their lengths and formats.
+struct wire_params {
+  explicit wire_params(const std::vector<std::optional<std::string>>& values,
+                       const std::vector<int>& value_formats)
+      : pointers(values.size()), lengths(values.size(), 0), formats(value_formats) {
+    formats.resize(values.size(), 0);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!values[i]) continue;
+      pointers[i] = values[i]->data();
+      lengths[i] = static_cast<int>(values[i]->size());  // read for binary values only
+    }
   }
-  return PQsendQueryParams(conn, sql.c_str(), static_cast<int>(count), nullptr, pointers.data(),
-                           lengths.data(), formats.data(), 0);
+  int count() const { return static_cast<int>(pointers.size()); }
+  std::vector<const char*> pointers;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+};
+}  // namespace
+
+int send_query(pg_conn* conn, const std::string& sql, const params& values) {
+  const wire_params wire(values.values_, values.formats_);
+  return PQsendQueryParams(conn, sql.c_str(), wire.count(), nullptr, wire.pointers.data(),
+                           wire.lengths.data(), wire.formats.data(), 0);
+}
+
+int send_prepared(pg_conn* conn, const std::string& name, const params& values) {
+  const wire_params wire(values.values_, values.formats_);
+  return PQsendQueryPrepared(conn, name.c_str(), wire.count(), wire.pointers.data(),
+                             wire.lengths.data(), wire.formats.data(), 0);
 }
 
 result::result(pg_result* handle) : handle_(handle) {}

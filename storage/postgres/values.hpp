@@ -33,12 +33,15 @@ class params {
 
  private:
   friend int send_query(pg_conn* conn, const std::string& sql, const params& values);
+  friend int send_prepared(pg_conn* conn, const std::string& name, const params& values);
   std::vector<std::optional<std::string>> values_;
   std::vector<int> formats_;  // libpq's: 0 text, 1 binary
 };
 
 // PQsendQueryParams with `values`; libpq's answer (0: not sent).
 int send_query(pg_conn* conn, const std::string& sql, const params& values);
+// PQsendQueryPrepared of the statement prepared as `name`, with `values`; libpq's answer.
+int send_prepared(pg_conn* conn, const std::string& name, const params& values);
 
 class result {
  public:

@@ -1,6 +1,8 @@
 // A PostgreSQL session's queued statements against a real server: they reach it with the next
 // statement that takes parameters, in order; the first of them to fail is what throws; and a
-// transaction that fails or rolls back leaves the session usable, with nothing written.
+// transaction that fails or rolls back leaves the session usable, with nothing written. Statements
+// with parameters are prepared once per connection, and prepared again when the connection, a
+// failed preparation or a schema change took the old one away.
 #include "storage/postgres/session.hpp"
 
 #include <gtest/gtest.h>
@@ -26,6 +28,14 @@ struct scratch_table {
     db.exec("CREATE TABLE t (n INTEGER PRIMARY KEY)");
   }
   double rows_seen_by_another_session() { return other.number("SELECT count(*) FROM t"); }
+  // How many statements of this text the session has prepared on its connection now (asked
+  // without parameters, so the question is not prepared itself).
+  std::int64_t prepared_as(const std::string& sql) {
+    std::string quoted;
+    for (const char c : sql) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    return db.exec("SELECT count(*) FROM pg_prepared_statements WHERE statement = '" + quoted + "'")
+        .int64(0, 0);
+  }
 };
 
 TEST(PostgresSession, QueuedStatementsWaitForTheNextExecAndRunBeforeIt) {
@@ -91,6 +101,69 @@ TEST(PostgresSession, ATransactionLeftBeforeItsFirstStatementSendsNothing) {
   EXPECT_FALSE(table.db.in_transaction());
   EXPECT_EQ(table.db.exec("SELECT count(*) FROM t", params()).int64(0, 0), 0)
       << "the queued insert was discarded with the transaction";
+}
+
+TEST(PostgresSession, AStatementWithParametersIsPreparedOnceAndRunByName) {
+  SURGE_REQUIRE_POSTGRES(server);
+  scratch_table table(*server);
+  const std::string insert = "INSERT INTO t VALUES ($1)";
+  table.db.exec(insert, params().add(1));
+  table.db.send(insert, params().add(2));  // queued: by the same name, in a pipeline
+  table.db.exec(insert, params().add(3));
+  EXPECT_EQ(table.prepared_as(insert), 1);
+  EXPECT_EQ(table.rows_seen_by_another_session(), 3);
+  EXPECT_EQ(table.prepared_as("BEGIN"), 0) << "statements without parameters go unnamed";
+}
+
+TEST(PostgresSession, ANewConnectionPreparesItsStatementsAgain) {
+  SURGE_REQUIRE_POSTGRES(server);
+  scratch_table table(*server);
+  const std::string insert = "INSERT INTO t VALUES ($1)";
+  table.db.exec(insert, params().add(1));
+  const auto pid = table.db.exec("SELECT pg_backend_pid()").int64(0, 0);
+  table.other.exec("SELECT pg_terminate_backend(" + std::to_string(pid) + ")");
+  // The lost connection costs one failed call; the next connects and prepares anew.
+  try {
+    table.db.exec(insert, params().add(2));
+  } catch (const error& lost) {
+    EXPECT_EQ(lost.what_kind(), error::kind::unreachable) << lost.what();
+  }
+  table.db.exec(insert, params().add(3));
+  EXPECT_EQ(table.db.connections(), 2);
+  EXPECT_EQ(table.prepared_as(insert), 1);
+  EXPECT_EQ(table.other.number("SELECT count(*) FROM t WHERE n = 3"), 1);
+}
+
+TEST(PostgresSession, AStatementThatFailedToPrepareIsPreparedAgainOnceItCan) {
+  SURGE_REQUIRE_POSTGRES(server);
+  scratch_table table(*server);
+  const std::string insert = "INSERT INTO later VALUES ($1)";
+  try {
+    table.db.exec(insert, params().add(1));
+    FAIL() << "a table that does not exist was not reported";
+  } catch (const error& missing) {
+    EXPECT_NE(std::string(missing.what()).find("42P01"), std::string::npos) << missing.what();
+  }
+  table.other.exec("CREATE TABLE later (n INTEGER)");
+  table.db.exec(insert, params().add(1));
+  EXPECT_EQ(table.other.number("SELECT count(*) FROM later"), 1);
+  EXPECT_EQ(table.prepared_as(insert), 1);
+}
+
+TEST(PostgresSession, AStatementWhosePlanASchemaChangeMadeStaleIsPreparedAfresh) {
+  SURGE_REQUIRE_POSTGRES(server);
+  scratch_table table(*server);
+  table.db.exec("INSERT INTO t VALUES (1)");
+  const std::string select = "SELECT * FROM t WHERE n = $1";
+  EXPECT_EQ(table.db.exec(select, params().add(1)).columns(), 1);
+  table.other.exec("ALTER TABLE t ADD COLUMN m INTEGER");
+  // The server refuses the old plan ("cached plan must not change result type"), once at most.
+  try {
+    table.db.exec(select, params().add(1));
+  } catch (const error& stale) {
+    EXPECT_NE(std::string(stale.what()).find("0A000"), std::string::npos) << stale.what();
+  }
+  EXPECT_EQ(table.db.exec(select, params().add(1)).columns(), 2);
 }
 
 }  // namespace
