@@ -5,6 +5,7 @@ origins instead of one nginx next door. The real `surge drain` (release build) o
     bench/origins.py --surge build/release/tools/surge origins         # 1, 50, 200 origins
     bench/origins.py --surge build/release/tools/surge slow_partners   # 50 origins, 200/500 ms
     bench/origins.py --surge ... origins --smoke                        # tiny, for the test suite
+    bench/origins.py --surge ... origins --proxy                        # direct and via tinyproxy
 
 origins: --rows rows (100,000) over 1,000 unthrottled subscribers, queued interleaved as a
 producer's fan-out writes them, sent to 1, 50 and 200 origins: one nginx (`return 204`, one
@@ -18,6 +19,11 @@ against the limit-bound ideal ((rows - burst) / rate per subscriber) and window 
 counted twice: from the sink's record (a one-second window holding more than burst + rate
 arrivals of one subscriber; the partner's view, skewed when the sink itself runs short of CPU)
 and from the attempts' start times the drain wrote (surge_attempt).
+
+--proxy runs every configuration twice, direct and through tinyproxy (Debian's, on loopback,
+HTTPS tunnelled with CONNECT, as `--proxy http://...` sends it), one after the other, and
+reports the proxied run's rate and CPU as ratios to the direct one's, with the proxy's own CPU
+per delivery.
 
 Each run reports: deliveries/s, CPU per delivery (user + system of the drain, /usr/bin/time),
 peak RSS, TLS handshakes full and resumed (the drain's summary) and per origin, the peak of
@@ -61,6 +67,46 @@ def wait_for(port, address="127.0.0.1", what="receiver"):
         except OSError:
             time.sleep(0.05)
     raise RuntimeError(f"{what} did not start on {address}:{port}")
+
+
+class Tinyproxy:
+    """Debian's tinyproxy on loopback, letting CONNECT through to `connect_port` only."""
+
+    def __init__(self, directory, connect_port):
+        self.port = free_port()
+        conf = Path(directory, "tinyproxy.conf")
+        conf.write_text(f"Port {self.port}\nListen 127.0.0.1\nTimeout 60\nMaxClients 4096\n"
+                        f"LogLevel Critical\nLogFile \"{directory}/tinyproxy.log\"\n"
+                        f"PidFile \"{directory}/tinyproxy.pid\"\nAllow 127.0.0.1\n"
+                        f"ConnectPort {connect_port}\n")
+        self.process = subprocess.Popen(["tinyproxy", "-d", "-c", str(conf)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(self.port, what="tinyproxy")
+
+    def stop(self):
+        self.cpu_seconds = cpu_seconds_of(self.process.pid)
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def through_proxy(args, directory, port, run_drain):
+    """`run_drain(extra_flags)` direct and, with --proxy, again through tinyproxy: the direct
+    run's figures, with the proxied run's under "proxied" and its ratios to the direct one."""
+    direct = run_drain(args.drain_args)
+    if not args.proxy:
+        return direct
+    proxy = Tinyproxy(directory, port)
+    try:
+        proxied = run_drain([*args.drain_args, "--proxy", f"http://127.0.0.1:{proxy.port}"])
+    finally:
+        proxy.stop()
+    proxied["proxy_cpu_us_per_delivery"] = round(
+        proxy.cpu_seconds / max(1, proxied["delivered"]) * 1e6, 1)
+    proxied["rate_vs_direct"] = round(proxied["deliveries_per_s"] / direct["deliveries_per_s"], 2)
+    proxied["cpu_vs_direct"] = round(
+        proxied["cpu_us_per_delivery"] / direct["cpu_us_per_delivery"], 2)
+    direct["proxied"] = proxied
+    return direct
 
 
 class Sink:
@@ -232,14 +278,21 @@ def origins(args):
         with tempfile.TemporaryDirectory(prefix="surge-origins-") as directory:
             write_pki(directory, addresses)
             nginx = Nginx(directory, True, addresses[:count])
-            try:
-                db = queue_rows(args.surge, directory, subscribers, rows_each,
-                                lambda sid: f"https://127.0.0.{1 + sid % count}:{nginx.port}"
-                                            f"/hook/{sid}")
-                log(f"{count} origins: {subscribers * rows_each} rows")
-                run = drain(args.surge, directory, db, args.drain_args)
+            url_of = (lambda sid: f"https://127.0.0.{1 + sid % count}:{nginx.port}/hook/{sid}")
+
+            def run_drain(flags):
+                db = queue_rows(args.surge, directory, subscribers, rows_each, url_of)
+                log(f"{count} origins: {subscribers * rows_each} rows"
+                    + (" through the proxy" if "--proxy" in flags else ""))
+                one = drain(args.surge, directory, db, flags)
                 if left(db):
                     raise RuntimeError(f"{left(db)} rows left after the drain")
+                for leftover in (db, db + "-wal", db + "-shm"):
+                    Path(leftover).unlink(missing_ok=True)
+                return one
+
+            try:
+                run = through_proxy(args, directory, nginx.port, run_drain)
             finally:
                 nginx.stop()
         run["origins"] = count
@@ -310,6 +363,8 @@ def main():
     parser.add_argument("--delays", type=lambda t: [int(x) for x in t.split(",")],
                         default=[200, 500], help="slow_partners: answer delays in ms")
     parser.add_argument("--perf", help="profile each drain with perf record into this file")
+    parser.add_argument("--proxy", action="store_true",
+                        help="run each configuration direct and again through tinyproxy")
     args = parser.parse_args()
     if args.perf:
         PERF.extend(["perf", "record", "-F", "499", "-g", "-o", args.perf, "--"])
