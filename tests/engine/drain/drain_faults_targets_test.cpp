@@ -147,47 +147,6 @@ TEST(DrainFaults, AnAllowedRangeLetsItsPartnerGoAndNoOtherPrivateAddress) {
       << row.last_error;
 }
 
-TEST(DrainFaults, RedirectsAreFailuresAndTheLocationIsNeverRequested) {
-  temp_dir dir;
-  test_queue queue(dir);
-  // The trap listens where the redirect points: a private address the drain may reach (the
-  // flag is on), so only "never follow" keeps it silent.
-  sink_process trap(dir, queue.path());
-  const std::string location = trap.url_for(999);
-  sink_process redirecting(
-      dir, queue.path(),
-      {.behaviours_json = R"({"*": {"status": 302, "location": ")" + location + R"("}})"});
-  const auto id = subscriber_at(queue, redirecting);
-  const auto rows = queue.add_rows(id, 2);
-
-  // First attempt only: the retry is scheduled well after the drain stops.
-  auto args = fast_drain(queue);
-  for (const char* flag : {"--until-drained-wait", "--retry-base", "--retry-cap"}) {
-    drop_option(args, flag);
-  }
-  args.insert(args.end(), {"--max-attempts", "2", "--retry-base", "30", "--retry-cap", "60"});
-  auto result = run_surge(dir, args);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (auto row : rows) {
-    const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "retry") << "a 302 is a failure like any other";
-    EXPECT_EQ(state.last_status.value_or(0), 302);
-    EXPECT_NE(state.last_error.find("http 302 redirect not followed"), npos) << state.last_error;
-  }
-  // The second attempt uses up the limit.
-  queue.db().exec("UPDATE webhook_delivery SET next_attempt_at = 0");
-  result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  for (auto row : rows) {
-    const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "dead");
-    EXPECT_EQ(state.attempts, 2);
-    EXPECT_EQ(state.last_status.value_or(0), 302);
-  }
-  EXPECT_EQ(redirecting.stop_and_read().size(), 4u);
-  EXPECT_TRUE(trap.stop_and_read().empty()) << "the drain followed a redirect";
-}
-
 // --- 7. TLS failures ------------------------------------------------------------------------
 
 TEST(DrainFaults, TlsFailuresSendNothingAndTheServerNameIsSent) {

@@ -332,12 +332,6 @@ TEST(DrainFaults, HundredMegabyteBodyIsCutAtTheCapWithFlatMemory) {
   expect_hostile_body_is_cut(R"({"body_bytes": 104857600})");
 }
 
-TEST(DrainFaults, HugeAnnouncedContentLengthCostsNoMemory) {
-  // A terabyte announced, two bytes sent, the connection held open: the attempt ends at its
-  // deadline with the status it already has.
-  expect_hostile_body_is_cut(R"({"announce_length": 1000000000000})");
-}
-
 TEST(DrainFaults, EndlessChunkedBodyIsCutAtTheCap) {
   expect_hostile_body_is_cut(R"({"endless_chunked": true})");
 }

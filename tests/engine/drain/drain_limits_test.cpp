@@ -59,37 +59,5 @@ TEST(DrainLimits, ARateChangedInTheTableAppliesWithoutARestart) {
   EXPECT_LE(max_in_window(after, 1.0), 1 + 40 + 1);
 }
 
-TEST(DrainLimits, BucketsAreSeededFromAndWrittenBackToThePersistedColumns) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber("http://placeholder/", 2, 20);
-  // The steady-state drainer just spent the whole burst: no second burst for Surge.
-  queue.db().exec("UPDATE webhook_subscriber SET url = '" + sink.url_for(id) +
-                  "', tokens = 0, tokens_updated_at = " + std::to_string(proto::unix_now()) +
-                  " WHERE id = " + std::to_string(id));
-  queue.add_rows(id, 100);
-
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--allow-private-targets",
-                                      "--duration", "3", "--progress-interval", "0"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto arrivals = sorted_arrivals(sink.stop_and_read());
-  // An empty bucket at 2/s for at most 3 s: at most 1 + 2 x 3 + 1 requests (about 6 when the
-  // drain starts at once), nowhere near a burst of 20. How many below that depends on how soon
-  // the process gets going, which is not the rule here.
-  EXPECT_LE(arrivals.size(), 9u);
-  EXPECT_GE(arrivals.size(), 1u);
-
-  SQLite::Statement bucket(queue.db(),
-                           "SELECT tokens, tokens_updated_at FROM webhook_subscriber WHERE id = ?");
-  bucket.bind(1, id);
-  ASSERT_TRUE(bucket.executeStep());
-  // Written back at exit: a recent time and nearly nothing left (it was backlogged): at most the
-  // last lease (about a second of refill, 2 tokens) given back unspent at the stop, far from
-  // the burst of 20 a full bucket would hold.
-  EXPECT_LT(bucket.getColumn(0).getDouble(), 2.5);
-  EXPECT_GT(bucket.getColumn(1).getDouble(), proto::unix_now() - 10);
-}
-
 }  // namespace
 }  // namespace surge::testing

@@ -76,9 +76,12 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-TEST_P(DrainOrderedOn, ADeadRowStopsItsKeyUntilTheRowIsReplayedOrTheKeyResumed) {
+// On SQLite only: the PostgreSQL queue's stop, listing, resume and replay are proved against the
+// server by OrderedKeysOn.ADeadRowStopsItsKeyUntilItIsReplayedOrTheKeyResumed/postgres and the
+// CLI's by AdminCliOn.DeadReplayBySubscriberAndSince/PostgreSQL; the wiring here is the same.
+TEST(DrainOrdered, ADeadRowStopsItsKeyUntilTheRowIsReplayedOrTheKeyResumed) {
   const temp_dir pg_dir;
-  SURGE_QUEUE_FOR(GetParam(), pg_dir, made);
+  SURGE_QUEUE_FOR(backend::sqlite, pg_dir, made);
   // The partner refuses every row, and one attempt is all a row gets: each dies at once.
   ordered_env env(std::move(made), R"({"*": {"status": 422}})");
   const auto stops = env.subscriber({"--ordered", "/video_id", "--dead-key", "stop"});

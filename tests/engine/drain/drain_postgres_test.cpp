@@ -55,46 +55,6 @@ TEST(DrainPostgres, PruneIsSQLiteOnlyAndSaysSo) {
       << result.err;
 }
 
-// A coalescing subscriber's backlog on PostgreSQL: a video's repeats lie further apart than any
-// claim looks ahead; claims wait for the backlog sweep's judgement, as on SQLite, and only the
-// newest of each is sent, without a warning.
-TEST(DrainPostgres, ACoalescingSubscribersWholeBacklogIsSwept) {
-  SURGE_REQUIRE_POSTGRES(server);
-  temp_dir dir;
-  test_queue queue(test_queue::at_location{server->create_database()});
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber_at(sink, 400, 20);
-  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
-                                   "--coalesce", "/data/video_id"});
-  ASSERT_EQ(set.exit_code, 0) << set.err;
-  sql_client producer(queue.path());
-  const double now = proto::unix_now();
-  producer.begin();
-  for (int update = 0; update < 5; ++update) {
-    for (int video = 0; video < 300; ++video) {
-      producer.exec(
-          "INSERT INTO webhook_delivery(subscriber_id, event_type, payload, created_at) "
-          "VALUES (?, 'video.rank_updated', ?, ?)",
-          {std::to_string(id),
-           R"({"data":{"video_id":"v)" + std::to_string(video) + R"(","rank":)" +
-               std::to_string(update) + "}}",
-           std::to_string(now - 5 + update)});
-    }
-  }
-  producer.commit();
-  const auto result = run_surge(dir, {"drain", "--db", queue.path(), "--until-drained",
-                                      "--allow-private-targets", "--progress-interval", "0"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(result.err.find("coalescing the backlog failed"), std::string::npos) << result.err;
-  const auto sent = deliveries(sink.stop_and_read()).size();
-  EXPECT_EQ(producer.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 1500);
-  EXPECT_EQ(producer.number("SELECT COUNT(*) FROM webhook_delivery WHERE coalesced_into IS NOT "
-                            "NULL"),
-            static_cast<double>(1500 - sent));
-  // Every video's five updates lie within one window: only the newest of each is sent.
-  EXPECT_EQ(sent, 300u);
-}
-
 TEST(DrainPostgres, AServerRestartedMidDrainLosesNothing) {
   SURGE_REQUIRE_POSTGRES(server);
   temp_dir dir;

@@ -211,37 +211,6 @@ TEST(Seed001Drain, BucketRowsNoDrainerCouldHaveWrittenStopNobody) {
       queue.number("SELECT count(*) FROM webhook_buckets WHERE updated_at > " + ahead + " - 1"), 0);
 }
 
-TEST(Seed001Drain, AMalformedStoredSignatureIsDeadLetteredBeforeAnyByteIsSent) {
-  temp_dir dir;
-  seed001_file queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber(sink, 60'000, 500, "secret");
-  const std::string payload = R"({"video":"v1"})";
-  const auto good = queue.add_rows(id, 3, payload);
-  std::string upper = proto::stored_signature_for("secret", payload);
-  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-  std::vector<std::int64_t> bad;
-  const std::vector<std::string> signatures = {
-      "", "abc", upper, "sha256=" + proto::stored_signature_for("secret", payload)};
-  for (const auto& signature : signatures) {
-    bad.push_back(queue.add_rows(id, 1, payload, signature).front());
-  }
-
-  const auto result = run_surge(dir, drain_args(queue.path(), {"--until-drained"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto per_delivery = deliveries(sink.stop_and_read());
-  for (const auto row : good) EXPECT_EQ(per_delivery.count(row), 1u) << row;
-  for (const auto row : bad) {
-    EXPECT_EQ(per_delivery.count(row), 0u) << "row " << row << " was sent";
-    EXPECT_EQ(queue.of_row("state", row), "dead");
-    EXPECT_EQ(queue.of_row("attempt", row), "0");
-    EXPECT_EQ(queue.of_row("leased_until", row), "0");
-  }
-  const auto listed = run_surge(dir, {"dead", "list", "--db", queue.path()});
-  ASSERT_EQ(listed.exit_code, 0) << listed.err;
-  EXPECT_NE(listed.out.find("signature"), std::string::npos) << listed.out;
-}
-
 // 503 with Retry-After is honoured as given; other failures back off 2^attempt s plus up to
 // 30 s; the 12th failure and a row past its 24 hours end dead; the times stay whole seconds.
 TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
@@ -292,39 +261,6 @@ TEST(Seed001Drain, RetriesFollowTheShapesOwnRules) {
   for (const auto row : {fresh, last_try, told, stale}) {
     EXPECT_EQ(queue.of_row("leased_until", row), "0") << row;
   }
-}
-
-TEST(Seed001Drain, AnOrderedSubscribersKeyWaitsForItsRetryWhileTheOtherKeysGoInOrder) {
-  temp_dir dir;
-  seed001_file queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto id = queue.add_subscriber(sink, 60'000, 500, "secret");
-  const auto set = run_surge(dir, {"subscriber", "set", "--db", queue.path(), std::to_string(id),
-                                   "--ordered", "/video_id"});
-  ASSERT_EQ(set.exit_code, 0) << set.err;
-  const auto row = [&](const char* key) {
-    return queue.add_rows(id, 1, std::string(R"({"video_id":")") + key + R"("})").front();
-  };
-  // The first row of "a" waits for a retry an hour away, as the shape's worker leaves one.
-  const auto retrying = row("a");
-  queue.db().exec("UPDATE webhook_deliveries SET attempt = 1, next_attempt = " +
-                  std::to_string(whole_now() + 3600) + " WHERE id = " + std::to_string(retrying));
-  const auto b1 = row("b");
-  const auto held = row("a");
-  const auto b2 = row("b");
-  const auto b3 = row("b");
-
-  const auto result = run_surge(dir, drain_args(queue.path(), {"--duration", "2"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto requests = sink.stop_and_read();
-  std::sort(requests.begin(), requests.end(),
-            [](auto& a, auto& b) { return a.arrival < b.arrival; });
-  std::vector<std::int64_t> sent;
-  for (const auto& request : requests) sent.push_back(request.delivery_id);
-  EXPECT_EQ(sent, (std::vector<std::int64_t>{b1, b2, b3}));
-  EXPECT_EQ(queue.of_row("state", held), "pending");
-  EXPECT_EQ(queue.of_row("attempt", held), "0");
-  for (const auto sent_row : {b1, b2, b3}) EXPECT_EQ(queue.of_row("state", sent_row), "delivered");
 }
 
 TEST(Seed001Drain, AQueueSurgeCannotUseExitsTwoNamingWhatIsMissing) {

@@ -220,17 +220,6 @@ struct busy_drain {
   }
 };
 
-TEST(DrainStop, TwoSignalsSentBackToBackAreOneStop) {
-  busy_drain run;
-  // As a process-group kill reaching a wrapper and the drain, then the wrapper forwarding it.
-  run.drain->signal(SIGTERM);
-  std::this_thread::sleep_for(20ms);
-  run.drain->signal(SIGTERM);
-  const auto exit_code = run.drain->wait(20s);
-  ASSERT_TRUE(exit_code.has_value());
-  EXPECT_EQ(*exit_code, 0) << read_file(run.dir.file("drain.err"));
-}
-
 // An operator's SSH session drops: the drain gets SIGHUP and stops as on Ctrl-C, its unsent
 // leases given back and its summary written, instead of dying with exit 129.
 TEST(DrainStop, AHangUpStopsGracefully) {
