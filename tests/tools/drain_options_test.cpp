@@ -47,7 +47,7 @@ TEST(DrainOptions, AFlagChangesOnlyItsOwnField) {
 TEST(DrainOptions, TheRetryAndConcurrencyFlagsReachTheirFields) {
   const auto config = parsed(
       "--db postgresql://localhost/queue --max-attempts 3 --max-age 1000 --retry-base 0.4 "
-      "--max-in-flight 2 --per-subscriber-in-flight 5");
+      "--max-in-flight 2 --per-subscriber-in-flight 5 --max-payload-memory 32");
   EXPECT_EQ(config.retry.max_attempts, 3);
   EXPECT_EQ(config.retry.max_age, std::chrono::seconds(1000));
   EXPECT_EQ(config.retry.base_delay, std::chrono::milliseconds(400));
@@ -57,6 +57,7 @@ TEST(DrainOptions, TheRetryAndConcurrencyFlagsReachTheirFields) {
   EXPECT_FALSE(config.retry_given.max_delay);
   EXPECT_EQ(config.scheduler.max_in_flight, 2);
   EXPECT_EQ(config.scheduler.per_subscriber_in_flight, 5);
+  EXPECT_EQ(config.scheduler.max_payload_memory, 32 * 1024 * 1024) << "MiB";
 }
 
 TEST(DrainOptions, NameServersAreGivenByAddressWithAnOptionalPort) {

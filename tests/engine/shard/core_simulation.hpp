@@ -100,12 +100,14 @@ inline std::vector<std::int64_t> delivery_ids(std::string_view request) {
 
 class simulation {
  public:
-  explicit simulation(drain_config config = default_config())
+  // The first of `shard_count` shards: each takes its part of the drain's in-flight cap and
+  // payload memory.
+  explicit simulation(drain_config config = default_config(), int shard_count = 1)
       : config_(std::move(config)),
         metrics_(1),
         now_{steady::time_point{} + 1000s,
              std::chrono::system_clock::time_point{} + std::chrono::seconds(1'800'000'000)},
-        core_(0, 1, config_, metrics_, log_, 7, now_) {}
+        core_(0, shard_count, config_, metrics_, log_, 7, now_) {}
 
   static drain_config default_config() {
     drain_config config;
