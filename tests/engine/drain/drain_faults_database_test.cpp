@@ -189,29 +189,6 @@ TEST(DrainFaultsDatabase, TheGracePeriodHoldsWhileTheServerIsFrozen) {
   EXPECT_NE(out.find("remaining=unknown"), npos) << "a count the server never gave: " << out;
 }
 
-// A role whose own statement_timeout is tiny (10 ms was enough on a larger queue): every claim
-// was cancelled (57014) and nothing was delivered. The drain's session sets its own timeouts.
-TEST(DrainFaultsDatabase, ARoleWithATinyStatementTimeoutStillDrains) {
-  SURGE_REQUIRE_POSTGRES(server);
-  temp_dir dir;
-  test_queue queue(test_queue::at_location{server->create_database()});
-  queue.sql().exec(
-      "DO $$ BEGIN CREATE ROLE hasty LOGIN; EXCEPTION WHEN duplicate_object THEN "
-      "NULL; END $$");
-  queue.sql().exec("GRANT ALL ON ALL TABLES IN SCHEMA public TO hasty");
-  queue.sql().exec("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO hasty");
-  queue.sql().exec("ALTER ROLE hasty SET statement_timeout = '1ms'");
-  sink_process sink(dir, queue.path());
-  std::vector<std::int64_t> ids;
-  for (int i = 0; i < 20; ++i) {
-    ids.push_back(queue.add_subscriber_at(sink, 1000, 100));
-    queue.add_rows(ids.back(), 100);
-  }
-  const auto result = run_surge(dir, drain_args(as_role(queue.path(), "hasty")), 90s);
-  EXPECT_EQ(result.exit_code, 0) << result.err;
-  for (const auto id : ids) EXPECT_EQ(done_of(queue.sql(), id), 100) << result.err;
-}
-
 // --- a queue the drain may not write -------------------------------------------------------
 
 // A role that may only read, and one whose transactions are read-only by default (as on a

@@ -103,6 +103,22 @@ TEST(PostgresSession, ATransactionLeftBeforeItsFirstStatementSendsNothing) {
       << "the queued insert was discarded with the transaction";
 }
 
+// A role whose own statement_timeout is tiny cancelled every claim of a drain (57014), which then
+// delivered nothing: the session puts its own timeouts in force at every connect, over the role's.
+TEST(PostgresSession, ItsOwnTimeoutsOverrideARolesTinyOne) {
+  SURGE_REQUIRE_POSTGRES(server);
+  scratch_table table(*server);
+  table.other.exec(
+      "DO $$ BEGIN CREATE ROLE hasty LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$");
+  table.other.exec("ALTER ROLE hasty SET statement_timeout = '1ms'");
+  const auto user_at = table.uri.find("user=");
+  ASSERT_NE(user_at, std::string::npos) << table.uri;
+  session hasty(table.uri.substr(0, user_at) + "user=hasty");
+  EXPECT_EQ(hasty.exec("SHOW statement_timeout").text(0, 0), "30s");
+  EXPECT_EQ(hasty.exec("SHOW lock_timeout").text(0, 0), "2s");
+  EXPECT_NO_THROW(hasty.exec("SELECT pg_sleep($1)", params().add(0.05)));
+}
+
 TEST(PostgresSession, AStatementWithParametersIsPreparedOnceAndRunByName) {
   SURGE_REQUIRE_POSTGRES(server);
   scratch_table table(*server);
