@@ -33,6 +33,7 @@ constexpr double held_recheck_seconds = 0.5;
 constexpr double lease_record_keep_seconds = 3600;
 constexpr int claims_between_prunes = 100;
 constexpr const char* new_rows_channel = "surge_new_rows";
+constexpr const char* force_generic_plans = "SET LOCAL plan_cache_mode = force_generic_plan";
 
 // Oldest due first per subscriber, rows another transaction holds skipped (SKIP LOCKED): several
 // drainers and the steady-state drainer claim side by side without waiting on each other. Each
@@ -121,6 +122,11 @@ class postgres_drain_store final : public drain_store {
                                       [](const auto& d) { return d.rows > 0 || d.tokens != 0; });
     if (outcomes.empty() && deactivate.empty() && !asks_any) return result;
     pg::transaction step(db_);
+    // The cycle's statements are prepared once per connection (pg::session). For a small claim
+    // PostgreSQL's plan cache judges a plan made for its arrays cheaper than the generic one and
+    // plans it again on every call: 250 us a claim, 11 us a delivery for a drain that claims 23
+    // rows at a time. The generic plan is the same index walk per subscriber at any size.
+    db_.send(force_generic_plans);
     result.written = write_outcomes_within(outcomes, deactivate);
     std::vector<subscriber_demand> owned;
     const double checked_at = proto::unix_now();
