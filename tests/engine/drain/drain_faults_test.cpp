@@ -332,9 +332,5 @@ TEST(DrainFaults, HundredMegabyteBodyIsCutAtTheCapWithFlatMemory) {
   expect_hostile_body_is_cut(R"({"body_bytes": 104857600})");
 }
 
-TEST(DrainFaults, EndlessChunkedBodyIsCutAtTheCap) {
-  expect_hostile_body_is_cut(R"({"endless_chunked": true})");
-}
-
 }  // namespace
 }  // namespace surge::testing

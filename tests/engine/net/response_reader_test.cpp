@@ -168,6 +168,33 @@ TEST(ResponseReader, AnUnreadBodyKeepsTheStatusButNotTheConnection) {
   EXPECT_FALSE(cut.reusable());
 }
 
+// A partner that streams chunks for ever: the reader is done once max_response_body is read, so
+// what a hostile body costs is bounded whatever it sends (bytes and memory).
+TEST(ResponseReader, AnEndlessChunkedBodyEndsAtTheBodyCap) {
+  http_client_config config;
+  boost::beast::flat_buffer buffer;
+  response_reader reader{config};
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunk = "400\r\n" + std::string(1024, 'x') + "\r\n";
+  auto offer = [&](const std::string& bytes) {
+    auto space = buffer.prepare(bytes.size());
+    boost::asio::buffer_copy(space, boost::asio::buffer(bytes));
+    buffer.commit(bytes.size());
+    return reader.on_bytes(buffer);
+  };
+  auto last = offer(head);
+  std::size_t body_offered = 0;
+  while (last == progress::need_more && body_offered < 1024 * 1024) {
+    last = offer(chunk);
+    body_offered += 1024;
+  }
+  ASSERT_EQ(last, progress::done) << "still reading after " << body_offered << " bytes";
+  EXPECT_LE(body_offered, config.max_response_body + 2 * 1024);
+  EXPECT_EQ(reader.status(), 200);
+  EXPECT_LE(reader.body_prefix().size(), config.max_response_body);
+  EXPECT_FALSE(reusable_after(reader.end(buffer)));
+}
+
 TEST(ResponseReader, NothingAtAllIsAResetBeforeTheResponse) {
   fed nothing("");
   nothing.reader.on_end(boost::asio::error::connection_reset);
