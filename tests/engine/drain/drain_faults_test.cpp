@@ -1,5 +1,6 @@
-// Fault cases end to end through the real CLI, part one: endpoints
-// that hang, never accept, trickle, reset or answer with hostile bodies. SSRF forms and TLS
+// Fault cases end to end through the real CLI, part one: endpoints that hang or answer with
+// hostile bodies (those that never accept, trickle or reset are the HTTP client's own tests,
+// tests/engine/net/http_peer_faults_test.cpp). SSRF forms and TLS
 // failures are drain_faults_targets_test.cpp; the queue file and the processes around it,
 // drain_faults_queue_test.cpp.
 // Deadlines are a second or two so that each case stays fast, and all traffic stays on loopback.
@@ -11,12 +12,6 @@
 #include <limits>
 #include <optional>
 #include <thread>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <boost/json/parse.hpp>
 
@@ -46,67 +41,6 @@ std::uint64_t peak_rss_bytes(pid_t pid) {
   }
   return 0;
 }
-
-// A loopback listener that never accepts. Linux completes handshakes into the accept queue by
-// itself, so a plain listener would "accept" at the TCP level; with listen(fd, 0) the queue holds
-// one connection, and once a filler connection occupies it the kernel drops further SYNs, so a
-// connect hangs until the client's own deadline, like a server too busy to answer.
-class never_accepting_listener {
- public:
-  never_accepting_listener() {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address = loopback(0);
-    ::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    ::listen(listener_, 0);
-    socklen_t length = sizeof address;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
-    for (int i = 0; i < 3; ++i) fillers_.push_back(start_connect());
-    std::this_thread::sleep_for(100ms);
-  }
-  ~never_accepting_listener() {
-    for (int fd : fillers_) ::close(fd);
-    ::close(listener_);
-  }
-  never_accepting_listener(const never_accepting_listener&) = delete;
-  never_accepting_listener& operator=(const never_accepting_listener&) = delete;
-
-  std::uint16_t port() const { return port_; }
-
-  // Whether a fresh connect completes within `timeout`; it must not, or the test proves nothing.
-  bool connects_within(std::chrono::milliseconds timeout) const {
-    const int fd = start_connect();
-    pollfd wait{fd, POLLOUT, 0};
-    bool connected = false;
-    if (::poll(&wait, 1, static_cast<int>(timeout.count())) == 1) {
-      int error = 0;
-      socklen_t length = sizeof error;
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
-      connected = error == 0;
-    }
-    ::close(fd);
-    return connected;
-  }
-
- private:
-  static sockaddr_in loopback(std::uint16_t port) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(port);
-    return address;
-  }
-  int start_connect() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    sockaddr_in address = loopback(port_);
-    ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);  // EINPROGRESS
-    return fd;
-  }
-
-  int listener_ = -1;
-  std::uint16_t port_ = 0;
-  std::vector<int> fillers_;
-};
 
 // --- 1. hanging endpoint --------------------------------------------------------------------
 
@@ -158,100 +92,9 @@ TEST(DrainFaults, HangingEndpointIsAbortedAtTheDeadlineWhileAnotherSubscriberIsS
   EXPECT_LT(first_healthy, first_hang + 1.0);
 }
 
-// --- 2. never accepts -----------------------------------------------------------------------
-
-TEST(DrainFaults, ListenerThatNeverAcceptsIsAbortedAtTheConnectDeadlineAndRetried) {
-  never_accepting_listener listener;
-  ASSERT_FALSE(listener.connects_within(300ms))
-      << "the kernel completed a connect past a full backlog; the test proves nothing";
-  temp_dir dir;
-  test_queue queue(dir);
-  const auto id = queue.add_subscriber("http://placeholder/", 100, 10);
-  queue.set_url(id, "http://127.0.0.1:" + std::to_string(listener.port()) + "/hook/1");
-  const auto rows = queue.add_rows(id, 1);
-
-  const auto result = run_surge(
-      dir,
-      fast_drain(queue, {"--max-attempts", "2"}, {.connect = "1", .attempt = "2", .lease = "5"}),
-      60s);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto state = queue.row(rows.front());
-  EXPECT_EQ(state.status, "dead");
-  EXPECT_EQ(state.attempts, 2) << "a connect timeout is retried";
-  EXPECT_NE(state.last_error.find("connect"), npos) << state.last_error;
-  const auto tries = attempts_of(queue, rows.front());
-  ASSERT_EQ(tries.size(), 2u);
-  for (const auto& attempt : tries) {
-    EXPECT_EQ(attempt.error_class, "connect_timeout");
-  }
-}
-
-// --- 3. trickled response -------------------------------------------------------------------
-
-TEST(DrainFaults, ResponseTrickledByteByByteIsAbortedAtTheDeadlineAndItsConnectionDropped) {
-  temp_dir dir;
-  test_queue queue(dir);
-  // The status line and headers arrive one byte per 250 ms: a live peer, slower than any deadline.
-  sink_process sink(dir, queue.path(), {.behaviours_json = R"({"1": {"trickle_ms": 250}})"});
-  const auto id = subscriber_at(queue, sink);
-  const auto rows = queue.add_rows(id, 1);
-
-  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "2"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto state = queue.row(rows.front());
-  EXPECT_EQ(state.status, "dead");
-  EXPECT_EQ(state.attempts, 2);
-  const auto tries = attempts_of(queue, rows.front());
-  ASSERT_EQ(tries.size(), 2u);
-  for (const auto& attempt : tries) {
-    EXPECT_EQ(attempt.error_class, "timeout");
-  }
-  const auto requests = of_delivery(sink.stop_and_read(), rows.front());
-  ASSERT_EQ(requests.size(), 2u);
-  EXPECT_NE(requests[0].connection_id, requests[1].connection_id)
-      << "a connection with half a response on it was reused";
-}
-
-// --- 4. connection resets -------------------------------------------------------------------
-
-TEST(DrainFaults, ResetsAreClassifiedAndRetriedUntilTheEndpointAnswers) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path(),
-                    {.behaviours_json = R"({"1": {"reset_first": 2}, "2": {"reset": true}})"});
-  const auto recovering = subscriber_at(queue, sink);
-  const auto always_reset = subscriber_at(queue, sink);
-  ASSERT_EQ(recovering, 1);
-  ASSERT_EQ(always_reset, 2);
-  const auto recovering_row = queue.add_rows(recovering, 1).front();
-  const auto reset_row = queue.add_rows(always_reset, 1).front();
-
-  const auto result = run_surge(dir, fast_drain(queue, {"--max-attempts", "3"}));
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-
-  auto state = queue.row(recovering_row);
-  EXPECT_EQ(state.status, "done");
-  EXPECT_EQ(state.attempts, 3) << "two resets, then the answer";
-  auto tries = attempts_of(queue, recovering_row);
-  ASSERT_EQ(tries.size(), 3u);
-  EXPECT_EQ(tries[0].error_class, "reset_before_response");
-  EXPECT_EQ(tries[1].error_class, "reset_before_response");
-  EXPECT_EQ(tries[2].status, 200);
-  const auto requests = sink.stop_and_read();
-  const auto recovering_requests = of_delivery(requests, recovering_row);
-  ASSERT_EQ(recovering_requests.size(), 3u);
-  for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(recovering_requests[i].attempt, static_cast<int>(i) + 1);
-  }
-
-  state = queue.row(reset_row);
-  EXPECT_EQ(state.status, "dead");
-  EXPECT_EQ(state.attempts, 3);
-  EXPECT_NE(state.last_error.find("closed before"), npos) << state.last_error;
-  tries = attempts_of(queue, reset_row);
-  ASSERT_EQ(tries.size(), 3u);
-  for (const auto& attempt : tries) EXPECT_EQ(attempt.error_class, "reset_before_response");
-}
+// --- 2-4. a listener that never accepts, a trickled response, resets: the HTTP client's own
+// tests against such peers on loopback (tests/engine/net/http_peer_faults_test.cpp), and the
+// retries that follow by ShardCore.AFailedAttemptIsRetriedAfterItsBackoffAndEndsDone.
 
 // --- 5. hostile responses -------------------------------------------------------------------
 
