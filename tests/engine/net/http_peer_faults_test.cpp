@@ -26,6 +26,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
@@ -41,7 +43,8 @@ enum class peer_behaviour {
   reads_never_answers,
   answers,
   trickles,  // the status line and headers one byte per 50 ms: live, slower than any deadline
-  resets     // reads the request, then resets the connection (RST, SO_LINGER 0)
+  resets,    // reads the request, then resets the connection (RST, SO_LINGER 0)
+  strays     // answers each request with a 500, then 50 ms later with a 200 nobody asked for
 };
 
 // Accepts connections on its own thread, one at a time, and behaves as told on each until
@@ -87,6 +90,17 @@ class peer {
     } else if (behaviour == peer_behaviour::resets) {
       socket.set_option(asio::socket_base::linger(true, 0), ec);
       socket.close(ec);
+      return;
+    } else if (behaviour == peer_behaviour::strays) {
+      const std::string_view answer = "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n";
+      const std::string_view stray = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+      while (!ec && !release_) {
+        asio::write(socket, asio::buffer(answer), ec);
+        std::this_thread::sleep_for(50ms);
+        asio::write(socket, asio::buffer(stray), ec);
+        asio::streambuf next;
+        asio::read_until(socket, next, "\r\n\r\n", ec);  // the next request, if any
+      }
       return;
     } else if (behaviour == peer_behaviour::trickles) {
       const std::string_view answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
@@ -179,8 +193,10 @@ struct deadlines {
   std::chrono::milliseconds connect = std::chrono::seconds(4);
 };
 
-// `sends` requests one after another through one client, as a subscriber's attempts go.
-sent send(std::uint16_t port, std::size_t body_bytes, deadlines timeouts, int sends = 1) {
+// `sends` requests one after another through one client, `gap` apart, as a subscriber's
+// attempts go.
+sent send(std::uint16_t port, std::size_t body_bytes, deadlines timeouts, int sends = 1,
+          std::chrono::milliseconds gap = {}) {
   asio::io_context io;
   http_client_config config;
   config.allow_private_targets = true;
@@ -197,8 +213,14 @@ sent send(std::uint16_t port, std::size_t body_bytes, deadlines timeouts, int se
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        for (int i = 0; i < sends; ++i)
+        asio::steady_timer pause(io);
+        for (int i = 0; i < sends; ++i) {
+          if (i > 0 && gap.count() > 0) {
+            pause.expires_after(gap);
+            co_await pause.async_wait(asio::use_awaitable);
+          }
           out.results.push_back(co_await client.send(*target, request));
+        }
         done = true;
       },
       asio::detached);
@@ -247,6 +269,17 @@ TEST(HttpPeerFaults, ATrickledAnswerEndsAtTheDeadlineAndItsConnectionIsNotUsedAg
     EXPECT_FALSE(result.reused_connection) << "a connection with half a response on it";
   }
   EXPECT_EQ(trickling.accepted(), 2);
+}
+
+// Bytes that arrive while a connection sits idle answer no request of ours: the next request
+// goes on a new connection and gets its own answer, never the stray one.
+TEST(HttpPeerFaults, AnAnswerArrivingWhileIdleIsNeverTakenForTheNextRequests) {
+  peer straying(peer_behaviour::strays);
+  const auto sent = send(straying.port(), 300, {.attempt = 5s}, 2, 200ms);
+  ASSERT_EQ(sent.results.size(), 2u);
+  for (const auto& result : sent.results) EXPECT_EQ(result.status, 500) << result.detail;
+  EXPECT_FALSE(sent.results[1].reused_connection);
+  EXPECT_EQ(straying.accepted(), 2);
 }
 
 TEST(HttpPeerFaults, AListenerThatNeverAcceptsEndsAtTheConnectDeadline) {
