@@ -192,10 +192,12 @@ void shard_core::send_next(subscriber_state& sub) {
 
 void shard_core::slot_freed(subscriber_state& sub, origin_state& origin) {
   notify(sub);
-  // One waiter per freed slot, or as many as the shard's limit has grown to admit.
+  // One waiter per freed slot, or as many as the shard's limit has grown to admit; at least one,
+  // which looks again at what holds it.
   const int admissible =
       std::min(in_flight_cap_ - in_flight_,
-               std::max(1, shard_limit_.limit() - shard_limit_.counted_in_flight(now_.steady)));
+               std::max(1, scheduling::limit_wakeups(shard_limit_.enabled(), shard_limit_.limit(),
+                                                     shard_limit_.counted_in_flight(now_.steady))));
   waiting_for_slot_.hand_out(
       admissible, [](const subscriber_state& next) { return next.waiting_for_slot; },
       [this](subscriber_state& next) {
@@ -206,8 +208,8 @@ void shard_core::slot_freed(subscriber_state& sub, origin_state& origin) {
 }
 
 void shard_core::wake_origin_waiters(origin_state& origin) {
-  const int admissible = scheduling::origin_wakeups(origin.limit.enabled(), origin.limit.limit(),
-                                                    origin.limit.counted_in_flight(now_.steady));
+  const int admissible = scheduling::limit_wakeups(origin.limit.enabled(), origin.limit.limit(),
+                                                   origin.limit.counted_in_flight(now_.steady));
   origin.waiting.hand_out(
       admissible,
       [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },

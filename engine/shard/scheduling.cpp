@@ -118,7 +118,7 @@ bool paced_below_one_slot(double rate, clock::duration origin_best_latency) {
   return rate * std::chrono::duration<double>(origin_best_latency).count() < 1.0;
 }
 
-int origin_wakeups(bool limit_enabled, int limit, int in_flight) {
+int limit_wakeups(bool limit_enabled, int limit, int in_flight) {
   return limit_enabled ? std::max(0, limit - in_flight) : 1;
 }
 

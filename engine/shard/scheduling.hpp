@@ -136,9 +136,9 @@ bool wants_tokens(const token_facts& facts);
 // holding it back. False while no latency is known.
 bool paced_below_one_slot(double rate, clock::duration origin_best_latency);
 
-// How many of an origin's waiters a freed slot wakes: as many as its limit now admits (it may
-// have grown by more than one), or one when the limit is off.
-int origin_wakeups(bool limit_enabled, int limit, int in_flight);
+// How many waiters a freed slot wakes, at an origin or in the shard: as many as the adaptive
+// limit now admits (it may have grown by more than one), or one when the limit is off.
+int limit_wakeups(bool limit_enabled, int limit, int in_flight);
 
 // The subscribers waiting for a slot (at an origin, or in the shard's in-flight cap), and which
 // of them a freed slot goes to: the one that has waited longest, so each gets its turn in the

@@ -273,10 +273,10 @@ TEST(WantsTokens, NotForWhatCannotSendButForADueProbe) {
   EXPECT_TRUE(wants_tokens(facts));
 }
 
-TEST(OriginWakeups, AsManyAsTheLimitNowAdmitsOrOneWhenItIsOff) {
-  EXPECT_EQ(origin_wakeups(true, 16, 10), 6);
-  EXPECT_EQ(origin_wakeups(true, 16, 20), 0);
-  EXPECT_EQ(origin_wakeups(false, 0, 500), 1);
+TEST(LimitWakeups, AsManyAsTheLimitNowAdmitsOrOneWhenItIsOff) {
+  EXPECT_EQ(limit_wakeups(true, 16, 10), 6);
+  EXPECT_EQ(limit_wakeups(true, 16, 20), 0);
+  EXPECT_EQ(limit_wakeups(false, 0, 500), 1);
 }
 
 // A waiter as the queue sees it: whether it still waits here, and whether it was woken.
