@@ -122,11 +122,14 @@ class Nginx:
     """nginx answering 204 to everything: one worker in the foreground (master_process off, so it
     runs as root or not), keep-alive with nginx's defaults, every file under the scenario's dir."""
 
-    def __init__(self, directory, tls, addresses=("127.0.0.1",)):
-        """Listens on one port of each of `addresses` (bench/origins.py: one origin each)."""
+    def __init__(self, directory, tls, addresses=("127.0.0.1",), delay_ms=0, port=None):
+        """Listens on one port of each of `addresses` (bench/origins.py: one origin each). With
+        `delay_ms`, every request is read whole and answered 204 that much later, by Debian's
+        echo module (libnginx-mod-http-echo: `echo_sleep`, a timer, no blocking), and each
+        answer is logged as `<end time> <request time> <uri>` in arrivals.log."""
         root = Path(directory, "nginx").resolve()
         root.mkdir()
-        self.port = free_port()
+        self.port = port or free_port()
         listens = "".join(f"    listen {a}:{self.port}" + (" ssl;\n" if tls else ";\n")
                           for a in addresses)
         certificate = ""
@@ -138,13 +141,22 @@ class Nginx:
                              for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         # 1,600 drain connections (100 subscribers x 16) and wrk's 200 at once; up to the
         # drain's 4,096 in flight over many origins.
+        modules, logging, answer = "", "  access_log off;\n", "return 204;"
+        if delay_ms:
+            modules = "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;\n"
+            logging = ("  log_format arrivals '$msec $request_time $uri';\n"
+                       f"  access_log {root}/arrivals.log arrivals buffer=256k;\n")
+            answer = (f"echo_read_request_body; echo_sleep {delay_ms / 1000}; "
+                      "echo_status 204; echo_flush;")
+        self.arrivals_log = root / "arrivals.log"
         (root / "nginx.conf").write_text(
-            f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {root}/nginx.pid;\n"
+            f"{modules}daemon off;\nmaster_process off;\nworker_processes 1;\n"
+            f"pid {root}/nginx.pid;\n"
             f"error_log {root}/error.log warn;\nworker_rlimit_nofile 16384;\n"
             "events { worker_connections 8192; }\n"
-            f"http {{\n  access_log off;\n{temp_paths}"
+            f"http {{\n{logging}{temp_paths}"
             f"  server {{\n{listens}{certificate}"
-            "    location / { return 204; }\n  }\n}\n")
+            f"    location / {{ {answer} }}\n  }}\n}}\n")
         self.root = root
         self.log_file = open(root / "stdout", "w")
         self.process = subprocess.Popen(

@@ -141,6 +141,28 @@ class Sink:
         return out
 
 
+class DelayedNginx:
+    """nginx with Debian's echo module, answering every POST 204 after `delay_ms`: a receiver
+    the project did not write, on each of `addresses`. Its arrivals come from its access log."""
+
+    def __init__(self, directory, addresses, delay_ms, port):
+        self.nginx = Nginx(directory, True, addresses, delay_ms=delay_ms, port=port)
+
+    def stop(self):
+        self.cpu_seconds = self.nginx.cpu_seconds()
+        self.nginx.stop()
+
+    def arrivals(self):
+        """subscriber id -> sorted arrival times (the answer's time less the request's)."""
+        out = {}
+        for line in self.nginx.arrivals_log.read_text().splitlines():
+            end, took, uri = line.split()
+            out.setdefault(int(uri.rsplit("/", 1)[1]), []).append(float(end) - float(took))
+        for times in out.values():
+            times.sort()
+        return out
+
+
 def window_violations(arrivals, rate, burst):
     """One-second windows of a subscriber holding more than burst + rate arrivals (1 ms slack)."""
     limit = burst + rate
@@ -324,7 +346,10 @@ def slow_partners(args):
             db = queue_rows(args.surge, directory, subscribers, rows_each,
                             lambda sid: f"https://127.0.0.{1 + sid % count}:{port}/hook/{sid}",
                             rate, burst)
-            sink = Sink(args.surge, directory, db, delay, port)
+            if args.receiver == "nginx":
+                sink = DelayedNginx(directory, addresses, delay, port)
+            else:
+                sink = Sink(args.surge, directory, db, delay, port)
             log(f"{delay} ms: {subscribers * rows_each} rows over {count} origins")
             try:
                 run = drain(args.surge, directory, db, args.drain_args)
@@ -335,7 +360,7 @@ def slow_partners(args):
             arrivals = sink.arrivals()
             starts = attempt_starts(db)
         ideal = (rows_each - burst) / rate
-        run.update({"delay_ms": delay, "origins": count,
+        run.update({"delay_ms": delay, "origins": count, "receiver": args.receiver,
                     "receiver_cpu_us_per_delivery": round(
                         sink.cpu_seconds / run["delivered"] * 1e6, 1),
                     "limit_bound_ideal_s": ideal,
@@ -363,6 +388,8 @@ def main():
     parser.add_argument("--delays", type=lambda t: [int(x) for x in t.split(",")],
                         default=[200, 500], help="slow_partners: answer delays in ms")
     parser.add_argument("--perf", help="profile each drain with perf record into this file")
+    parser.add_argument("--receiver", choices=["sink", "nginx"], default="sink",
+                        help="slow_partners: surge sink, or nginx with Debian's echo module")
     parser.add_argument("--proxy", action="store_true",
                         help="run each configuration direct and again through tinyproxy")
     args = parser.parse_args()

@@ -24,6 +24,9 @@ packages+=(systemd)
 packages+=(lintian dpkg-dev)
 # tinyproxy: the egress proxy the drain's --proxy tests go through.
 packages+=(tinyproxy)
+# nginx's echo module: bench/origins.py slow_partners --receiver nginx, a delayed receiver the
+# project did not write.
+packages+=(libnginx-mod-http-echo)
 # chromium: the drain's live page (/) is read in a real headless browser.
 packages+=(chromium)
 # A throwaway PostgreSQL server (initdb in a temp dir, run as the package's `postgres` user when
