@@ -365,37 +365,6 @@ TEST(Seed001Drain, TheToolsWriteAndReadTheShapesOwnColumns) {
   }
 }
 
-// A partner that announces its quota on a seed001 queue: the pace drawn from it is recorded in
-// Surge's own table as on seed000, and `surge stats` shows it.
-TEST(Seed001Drain, APartnersAnnouncedQuotaIsRecordedAndShownByStats) {
-  temp_dir dir;
-  seed001_file queue(dir);
-  // 100 a day, announced as the IETF draft has it: after the first few, the rest wait.
-  sink_process sink(dir, queue.path(),
-                    {.behaviours_json = R"({"*": {"quota": {"requests": 100, "window_s": 86400, )"
-                                        R"("announce": "draft"}}})"});
-  const auto id = queue.add_subscriber(sink, 3000, 5, "s");
-  queue.add_rows(id, 20, R"({"video":"v1"})");
-  ASSERT_EQ(run_surge(dir, {"migrate", "--db", queue.path()}).exit_code, 0);
-  const auto drained = run_surge(dir, drain_args(queue.path(), {"--duration", "3"}));
-  ASSERT_EQ(drained.exit_code, 0) << drained.err;
-  const auto sent = static_cast<std::int64_t>(sink.stop_and_read().size());
-  ASSERT_GE(sent, 1);
-  EXPECT_EQ(queue.number("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'delivered'"),
-            sent);
-
-  const auto stats = run_surge(dir, {"stats", "--db", queue.path(), "--json"});
-  ASSERT_EQ(stats.exit_code, 0) << stats.err;
-  const auto json = boost::json::parse(stats.out).as_object();
-  const auto& announced = json.at("announced_quotas").as_array();
-  ASSERT_EQ(announced.size(), 1u) << stats.out << drained.err;
-  const auto& entry = announced.at(0).as_object();
-  EXPECT_EQ(entry.at("subscriber_id").to_number<std::int64_t>(), id);
-  EXPECT_EQ(entry.at("quota").to_number<std::int64_t>(), 100);
-  EXPECT_EQ(entry.at("remaining").to_number<std::int64_t>(), 100 - sent);
-  EXPECT_EQ(entry.at("configured_rate").to_number<double>(), 50);
-}
-
 // The shape's own worker, four at a time as its cron runs it, and a drain on one subscriber of
 // one file: every row goes out once, and the partner sees at most burst + rate x T from all
 // five together. One run; returns how many rows the workers sent (0: they never got a token
