@@ -25,9 +25,9 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
       shard_limit_(config.scheduler.shard, in_flight_cap_,
                    config.scheduler.origin.latency_tolerance > 0, now.steady),
-      rng_(seed) {
-  bytes_per_row_ = static_cast<double>(config.scheduler.max_payload_bytes);
-}
+      memory_(static_cast<double>(config.scheduler.max_payload_memory) / shard_count,
+              config.scheduler.max_payload_bytes),
+      rng_(seed) {}
 
 void shard_core::clear_actions() {
   out_.claim.clear();

@@ -227,13 +227,10 @@ class shard_core {
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
   void push_outcome(storage::outcome outcome);
   void adjust_buffered(int delta);
-  void hold_bytes(subscriber_state& sub, std::int64_t bytes);
+  // A row leaves the subscriber's queue (sent and done, given back or dead-lettered).
   void let_go(subscriber_state& sub, const storage::claimed_row& row) {
-    hold_bytes(sub, -static_cast<std::int64_t>(row.payload.size()));
+    memory_.hold(sub.payload, -static_cast<std::int64_t>(row.payload.size()));
   }
-  double row_weight(const subscriber_state& sub) const;
-  int rows_within_memory(const subscriber_state& sub, double free_bytes) const;
-  double share_bytes() const;  // this shard's part of scheduler.max_payload_memory
   std::chrono::duration<double> lease_margin() const;
   bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
   std::string refusal_of(const storage::claimed_row& row, double now_unix) const;
@@ -311,15 +308,8 @@ class shard_core {
   int in_flight_cap_;        // the shard's share of --max-in-flight
   shard_limit shard_limit_;  // adaptive, below in_flight_cap_
   bool claim_outstanding_ = false;
-  int buffered_ = 0;  // rows in this shard's ready queues
-  // Payload bytes of the rows in the ready queues and in flight (scheduler.max_payload_memory),
-  // and those the rows asked for are expected to bring.
-  std::int64_t held_bytes_ = 0;
-  double pending_bytes_ = 0;
-  int heavy_subscribers_ = 0;  // holding more than the floor every subscriber may always hold
-  // Payload bytes per claimed row, for a subscriber whose rows have not been seen yet: the most a
-  // row may carry until an answer shows what rows carry here.
-  double bytes_per_row_ = 0;
+  int buffered_ = 0;       // rows in this shard's ready queues
+  payload_memory memory_;  // this shard's part of scheduler.max_payload_memory
   int pending_total_ = 0;  // rows asked of the storage thread, not yet answered
   bool stopping_ = false;
   bool finished_ = false;

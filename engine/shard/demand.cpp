@@ -15,12 +15,6 @@ namespace {
 
 // Rows of an unusable subscriber are claimed in batches of this size to be dead-lettered.
 constexpr int unusable_claim_batch = 64;
-// What a subscriber may always hold, however much of the shard's payload memory the others hold:
-// a partner whose requests hang must not keep its neighbours from their rows. The drain's
-// payloads may so exceed --max-payload-memory by this much per subscriber.
-constexpr double own_payload_floor = 64 * 1024;
-// The least a row is counted as weighing, for its fields besides the payload.
-constexpr double least_row_weight = 64;
 
 }  // namespace
 
@@ -34,14 +28,11 @@ void shard_core::on_claimed(claim_reply reply, shard_time time) {
     auto& sub = *it->second;
     sub.pending_claim = std::max(0, sub.pending_claim - asked.rows);
     sub.rows_in_answer = 0;
-    if (asked.rows > 0) {
-      pending_bytes_ -= sub.pending_bytes;
-      sub.pending_bytes = 0;
-    }
+    if (asked.rows > 0) memory_.asked_answered(sub.payload);
   }
   for (const auto& asked : reply.asked) pending_total_ -= asked.rows;
   pending_total_ = std::max(0, pending_total_);
-  if (pending_total_ == 0) pending_bytes_ = 0;  // no rounding left over
+  if (pending_total_ == 0) memory_.nothing_asked();
   std::vector<subscriber_state*> to_coalesce;
   // The shared counters move once per answer, not once per row: each move is a write to a cache
   // line the other threads read.
@@ -65,23 +56,14 @@ void shard_core::on_claimed(claim_reply reply, shard_time time) {
     if (sub.settings.coalesce) to_coalesce.push_back(&sub);
     const auto bytes = static_cast<std::int64_t>(row.payload.size());
     answer_bytes += bytes;
-    hold_bytes(sub, bytes);
-    // Each subscriber's rows are weighed on their own: one partner's large payloads must not
-    // make another's small rows look large.
-    sub.bytes_per_row = sub.bytes_per_row == 0
-                            ? static_cast<double>(bytes)
-                            : 0.75 * sub.bytes_per_row + 0.25 * static_cast<double>(bytes);
+    memory_.take_row(sub.payload, bytes);
     sub.ready.push_back(std::move(row));
     watch_tokens(sub);
     ++taken;
   }
   if (taken > 0) {
     adjust_buffered(taken);
-    // The first answer replaces the cautious guess; later ones move the estimate halfway.
-    const double per_row = static_cast<double>(answer_bytes) / taken;
-    bytes_per_row_ = bytes_per_row_ >= static_cast<double>(config_.scheduler.max_payload_bytes)
-                         ? per_row
-                         : (bytes_per_row_ + per_row) / 2;
+    memory_.answered(taken, answer_bytes);
   }
   // New rows may repeat a key already waiting (or each other): only the newest is kept.
   std::sort(to_coalesce.begin(), to_coalesce.end());
@@ -243,35 +225,6 @@ bool shard_core::token_watch_needed(const subscriber_state& sub) {
          sub.allowance.asking();
 }
 
-void shard_core::hold_bytes(subscriber_state& sub, std::int64_t bytes) {
-  const bool was_heavy = static_cast<double>(sub.held_bytes) > own_payload_floor;
-  sub.held_bytes += bytes;
-  held_bytes_ += bytes;
-  heavy_subscribers_ += (static_cast<double>(sub.held_bytes) > own_payload_floor) - was_heavy;
-}
-
-double shard_core::row_weight(const subscriber_state& sub) const {
-  return std::max(sub.bytes_per_row > 0 ? sub.bytes_per_row : bytes_per_row_, least_row_weight);
-}
-
-int shard_core::rows_within_memory(const subscriber_state& sub, double free_bytes) const {
-  const double own = static_cast<double>(sub.held_bytes) + sub.pending_bytes;
-  // Beyond the floor, a subscriber takes no more than an even part of the share among those that
-  // hold more than the floor: partners whose requests hang cannot hold all of it between them.
-  const bool heavy = static_cast<double>(sub.held_bytes) > own_payload_floor;
-  const double even_part = share_bytes() / (heavy_subscribers_ + (heavy ? 0 : 1));
-  const double room = std::max(std::min(free_bytes, even_part - own), own_payload_floor - own);
-  const double rows = std::floor(room / row_weight(sub));
-  // With nothing held in the shard, one row always fits, however small the share: the drain
-  // never stalls.
-  if (held_bytes_ == 0 && pending_bytes_ <= 0) return static_cast<int>(std::clamp(rows, 1.0, 1e9));
-  return static_cast<int>(std::clamp(rows, 0.0, 1e9));
-}
-
-double shard_core::share_bytes() const {
-  return static_cast<double>(config_.scheduler.max_payload_memory) / shard_count_;
-}
-
 void shard_core::send_demand() {
   const auto now = now_.steady;
   const auto& scheduler = config_.scheduler;
@@ -288,7 +241,7 @@ void shard_core::send_demand() {
   // no subscriber is always last in line.
   int budget = in_flight_cap_ * config_.scheduler.buffer_per_slot - buffered_ - pending_total_;
   // The payload memory, in bytes: each subscriber's rows are counted at their own weight.
-  double free_bytes = share_bytes() - static_cast<double>(held_bytes_) - pending_bytes_;
+  double free_bytes = memory_.free_bytes();
   const std::size_t count = order_.size();
   std::size_t visited = 0;
   // Who would join a round, and whether anyone starts one (scheduling::claim_round): without a
@@ -314,22 +267,21 @@ void shard_core::send_demand() {
         .batch_rows = sub.settings.batch_rows,
         .coalescing = sub.settings.coalesce.has_value(),
         .held = static_cast<int>(sub.ready.size()) + sub.pending_claim};
-    const int allowed = std::min(budget, rows_within_memory(sub, free_bytes));
+    const int allowed = std::min(budget, memory_.rows_within(sub.payload, free_bytes));
     const int want =
         scheduling::rows_to_claim(facts, limits, allowed, scheduling::claim_round::join);
     if (want <= 0) continue;
     round_started = round_started || scheduling::rows_to_claim(facts, limits, allowed) > 0;
     round_candidates_.push_back({&sub, want});
     budget -= want;
-    free_bytes -= want * row_weight(sub);
+    free_bytes -= want * memory_.row_weight(sub.payload);
   }
   if (count > 0) demand_cursor_ = (demand_cursor_ + visited) % count;
   for (const auto& [sub, want] :
        round_started ? round_candidates_ : std::span<const round_candidate>{}) {
     sub->pending_claim += want;
     pending_total_ += want;
-    sub->pending_bytes += want * row_weight(*sub);
-    pending_bytes_ += want * row_weight(*sub);
+    memory_.asked(sub->payload, want);
     // A coalescing subscriber's rows are bounded by what the backlog sweep judged: the storage
     // thread fills the bound in.
     demand.push_back(

@@ -16,6 +16,7 @@
 #include "engine/config.hpp"
 #include "engine/memory/node_cache.hpp"
 #include "engine/limits/partner_quota.hpp"
+#include "engine/limits/payload_memory.hpp"
 #include "engine/limits/token_allowance.hpp"
 #include "engine/limits/token_bucket.hpp"
 #include "engine/limits/wire_gate.hpp"
@@ -74,10 +75,8 @@ struct subscriber_state {
   int in_flight = 0;
   int pending_claim = 0;  // rows asked of the storage thread, not yet answered
   // Payload memory (scheduler.max_payload_memory): what its buffered and in-flight rows hold, what
-  // its pending rows are expected to bring, and what its rows weigh on average (0: none seen).
-  std::int64_t held_bytes = 0;
-  double pending_bytes = 0;
-  double bytes_per_row = 0;
+  // its pending rows are expected to bring, and what its rows weigh (engine/limits/payload_memory).
+  subscriber_payload payload;
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
   // due is kept by the shard (shard_core::poll_after_of), where the demand scan reads it.
