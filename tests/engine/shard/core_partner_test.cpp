@@ -302,6 +302,45 @@ TEST(ShardCorePartner, EachOrderedKeyGoesOutInEnqueueOrderThroughRetriesWhileThe
   EXPECT_GT(keys_in_first_ten.size(), 1u);
 }
 
+// Each key's rows in enqueue order across requests that batch rows of several keys, through the
+// retries of the batches the partner refuses: what `--ordered` and `--batch` promise together.
+TEST(ShardCorePartner, BatchesOfSeveralKeysKeepEachKeysOrderThroughRetries) {
+  auto config = simulation::default_config();
+  config.retry.base_delay = 50ms;
+  config.retry.max_delay = 200ms;
+  config.retry.max_attempts = 50;
+  config.retry_given = {.max_attempts = true, .base_delay = true, .max_delay = true};
+  simulation sim(config);
+  int answered = 0;
+  sim.partner = [&](const received&) { return answer{.status = answered++ % 3 == 1 ? 503 : 200}; };
+  auto subscriber = simulation::subscriber(1, 1000.0, 100);
+  subscriber.order = proto::order_rule{.pointer = "/video_id"};
+  subscriber.batch_max = 8;
+  subscriber.batch_linger = 0.05;
+  sim.load({subscriber});
+  std::map<std::int64_t, int> key_of;
+  for (int event = 0; event < 6; ++event) {
+    for (int key = 0; key < 10; ++key)
+      key_of[sim.enqueue(1, R"({"video_id":"v)" + std::to_string(key) + R"("})")] = key;
+  }
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
+  const auto sent = sim.requests_of(1);
+  EXPECT_TRUE(std::any_of(sent.begin(), sent.end(), [](const auto& r) {
+    return r.rows.size() > 1;
+  })) << "rows of different keys should have shared batches";
+  std::map<int, std::vector<std::int64_t>> rows_per_key;
+  for (const auto& request : sent) {
+    for (const auto row : request.rows) rows_per_key[key_of.at(row)].push_back(row);
+  }
+  for (auto& [key, rows] : rows_per_key) {
+    // A retried batch sends its rows again, right after their refused try.
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end())) << "key v" << key;
+    EXPECT_EQ(rows.size(), 6u) << "key v" << key;
+  }
+  EXPECT_GT(answered, 60 / 8 + 2) << "the partner's refusals should have caused retries";
+}
+
 // --max-in-flight caps requests across every subscriber, and each subscriber waiting for a slot
 // is served in turn.
 TEST(ShardCorePartner, TheProcessWideInFlightCapHoldsAndServesEveryWaitingSubscriber) {
