@@ -23,6 +23,7 @@
 #include "storage/subscribers.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
 #include "tests/storage/seed001/worker_sql.hpp"
+#include "tests/storage/queue_kinds.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/seed001_ddl.hpp"
 #include "tests/support/sql_client.hpp"
@@ -33,16 +34,7 @@ namespace {
 
 using surge::testing::sql_client;
 
-enum class kind { seed000, seed001, postgres };
-
-std::string kind_name(const ::testing::TestParamInfo<kind>& info) {
-  switch (info.param) {
-    case kind::seed000: return "SQLiteSeed000";
-    case kind::seed001: return "SQLiteSeed001";
-    case kind::postgres: return "PostgreSQL";
-  }
-  return "";
-}
+using kind = testing::queue_kind;
 
 // A queue of one kind, its producer's inserts, and the drain store Surge works it with.
 struct ordered_queue {
@@ -311,9 +303,8 @@ TEST_P(OrderedKeysOn, TheSettingIsLoadedAndGoesWithItsSubscriber) {
   EXPECT_EQ(q.producer->number("SELECT count(*) FROM surge_subscriber_order"), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, OrderedKeysOn,
-                         ::testing::Values(kind::seed000, kind::seed001, kind::postgres),
-                         kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, OrderedKeysOn, testing::all_queue_kinds(),
+                         testing::queue_kind_name);
 
 // The index the ordered claim reads: made only while a subscriber is ordered, and read in
 // enqueue order without a sort.

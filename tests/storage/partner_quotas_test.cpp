@@ -11,6 +11,7 @@
 
 #include "storage/connection.hpp"
 #include "storage/schema.hpp"
+#include "tests/storage/queue_kinds.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/seed001_ddl.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -18,16 +19,7 @@
 namespace surge::storage {
 namespace {
 
-enum class kind { seed000, seed001, postgres };
-
-std::string kind_name(const ::testing::TestParamInfo<kind>& info) {
-  switch (info.param) {
-    case kind::seed000: return "SQLiteSeed000";
-    case kind::seed001: return "SQLiteSeed001";
-    case kind::postgres: return "PostgreSQL";
-  }
-  return "";
-}
+using kind = testing::queue_kind;
 
 class PartnerQuotasOn : public ::testing::TestWithParam<kind> {};
 
@@ -90,9 +82,8 @@ TEST_P(PartnerQuotasOn, EachSubscriberKeepsItsLatestRow) {
   EXPECT_EQ(rows[1].paced_until, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, PartnerQuotasOn,
-                         ::testing::Values(kind::seed000, kind::seed001, kind::postgres),
-                         kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, PartnerQuotasOn, testing::all_queue_kinds(),
+                         testing::queue_kind_name);
 
 }  // namespace
 }  // namespace surge::storage
