@@ -125,8 +125,9 @@ class postgres_drain_store final : public drain_store {
     // The cycle's statements are prepared once per connection (pg::session). For a small claim
     // PostgreSQL's plan cache judges a plan made for its arrays cheaper than the generic one and
     // plans it again on every call: 250 us a claim, 11 us a delivery for a drain that claims 23
-    // rows at a time. The generic plan is the same index walk per subscriber at any size.
-    db_.send(force_generic_plans);
+    // rows at a time. The generic plan is the same index walk per subscriber at any size. The
+    // setting came with PostgreSQL 12; an older server would refuse the cycle over it.
+    if (db_.server_version() >= 120000) db_.send(force_generic_plans);
     result.written = write_outcomes_within(outcomes, deactivate);
     std::vector<subscriber_demand> owned;
     const double checked_at = proto::unix_now();

@@ -353,6 +353,8 @@ std::string session::name_for(const queued_statement& statement, bool& to_prepar
   return name;
 }
 
+int session::server_version() const { return conn_ ? PQserverVersion(conn_) : 0; }
+
 void session::flush() {
   if (!queued_.empty()) exec_pipelined(nullptr, nullptr);
 }

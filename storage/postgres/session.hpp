@@ -88,6 +88,8 @@ class session {
   // what the session had set up (LISTEN) is gone.
   std::int64_t connections() const { return connections_; }
   const std::string& uri() const { return uri_; }
+  // The server's version as libpq gives it (150004 for 15.4); 0 while not connected.
+  int server_version() const;
 
  private:
   friend class transaction;

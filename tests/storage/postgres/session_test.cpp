@@ -129,6 +129,9 @@ TEST(PostgresSession, AStatementWithParametersIsPreparedOnceAndRunByName) {
   EXPECT_EQ(table.prepared_as(insert), 1);
   EXPECT_EQ(table.rows_seen_by_another_session(), 3);
   EXPECT_EQ(table.prepared_as("BEGIN"), 0) << "statements without parameters go unnamed";
+  // What decides whether a drain's cycle asks for generic plans (plan_cache_mode, 12 and later).
+  EXPECT_EQ(table.db.server_version() / 10000,
+            std::stoi(table.db.exec("SHOW server_version_num").text(0, 0).data()) / 10000);
 }
 
 TEST(PostgresSession, ANewConnectionPreparesItsStatementsAgain) {
