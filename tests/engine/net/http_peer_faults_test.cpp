@@ -52,9 +52,10 @@ enum class peer_behaviour {
 class peer {
  public:
   explicit peer(peer_behaviour behaviour)
-      : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
-        thread_([this, behaviour] { run(behaviour); }) {
+      : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    // Before the thread starts: it polls the acceptor, so that it sees `release` between tries.
     acceptor_.non_blocking(true);
+    thread_ = std::thread([this, behaviour] { run(behaviour); });
   }
   ~peer() {
     release_ = true;
