@@ -81,7 +81,7 @@ void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause,
   if (now_.steady + pause > sub.paused_until) sub.pause_reason = reason;
   sub.paused_until = std::max(sub.paused_until, now_.steady + pause);
   notify_line(sub);
-  poll_after_of(sub) = std::max(poll_after_of(sub), sub.paused_until);
+  demand_.poll_no_earlier(sub, sub.paused_until);
   if (pause >= config_.scheduler.pause_release_threshold) {
     reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
   }
@@ -104,7 +104,7 @@ std::optional<announced_snapshot> shard_core::announced_of(
 }
 
 void shard_core::hand_over_quotas() {
-  for (auto* sub : order_) {
+  for (auto* sub : demand_.scan_order()) {
     if (!sub->quota_unrecorded) continue;
     sub->quota_unrecorded = false;
     const auto& latest = sub->quota.latest();

@@ -18,6 +18,7 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       counters_(metrics.counters),
       logger_(logger),
       now_(now),
+      demand_(config.scheduler, subscribers_),
       // The first demand goes at once: the first claims are what the first sends wait for.
       next_demand_at_(now.steady),
       next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
@@ -114,7 +115,7 @@ void shard_core::on_timer(shard_time now) {
   }
   if (!stopping_ && now_.steady >= next_demand_at_) {
     next_demand_at_ = now_.steady + config_.scheduler.demand_interval;
-    if (!claim_outstanding_) send_demand();
+    send_demand();
   }
   if (now_.steady >= next_flush_at_) {
     next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
@@ -140,7 +141,7 @@ void shard_core::begin_stop(shard_time now) {
   if (!begin_event(now)) return;
   if (!stopping_) {
     stopping_ = true;
-    for (auto* sub : order_) {
+    for (auto* sub : demand_.scan_order()) {
       release_ready(*sub);
       notify_line(*sub);  // attempts not yet written give their rows back
     }
@@ -202,9 +203,7 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), now_.steady,
                                                       now_unix, config_.scheduler);
       auto& sub = *state;
-      sub.scan_index = order_.size();
-      poll_after_.emplace_back();
-      order_.push_back(&sub);
+      demand_.add(sub);
       subscribers_.emplace(row.id, std::move(state));
       if (!stopping_) notify(sub);
     } else {
@@ -311,8 +310,8 @@ void shard_core::publish_metrics() {
   const double now_unix = now_.unix_seconds();
   // Every subscriber, not only the busiest: the partner view's ETA needs the pace of each one
   // with rows queued, even before its first claim.
-  view.subscribers.reserve(order_.size());
-  for (auto* sub : order_) {
+  view.subscribers.reserve(subscribers_.size());
+  for (auto* sub : demand_.scan_order()) {
     if (sub->paused_until > now) ++view.paused_subscribers;
     if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
@@ -350,7 +349,7 @@ void shard_core::publish_metrics() {
 void shard_core::finish_if_quiet() {
   // A claim answer still on its way may carry leased rows; finishing before it arrives would
   // leave them leased until the lease runs out, so a stopping shard waits for it too.
-  if (stopping_ && in_flight_ == 0 && !claim_outstanding_) finish();
+  if (stopping_ && in_flight_ == 0 && !demand_.outstanding()) finish();
 }
 
 void shard_core::finish() {
@@ -362,7 +361,7 @@ void shard_core::finish() {
   publish_metrics();
   // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
   std::vector<storage::unspent_tokens> unspent;
-  for (auto* sub : order_) {
+  for (auto* sub : demand_.scan_order()) {
     unspent.push_back({.subscriber_id = sub->settings.id, .tokens = sub->allowance.take_unspent()});
   }
   out_.unspent = std::move(unspent);

@@ -26,6 +26,7 @@
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/shard/delivery.hpp"
+#include "engine/shard/demand_planner.hpp"
 #include "engine/shard/scheduling.hpp"
 #include "engine/shard/subscriber.hpp"
 #include "engine/handoff.hpp"
@@ -172,7 +173,6 @@ class shard_core {
 
   void update_subscribers(std::vector<storage::subscriber_row> rows,
                           std::vector<identity_lookup> identities);
-  void accept_tokens(const claim_reply& reply);
   void demand_tick();
   void flush_tick();
   // The pump (pump.cpp): gathers the facts, lets scheduling::next_pump_step decide, and carries
@@ -208,16 +208,8 @@ class shard_core {
   void coalesce_ready(subscriber_state& sub);
   scheduling::pump_facts pump_facts_of(subscriber_state& sub);
   void send_next(subscriber_state& sub);
+  // The planner's next claim, if it has one, goes out (demand.cpp).
   void send_demand();
-  scheduling::token_facts token_facts_of(const subscriber_state& sub) const;
-  void watch_tokens(subscriber_state& sub);
-  // The requests `sub` could start at once (rows ready, slots free, its own bucket's tokens):
-  // all a shared persisted bucket is asked for (token_allowance::ask).
-  double sendable_now(const subscriber_state& sub) const;
-  static bool token_watch_needed(const subscriber_state& sub);
-  steady::time_point& poll_after_of(const subscriber_state& sub) {
-    return poll_after_[sub.scan_index];
-  }
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
   // An ordered row finished: its outcome goes now and a claim follows it, so the key's next row
   // comes one storage cycle later instead of at the subscriber's idle poll.
@@ -276,19 +268,8 @@ class shard_core {
   shard_time now_;
   shard_actions out_;
 
-  std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>> subscribers_;
-  std::vector<subscriber_state*> order_;  // creation order, for the rotating demand scan
-  // When each subscriber's idle poll is due, by scan_index. Kept apart from subscriber_state so
-  // that the scan reads one array, not thousands of scattered objects, to pass over the
-  // subscribers of a quiet table that are waiting for theirs.
-  std::vector<steady::time_point> poll_after_;
-  std::size_t demand_cursor_ = 0;
-  std::vector<subscriber_state*> token_watch_;  // see watch_tokens
-  struct round_candidate {
-    subscriber_state* sub;
-    int want;
-  };
-  std::vector<round_candidate> round_candidates_;              // send_demand's scratch
+  subscriber_map subscribers_;
+  demand_planner demand_;  // what the storage thread is asked for, and when each is polled
   scheduling::slot_queue<subscriber_state> waiting_for_slot_;  // each subscriber at most once
   std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
 
@@ -307,10 +288,8 @@ class shard_core {
   int in_flight_ = 0;
   int in_flight_cap_;        // the shard's share of --max-in-flight
   shard_limit shard_limit_;  // adaptive, below in_flight_cap_
-  bool claim_outstanding_ = false;
-  int buffered_ = 0;       // rows in this shard's ready queues
-  payload_memory memory_;  // this shard's part of scheduler.max_payload_memory
-  int pending_total_ = 0;  // rows asked of the storage thread, not yet answered
+  int buffered_ = 0;         // rows in this shard's ready queues
+  payload_memory memory_;    // this shard's part of scheduler.max_payload_memory
   bool stopping_ = false;
   bool finished_ = false;
   std::vector<storage::outcome> outcomes_;

@@ -79,7 +79,7 @@ struct subscriber_state {
   subscriber_payload payload;
   int rows_in_answer = 0;  // rows the storage thread's latest answer brought, while it is taken in
   // Polling backoff for a subscriber whose last claim came back short; when the next poll is
-  // due is kept by the shard (shard_core::poll_after_of), where the demand scan reads it.
+  // due is kept by the shard's demand_planner, where its scan reads it.
   std::chrono::milliseconds idle_poll{0};
   // An ordered row finished since the last claim answer: a short answer may predate its write,
   // so it starts no idle backoff.
@@ -107,7 +107,7 @@ struct subscriber_state {
   // life): the configured batch size is capped at it.
   int batch_fits = INT_MAX;
   bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
-  bool token_watched = false;     // on the shard's token watch (shard_core::watch_tokens)
+  bool token_watched = false;     // on the shard's token watch (demand_planner::watch_tokens)
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
