@@ -377,7 +377,9 @@ std::vector<lease_holder> other_live_owners(connection& db, double now, const pr
                                             const std::string& self) {
   return on_queue(
       db, [&](SQLite::Database& file) { return other_live_owners(file, now, which, self); },
-      [&](SQLite::Database& file) { return seed001::other_live_owners(file, now, which, self); },
+      [&](SQLite::Database& file) {
+        return other_live_owners(file, now, which, self, seed001_deliveries());
+      },
       [&](pg::session& server) { return pg::other_live_owners(server, now, which, self); });
 }
 
@@ -406,7 +408,9 @@ std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
                                     bool with_delivered) {
   return on_queue(
       db, [&](SQLite::Database& file) { return read_audit(file, which, with_delivered); },
-      [&](SQLite::Database& file) { return seed001::read_audit(file, which, with_delivered); },
+      [&](SQLite::Database& file) {
+        return read_audit(file, which, with_delivered, seed001_deliveries());
+      },
       [&](pg::session& server) { return pg::read_audit(server, which, with_delivered); });
 }
 
@@ -416,7 +420,7 @@ std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double ove
       db,
       [&](SQLite::Database& file) { return backlog_by_subscriber(file, overdue_before, which); },
       [&](SQLite::Database& file) {
-        return seed001::backlog_by_subscriber(file, overdue_before, which);
+        return backlog_by_subscriber(file, overdue_before, which, seed001_deliveries());
       },
       [&](pg::session& server) {
         return pg::backlog_by_subscriber(server, overdue_before, which);

@@ -90,15 +90,13 @@ const sqlite_queue_shape& seed001_sqlite_shape() {
       .claims = seed001_claim_statements(),
       .buckets = seed001_bucket_statements(),
       .new_rows = seed001_change_statements(),
-      .subscriber_table = "webhook_subscribers",
+      .deliveries = seed001_deliveries(),
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<seed001::outcome_writer>(db);
       },
-      .load_subscribers = seed001::load_subscribers,
       .dead_letter_orphans = seed001::dead_letter_orphans,
       .dead_letter_malformed = seed001::dead_letter_malformed,
       .count_outstanding = seed001::count_outstanding,
-      .earliest_scheduled = seed001::earliest_scheduled,
   };
   return shape;
 }

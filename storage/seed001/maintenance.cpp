@@ -114,47 +114,9 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
   return found;
 }
 
-std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
-                                            const proto::id_set& which, const std::string& self) {
-  std::vector<lease_holder> holders;
-  if (!db.tableExists("surge_lease")) return holders;
-  {
-    SQLite::Statement any(
-        db, "SELECT EXISTS (SELECT 1 FROM surge_lease WHERE lease > ?1 AND owner <> ?2)");
-    any.bind(1, now);
-    any.bind(2, self);
-    if (!any.executeStep() || any.getColumn(0).getInt() == 0) return holders;
-  }
-  SQLite::Statement query(
-      db,
-      "SELECT l.owner, d.subscriber_id, COUNT(*) FROM webhook_deliveries d "
-      "JOIN surge_lease l ON l.lease = d.leased_until "
-      "WHERE d.state = 'pending' AND d.leased_until > ?1 AND l.owner <> ?2 AND " +
-          detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2 ORDER BY 1, 2");
-  query.bind(1, now);
-  query.bind(2, self);
-  while (query.executeStep()) {
-    const std::string owner = query.getColumn(0).getString();
-    if (holders.empty() || holders.back().owner != owner) holders.push_back({.owner = owner});
-    holders.back().subscribers.push_back(query.getColumn(1).getInt64());
-    holders.back().rows += query.getColumn(2).getInt64();
-  }
-  return holders;
-}
-
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress) {
-  // The shape records no delivery time: a finished row is judged by when it was queued, and no
-  // row is attempted more than a day after that.
-  static const retention_shape shape{
-      .deliveries = "webhook_deliveries",
-      .done = "state = 'delivered'",
-      .done_or_dead = "state IN ('delivered', 'dead')",
-      .finished_at = "enqueued_at",
-      .free_at = [](std::string_view now) { return free_at(now); },
-      .notes = "surge_delivery_note",
-  };
-  return sqlite::prune(db, options, progress, shape);
+  return sqlite::prune(db, options, progress, seed001_deliveries());
 }
 
 }  // namespace surge::storage::sqlite::seed001

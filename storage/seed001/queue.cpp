@@ -13,6 +13,7 @@
 #include "proto/signing.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 #include "storage/sqlite/dead_letters.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
@@ -135,35 +136,6 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
   return query.getColumn(0).getInt64();
 }
 
-std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
-                                         const proto::id_set& which) {
-  SQLite::Statement query(db,
-                          "SELECT MIN(MAX(next_attempt, enqueued_at)) FROM webhook_deliveries "
-                          "WHERE state = 'pending' AND " +
-                              free_at("?1") + " AND " + detail::id_filter(which, "subscriber_id"));
-  query.bind(1, now);
-  if (!query.executeStep() || query.getColumn(0).isNull()) return std::nullopt;
-  return query.getColumn(0).getDouble();
-}
-
-std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
-                                                      const proto::id_set& which) {
-  SQLite::Statement query(
-      db,
-      "SELECT subscriber_id, COUNT(*), SUM(next_attempt < ?1 AND enqueued_at < ?1) "
-      "FROM webhook_deliveries INDEXED BY " +
-          std::string(due_index) + " WHERE state = 'pending' AND " +
-          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id");
-  query.bind(1, overdue_before);
-  std::vector<subscriber_backlog> out;
-  while (query.executeStep()) {
-    out.push_back({.subscriber_id = query.getColumn(0).getInt64(),
-                   .queued = query.getColumn(1).getInt64(),
-                   .overdue = query.getColumn(2).getInt64()});
-  }
-  return out;
-}
-
 namespace {
 
 // Shared by list and replay; binds :since when set. One scan of the table, like seed000's.
@@ -263,17 +235,29 @@ std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t 
   return delivery_detail_from(query);
 }
 
-std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
-                                    bool with_delivered) {
-  if (!db.tableExists("surge_attempt")) return {};
-  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
-  std::map<std::int64_t, audit_limit> limits;
-  for (const auto& row : load_subscribers(db, which)) {
-    limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
-  }
-  auto entries = read_attempts(db, std::move(limits), which, with_delivered);
-  snapshot.commit();
-  return entries;
+}  // namespace surge::storage::sqlite::seed001
+
+namespace surge::storage::sqlite {
+
+const delivery_table& seed001_deliveries() {
+  static const delivery_table table{
+      .name = "webhook_deliveries",
+      .subscriber_table = "webhook_subscribers",
+      .outstanding = "state = 'pending'",
+      .lease = "leased_until",
+      .next_attempt = "next_attempt",
+      .created = "enqueued_at",
+      .due_index = seed001::due_index,
+      .free_at = seed001::free_at,
+      .done = "state = 'delivered'",
+      .done_or_dead = "state IN ('delivered', 'dead')",
+      // The shape records no delivery time: a finished row is judged by when it was queued, and
+      // no row is attempted more than a day after that.
+      .finished_at = "enqueued_at",
+      .notes = "surge_delivery_note",
+      .load_subscribers = seed001::load_subscribers,
+  };
+  return table;
 }
 
-}  // namespace surge::storage::sqlite::seed001
+}  // namespace surge::storage::sqlite

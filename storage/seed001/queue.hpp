@@ -46,10 +46,6 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::
                         double now, int count);
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which);
 std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which);
-std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
-                                         const proto::id_set& which);
-std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
-                                                      const proto::id_set& which);
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which);
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id);
@@ -62,14 +58,10 @@ const ordered_index& ordered_claim_index();
 std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
 replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
 std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id);
-std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
-                                    bool with_delivered);
 
 std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which);
 malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
                                      const proto::id_set& which);
-std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
-                                            const proto::id_set& which, const std::string& self);
 
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress);

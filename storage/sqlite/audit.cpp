@@ -7,25 +7,13 @@
 
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
-#include "storage/sqlite/subscribers.hpp"
 
 namespace surge::storage::sqlite {
 
-std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
-                                    bool with_delivered) {
-  if (!db.tableExists("surge_attempt")) return {};
-  // One snapshot: the limits and the attempts read together.
-  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
-  std::map<std::int64_t, audit_limit> limits;
-  for (const auto& row : load_subscribers(db, which)) {
-    // A rate stored as text reads NaN (subscriber_row); judge it as 0, as SQLite would read it.
-    limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
-  }
-  auto entries = read_attempts(db, std::move(limits), which, with_delivered);
-  snapshot.commit();
-  return entries;
-}
+namespace {
 
+// The audit of the attempts in surge_attempt (the same table on either queue shape) against
+// `limits`, inside a read transaction the caller holds.
 std::vector<audit_entry> read_attempts(SQLite::Database& db,
                                        std::map<std::int64_t, audit_limit> limits,
                                        const proto::id_set& which, bool with_delivered) {
@@ -44,6 +32,23 @@ std::vector<audit_entry> read_attempts(SQLite::Database& db,
                  query.getColumn(3).getInt(), query.getColumn(4).getInt64()});
   }
   return collect.finish();
+}
+
+}  // namespace
+
+std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which,
+                                    bool with_delivered, const delivery_table& table) {
+  if (!db.tableExists("surge_attempt")) return {};
+  // One snapshot: the limits and the attempts read together.
+  SQLite::Transaction snapshot(db, SQLite::TransactionBehavior::DEFERRED);
+  std::map<std::int64_t, audit_limit> limits;
+  for (const auto& row : table.load_subscribers(db, which)) {
+    // A rate stored as text reads NaN (subscriber_row); judge it as 0, as SQLite would read it.
+    limits[row.id] = {row.rate_text ? 0.0 : row.rate_per_sec, row.burst, row.active};
+  }
+  auto entries = read_attempts(db, std::move(limits), which, with_delivered);
+  snapshot.commit();
+  return entries;
 }
 
 }  // namespace surge::storage::sqlite

@@ -11,6 +11,7 @@
 #include "proto/id_set.hpp"
 #include "storage/audit.hpp"
 #include "storage/connection.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 
 namespace surge::storage::sqlite {
 
@@ -19,12 +20,7 @@ namespace surge::storage::sqlite {
 // index follows the write order, for the drain's sake) and judges one subscriber at a time, so
 // this process's memory follows the busiest subscriber, not the table. Empty before migration 1.
 std::vector<audit_entry> read_audit(SQLite::Database& db, const proto::id_set& which = {},
-                                    bool with_delivered = false);
-
-// The audit of the attempts in surge_attempt (the same table on either queue shape) against
-// `limits`, inside a read transaction the caller holds.
-std::vector<audit_entry> read_attempts(SQLite::Database& db,
-                                       std::map<std::int64_t, audit_limit> limits,
-                                       const proto::id_set& which, bool with_delivered);
+                                    bool with_delivered = false,
+                                    const delivery_table& table = seed000_deliveries());
 
 }  // namespace surge::storage::sqlite

@@ -7,16 +7,16 @@
 namespace surge::storage::sqlite {
 
 std::vector<subscriber_backlog> backlog_by_subscriber(SQLite::Database& db, double overdue_before,
-                                                      const proto::id_set& which) {
-  // The status filter matches the partial index's WHERE, so the index covers the query and
+                                                      const proto::id_set& which,
+                                                      const delivery_table& table) {
+  // The outstanding condition is the partial index's WHERE, so the index covers the query and
   // is already in subscriber order; left alone, the planner picks idx_delivery_due and sorts
   // (0.12 s instead of 0.03 s for 100,000 queued rows).
   SQLite::Statement query(
-      db,
-      "SELECT subscriber_id, COUNT(*), SUM(next_attempt_at < ?1 AND created_at < ?1) "
-      "FROM webhook_delivery "
-      "INDEXED BY idx_delivery_subscriber_due WHERE status IN ('pending','retry') AND " +
-          detail::id_filter(which, "subscriber_id") + " GROUP BY subscriber_id");
+      db, "SELECT subscriber_id, COUNT(*), SUM(" + std::string(table.next_attempt) + " < ?1 AND " +
+              table.created + " < ?1) FROM " + table.name + " INDEXED BY " + table.due_index +
+              " WHERE " + table.outstanding + " AND " + detail::id_filter(which, "subscriber_id") +
+              " GROUP BY subscriber_id");
   query.bind(1, overdue_before);
   std::vector<subscriber_backlog> out;
   while (query.executeStep()) {

@@ -14,6 +14,7 @@
 #include "storage/queue_shape.hpp"
 #include "storage/sqlite/change_watch.hpp"
 #include "storage/sqlite/claims.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 #include "storage/sqlite/maintenance.hpp"
 #include "storage/sqlite/outcomes.hpp"
 #include "storage/sqlite/subscribers.hpp"
@@ -25,15 +26,13 @@ struct sqlite_queue_shape {
   const claim_statements& claims;
   const bucket_statements& buckets;
   const change_statements& new_rows;
-  const char* subscriber_table;  // whose ids ownership leases name
+  const delivery_table& deliveries;
   std::unique_ptr<outcome_applier> (*make_writer)(SQLite::Database& db);
   std::vector<subscriber_row> (*load_subscribers)(SQLite::Database& db, const proto::id_set& which);
   std::int64_t (*dead_letter_orphans)(SQLite::Database& db, double now, const proto::id_set& which);
   malformed_rows (*dead_letter_malformed)(SQLite::Database& db, double now, double lease_horizon,
                                           const proto::id_set& which);
   std::int64_t (*count_outstanding)(SQLite::Database& db, double now, const proto::id_set& which);
-  std::optional<double> (*earliest_scheduled)(SQLite::Database& db, double now,
-                                              const proto::id_set& which);
 };
 
 // seed000's (storage/sqlite/drain_store.cpp) and seed001's (storage/seed001/drain_shape.cpp).

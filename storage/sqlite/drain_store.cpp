@@ -71,7 +71,7 @@ class sqlite_drain_store final : public drain_store {
         writer_(shape_.make_writer(db_)),
         tokens_(db_, config.token_reserve_seconds, shape_.buckets),
         owners_(db_, claims_.owner(), config.allowed, config.ownership_heartbeat_seconds,
-                shape_.subscriber_table),
+                shape_.deliveries.subscriber_table),
         wal_(db_, {.checkpoint_frames = checkpoint_frames_for(
                        static_cast<int>(config.checkpoint_frames),
                        free_bytes_beside(config.location), page_bytes_of(db_)),
@@ -110,7 +110,7 @@ class sqlite_drain_store final : public drain_store {
     translated([&] { sqlite::record_partner_quotas(db_, rows); });
   }
   std::vector<subscriber_row> load_subscribers(const proto::id_set& which) override {
-    return translated([&] { return shape_.load_subscribers(db_, which); });
+    return translated([&] { return shape_.deliveries.load_subscribers(db_, which); });
   }
   std::int64_t dead_letter_orphans(double now, const proto::id_set& which) override {
     return translated([&] { return shape_.dead_letter_orphans(db_, now, which); });
@@ -123,7 +123,8 @@ class sqlite_drain_store final : public drain_store {
     return translated([&] { return shape_.count_outstanding(db_, now, which); });
   }
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
-    return translated([&] { return shape_.earliest_scheduled(db_, now, which); });
+    return translated(
+        [&] { return sqlite::earliest_scheduled(db_, now, which, shape_.deliveries); });
   }
   void ping() override {
     translated([&] { db_.execAndGet("SELECT COUNT(*) FROM surge_schema_version"); });
@@ -209,19 +210,16 @@ const sqlite_queue_shape& seed000_sqlite_shape() {
       .claims = seed000_claim_statements(),
       .buckets = seed000_bucket_statements(),
       .new_rows = seed000_change_statements(),
-      .subscriber_table = "webhook_subscriber",
+      .deliveries = seed000_deliveries(),
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<outcome_writer>(db);
       },
-      .load_subscribers = [](SQLite::Database& db,
-                             const proto::id_set& which) { return load_subscribers(db, which); },
       .dead_letter_orphans = dead_letter_orphans,
       .dead_letter_malformed = dead_letter_malformed,
       .count_outstanding =
           [](SQLite::Database& db, double now, const proto::id_set& which) {
             return count_outstanding(db, now, which);
           },
-      .earliest_scheduled = earliest_scheduled,
   };
   return shape;
 }

@@ -91,7 +91,8 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
 }
 
 std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
-                                            const proto::id_set& which, const std::string& self) {
+                                            const proto::id_set& which, const std::string& self,
+                                            const delivery_table& table) {
   std::vector<lease_holder> holders;
   if (!db.tableExists("surge_lease")) return holders;
   {
@@ -104,11 +105,10 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
     if (!any.executeStep() || any.getColumn(0).getInt() == 0) return holders;
   }
   SQLite::Statement query(
-      db,
-      "SELECT l.owner, d.subscriber_id, COUNT(*) FROM webhook_delivery d "
-      "JOIN surge_lease l ON l.lease = d.locked_until "
-      "WHERE d.status IN ('pending', 'retry') AND d.locked_until > ?1 AND l.owner <> ?2 AND " +
-          detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2 ORDER BY 1, 2");
+      db, "SELECT l.owner, d.subscriber_id, COUNT(*) FROM " + std::string(table.name) +
+              " d JOIN surge_lease l ON l.lease = d." + table.lease + " WHERE d." +
+              table.outstanding + " AND d." + table.lease + " > ?1 AND l.owner <> ?2 AND " +
+              detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2 ORDER BY 1, 2");
   query.bind(1, now);
   query.bind(2, self);
   while (query.executeStep()) {
@@ -121,11 +121,11 @@ std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
 }
 
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
-                                         const proto::id_set& which) {
-  SQLite::Statement query(db,
-                          "SELECT MIN(MAX(next_attempt_at, created_at)) FROM webhook_delivery "
-                          "WHERE status IN ('pending', 'retry') AND locked_until <= ?1 AND " +
-                              detail::id_filter(which, "subscriber_id"));
+                                         const proto::id_set& which, const delivery_table& table) {
+  SQLite::Statement query(db, "SELECT MIN(MAX(" + std::string(table.next_attempt) + ", " +
+                                  table.created + ")) FROM " + table.name + " WHERE " +
+                                  table.outstanding + " AND " + table.free_at("?1") + " AND " +
+                                  detail::id_filter(which, "subscriber_id"));
   query.bind(1, now);
   if (!query.executeStep() || query.getColumn(0).isNull()) return std::nullopt;
   return query.getColumn(0).getDouble();

@@ -10,6 +10,7 @@
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
 #include "storage/maintenance.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 
 namespace surge::storage::sqlite {
 
@@ -23,13 +24,15 @@ std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::
 malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
                                      const proto::id_set& which);
 
-// The earliest moment a pending/retry row of the chosen subscribers that is not leased at `now`
-// fell (or falls) due: the later of its next_attempt_at and its created_at, so a row queued with
+// The earliest moment an outstanding row of the chosen subscribers that is not leased at `now`
+// fell (or falls) due: the later of its next attempt and its creation, so a row queued with
 // next_attempt_at = 0 counts from when it was queued. nullopt when there are none.
 std::optional<double> earliest_scheduled(SQLite::Database& db, double now,
-                                         const proto::id_set& which);
+                                         const proto::id_set& which,
+                                         const delivery_table& table = seed000_deliveries());
 
 std::vector<lease_holder> other_live_owners(SQLite::Database& db, double now,
-                                            const proto::id_set& which, const std::string& self);
+                                            const proto::id_set& which, const std::string& self,
+                                            const delivery_table& table = seed000_deliveries());
 
 }  // namespace surge::storage::sqlite

@@ -63,14 +63,14 @@ std::vector<std::int64_t> next_ids(SQLite::Statement& query, std::int64_t after,
   return ids;
 }
 
-void prune_deliveries(SQLite::Database& db, const prune_options& o, const retention_shape& shape,
+void prune_deliveries(SQLite::Database& db, const prune_options& o, const delivery_table& table,
                       prune_result& result, std::vector<std::chrono::microseconds>& held,
                       const std::function<void(const prune_result&)>& progress) {
-  const std::string finished = o.dead ? shape.done_or_dead : shape.done;
+  const std::string finished = o.dead ? table.done_or_dead : table.done;
   const std::string old_enough =
-      finished + " AND " + shape.finished_at + " < ?2 AND " + shape.free_at("?3");
-  SQLite::Statement find(db, "SELECT id FROM " + std::string(shape.deliveries) +
-                                 " WHERE id > ?1 AND " + old_enough + " ORDER BY id LIMIT ?4");
+      finished + " AND " + table.finished_at + " < ?2 AND " + table.free_at("?3");
+  SQLite::Statement find(db, "SELECT id FROM " + std::string(table.name) + " WHERE id > ?1 AND " +
+                                 old_enough + " ORDER BY id LIMIT ?4");
   find.bind(2, o.cutoff);
   find.bind(4, o.batch_rows);
   std::int64_t after = 0;
@@ -79,9 +79,9 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, const retent
     if (ids.empty()) break;
     after = ids.back();
     timed_write write(db, result, held);
-    SQLite::Statement remove(db, "DELETE FROM " + std::string(shape.deliveries) + " WHERE id IN (" +
+    SQLite::Statement remove(db, "DELETE FROM " + std::string(table.name) + " WHERE id IN (" +
                                      placeholders(ids.size()) + ") AND (" + finished + ") AND " +
-                                     shape.finished_at + " < ? AND " + shape.free_at("?"));
+                                     table.finished_at + " < ? AND " + table.free_at("?"));
     int index = 1;
     for (const auto id : ids) remove.bind(index++, id);
     remove.bind(index++, o.cutoff);
@@ -93,21 +93,20 @@ void prune_deliveries(SQLite::Database& db, const prune_options& o, const retent
   }
 }
 
-// Rows of Surge's own `table` (id column `id`, naming its delivery in `delivery_id`) whose
+// Rows of Surge's own table `own` (id column `id`, naming its delivery in `delivery_id`) whose
 // delivery is gone and that meet `condition` (?2 binds `cutoff` when it uses it), in batches;
 // each batch's count is added to `removed` before `progress` is called.
-void prune_orphans(SQLite::Database& db, const prune_options& o, const std::string& table,
-                   const std::string& id, const std::string& condition,
-                   const retention_shape& shape, std::int64_t& removed, prune_result& result,
+void prune_orphans(SQLite::Database& db, const prune_options& o, const std::string& own,
+                   const std::string& id, const std::string& condition, const delivery_table& table,
+                   std::int64_t& removed, prune_result& result,
                    std::vector<std::chrono::microseconds>& held,
                    const std::function<void(const prune_result&)>& progress) {
-  if (!db.tableExists(table)) return;
+  if (!db.tableExists(own)) return;
   // The tables have no index on delivery_id; walking one by its own key in batches keeps every
   // step a range scan plus one primary-key probe per row.
-  SQLite::Statement find(db, "SELECT a." + id + " FROM " + table + " a WHERE a." + id +
-                                 " > ?1 AND " + condition + " AND NOT EXISTS (SELECT 1 FROM " +
-                                 shape.deliveries + " d WHERE d.id = a.delivery_id) ORDER BY a." +
-                                 id + " LIMIT ?3");
+  SQLite::Statement find(db, "SELECT a." + id + " FROM " + own + " a WHERE a." + id + " > ?1 AND " +
+                                 condition + " AND NOT EXISTS (SELECT 1 FROM " + table.name +
+                                 " d WHERE d.id = a.delivery_id) ORDER BY a." + id + " LIMIT ?3");
   if (condition.find("?2") != std::string::npos) find.bind(2, o.cutoff);
   find.bind(3, o.batch_rows);
   std::int64_t after = 0;
@@ -118,7 +117,7 @@ void prune_orphans(SQLite::Database& db, const prune_options& o, const std::stri
     timed_write write(db, result, held);
     // Such rows are only ever inserted for rows that exist, so the found ids need no re-check.
     SQLite::Statement remove(
-        db, "DELETE FROM " + table + " WHERE " + id + " IN (" + placeholders(ids.size()) + ")");
+        db, "DELETE FROM " + own + " WHERE " + id + " IN (" + placeholders(ids.size()) + ")");
     int index = 1;
     for (const auto row : ids) remove.bind(index++, row);
     removed += remove.exec();
@@ -128,26 +127,15 @@ void prune_orphans(SQLite::Database& db, const prune_options& o, const std::stri
   }
 }
 
-void prune_attempts(SQLite::Database& db, const prune_options& o, const retention_shape& shape,
+void prune_attempts(SQLite::Database& db, const prune_options& o, const delivery_table& table,
                     prune_result& result, std::vector<std::chrono::microseconds>& held,
                     const std::function<void(const prune_result&)>& progress) {
-  prune_orphans(db, o, "surge_attempt", "id", "a.finished_at < ?2", shape, result.attempts, result,
+  prune_orphans(db, o, "surge_attempt", "id", "a.finished_at < ?2", table, result.attempts, result,
                 held, progress);
-  if (shape.notes != nullptr) {
+  if (table.notes != nullptr) {
     std::int64_t notes = 0;
-    prune_orphans(db, o, shape.notes, "delivery_id", "1", shape, notes, result, held, progress);
+    prune_orphans(db, o, table.notes, "delivery_id", "1", table, notes, result, held, progress);
   }
-}
-
-const retention_shape& seed000_retention() {
-  static const retention_shape shape{
-      .deliveries = "webhook_delivery",
-      .done = "status = 'done'",
-      .done_or_dead = "status IN ('done', 'dead')",
-      .finished_at = "COALESCE(delivered_at, created_at)",
-      .free_at = [](std::string_view now) { return "locked_until <= " + std::string(now); },
-  };
-  return shape;
 }
 
 void reclaim(SQLite::Database& db, const prune_options& o, prune_result& result,
@@ -177,17 +165,17 @@ void reclaim(SQLite::Database& db, const prune_options& o, prune_result& result,
 
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress) {
-  return prune(db, options, progress, seed000_retention());
+  return prune(db, options, progress, seed000_deliveries());
 }
 
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress,
-                   const retention_shape& shape) {
+                   const delivery_table& table) {
   prune_result result;
   std::vector<std::chrono::microseconds> held;
   db.exec("PRAGMA wal_autocheckpoint=0");
-  prune_deliveries(db, options, shape, result, held, progress);
-  prune_attempts(db, options, shape, result, held, progress);
+  prune_deliveries(db, options, table, result, held, progress);
+  prune_attempts(db, options, table, result, held, progress);
   reclaim(db, options, result, held);
   db.exec("PRAGMA wal_autocheckpoint=1000");  // SQLite's default
   if (!held.empty()) {

@@ -10,6 +10,7 @@
 
 #include "storage/connection.hpp"
 #include "storage/retention.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 
 namespace surge::storage::sqlite {
 
@@ -23,21 +24,10 @@ namespace surge::storage::sqlite {
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress = {});
 
-// Where a queue shape keeps what prune deletes (seed001's: storage/seed001/maintenance.cpp).
-struct retention_shape {
-  const char* deliveries;    // the delivery table
-  const char* done;          // condition: delivered
-  const char* done_or_dead;  // condition: delivered or dead
-  const char* finished_at;   // expression: when a finished row finished, Unix seconds
-  // Condition: nobody holds the row at the Unix time in parameter `now` ("?").
-  std::string (*free_at)(std::string_view now);
-  // A table of Surge's keyed by delivery_id whose rows go with their delivery (or nullptr).
-  const char* notes = nullptr;
-};
 // prune() on a queue of that shape.
 prune_result prune(SQLite::Database& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress,
-                   const retention_shape& shape);
+                   const delivery_table& table);
 
 // Switches the file to auto_vacuum=INCREMENTAL and rewrites it (VACUUM): a one-off that holds
 // the write lock for the whole rewrite (seconds per hundred MB), after which prune() returns

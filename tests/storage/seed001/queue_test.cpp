@@ -13,9 +13,12 @@
 
 #include "proto/clock.hpp"
 #include "proto/signing.hpp"
+#include "storage/audit.hpp"
+#include "storage/backlog.hpp"
 #include "storage/connection.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
+#include "storage/maintenance.hpp"
 #include "storage/sqlite/database.hpp"
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
@@ -240,6 +243,47 @@ TEST_F(Seed001Queue, OutcomesAreWrittenInTheShapesOwnStatesAndUnits) {
 
 // `surge dead show` and `dead replay --id` on seed001: the payload BLOB, the reason from
 // Surge's note beside the row, and a replay of exactly the named dead rows.
+TEST_F(Seed001Queue, TheBacklogTheLeaseHoldersAndTheAuditReadTheShapesOwnColumns) {
+  const auto ids = produce(3);
+  // Another drain holds the first row; the second is due later.
+  worker.exec("INSERT INTO surge_lease(lease, owner, claimed_at) VALUES (" +
+              std::to_string(t0 + 30) + ", 'surge@there:2', " + std::to_string(t0) + ")");
+  worker.exec("UPDATE webhook_deliveries SET leased_until = " + std::to_string(t0 + 30) +
+              " WHERE id = " + std::to_string(ids[0]));
+  worker.exec("UPDATE webhook_deliveries SET next_attempt = " + std::to_string(t0 + 100) +
+              " WHERE id = " + std::to_string(ids[1]));
+  worker.exec(
+      "INSERT INTO surge_attempt(delivery_id, subscriber_id, attempt, started_at, finished_at, "
+      "status_code) VALUES (" +
+      std::to_string(ids[2]) + ", " + std::to_string(subscriber) + ", 1, " + std::to_string(t0) +
+      ", " + std::to_string(t0 + 0.1) + ", 503)");
+  connection db({.location = path, .create_if_missing = false});
+
+  const auto backlog = backlog_by_subscriber(db, t0 + 50, {});
+  ASSERT_EQ(backlog.size(), 1u);
+  EXPECT_EQ(backlog[0].subscriber_id, subscriber);
+  EXPECT_EQ(backlog[0].queued, 3);
+  EXPECT_EQ(backlog[0].overdue, 2) << "the row due at t0 + 100 is not overdue at t0 + 50";
+
+  const auto holders = other_live_owners(db, t0 + 1.0, {}, "surge@here:1");
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].owner, "surge@there:2");
+  EXPECT_EQ(holders[0].subscribers, std::vector<std::int64_t>{subscriber});
+  EXPECT_EQ(holders[0].rows, 1);
+
+  // The earliest free row: the held one and the later one do not count.
+  worker.exec("UPDATE webhook_deliveries SET next_attempt = " + std::to_string(t0 + 7) +
+              " WHERE id = " + std::to_string(ids[2]));
+  EXPECT_EQ(surge()->earliest_scheduled(t0 + 1.0, {}), static_cast<double>(t0 + 7));
+
+  const auto audit = read_audit(db, {}, false);
+  ASSERT_EQ(audit.size(), 1u);
+  EXPECT_EQ(audit[0].summary.subscriber_id, subscriber);
+  EXPECT_EQ(audit[0].summary.attempts, 1);
+  ASSERT_TRUE(audit[0].summary.limit.has_value()) << "the limits come from webhook_subscribers";
+  EXPECT_DOUBLE_EQ(audit[0].summary.limit->rate_per_sec, 10);
+}
+
 TEST_F(Seed001Queue, DeadRowsAreShownInFullAndReplayedById) {
   const auto ids = produce(3);
   worker.exec("UPDATE webhook_deliveries SET state = 'dead', attempt = 12");
