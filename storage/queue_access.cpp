@@ -386,21 +386,21 @@ std::vector<lease_holder> other_live_owners(connection& db, double now, const pr
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which) {
   return on_queue(
       db, [&](SQLite::Database& file) { return list_dead(file, which); },
-      [&](SQLite::Database& file) { return seed001::list_dead(file, which); },
+      [&](SQLite::Database& file) { return list_dead(file, which, seed001_deliveries()); },
       [&](pg::session& server) { return pg::list_dead(server, which); });
 }
 
 replay_report replay_dead(connection& db, const dead_selection& which, double now) {
   return on_queue(
       db, [&](SQLite::Database& file) { return replay_dead(file, which, now); },
-      [&](SQLite::Database& file) { return seed001::replay_dead(file, which, now); },
+      [&](SQLite::Database& file) { return replay_dead(file, which, now, seed001_deliveries()); },
       [&](pg::session& server) { return pg::replay_dead(server, which, now); });
 }
 
 std::optional<delivery_detail> find_delivery(connection& db, std::int64_t id) {
   return on_queue(
       db, [&](SQLite::Database& file) { return find_delivery(file, id); },
-      [&](SQLite::Database& file) { return seed001::find_delivery(file, id); },
+      [&](SQLite::Database& file) { return find_delivery(file, id, seed001_deliveries()); },
       [&](pg::session& server) { return pg::find_delivery(server, id); });
 }
 
@@ -455,7 +455,7 @@ prune_result prune(connection& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress) {
   return on_queue(
       db, [&](SQLite::Database& file) { return prune(file, options, progress); },
-      [&](SQLite::Database& file) { return seed001::prune(file, options, progress); },
+      [&](SQLite::Database& file) { return prune(file, options, progress, seed001_deliveries()); },
       [](pg::session&) -> prune_result { not_on_postgres("surge prune"); });
 }
 

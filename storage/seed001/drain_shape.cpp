@@ -94,8 +94,6 @@ const sqlite_queue_shape& seed001_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<seed001::outcome_writer>(db);
       },
-      .dead_letter_orphans = seed001::dead_letter_orphans,
-      .dead_letter_malformed = seed001::dead_letter_malformed,
       .count_outstanding = seed001::count_outstanding,
   };
   return shape;

@@ -136,105 +136,6 @@ std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id
   return query.getColumn(0).getInt64();
 }
 
-namespace {
-
-// Shared by list and replay; binds :since when set. One scan of the table, like seed000's.
-std::string dead_selection_sql(const dead_selection& which) {
-  std::string sql = "d.state = 'dead' AND " +
-                    detail::id_filter(which.subscribers, "d.subscriber_id") + " AND " +
-                    detail::id_filter(which.ids, "d.id");
-  if (which.created_since) sql += " AND d.enqueued_at >= :since";
-  return sql;
-}
-
-void bind_selection(SQLite::Statement& statement, const dead_selection& which) {
-  if (which.created_since) statement.bind(":since", *which.created_since);
-  if (which.limit) statement.bind(":limit", *which.limit);
-}
-
-std::string newest_first(const dead_selection& which) {
-  return std::string(" ORDER BY d.enqueued_at DESC, d.id DESC") +
-         (which.limit ? " LIMIT :limit" : "");
-}
-
-}  // namespace
-
-std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which) {
-  SQLite::Statement query(
-      db,
-      "SELECT d.id, d.subscriber_id, d.event_type, d.attempt, n.last_status, n.last_error, "
-      "d.enqueued_at FROM webhook_deliveries d "
-      "LEFT JOIN surge_delivery_note n ON n.delivery_id = d.id WHERE " +
-          dead_selection_sql(which) + newest_first(which));
-  bind_selection(query, which);
-  std::vector<dead_row> rows;
-  while (query.executeStep()) {
-    dead_row& row = rows.emplace_back();
-    row.id = query.getColumn(0).getInt64();
-    row.subscriber_id = query.getColumn(1).getInt64();
-    row.event_type = query.getColumn(2).getString();
-    row.attempts = query.getColumn(3).getInt64();
-    row.last_status = query.getColumn(4).isNull() ? 0 : query.getColumn(4).getInt();
-    row.last_error = query.getColumn(5).isNull() ? "" : query.getColumn(5).getString();
-    row.created_at = query.getColumn(6).getDouble();
-  }
-  return rows;
-}
-
-replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now) {
-  // As on seed000: a fresh retry window (enqueued_at), since the worker and Surge both measure
-  // the 24 hours from it. The signature stays: it covers the payload, which does not change.
-  const std::string where = which.limit ? "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
-                                              dead_selection_sql(which) + newest_first(which) + ")"
-                                        : "id IN (SELECT d.id FROM webhook_deliveries d WHERE " +
-                                              dead_selection_sql(which) + ")";
-  replay_report report;
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  std::set<std::int64_t> subscribers;
-  std::vector<std::int64_t> replayed;
-  {
-    SQLite::Statement update(db,
-                             "UPDATE webhook_deliveries SET state = 'pending', attempt = 0, "
-                             "next_attempt = :at, leased_until = 0, enqueued_at = :at WHERE " +
-                                 where + " RETURNING subscriber_id, id");
-    update.bind(":at", whole_seconds(now));
-    bind_selection(update, which);
-    while (update.executeStep()) {
-      ++report.replayed;
-      subscribers.insert(update.getColumn(0).getInt64());
-      replayed.push_back(update.getColumn(1).getInt64());
-    }
-  }
-  resume_keys_stopped_by(db, replayed);
-  SQLite::Statement active(db, "SELECT active FROM webhook_subscribers WHERE id = ?");
-  for (const std::int64_t id : subscribers) {
-    detail::statement_use use(active);
-    active.bind(1, id);
-    if (!active.executeStep() || active.getColumn(0).getInt() == 0) {
-      report.inactive_subscribers.push_back(id);
-    }
-  }
-  transaction.commit();
-  return report;
-}
-
-std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id) {
-  // The shape keeps no last status or error: Surge's note beside the row does.
-  const bool attempts = db.tableExists("surge_attempt");
-  const bool notes = db.tableExists("surge_delivery_note");
-  SQLite::Statement query(
-      db, std::string("SELECT d.id, d.subscriber_id, d.event_type, d.state, d.attempt, ") +
-              (notes ? "n.last_status, n.last_error" : "NULL, NULL") + ", d.enqueued_at, " +
-              (attempts ? "(SELECT MAX(finished_at) FROM surge_attempt WHERE delivery_id = d.id)"
-                        : "NULL") +
-              ", d.payload FROM webhook_deliveries d " +
-              (notes ? "LEFT JOIN surge_delivery_note n ON n.delivery_id = d.id " : "") +
-              "WHERE d.id = ?");
-  query.bind(1, id);
-  if (!query.executeStep()) return std::nullopt;
-  return delivery_detail_from(query);
-}
-
 }  // namespace surge::storage::sqlite::seed001
 
 namespace surge::storage::sqlite {
@@ -243,12 +144,19 @@ const delivery_table& seed001_deliveries() {
   static const delivery_table table{
       .name = "webhook_deliveries",
       .subscriber_table = "webhook_subscribers",
+      .status = "state",
       .outstanding = "state = 'pending'",
+      .pending = "state = 'pending'",
+      .attempts = "attempt",
       .lease = "leased_until",
       .next_attempt = "next_attempt",
       .created = "enqueued_at",
+      .whole_seconds = true,
       .due_index = seed001::due_index,
       .free_at = seed001::free_at,
+      .dead = "state = 'dead'",
+      .last_error = nullptr,
+      .note = seed001::note_sql,
       .done = "state = 'delivered'",
       .done_or_dead = "state IN ('delivered', 'dead')",
       // The shape records no delivery time: a finished row is judged by when it was queued, and

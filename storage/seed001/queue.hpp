@@ -55,15 +55,4 @@ bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active);
 // The index ordered claims read on webhook_deliveries (storage/sqlite/ordered_keys.hpp).
 const ordered_index& ordered_claim_index();
 
-std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which);
-replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now);
-std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id);
-
-std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which);
-malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
-                                     const proto::id_set& which);
-
-prune_result prune(SQLite::Database& db, const prune_options& options,
-                   const std::function<void(const prune_result&)>& progress);
-
 }  // namespace surge::storage::sqlite::seed001

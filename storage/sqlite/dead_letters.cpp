@@ -1,5 +1,6 @@
 #include "storage/sqlite/dead_letters.hpp"
 
+#include <cmath>
 #include <set>
 
 #include <SQLiteCpp/Statement.h>
@@ -12,12 +13,13 @@ namespace surge::storage::sqlite {
 namespace {
 
 // The WHERE clause shared by list and replay; binds :since when set. Dead rows have no index of
-// their own (the due indexes cover pending/retry only), so this is one table scan: fine for an
-// operator's command, not for a hot path.
-std::string selection_sql(const dead_selection& which) {
-  std::string sql = "status = 'dead' AND " + detail::id_filter(which.subscribers, "subscriber_id") +
-                    " AND " + detail::id_filter(which.ids, "id");
-  if (which.created_since) sql += " AND created_at >= :since";
+// their own (the due indexes cover outstanding rows only), so this is one table scan: fine for
+// an operator's command, not for a hot path.
+std::string selection_sql(const delivery_table& table, const dead_selection& which) {
+  std::string sql = "d." + std::string(table.status) + " = 'dead' AND " +
+                    detail::id_filter(which.subscribers, "d.subscriber_id") + " AND " +
+                    detail::id_filter(which.ids, "d.id");
+  if (which.created_since) sql += " AND d." + std::string(table.created) + " >= :since";
   return sql;
 }
 
@@ -26,17 +28,32 @@ void bind_selection(SQLite::Statement& statement, const dead_selection& which) {
   if (which.limit) statement.bind(":limit", *which.limit);
 }
 
-std::string newest_first(const dead_selection& which) {
-  return std::string(" ORDER BY created_at DESC, id DESC") + (which.limit ? " LIMIT :limit" : "");
+std::string newest_first(const delivery_table& table, const dead_selection& which) {
+  return " ORDER BY d." + std::string(table.created) + " DESC, d.id DESC" +
+         (which.limit ? " LIMIT :limit" : "");
+}
+
+// Where a row's last status and error are read from: its own columns, or Surge's note beside a
+// shape that has none (`notes`: whether that table exists yet).
+std::string reasons_of(const delivery_table& table, bool notes) {
+  if (table.last_error) return "d.last_status, d.last_error";
+  return notes ? "n.last_status, n.last_error" : "NULL, NULL";
+}
+std::string reasons_join(const delivery_table& table, bool notes) {
+  if (table.last_error || !notes) return "";
+  return " LEFT JOIN " + std::string(table.notes) + " n ON n.delivery_id = d.id";
 }
 
 }  // namespace
 
-std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which) {
-  SQLite::Statement query(db,
-                          "SELECT id, subscriber_id, event_type, attempts, last_status, "
-                          "last_error, created_at FROM webhook_delivery WHERE " +
-                              selection_sql(which) + newest_first(which));
+std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& which,
+                                const delivery_table& table) {
+  const bool notes = table.notes && db.tableExists(table.notes);
+  SQLite::Statement query(db, "SELECT d.id, d.subscriber_id, d.event_type, d." +
+                                  std::string(table.attempts) + ", " + reasons_of(table, notes) +
+                                  ", d." + table.created + " FROM " + table.name + " d" +
+                                  reasons_join(table, notes) + " WHERE " +
+                                  selection_sql(table, which) + newest_first(table, which));
   bind_selection(query, which);
   std::vector<dead_row> rows;
   while (query.executeStep()) {
@@ -52,22 +69,28 @@ std::vector<dead_row> list_dead(SQLite::Database& db, const dead_selection& whic
   return rows;
 }
 
-replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now) {
-  // With a limit the newest rows are chosen by a subquery, as `dead list` would show them.
-  const std::string where = which.limit ? "id IN (SELECT id FROM webhook_delivery WHERE " +
-                                              selection_sql(which) + newest_first(which) + ")"
-                                        : selection_sql(which);
+replay_report replay_dead(SQLite::Database& db, const dead_selection& which, double now,
+                          const delivery_table& table) {
+  // With a limit the newest rows are chosen, as `dead list` would show them. The row's creation
+  // time is now too: both drainers measure the retry window from it. A stored signature stays:
+  // it covers the payload, which does not change.
+  const std::string where = "id IN (SELECT d.id FROM " + std::string(table.name) + " d WHERE " +
+                            selection_sql(table, which) +
+                            (which.limit ? newest_first(table, which) : "") + ")";
   replay_report report;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   std::set<std::int64_t> subscribers;
   std::vector<std::int64_t> replayed;
   {
-    SQLite::Statement update(db,
-                             "UPDATE webhook_delivery SET status = 'pending', attempts = 0, "
-                             "next_attempt_at = :now, locked_until = 0, created_at = :now "
-                             "WHERE " +
-                                 where + " RETURNING subscriber_id, id");
-    update.bind(":now", now);
+    SQLite::Statement update(db, "UPDATE " + std::string(table.name) + " SET " + table.pending +
+                                     ", " + table.attempts + " = 0, " + table.next_attempt +
+                                     " = :now, " + table.lease + " = 0, " + table.created +
+                                     " = :now WHERE " + where + " RETURNING subscriber_id, id");
+    if (table.whole_seconds) {
+      update.bind(":now", static_cast<std::int64_t>(std::floor(now)));
+    } else {
+      update.bind(":now", now);
+    }
     bind_selection(update, which);
     while (update.executeStep()) {
       ++report.replayed;
@@ -76,7 +99,8 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
     }
   }
   resume_keys_stopped_by(db, replayed);
-  SQLite::Statement active(db, "SELECT active FROM webhook_subscriber WHERE id = ?");
+  SQLite::Statement active(
+      db, "SELECT active FROM " + std::string(table.subscriber_table) + " WHERE id = ?");
   for (const std::int64_t id : subscribers) {
     detail::statement_use use(active);
     active.bind(1, id);
@@ -88,14 +112,17 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   return report;
 }
 
-std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id) {
+std::optional<delivery_detail> find_delivery(SQLite::Database& db, std::int64_t id,
+                                             const delivery_table& table) {
   const bool attempts = db.tableExists("surge_attempt");
+  const bool notes = table.notes && db.tableExists(table.notes);
   SQLite::Statement query(
-      db, std::string("SELECT id, subscriber_id, event_type, status, attempts, last_status, "
-                      "last_error, created_at, ") +
+      db, "SELECT d.id, d.subscriber_id, d.event_type, d." + std::string(table.status) + ", d." +
+              table.attempts + ", " + reasons_of(table, notes) + ", d." + table.created + ", " +
               (attempts ? "(SELECT MAX(finished_at) FROM surge_attempt WHERE delivery_id = d.id)"
                         : "NULL") +
-              ", payload FROM webhook_delivery d WHERE id = ?");
+              ", d.payload FROM " + table.name + " d" + reasons_join(table, notes) +
+              " WHERE d.id = ?");
   query.bind(1, id);
   if (!query.executeStep()) return std::nullopt;
   return delivery_detail_from(query);

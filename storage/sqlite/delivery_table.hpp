@@ -17,13 +17,23 @@ namespace surge::storage::sqlite {
 struct delivery_table {
   const char* name;              // the delivery table
   const char* subscriber_table;  // whose ids its rows, and ownership leases, name
+  const char* status;            // column: the row's state, as the shape names its values
   const char* outstanding;       // condition: queued or retrying, held or not
+  const char* pending;           // assignment: queued again, never tried
+  const char* attempts;          // column: attempts made
   const char* lease;             // column: until when a row is held (Unix seconds)
   const char* next_attempt;      // column: when a row is due
   const char* created;           // column: when a row was queued
+  bool whole_seconds;            // its times are whole Unix seconds
   const char* due_index;         // the index of outstanding rows by subscriber, then due time
   // Condition: nobody holds the row at the Unix time in parameter `now` ("?1").
   std::string (*free_at)(std::string_view now);
+  // Assignment (and condition): dead.
+  const char* dead;
+  // Column: why a row failed or died; nullptr when the shape has none, and the reason goes to
+  // `note` instead: ?1 delivery id, ?2 last status (NULL: no response), ?3 reason, ?4 when.
+  const char* last_error;
+  const char* note;
   const char* done;          // condition: delivered
   const char* done_or_dead;  // condition: delivered or dead
   const char* finished_at;   // expression: when a finished row finished, Unix seconds

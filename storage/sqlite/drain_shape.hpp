@@ -29,9 +29,6 @@ struct sqlite_queue_shape {
   const delivery_table& deliveries;
   std::unique_ptr<outcome_applier> (*make_writer)(SQLite::Database& db);
   std::vector<subscriber_row> (*load_subscribers)(SQLite::Database& db, const proto::id_set& which);
-  std::int64_t (*dead_letter_orphans)(SQLite::Database& db, double now, const proto::id_set& which);
-  malformed_rows (*dead_letter_malformed)(SQLite::Database& db, double now, double lease_horizon,
-                                          const proto::id_set& which);
   std::int64_t (*count_outstanding)(SQLite::Database& db, double now, const proto::id_set& which);
 };
 

@@ -113,11 +113,14 @@ class sqlite_drain_store final : public drain_store {
     return translated([&] { return shape_.deliveries.load_subscribers(db_, which); });
   }
   std::int64_t dead_letter_orphans(double now, const proto::id_set& which) override {
-    return translated([&] { return shape_.dead_letter_orphans(db_, now, which); });
+    return translated(
+        [&] { return sqlite::dead_letter_orphans(db_, now, which, shape_.deliveries); });
   }
   malformed_rows dead_letter_malformed(double now, double lease_horizon,
                                        const proto::id_set& which) override {
-    return translated([&] { return shape_.dead_letter_malformed(db_, now, lease_horizon, which); });
+    return translated([&] {
+      return sqlite::dead_letter_malformed(db_, now, lease_horizon, which, shape_.deliveries);
+    });
   }
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
     return translated([&] { return shape_.count_outstanding(db_, now, which); });
@@ -214,8 +217,6 @@ const sqlite_queue_shape& seed000_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<outcome_writer>(db);
       },
-      .dead_letter_orphans = dead_letter_orphans,
-      .dead_letter_malformed = dead_letter_malformed,
       .count_outstanding =
           [](SQLite::Database& db, double now, const proto::id_set& which) {
             return count_outstanding(db, now, which);

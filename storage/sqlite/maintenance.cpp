@@ -1,6 +1,9 @@
 #include "storage/sqlite/maintenance.hpp"
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
@@ -9,48 +12,92 @@
 
 namespace surge::storage::sqlite {
 
-std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which) {
-  // Orphans are rare; finding them reads the due index once, so callers run this seldom.
-  const std::string filter = detail::id_filter(which, "subscriber_id");
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement update(
-      db,
-      "UPDATE webhook_delivery SET status = 'dead', locked_until = 0, "
-      "last_error = 'unknown subscriber ' || subscriber_id "
-      "WHERE status IN ('pending', 'retry') AND next_attempt_at <= ?1 AND locked_until <= ?1 "
-      "AND " +
-          filter + " AND subscriber_id NOT IN (SELECT id FROM webhook_subscriber)");
-  update.bind(1, now);
-  const auto changed = update.exec();
-  transaction.commit();
-  return changed;
-}
-
 namespace {
 
 constexpr const char* number_types = "('integer', 'real')";
 
 // The condition a malformed row meets; ?1 is now, ?2 the lease horizon. A far lease that a
 // Surge claimer recorded is real: another drain may run with a longer --lease than ours.
-std::string malformed_condition(bool lease_records) {
+std::string malformed_condition(const delivery_table& table, bool lease_records) {
   const std::string numbers = number_types;
+  const std::string lease = table.lease;
   const std::string unrecorded =
-      lease_records ? " AND locked_until NOT IN (SELECT lease FROM surge_lease)" : "";
-  return "status IN ('pending', 'retry') AND (typeof(locked_until) NOT IN " + numbers +
-         " OR (locked_until > ?2" + unrecorded + ") OR (typeof(next_attempt_at) NOT IN " + numbers +
-         " AND locked_until <= ?1))";
+      lease_records ? " AND " + lease + " NOT IN (SELECT lease FROM surge_lease)" : "";
+  return std::string(table.outstanding) + " AND (typeof(" + lease + ") NOT IN " + numbers +
+         " OR (" + lease + " > ?2" + unrecorded + ") OR (typeof(" + table.next_attempt +
+         ") NOT IN " + numbers + " AND " + table.free_at("?1") + "))";
 }
+
+// Dead-letters rows by id, each with its reason: in the row's own last_error column, or in
+// Surge's note beside a shape that has none. Inside the caller's transaction.
+class dead_letterer {
+ public:
+  dead_letterer(SQLite::Database& db, const delivery_table& table, double now)
+      : update_(db, "UPDATE " + std::string(table.name) + " SET " + table.dead + ", " +
+                        table.lease + " = 0" +
+                        (table.last_error ? std::string(", ") + table.last_error + " = ?2" : "") +
+                        " WHERE id = ?1"),
+        now_(now) {
+    if (!table.last_error) note_.emplace(db, table.note);
+  }
+
+  void dead(std::int64_t id, const std::string& why) {
+    {
+      detail::statement_use use(update_);
+      update_.bind(1, id);
+      if (!note_) update_.bind(2, why);
+      update_.exec();
+    }
+    if (!note_) return;
+    detail::statement_use use(*note_);
+    note_->bind(1, id);
+    note_->bind(2);  // no response
+    note_->bind(3, why);
+    note_->bind(4, now_);
+    note_->exec();
+  }
+
+ private:
+  SQLite::Statement update_;
+  std::optional<SQLite::Statement> note_;
+  double now_;
+};
 
 }  // namespace
 
+std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which,
+                                 const delivery_table& table) {
+  // Orphans are rare; finding them reads the due index once, so callers run this seldom.
+  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+  std::vector<std::pair<std::int64_t, std::int64_t>> orphans;
+  {
+    SQLite::Statement find(
+        db, "SELECT id, subscriber_id FROM " + std::string(table.name) + " WHERE " +
+                table.outstanding + " AND " + table.next_attempt + " <= ?1 AND " +
+                table.free_at("?1") + " AND " + detail::id_filter(which, "subscriber_id") +
+                " AND subscriber_id NOT IN (SELECT id FROM " + table.subscriber_table + ")");
+    find.bind(1, now);
+    while (find.executeStep()) {
+      orphans.emplace_back(find.getColumn(0).getInt64(), find.getColumn(1).getInt64());
+    }
+  }
+  dead_letterer letter(db, table, now);
+  for (const auto& [id, subscriber] : orphans) {
+    letter.dead(id, "unknown subscriber " + std::to_string(subscriber));
+  }
+  transaction.commit();
+  return static_cast<std::int64_t>(orphans.size());
+}
+
 malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
-                                     const proto::id_set& which) {
+                                     const proto::id_set& which, const delivery_table& table) {
   malformed_rows found;
   std::vector<std::int64_t> ids;
   const bool lease_records = db.tableExists("surge_lease");
+  const std::string condition = malformed_condition(table, lease_records);
   {
-    SQLite::Statement query(db, "SELECT id FROM webhook_delivery WHERE " +
-                                    malformed_condition(lease_records) + " AND " +
+    SQLite::Statement query(db, "SELECT id FROM " + std::string(table.name) + " WHERE " +
+                                    condition + " AND " +
                                     detail::id_filter(which, "subscriber_id"));
     query.bind(1, now);
     query.bind(2, lease_horizon);
@@ -58,29 +105,32 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
   }
   if (ids.empty()) return found;
   const std::string numbers = number_types;
+  const std::string lease = table.lease;
+  const std::string next_attempt = table.next_attempt;
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  // The reason is chosen before status changes; RETURNING then reports which it was.
-  SQLite::Statement update(
-      db,
-      "UPDATE webhook_delivery SET status = 'dead', locked_until = 0, last_error = CASE "
-      "WHEN typeof(locked_until) NOT IN " +
-          numbers +
-          " THEN 'malformed locked_until: ' || quote(locked_until) "
-          "WHEN locked_until > ?2 THEN 'implausible locked_until: ' || locked_until || "
-          "' is ' || CAST(round(locked_until - ?1) AS INTEGER) || ' s ahead, beyond any lease' "
-          "ELSE 'malformed next_attempt_at: ' || quote(next_attempt_at) END "
-          "WHERE id = ?3 AND " +
-          malformed_condition(lease_records) + " RETURNING last_error");
+  // Each row is checked again under the write lock, and its reason read before it changes.
+  SQLite::Statement reason(
+      db, "SELECT CASE WHEN typeof(" + lease + ") NOT IN " + numbers + " THEN 'malformed " + lease +
+              ": ' || quote(" + lease + ") WHEN " + lease + " > ?2 THEN 'implausible " + lease +
+              ": ' || " + lease + " || ' is ' || CAST(round(" + lease +
+              " - ?1) AS INTEGER) || ' s ahead, beyond any lease' ELSE 'malformed " + next_attempt +
+              ": ' || quote(" + next_attempt + ") END FROM " + table.name + " WHERE id = ?3 AND " +
+              condition);
+  dead_letterer letter(db, table, now);
   for (const std::int64_t id : ids) {
-    detail::statement_use use(update);
-    update.bind(1, now);
-    update.bind(2, lease_horizon);
-    update.bind(3, id);
-    if (!update.executeStep()) continue;
-    const std::string reason = update.getColumn(0).getString();
-    if (reason.starts_with("malformed next_attempt_at")) {
+    std::string why;
+    {
+      detail::statement_use use(reason);
+      reason.bind(1, now);
+      reason.bind(2, lease_horizon);
+      reason.bind(3, id);
+      if (!reason.executeStep()) continue;
+      why = reason.getColumn(0).getString();
+    }
+    letter.dead(id, why);
+    if (why.starts_with("malformed " + next_attempt)) {
       ++found.next_attempt_at;
-    } else if (reason.starts_with("malformed locked_until")) {
+    } else if (why.starts_with("malformed " + lease)) {
       ++found.locked_until;
     } else {
       ++found.far_lease;

@@ -16,13 +16,15 @@ namespace surge::storage::sqlite {
 
 // Dead-letters due, unleased rows of the chosen subscriber ids whose subscriber does not exist,
 // with last_error "unknown subscriber", in one BEGIN IMMEDIATE transaction. Returns the count.
-std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which);
+std::int64_t dead_letter_orphans(SQLite::Database& db, double now, const proto::id_set& which,
+                                 const delivery_table& table = seed000_deliveries());
 
 // Finds them with a read (one pass over the pending/retry rows of the chosen subscribers, like
 // a backlog count, so callers run it seldom), then dead-letters them by id in a short
 // BEGIN IMMEDIATE transaction that checks each row again.
 malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double lease_horizon,
-                                     const proto::id_set& which);
+                                     const proto::id_set& which,
+                                     const delivery_table& table = seed000_deliveries());
 
 // The earliest moment an outstanding row of the chosen subscribers that is not leased at `now`
 // fell (or falls) due: the later of its next attempt and its creation, so a row queued with

@@ -284,6 +284,38 @@ TEST_F(Seed001Queue, TheBacklogTheLeaseHoldersAndTheAuditReadTheShapesOwnColumns
   EXPECT_DOUBLE_EQ(audit[0].summary.limit->rate_per_sec, 10);
 }
 
+TEST_F(Seed001Queue, RowsNoClaimCanMatchAreDeadLetteredWithTheirReasonInSurgesNote) {
+  const auto ids = produce(3);
+  worker.exec("UPDATE webhook_deliveries SET next_attempt = 'soon' WHERE id = " +
+              std::to_string(ids[0]));
+  worker.exec("UPDATE webhook_deliveries SET leased_until = 'forever' WHERE id = " +
+              std::to_string(ids[1]));
+  // A row whose subscriber is gone.
+  const auto gone = subscriber = producer_subscriber(60, 1);
+  const auto orphan = produce(1)[0];
+  worker.exec("DELETE FROM webhook_subscribers WHERE id = " + std::to_string(gone));
+
+  auto store = surge();
+  const double now = t0 + 1.0;
+  EXPECT_EQ(store->dead_letter_orphans(now, {}), 1);
+  const auto found = store->dead_letter_malformed(now, now + 3600, {});
+  EXPECT_EQ(found.next_attempt_at, 1);
+  EXPECT_EQ(found.locked_until, 1);
+  EXPECT_EQ(found.total(), 2);
+  const auto note = [&](std::int64_t id) {
+    return query_text(worker, "SELECT last_error FROM surge_delivery_note WHERE delivery_id = " +
+                                  std::to_string(id));
+  };
+  EXPECT_EQ(note(ids[0]), "malformed next_attempt: 'soon'");
+  EXPECT_EQ(note(ids[1]), "malformed leased_until: 'forever'");
+  EXPECT_EQ(note(orphan), "unknown subscriber " + std::to_string(gone));
+  for (const auto id : {ids[0], ids[1], orphan}) {
+    EXPECT_EQ(query_text(worker, of_row("state", id)), "dead") << id;
+    EXPECT_EQ(query_int(worker, of_row("leased_until", id)), 0) << id;
+  }
+  EXPECT_EQ(query_text(worker, of_row("state", ids[2])), "pending");
+}
+
 TEST_F(Seed001Queue, DeadRowsAreShownInFullAndReplayedById) {
   const auto ids = produce(3);
   worker.exec("UPDATE webhook_deliveries SET state = 'dead', attempt = 12");
