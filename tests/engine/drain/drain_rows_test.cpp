@@ -88,50 +88,6 @@ TEST(DrainRows, RowsNoClaimCanMatchAreDeadLetteredNotWaitedFor) {
   EXPECT_NE(result.out.find("dead=4"), std::string::npos) << result.out;
 }
 
-TEST(DrainRows, UnusableLimitsAreWarnedOnceAndTheRowsWait) {
-  temp_dir dir;
-  test_queue queue(dir);
-  sink_process sink(dir, queue.path());
-  const auto text_rate = queue.add_subscriber_at(sink, 1000, 100);
-  const auto negative = queue.add_subscriber_at(sink, 1000, 100);
-  const auto text_burst = queue.add_subscriber_at(sink, 1000, 100);
-  // 16 rows at 4/s: about 4 s, past the first subscriber reload (every 3 s).
-  const auto fine = queue.add_subscriber_at(sink, 4, 1);
-  sql(queue, "UPDATE webhook_subscriber SET rate_per_sec = 'fast' WHERE id = " +
-                 std::to_string(text_rate));
-  sql(queue,
-      "UPDATE webhook_subscriber SET rate_per_sec = -5 WHERE id = " + std::to_string(negative));
-  sql(queue,
-      "UPDATE webhook_subscriber SET burst = 'big' WHERE id = " + std::to_string(text_burst));
-  std::vector<std::int64_t> waiting;
-  for (const auto id : {text_rate, negative, text_burst}) {
-    for (const auto row : queue.add_rows(id, 3)) waiting.push_back(row);
-  }
-  const auto sent = queue.add_rows(fine, 16);
-
-  const auto result = run_surge(dir, drain_args(queue, {"--duration", "40"}), 60s);
-  EXPECT_EQ(result.exit_code, 5) << "drained except the paused subscribers' rows: " << result.err;
-  EXPECT_NE(result.out.find("(drained)"), std::string::npos) << "it waited for paused rows";
-  for (const auto row : sent) EXPECT_EQ(queue.row(row).status, "done");
-  for (const auto row : waiting) {
-    const auto state = queue.row(row);
-    EXPECT_EQ(state.status, "pending") << row;
-    EXPECT_EQ(state.attempts, 0);
-    EXPECT_EQ(state.locked_until, 0);
-  }
-  const std::string prefix = "subscriber ";
-  EXPECT_EQ(count_of(result.err,
-                     prefix + std::to_string(text_rate) + ": rate_per_sec 'fast' is not a number"),
-            1)
-      << result.err;
-  EXPECT_EQ(count_of(result.err, prefix + std::to_string(negative) + ": rate_per_sec -5"), 1)
-      << result.err;
-  EXPECT_EQ(count_of(result.err, prefix + std::to_string(text_burst) + ": burst 'big'"), 1)
-      << result.err;
-  EXPECT_EQ(count_of(result.err, "treated as paused"), 3) << result.err;
-  EXPECT_EQ(sink.stop_and_read().size(), sent.size());
-}
-
 TEST(DrainRows, WarnsWhenAnotherDrainHoldsLeasesOnTheSameSubscribers) {
   temp_dir dir;
   test_queue queue(dir);

@@ -5,13 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <SQLiteCpp/Statement.h>
 
 #include "tests/support/e2e.hpp"
 
@@ -108,54 +105,6 @@ TEST_F(DrainSharedBucket, SurgeBesideTheSteadyStateDrainerKeepsTheLimitTogether)
   together.insert(together.end(), other_sends.begin(), other_sends.end());
   std::sort(together.begin(), together.end());
   expect_within_limit(together);
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// drain_args with the idle poll fixed at `poll` seconds.
-std::vector<std::string> polling_drain_args(const test_queue& queue, const std::string& seconds,
-                                            const std::string& poll) {
-  auto args = drain_args(queue, seconds);
-  args.insert(args.end(), {"--idle-poll-min", poll, "--idle-poll-max", poll});
-  return args;
-}
-
-// Tokens leased for a row and left unspent go back to the persisted bucket a lease after their
-// last use, while the drain runs, not only when it stops. An hour between idle polls: once its
-// one row is claimed, the demand scan has no other reason to visit the subscriber, so only the
-// token watch, which keeps whoever holds tokens, can give them back.
-TEST(DrainTokenLeases, TokensLeftUnspentGoBackWhileTheDrainRuns) {
-  temp_dir dir;
-  test_queue queue{dir};
-  sink_process sink{dir, queue.path()};
-  constexpr double slow_rate = 5;  // a lease is 5 tokens (a second of refill); one is spent
-  const auto id = queue.add_subscriber_at(sink, slow_rate, 1000);
-  const auto row = queue.add_rows(id, 1).front();
-  const double start_tokens = 100;
-  const double set_at = unix_now();
-  queue.db().exec("UPDATE webhook_subscriber SET tokens = " + std::to_string(start_tokens) +
-                  ", tokens_updated_at = " + std::to_string(set_at));
-  tools::child_process drain(surge_binary(), polling_drain_args(queue, "120", "3600"),
-                             dir.file("drain.out"), dir.file("drain.err"));
-  // What the bucket is short of, refilled since it was set: 1 (the token spent) once the rest is
-  // back, 5 while the drain holds it.
-  const auto spent_from_bucket = [&] {
-    SQLite::Statement bucket(queue.db(),
-                             "SELECT tokens, tokens_updated_at FROM webhook_subscriber "
-                             "WHERE id = " +
-                                 std::to_string(id));
-    if (!bucket.executeStep()) return -1.0;
-    const double now = unix_now();
-    const double tokens =
-        bucket.getColumn(0).getDouble() + slow_rate * (now - bucket.getColumn(1).getDouble());
-    return start_tokens + slow_rate * (now - set_at) - tokens;
-  };
-  ASSERT_TRUE(eventually([&] { return queue.row(row).status == "done"; }, 60s));
-  EXPECT_TRUE(eventually([&] { return std::abs(spent_from_bucket() - 1) < 0.5; }, 15s))
-      << "the bucket is short of " << spent_from_bucket() << " tokens";
-  EXPECT_EQ(drain.stop(), 0);
 }
 
 }  // namespace

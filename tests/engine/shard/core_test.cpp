@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "tests/engine/shard/core_simulation.hpp"
 
@@ -293,6 +297,62 @@ TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted
       EXPECT_EQ(queued.row.attempts, 0) << "row " << id;
     }
   }
+}
+
+// Limits the table holds as text or out of range pause their subscriber: its rows stay queued,
+// unleased, and the warning is said once however often the subscribers are reloaded, and once
+// more when the limits are usable again.
+TEST(ShardCore, UnusableLimitsAreWarnedOnceAcrossReloadsAndTheirRowsWait) {
+  simulation sim;
+  auto text_rate = simulation::subscriber(1, 1000.0, 100);
+  text_rate.rate_text = "'fast'";
+  text_rate.rate_per_sec = std::numeric_limits<double>::quiet_NaN();
+  auto negative = simulation::subscriber(2, -5.0, 100);
+  auto text_burst = simulation::subscriber(3, 1000.0, 100);
+  text_burst.burst_text = "'big'";
+  text_burst.burst = 0;
+  const auto fine = simulation::subscriber(4, 4.0, 1);
+  const std::vector<storage::subscriber_row> table{text_rate, negative, text_burst, fine};
+  for (const auto id : {1, 2, 3}) {
+    for (int i = 0; i < 3; ++i) sim.enqueue(id);
+  }
+  for (int i = 0; i < 8; ++i) sim.enqueue(4);
+  // Reloaded every 3 s, as the storage thread does.
+  for (int reload = 0; reload < 4; ++reload) {
+    sim.load(table);
+    sim.run_for(3s);
+  }
+  const auto said = [&](const std::string& part) {
+    return std::count_if(sim.log().lines.begin(), sim.log().lines.end(), [&](const auto& line) {
+      return line.text.find(part) != std::string::npos;
+    });
+  };
+  EXPECT_EQ(said("subscriber 1: rate_per_sec 'fast' is not a number"), 1);
+  EXPECT_EQ(said("subscriber 2: rate_per_sec -5"), 1);
+  EXPECT_EQ(said("subscriber 3: burst 'big'"), 1);
+  EXPECT_EQ(said("treated as paused"), 3);
+  EXPECT_EQ(sim.requests.size(), 8u) << "only the usable subscriber's rows go";
+  for (const auto& claim : sim.claims) {
+    for (const auto& asked : claim) {
+      EXPECT_FALSE(asked.subscriber_id != 4 && asked.rows > 0)
+          << "rows claimed for paused subscriber " << asked.subscriber_id;
+    }
+  }
+  for (const auto& [id, queued] : sim.rows_) {
+    if (queued.row.subscriber_id != 4) {
+      EXPECT_EQ(queued.now, queue_row::state::pending) << id;
+    }
+  }
+
+  // Usable again: said once, and its rows go.
+  text_rate.rate_text.reset();
+  text_rate.rate_per_sec = 1000;
+  sim.load({text_rate, negative, text_burst, fine});
+  sim.run_for(3s);
+  sim.load({text_rate, negative, text_burst, fine});
+  sim.run_for(1s);
+  EXPECT_EQ(said("subscriber 1: rate and burst are usable again"), 1);
+  EXPECT_EQ(sim.requests.size(), 11u);
 }
 
 TEST(ShardCore, A410DeactivatesTheSubscriberAndItsOtherRowsStayQueued) {

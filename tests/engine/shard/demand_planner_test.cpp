@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,13 +33,19 @@ class DemandPlanner : public ::testing::Test {
         std::make_unique<subscriber_state>(row, derive_settings(row, config_), t0, 1e9, config_);
     auto& sub = *state;
     subscribers_.emplace(id, std::move(state));
-    planner_.add(sub);
+    planner().add(sub);
     return sub;
+  }
+
+  // Made at first use, so that a test may change config_ before.
+  demand_planner& planner() {
+    if (!planner_) planner_.emplace(config_, subscribers_);
+    return *planner_;
   }
 
   // The rows each subscriber is asked for (token-only entries left out).
   std::map<std::int64_t, int> plan(int row_room, clock::time_point now) {
-    last_ = planner_.plan(row_room, memory_, now);
+    last_ = planner().plan(row_room, memory_, now);
     std::map<std::int64_t, int> rows;
     for (const auto& demand : last_) {
       if (demand.rows > 0) rows[demand.subscriber_id] = demand.rows;
@@ -49,15 +56,15 @@ class DemandPlanner : public ::testing::Test {
   // The storage thread answers the last plan with no rows; `more_due`: those it says have more.
   void answer_empty(clock::time_point now, std::vector<std::int64_t> more_due = {}) {
     claim_reply reply{.asked = last_, .more_due = std::move(more_due)};
-    planner_.answered(reply, memory_);
+    planner().answered(reply, memory_);
     std::vector<subscriber_state*> got_rows;
-    planner_.settle_polls(reply, now, got_rows);
+    planner().settle_polls(reply, now, got_rows);
     EXPECT_TRUE(got_rows.empty());
   }
 
   scheduler_config config_;
   subscriber_map subscribers_;
-  demand_planner planner_{config_, subscribers_};
+  std::optional<demand_planner> planner_;
   payload_memory memory_{1e9, 1 << 20};
   std::vector<storage::subscriber_demand> last_;
 };
@@ -78,7 +85,7 @@ TEST_F(DemandPlanner, ASubscriberWhoseClaimsComeBackShortIsPolledLessOftenUntilR
   }
   // New rows end the backoff: it is asked for at once.
   answer_empty(now);
-  planner_.poll_now(sub, now + 1ms);
+  planner().poll_now(sub, now + 1ms);
   EXPECT_TRUE(plan(1000, now + 1ms).contains(1));
   EXPECT_EQ(sub.idle_poll, 0ms);
 }
@@ -110,18 +117,18 @@ TEST_F(DemandPlanner, OneClaimIsOutstandingAtATime) {
   add(1);
   add(2);
   ASSERT_FALSE(plan(5, t0).empty());
-  EXPECT_TRUE(planner_.outstanding());
-  EXPECT_TRUE(planner_.plan(1000, memory_, t0).empty()) << "a second claim before the answer";
-  EXPECT_EQ(planner_.pending_rows(), 5);
+  EXPECT_TRUE(planner().outstanding());
+  EXPECT_TRUE(planner().plan(1000, memory_, t0).empty()) << "a second claim before the answer";
+  EXPECT_EQ(planner().pending_rows(), 5);
   answer_empty(t0, {1, 2});
-  EXPECT_FALSE(planner_.outstanding());
-  EXPECT_EQ(planner_.pending_rows(), 0);
+  EXPECT_FALSE(planner().outstanding());
+  EXPECT_EQ(planner().pending_rows(), 0);
   EXPECT_FALSE(plan(1000, t0).empty());
 }
 
 TEST_F(DemandPlanner, APausedSubscriberIsNotPolledBeforeItsPauseEnds) {
   auto& sub = add(1);
-  planner_.poll_no_earlier(sub, t0 + 2s);
+  planner().poll_no_earlier(sub, t0 + 2s);
   EXPECT_TRUE(plan(1000, t0 + 1s).empty());
   EXPECT_TRUE(plan(1000, t0 + 2s).contains(1));
 }
@@ -132,11 +139,42 @@ TEST_F(DemandPlanner, GrantsGoToTheSubscribersStillThere) {
   claim_reply reply{
       .asked = last_,
       .granted = {{.subscriber_id = 1, .tokens = 3}, {.subscriber_id = 9, .tokens = 4}}};
-  planner_.answered(reply, memory_);
+  planner().answered(reply, memory_);
   std::vector<subscriber_state*> granted;
-  planner_.take_grants(reply, t0, 1e9, granted);
+  planner().take_grants(reply, t0, 1e9, granted);
   ASSERT_EQ(granted, std::vector<subscriber_state*>{&sub});
   EXPECT_EQ(sub.allowance.tokens(), 3);
+}
+
+}  // namespace
+}  // namespace surge::engine
+
+namespace surge::engine {
+namespace {
+
+// Once its row is claimed, nothing makes the demand scan visit a subscriber polled once an hour:
+// only the token watch, which keeps whoever holds tokens, can give back what it left unspent.
+TEST_F(DemandPlanner, TokensLeftUnspentForALeaseGoBackThoughTheSubscriberIsNotPolled) {
+  config_.idle_poll_min = config_.idle_poll_max = std::chrono::hours(1);
+  auto& sub = add(1);
+  ASSERT_TRUE(plan(1000, t0).contains(1));
+  claim_reply reply{.asked = last_, .granted = {{.subscriber_id = 1, .tokens = 5}}};
+  planner().answered(reply, memory_);
+  std::vector<subscriber_state*> woken;
+  planner().take_grants(reply, t0, 1e9, woken);
+  planner().settle_polls(reply, t0, woken);  // short: not polled again for an hour
+  ASSERT_EQ(sub.allowance.tokens(), 5);
+  sub.allowance.spend(t0 + 600ms);  // the one row goes
+
+  const auto given_back = [&](clock::time_point now) {
+    for (const auto& demand : planner().plan(1000, memory_, now)) {
+      EXPECT_NE(demand.rows > 0, true) << "polled at " << (now - t0).count();
+      if (demand.subscriber_id == 1 && demand.tokens < 0) return -demand.tokens;
+    }
+    return 0.0;
+  };
+  EXPECT_EQ(given_back(t0 + 1500ms), 0) << "used 0.9 s ago: not yet a whole lease";
+  EXPECT_EQ(given_back(t0 + 1700ms), 4);
 }
 
 }  // namespace
