@@ -1,9 +1,9 @@
-// A partner that enforces a quota and announces it: `surge sink` with a quota of 100 requests per
-// 10 s window, 429 beyond, announced in each header form (or not at all), against subscribers
-// configured at 50/s; and nginx, a peer Surge did not write, whose `limit_req` enforces a rate
-// while a static RateLimit-Policy announces it. Counted at the receiver: refusals, and never
-// faster than announced. The pacing rule's timing, and that it uses at least 95 % of each window,
-// are tested on a simulated clock (partner_quota_test.cpp).
+// A partner that enforces a quota and announces it, where a process is what is tested: nginx, a
+// peer Surge did not write, whose `limit_req` enforces a rate while a static RateLimit-Policy
+// announces it, counted at the receiver; and the latest announcement as `surge stats` shows it.
+// The pacing rule is tested on a simulated clock (partner_quota_test.cpp), and the announced
+// quota's way through the shard core to /metrics on the core's
+// (ShardCorePartner.AnAnnouncedQuotaPacesWithoutARefusalAndIsPublished).
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
@@ -12,105 +12,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
-#include <sstream>
-#include <thread>
 
 #include "tests/support/backends.hpp"
 #include "tests/support/e2e.hpp"
-#include "tests/support/http_get.hpp"
 #include "tests/support/nginx.hpp"
 
 namespace surge::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr int quota = 100;
-constexpr int window_s = 10;
-
-std::string quota_behaviour(const std::string& announce) {
-  return R"({"quota": {"requests": )" + std::to_string(quota) + R"(, "window_s": )" +
-         std::to_string(window_s) + R"(, "announce": ")" + announce + R"("}})";
-}
-
-int refusals(const std::vector<sink_request>& requests, std::int64_t id) {
-  int refused = 0;
-  for (const auto& request : requests)
-    refused += request.subscriber_id == id && request.status == 429;
-  return refused;
-}
-
-std::map<std::string, double> samples_of(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto space = line.rfind(' ');
-    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return out;
-}
-
-TEST(DrainPartnerQuota, AnAnnouncedQuotaIsUsedWithoutARefusalInEitherForm) {
-  temp_dir dir;
-  test_queue queue(dir);
-  // Subscribers 1 to 4: the quota unannounced, announced as the IETF draft, and as X-RateLimit-*
-  // with the reset as a Unix time or as seconds left.
-  sink_process sink(
-      dir, queue.path(),
-      {.behaviours_json = R"({"1": )" + quota_behaviour("none") + R"(, "2": )" +
-                          quota_behaviour("draft") + R"(, "3": )" + quota_behaviour("x-epoch") +
-                          R"(, "4": )" + quota_behaviour("x-seconds") + "}"});
-  const auto silent = queue.add_subscriber_at(sink, 50, 5);
-  const auto draft = queue.add_subscriber_at(sink, 50, 5);
-  const auto x_epoch = queue.add_subscriber_at(sink, 50, 5);
-  ASSERT_EQ(draft, 2);
-  const auto x_seconds = queue.add_subscriber_at(sink, 50, 5);
-  ASSERT_EQ(x_epoch, 3);
-  ASSERT_EQ(x_seconds, 4);
-  // More than the quota lets through in the run: every subscriber is backlogged throughout.
-  for (const auto id : {silent, draft, x_epoch, x_seconds}) queue.add_rows(id, 600);
-
-  tools::child_process drain(
-      surge_binary(),
-      {"drain", "--db", queue.path(), "--allow-private-targets", "--duration", "8",
-       "--metrics-listen", "127.0.0.1:0", "--progress", "off"},
-      dir.file("drain.out"), dir.file("drain.err"));
-  const auto port = metrics_port_from_log(dir.file("drain.err"));
-  ASSERT_NE(port, 0) << "no metrics address in the log";
-  // Once the partner has answered a few times: what it announced, beside the pace it set. Near
-  // a window's end what is left may allow the configured rate again, so the scrape waits for a
-  // moment the pace is the partner's.
-  std::map<std::string, double> samples;
-  const std::string paced_2 = "surge_subscriber_paced_rate{subscriber=\"2\"}";
-  ASSERT_TRUE(eventually(
-      [&] {
-        samples = samples_of(http_get(port, "/metrics").body);
-        return samples.contains("surge_subscriber_announced_remaining{subscriber=\"3\"}") &&
-               samples.contains("surge_subscriber_announced_remaining{subscriber=\"2\"}") &&
-               samples.contains(paced_2) && samples.at(paced_2) < 50;
-      },
-      15s, 200ms))
-      << "subscriber 2 was never paced below its configured 50/s";
-  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"2\"}"), quota);
-  EXPECT_EQ(samples.at("surge_subscriber_announced_window_seconds{subscriber=\"2\"}"), window_s);
-  EXPECT_EQ(samples.at("surge_subscriber_announced_quota{subscriber=\"3\"}"), quota);
-  EXPECT_LE(samples.at("surge_subscriber_announced_reset_seconds{subscriber=\"2\"}"), window_s);
-  EXPECT_FALSE(samples.contains("surge_subscriber_announced_remaining{subscriber=\"1\"}"));
-  ASSERT_EQ(drain.wait(60s).value_or(-1), 0);
-  const auto requests = sink.stop_and_read();
-
-  // Unannounced, the partner's wall is hit (so the quota could be reached in the run); announced
-  // in any form, nothing is refused. That each window's quota is then used to at least 95 % is
-  // the pacing rule's, proved on a simulated clock (PartnerQuota.AQuotaAnnouncedEitherWayIs-
-  // UsedWithoutARefusal).
-  EXPECT_GT(refusals(requests, silent), 0) << "the unannounced quota was not hit";
-  for (const auto id : {draft, x_epoch, x_seconds}) {
-    EXPECT_EQ(refusals(requests, id), 0) << "subscriber " << id;
-  }
-}
 
 // nginx cannot count what is left of a window, but it can announce a policy and enforce it:
 // `limit_req` at 10 r/s (a burst of 5, so that a request delayed a millisecond on its way is not

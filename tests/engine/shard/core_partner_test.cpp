@@ -367,3 +367,57 @@ TEST(ShardCorePartner, TheProcessWideInFlightCapHoldsAndServesEveryWaitingSubscr
 
 }  // namespace
 }  // namespace surge::engine
+
+namespace surge::engine {
+namespace {
+
+// A partner that allows 20 requests per 2 s window, refuses the rest with 429 and says what is
+// left (X-RateLimit-*, the reset as seconds left); its neighbour on the same terms says nothing.
+// The announced quota paces subscriber 1, configured for 50/s, to the partner's windows, with no
+// refusal; the silent one hits the wall. What the partner announced is published for /metrics.
+TEST(ShardCorePartner, AnAnnouncedQuotaPacesWithoutARefusalAndIsPublished) {
+  simulation sim;
+  const auto start = sim.now();
+  constexpr int quota = 20;
+  constexpr auto window = 2s;
+  std::map<std::pair<std::int64_t, std::int64_t>, int> used;  // by subscriber and window
+  sim.partner = [&](const received& r) {
+    const auto index = (r.at - start) / window;
+    const int count = ++used[{r.subscriber, index}];
+    answer reply;
+    if (count > quota) reply.status = 429;
+    if (r.subscriber == 1) {
+      const auto left = start + (index + 1) * window - r.at;
+      const auto seconds = std::chrono::ceil<std::chrono::seconds>(left).count();
+      reply.quota = {{proto::quota_field::x_limit, std::to_string(quota)},
+                     {proto::quota_field::x_remaining, std::to_string(std::max(0, quota - count))},
+                     {proto::quota_field::x_reset, std::to_string(seconds)}};
+    }
+    return reply;
+  };
+  sim.load({simulation::subscriber(1, 50.0, 5), simulation::subscriber(2, 50.0, 5)});
+  for (int i = 0; i < 400; ++i) {
+    sim.enqueue(1);
+    sim.enqueue(2);
+  }
+  sim.run_for(10s);
+  const auto refused = [&](std::int64_t subscriber) {
+    int refusals = 0;
+    for (const auto& [key, count] : used) {
+      if (key.first == subscriber) refusals += std::max(0, count - quota);
+    }
+    return refusals;
+  };
+  EXPECT_EQ(refused(1), 0);
+  EXPECT_GT(refused(2), 0) << "the silent partner's wall was never reached";
+  // Each window's quota is used, less what the reset's whole seconds cost.
+  EXPECT_GE(sim.requests_of(1).size(), 4u * quota);
+  const auto text = sim.metrics().render(10);
+  EXPECT_NE(text.find("surge_subscriber_announced_quota{subscriber=\"1\"} 20"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("surge_subscriber_announced_quota{subscriber=\"2\"}"), std::string::npos);
+  EXPECT_NE(text.find("surge_subscriber_announced_remaining{subscriber=\"1\"}"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace surge::engine

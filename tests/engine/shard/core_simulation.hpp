@@ -46,6 +46,7 @@ struct answer {
   // Set: no answer, the client's failure instead (status is then ignored).
   proto::transport_error error = proto::transport_error::none;
   std::string detail;
+  quota_lines quota;  // the quota header lines it announces, if any
 };
 
 struct queue_row {
@@ -421,6 +422,7 @@ class simulation {
       result.error = reply.error;
       result.detail = reply.detail;
       result.retry_after = reply.retry_after;
+      result.quota = reply.quota;
       result.exchange_time = reply.latency;
       respond(id, result);
     });
