@@ -170,6 +170,29 @@ TEST(ShardCorePartner, ABatchSettingChangedWhileDrainingAppliesWithoutARestart) 
   EXPECT_EQ(sim.count_rows(queue_row::state::done), 120);
 }
 
+// A rate changed in the table reaches the shard with the next reload and applies at once, with
+// no restart: at the old 4/s the 60 rows would take 15 s; at 40/s the rest go in under 2 s, and
+// no second after the change carries more than the new limit allows.
+TEST(ShardCorePartner, ARateChangedInTheTableAppliesAtTheNextReload) {
+  simulation sim;
+  auto row = simulation::subscriber(1, 4.0, 1);
+  sim.load({row});
+  for (int i = 0; i < 60; ++i) sim.enqueue(1);
+  sim.run_for(2s);
+  const auto before = sim.requests.size();
+  ASSERT_LE(before, 10u);
+  const auto changed_at = sim.now();
+  row.rate_per_sec = 40;
+  sim.load({row});
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 3s))
+      << sim.count_rows(queue_row::state::done) << " done 3 s after the change";
+  std::vector<received> after;
+  for (const auto& r : sim.requests) {
+    if (r.at >= changed_at) after.push_back(r);
+  }
+  EXPECT_LE(most_in_window(after, 1s), 1 + 40 + 1);
+}
+
 // An event type that would smuggle a request onto the connection is dead-lettered with the
 // reason, without an attempt and without a byte sent; the rows around it go.
 TEST(ShardCorePartner, AnEventTypeThatInjectsARequestIsDeadLetteredAndNeverSent) {
