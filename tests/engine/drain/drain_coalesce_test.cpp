@@ -1,7 +1,8 @@
-// Coalescing through the real binary: the rule set with `surge subscriber`, what the queue file
-// and `surge stats` say afterwards, and the storage thread's backlog sweep. Which rows merge into
-// which (windows, chains) is proved in tests/proto/coalesce_test.cpp, and the claim-time rule on
-// the shard core's simulated clock (tests/engine/shard/core_test.cpp).
+// Coalescing through the real binary: the rule set with `surge subscriber`, and what the queue
+// file and `surge stats` say afterwards. The backlog sweep is tested on its own thread
+// (tests/engine/storage_thread/coalesce_sweeper_test.cpp), which rows merge into which (windows,
+// chains) in tests/proto/coalesce_test.cpp, and the claim-time rule on the shard core's
+// simulated clock (tests/engine/shard/core_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,39 +121,6 @@ TEST(DrainCoalesce, OnlyTheNewestRowOfEachKeyIsSentAndTheRestNameIt) {
   const auto stats = run_surge(env.dir, {"stats", "--db", env.queue.path(), "--json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
   EXPECT_NE(stats.out.find(R"("coalesced":40)"), std::string::npos) << stats.out;
-}
-
-TEST(DrainCoalesce, RepeatsFarApartInTheBacklogAreMergedToo) {
-  // A spike: 600 videos, five rank updates each, interleaved, so a video's repeats lie 600 rows
-  // apart, further than any claim looks ahead. The backlog sweep merges them anyway.
-  coalesce_env env;
-  const auto id = env.subscriber({"--coalesce", "/data/video_id"}, 400, 20);
-  std::map<int, std::vector<std::int64_t>> by_video;
-  for (int update = 0; update < 5; ++update) {
-    for (int video = 0; video < 600; ++video) {
-      by_video[video].push_back(
-          env.row(id, "video.rank_updated", rank(video, update), env.now - 5 + update));
-    }
-  }
-  const auto result = env.drain({"--until-drained"});
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto per_row = deliveries(env.sink.stop_and_read());
-  EXPECT_EQ(env.queue.count_by_status()["done"], 3000);
-  for (const auto& [video, rows] : by_video) {
-    // The newest of each video is always sent, once.
-    EXPECT_EQ(per_row.count(rows.back()) ? per_row.at(rows.back()) : 0, 1) << "video " << video;
-    for (const auto row : rows) {
-      const auto into = env.coalesced_into(row);
-      if (!into) continue;
-      // Replaced only by a newer row of the same video.
-      EXPECT_NE(std::find(rows.begin(), rows.end(), *into), rows.end()) << row;
-      EXPECT_GT(*into, row);
-      EXPECT_EQ(per_row.count(row), 0u) << "row " << row << " was coalesced and sent";
-    }
-  }
-  // Every video's five updates lie within one window: whatever rows the claims happened to
-  // page in, only the newest of each is sent (the claims wait for the sweep's judgement).
-  EXPECT_EQ(per_row.size(), 600u);
 }
 
 }  // namespace
