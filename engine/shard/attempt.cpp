@@ -126,49 +126,27 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   if (batched) {
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
-    if (const auto fits =
-            proto::batch_rows_after(result.status, static_cast<std::int64_t>(rows.size()))) {
-      split_refused_batch(sub, rows, judged.outcome, lead, static_cast<int>(*fits), times);
-      attempt_ended(attempt);
-      return;
-    }
-    for (const auto& row : rows) {
-      auto out =
-          outcome_in_batch(judged.outcome, lead, row, static_cast<std::int64_t>(rows.size()));
-      count_outcome(out.kind);
-      push_outcome(std::move(out));
-    }
-  } else {
-    count_outcome(judged.outcome.kind);
-    push_outcome(std::move(judged.outcome));
+  }
+  auto settled =
+      settle_rows(judged.outcome, sent, batched, lead, result.status, times.finished_unix);
+  if (settled.batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*settled.batch_fits));
+  for (auto& out : settled.outcomes) {
+    count_outcome(out.kind);
+    push_outcome(std::move(out));
   }
   attempt_ended(attempt);
-  if (frees_key) claim_after_key_freed(sub);
+  // A refused batch's rows are all due again: none of them freed its key.
+  if (frees_key && !settled.batch_fits) claim_after_key_freed(sub);
 }
 
-void shard_core::split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
-                                     const storage::outcome& judged,
-                                     const storage::claimed_row& lead, int fits,
-                                     const attempt_times& times) {
+void shard_core::narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits) {
   if (fits < sub.batch_fits) {
     inform("subscriber " + std::to_string(sub.settings.id) + " answered 413 to a batch of " +
-           std::to_string(rows.size()) + " rows: its batches are now at most " +
+           std::to_string(refused_rows) + " rows: its batches are now at most " +
            std::to_string(fits) + " rows");
   }
   sub.batch_fits = std::min(sub.batch_fits, fits);
   sub.settings.batch_rows = std::min(sub.settings.batch_rows, sub.batch_fits);
-  // Due again at once and no attempt used up; the POST is still recorded, since the partner
-  // counted it against its limit.
-  for (const auto& row : rows) {
-    auto out = outcome_in_batch(judged, lead, row, static_cast<std::int64_t>(rows.size()));
-    out.kind = storage::outcome_kind::retry;
-    out.attempts = row.attempts;
-    out.next_attempt_at = times.finished_unix;
-    out.last_error = "413 to a batch of " + std::to_string(rows.size()) +
-                     " rows: sent again in batches of at most " + std::to_string(fits);
-    count_outcome(out.kind);
-    push_outcome(std::move(out));
-  }
 }
 
 std::string_view shard_core::request_head_for(subscriber_state& sub,

@@ -195,9 +195,9 @@ class shard_core {
                        const std::shared_ptr<const proto::target>& target,
                        const proto::signer& signer);
   void settle_attempt(attempt_state& attempt, const http_result& result);
-  void split_refused_batch(subscriber_state& sub, const attempt_rows& rows,
-                           const storage::outcome& judged, const storage::claimed_row& lead,
-                           int fits, const attempt_times& times);
+  // A batch of `refused_rows` was refused as too large: the subscriber's batches are at most
+  // `fits` rows from now on.
+  void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
   std::string_view request_head_for(subscriber_state& sub,
                                     const std::shared_ptr<const proto::target>& target);
   // Batches and coalescing (batching_and_coalescing.cpp).

@@ -33,6 +33,32 @@ std::string failure_text(std::string_view reason, const http_result& result) {
 
 }  // namespace
 
+settled_rows settle_rows(const storage::outcome& judged, std::span<const storage::claimed_row> rows,
+                         bool batched, const storage::claimed_row& lead, int status,
+                         double finished_unix) {
+  settled_rows out;
+  if (!batched) {
+    out.outcomes.push_back(judged);
+    return out;
+  }
+  const auto size = static_cast<std::int64_t>(rows.size());
+  out.batch_fits = proto::batch_rows_after(status, size);
+  out.outcomes.reserve(rows.size());
+  for (const auto& row : rows) {
+    auto outcome = outcome_in_batch(judged, lead, row, size);
+    if (out.batch_fits) {
+      outcome.kind = storage::outcome_kind::retry;
+      outcome.attempts = row.attempts;
+      outcome.next_attempt_at = finished_unix;
+      outcome.last_error = "413 to a batch of " + std::to_string(size) +
+                           " rows: sent again in batches of at most " +
+                           std::to_string(*out.batch_fits);
+    }
+    out.outcomes.push_back(std::move(outcome));
+  }
+  return out;
+}
+
 storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind) {
   storage::outcome out;
   out.delivery_id = row.id;

@@ -241,3 +241,61 @@ TEST(OutcomeInBatch, TheMostTriedRowDecidesWhenTheBatchIsDead) {
 
 }  // namespace
 }  // namespace surge::engine
+
+namespace surge::engine {
+namespace {
+
+TEST(SettleRows, OneRowTakesItsJudgementAsItIs) {
+  const auto rows = three_rows();
+  const std::span<const storage::claimed_row> first(rows.data(), 1);
+  const auto judged = judge_attempt(rows[0], 7, answered(200), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5)
+                          .outcome;
+  const auto settled = settle_rows(judged, first, false, rows[0], 200, 1'700'000'010.25);
+  ASSERT_EQ(settled.outcomes.size(), 1u);
+  EXPECT_EQ(settled.outcomes[0].delivery_id, rows[0].id);
+  EXPECT_EQ(settled.outcomes[0].kind, storage::outcome_kind::done);
+  EXPECT_FALSE(settled.batch_fits);
+}
+
+TEST(SettleRows, EachRowOfABatchTakesTheLeadsJudgementWithItsOwnFence) {
+  const auto rows = three_rows();
+  const auto lead = batch_lead(rows);
+  const auto judged = judge_attempt(lead, 7, answered(503), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5)
+                          .outcome;
+  const auto settled = settle_rows(judged, rows, true, lead, 503, 1'700'000'010.25);
+  EXPECT_FALSE(settled.batch_fits);
+  ASSERT_EQ(settled.outcomes.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_row_fields(settled.outcomes[i], rows[i], 11, 3);
+    EXPECT_EQ(settled.outcomes[i].kind, storage::outcome_kind::retry);
+  }
+}
+
+// The partner counted the POST, so it is recorded; no attempt is used up and every row is due
+// again at once, in batches of at most half the size.
+TEST(SettleRows, ABatchRefusedAsTooLargeIsDueAgainAtOnceInSmallerBatches) {
+  const auto rows = three_rows();
+  const auto lead = batch_lead(rows);
+  const auto judged = judge_attempt(lead, 7, answered(413), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5)
+                          .outcome;
+  const auto settled = settle_rows(judged, rows, true, lead, 413, 1'700'000'010.25);
+  ASSERT_TRUE(settled.batch_fits);
+  EXPECT_EQ(*settled.batch_fits, 1);
+  ASSERT_EQ(settled.outcomes.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_row_fields(settled.outcomes[i], rows[i], 11, 3);
+    EXPECT_EQ(settled.outcomes[i].kind, storage::outcome_kind::retry);
+    EXPECT_EQ(settled.outcomes[i].attempts, rows[i].attempts);
+    EXPECT_EQ(settled.outcomes[i].next_attempt_at, 1'700'000'010.25);
+    EXPECT_EQ(settled.outcomes[i].last_error,
+              "413 to a batch of 3 rows: sent again in batches of at most 1");
+  }
+}
+
+}  // namespace
+}  // namespace surge::engine
