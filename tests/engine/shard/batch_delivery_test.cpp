@@ -245,55 +245,43 @@ TEST(OutcomeInBatch, TheMostTriedRowDecidesWhenTheBatchIsDead) {
 namespace surge::engine {
 namespace {
 
+// What settle_rows makes of an answer with `status` to `rows` (a batch when there are several).
+settled_rows settled_for(std::span<const storage::claimed_row> rows, int status) {
+  const bool batched = rows.size() > 1;
+  const auto lead = batched ? batch_lead(rows) : rows.front();
+  const auto judged = judge_attempt(lead, 7, answered(status), times_at(1'700'000'010),
+                                    proto::retry_policy{}, 3600s, 0.5);
+  return settle_rows(judged.outcome, rows, batched, lead, status, 1'700'000'010.25);
+}
+
 TEST(SettleRows, OneRowTakesItsJudgementAsItIs) {
   const auto rows = three_rows();
-  const std::span<const storage::claimed_row> first(rows.data(), 1);
-  const auto judged = judge_attempt(rows[0], 7, answered(200), times_at(1'700'000'010),
-                                    proto::retry_policy{}, 3600s, 0.5)
-                          .outcome;
-  const auto settled = settle_rows(judged, first, false, rows[0], 200, 1'700'000'010.25);
+  const auto settled = settled_for(std::span(rows.data(), 1), 200);
   ASSERT_EQ(settled.outcomes.size(), 1u);
   EXPECT_EQ(settled.outcomes[0].delivery_id, rows[0].id);
   EXPECT_EQ(settled.outcomes[0].kind, storage::outcome_kind::done);
   EXPECT_FALSE(settled.batch_fits);
 }
 
-TEST(SettleRows, EachRowOfABatchTakesTheLeadsJudgementWithItsOwnFence) {
+// One judgement for the batch; the partner counted the POST in both cases, so each row's is
+// recorded. A 413 uses up no attempt: every row is due again at once, in batches of at most half
+// the size.
+TEST(SettleRows, EachRowOfABatchTakesTheLeadsJudgementAndA413SendsThemAgainInSmallerBatches) {
   const auto rows = three_rows();
-  const auto lead = batch_lead(rows);
-  const auto judged = judge_attempt(lead, 7, answered(503), times_at(1'700'000'010),
-                                    proto::retry_policy{}, 3600s, 0.5)
-                          .outcome;
-  const auto settled = settle_rows(judged, rows, true, lead, 503, 1'700'000'010.25);
-  EXPECT_FALSE(settled.batch_fits);
-  ASSERT_EQ(settled.outcomes.size(), 3u);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    SCOPED_TRACE(i);
-    expect_row_fields(settled.outcomes[i], rows[i], 11, 3);
-    EXPECT_EQ(settled.outcomes[i].kind, storage::outcome_kind::retry);
-  }
-}
-
-// The partner counted the POST, so it is recorded; no attempt is used up and every row is due
-// again at once, in batches of at most half the size.
-TEST(SettleRows, ABatchRefusedAsTooLargeIsDueAgainAtOnceInSmallerBatches) {
-  const auto rows = three_rows();
-  const auto lead = batch_lead(rows);
-  const auto judged = judge_attempt(lead, 7, answered(413), times_at(1'700'000'010),
-                                    proto::retry_policy{}, 3600s, 0.5)
-                          .outcome;
-  const auto settled = settle_rows(judged, rows, true, lead, 413, 1'700'000'010.25);
-  ASSERT_TRUE(settled.batch_fits);
-  EXPECT_EQ(*settled.batch_fits, 1);
-  ASSERT_EQ(settled.outcomes.size(), 3u);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    SCOPED_TRACE(i);
-    expect_row_fields(settled.outcomes[i], rows[i], 11, 3);
-    EXPECT_EQ(settled.outcomes[i].kind, storage::outcome_kind::retry);
-    EXPECT_EQ(settled.outcomes[i].attempts, rows[i].attempts);
-    EXPECT_EQ(settled.outcomes[i].next_attempt_at, 1'700'000'010.25);
-    EXPECT_EQ(settled.outcomes[i].last_error,
-              "413 to a batch of 3 rows: sent again in batches of at most 1");
+  for (const int status : {503, 413}) {
+    SCOPED_TRACE(status);
+    const auto settled = settled_for(rows, status);
+    ASSERT_EQ(settled.outcomes.size(), 3u);
+    EXPECT_EQ(settled.batch_fits, status == 413 ? std::optional<std::int64_t>(1) : std::nullopt);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const auto& out = settled.outcomes[i];
+      expect_row_fields(out, rows[i], 11, 3);
+      EXPECT_EQ(out.kind, storage::outcome_kind::retry);
+      if (status != 413) continue;
+      EXPECT_EQ(out.attempts, rows[i].attempts);
+      EXPECT_EQ(out.next_attempt_at, 1'700'000'010.25);
+      EXPECT_EQ(out.last_error, "413 to a batch of 3 rows: sent again in batches of at most 1");
+    }
   }
 }
 
