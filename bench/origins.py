@@ -263,7 +263,7 @@ def drain(surge, directory, db, extra=()):
     delivered = int(re.search(r"delivered=(\d+)", summary).group(1))
     full, resumed = (int(x) for x in re.search(r"tls_full=(\d+) tls_resumed=(\d+)",
                                                 summary).groups())
-    wal = re.search(r"storage: \d+ commits wrote (\d+) WAL frames", log_text)
+    wal = re.search(r"storage: (\d+) commits wrote (\d+) WAL frames", log_text)
     attempts = int(re.search(r"attempts=(\d+)", summary).group(1))
     connection = sqlite3.connect(db)
     failures = dict(connection.execute(
@@ -279,7 +279,8 @@ def drain(surge, directory, db, extra=()):
             "median_in_flight": median_of(sampler.series["surge_in_flight_requests"]),
             "median_open_connections": median_of(sampler.series["surge_open_connections"]),
             "peak_open_connections": int(sampler.peak["surge_open_connections"]),
-            "wal_frames_per_delivery": round(int(wal.group(1)) / delivered, 2) if wal else None}
+            "wal_frames_per_delivery": round(int(wal.group(2)) / delivered, 2) if wal else None,
+            "deliveries_per_commit": round(delivered / int(wal.group(1)), 1) if wal else None}
 
 
 def left(db):

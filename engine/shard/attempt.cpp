@@ -127,16 +127,16 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
   }
-  auto settled =
-      settle_rows(judged.outcome, sent, batched, lead, result.status, times.finished_unix);
-  if (settled.batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*settled.batch_fits));
-  for (auto& out : settled.outcomes) {
+  const auto batch_fits = settle_rows(judged.outcome, sent, batched, lead, result.status,
+                                      times.finished_unix, settled_);
+  if (batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*batch_fits));
+  for (auto& out : settled_) {
     count_outcome(out.kind);
     push_outcome(std::move(out));
   }
   attempt_ended(attempt);
   // A refused batch's rows are all due again: none of them freed its key.
-  if (frees_key && !settled.batch_fits) claim_after_key_freed(sub);
+  if (frees_key && !batch_fits) claim_after_key_freed(sub);
 }
 
 void shard_core::narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits) {

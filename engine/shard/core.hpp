@@ -293,6 +293,10 @@ class shard_core {
   bool stopping_ = false;
   bool finished_ = false;
   std::vector<storage::outcome> outcomes_;
+  // Scratch kept between events, so that a steady stream allocates nothing: the outcomes of the
+  // attempt being settled, and the subscribers a claim's answer wakes.
+  std::vector<storage::outcome> settled_;
+  std::vector<subscriber_state*> answered_scratch_;
   std::vector<std::int64_t> deactivate_;
   std::mt19937_64 rng_;
 };

@@ -33,30 +33,27 @@ std::string failure_text(std::string_view reason, const http_result& result) {
 
 }  // namespace
 
-settled_rows settle_rows(const storage::outcome& judged, std::span<const storage::claimed_row> rows,
-                         bool batched, const storage::claimed_row& lead, int status,
-                         double finished_unix) {
-  settled_rows out;
+std::optional<std::int64_t> settle_rows(const storage::outcome& judged,
+                                        std::span<const storage::claimed_row> rows, bool batched,
+                                        const storage::claimed_row& lead, int status,
+                                        double finished_unix, std::vector<storage::outcome>& out) {
+  out.clear();
   if (!batched) {
-    out.outcomes.push_back(judged);
-    return out;
+    out.push_back(judged);
+    return std::nullopt;
   }
   const auto size = static_cast<std::int64_t>(rows.size());
-  out.batch_fits = proto::batch_rows_after(status, size);
-  out.outcomes.reserve(rows.size());
+  const auto fits = proto::batch_rows_after(status, size);
   for (const auto& row : rows) {
-    auto outcome = outcome_in_batch(judged, lead, row, size);
-    if (out.batch_fits) {
-      outcome.kind = storage::outcome_kind::retry;
-      outcome.attempts = row.attempts;
-      outcome.next_attempt_at = finished_unix;
-      outcome.last_error = "413 to a batch of " + std::to_string(size) +
-                           " rows: sent again in batches of at most " +
-                           std::to_string(*out.batch_fits);
-    }
-    out.outcomes.push_back(std::move(outcome));
+    auto& outcome = out.emplace_back(outcome_in_batch(judged, lead, row, size));
+    if (!fits) continue;
+    outcome.kind = storage::outcome_kind::retry;
+    outcome.attempts = row.attempts;
+    outcome.next_attempt_at = finished_unix;
+    outcome.last_error = "413 to a batch of " + std::to_string(size) +
+                         " rows: sent again in batches of at most " + std::to_string(*fits);
   }
-  return out;
+  return fits;
 }
 
 storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind) {

@@ -104,17 +104,15 @@ storage::outcome outcome_in_batch(const storage::outcome& lead,
                                   const storage::claimed_row& row, std::int64_t batch_size);
 
 // The outcomes an answered attempt's rows take, from its judgement (judge_attempt on the row,
-// or on batch_lead for a batch): one row takes it as it is; each row of a batch takes it with its
+// or on batch_lead for a batch), into `out` (cleared first, its capacity kept, so that a steady
+// stream allocates nothing): one row takes it as it is; each row of a batch takes it with its
 // own fence and count (outcome_in_batch). A batch refused as too large (413,
 // proto::batch_rows_after) is due again at once with no attempt used up, its POST still
-// recorded, and `batch_fits` says how many rows the partner may take.
-struct settled_rows {
-  std::vector<storage::outcome> outcomes;
-  std::optional<std::int64_t> batch_fits;
-};
-settled_rows settle_rows(const storage::outcome& judged, std::span<const storage::claimed_row> rows,
-                         bool batched, const storage::claimed_row& lead, int status,
-                         double finished_unix);
+// recorded; the rows the partner may take in one batch are returned then, nullopt otherwise.
+std::optional<std::int64_t> settle_rows(const storage::outcome& judged,
+                                        std::span<const storage::claimed_row> rows, bool batched,
+                                        const storage::claimed_row& lead, int status,
+                                        double finished_unix, std::vector<storage::outcome>& out);
 
 // A row handed back or closed without an attempt (release, dead-letter, reschedule).
 storage::outcome outcome_for(const storage::claimed_row& row, storage::outcome_kind kind);

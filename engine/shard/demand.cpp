@@ -49,7 +49,8 @@ void shard_core::on_claimed(claim_reply reply, shard_time time) {
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
   for (auto* sub : to_coalesce) coalesce_ready(*sub);
-  std::vector<subscriber_state*> to_notify;
+  auto& to_notify = answered_scratch_;
+  to_notify.clear();
   demand_.take_grants(reply, now_.steady, now_.unix_seconds(), to_notify);
   // A poll that found nothing changes nothing the pump decides on; waking it would only cancel
   // and re-arm its timer, thousands of times a second on a large, quiet table.

@@ -246,12 +246,20 @@ namespace surge::engine {
 namespace {
 
 // What settle_rows makes of an answer with `status` to `rows` (a batch when there are several).
-settled_rows settled_for(std::span<const storage::claimed_row> rows, int status) {
+struct settled {
+  std::vector<storage::outcome> outcomes;
+  std::optional<std::int64_t> batch_fits;
+};
+settled settled_for(std::span<const storage::claimed_row> rows, int status) {
   const bool batched = rows.size() > 1;
   const auto lead = batched ? batch_lead(rows) : rows.front();
   const auto judged = judge_attempt(lead, 7, answered(status), times_at(1'700'000'010),
                                     proto::retry_policy{}, 3600s, 0.5);
-  return settle_rows(judged.outcome, rows, batched, lead, status, 1'700'000'010.25);
+  settled out;
+  out.outcomes.push_back({});  // what an earlier attempt left: cleared
+  out.batch_fits =
+      settle_rows(judged.outcome, rows, batched, lead, status, 1'700'000'010.25, out.outcomes);
+  return out;
 }
 
 TEST(SettleRows, OneRowTakesItsJudgementAsItIs) {
