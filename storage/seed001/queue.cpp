@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <stdexcept>
 
 #include <SQLiteCpp/Statement.h>
@@ -14,7 +13,6 @@
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
 #include "storage/sqlite/delivery_table.hpp"
-#include "storage/sqlite/dead_letters.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::sqlite::seed001 {

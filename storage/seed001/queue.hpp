@@ -1,8 +1,9 @@
 #pragma once
-// The second published queue shape ("seed 001") on SQLite: the queue functions the tools and
-// the drain call, with the same contracts as seed000's (storage/queue.hpp, subscribers.hpp,
-// dead_letters.hpp, audit.hpp, maintenance.hpp, backlog.hpp, retention.hpp), reached through
-// storage::connection and storage/sqlite/drain_shape.hpp. Private to storage/.
+// The second published queue shape ("seed 001") on SQLite: the queue functions that differ from
+// seed000's in more than names, with the same contracts (storage/queue.hpp, subscribers.hpp),
+// reached through storage::connection and storage/sqlite/drain_shape.hpp. What differs only in
+// names (dead letters, the audit, maintenance, the backlog sample, retention) runs seed000's
+// statements on this shape's storage/sqlite/delivery_table.hpp. Private to storage/.
 //
 // How the shape maps onto the neutral rows:
 //   webhook_subscribers: endpoint is the URL, events (a JSON array) the filter as stored,
@@ -18,21 +19,14 @@
 //   Why a row failed or died (last status, last error) goes to Surge's own table
 //     surge_delivery_note; nothing is added to the shape's tables.
 #include <cstdint>
-#include <functional>
 #include <optional>
-#include <span>
 #include <string_view>
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
 
 #include "proto/id_set.hpp"
-#include "storage/sqlite/audit.hpp"
-#include "storage/sqlite/backlog.hpp"
-#include "storage/sqlite/dead_letters.hpp"
-#include "storage/sqlite/maintenance.hpp"
 #include "storage/sqlite/queue.hpp"
-#include "storage/sqlite/retention.hpp"
 #include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/subscribers.hpp"
 
