@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/shard/delivery.hpp"
+#include "proto/retry_after.hpp"
 
 namespace surge::engine {
 
@@ -223,10 +224,45 @@ void shard_core::observe_endpoint(subscriber_state& sub, const http_result& resu
   } else if (reading.alive) {
     sub.breaker.on_success();
   }
-  const bool changed = reading.pushback    ? sub.pace.on_pushback(now)
-                       : reading.delivered ? sub.pace.on_success(now)
-                                           : false;
-  if (changed) apply_limits(sub);
+  if (sub.limits.on_endpoint(reading.pushback, reading.delivered, now)) notify_line(sub);
+}
+
+void shard_core::observe_quota(subscriber_state& sub, const http_result& result,
+                               const attempt_times& times) {
+  if (result.quota.empty()) return;
+  // Retry-After wins where it is honoured (429, 503): the quota only paces what is left of its
+  // window after it.
+  std::optional<std::chrono::seconds> retry_after;
+  if (proto::asks_to_slow_down(result.status) && !result.retry_after.empty()) {
+    retry_after = proto::parse_retry_after(result.retry_after, times.now, config_.retry_after_cap);
+  }
+  // This attempt still counts in in_flight: the others are what the partner may not have seen.
+  const auto step =
+      sub.limits.on_announced(result.quota, sub.in_flight - 1, retry_after, times.now, now_.steady);
+  if (!step) return;
+  if (step->kind == proto::pace_kind::paused) {
+    pause_subscriber(sub, step->until - now_.steady, times.finished_unix,
+                     "subscriber paused until its partner's announced quota resets");
+  }
+  if (step->first_below_configured) {
+    const auto& latest = *sub.limits.latest_announcement();
+    inform("subscriber " + std::to_string(sub.settings.id) + ": its partner announces " +
+           std::to_string(latest.remaining) + " requests left for " +
+           std::to_string(latest.reset_after.count()) +
+           " s; paced below the configured limit until its window resets (surge stats shows "
+           "the latest)");
+  }
+  if (step->gate_changed) notify_line(sub);
+}
+
+void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
+                                  const char* reason) {
+  sub.limits.pause(now_.steady + pause, reason);
+  notify_line(sub);
+  demand_.poll_no_earlier(sub, sub.limits.paused_until());
+  if (pause >= config_.scheduler.pause_release_threshold) {
+    reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
+  }
 }
 
 std::chrono::duration<double> shard_core::lease_margin() const {
@@ -279,10 +315,10 @@ void shard_core::give_back_unsent(subscriber_state& sub, const storage::claimed_
   // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
   // ends, like the rows buffered behind it; otherwise back to the queue.
   const auto now = now_.steady;
-  if (sub.paused_until > now) {
+  if (sub.limits.paused(now)) {
     auto out = outcome_for(row, storage::outcome_kind::retry);
-    out.next_attempt_at =
-        now_.unix_seconds() + std::chrono::duration<double>(sub.paused_until - now).count();
+    out.next_attempt_at = now_.unix_seconds() +
+                          std::chrono::duration<double>(sub.limits.paused_until() - now).count();
     out.last_error = "subscriber paused by Retry-After";
     push_outcome(std::move(out));
     return;

@@ -78,10 +78,6 @@ void shard_core::arm(subscriber_state& sub, wake_kind kind, steady::time_point a
   if (at != steady::time_point::max()) timers_.push({at, &sub, kind});
 }
 
-void shard_core::apply_limits(subscriber_state& sub) {
-  if (sub.apply_limits(now_.steady)) notify_line(sub);
-}
-
 void shard_core::run_line(subscriber_state& sub) {
   const auto wake = sub.line.advance(gate_of(sub), now_.steady, [this](attempt_id id, bool go) {
     out_.verdicts.push_back({id, go});
@@ -208,17 +204,15 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
       if (!stopping_) notify(sub);
     } else {
       auto& sub = *it->second;
-      // New limits take effect without resetting tokens; a rate lowered by
-      // pushback stays lowered, within the new limit.
-      sub.pace.reconfigure(row.rate_per_sec);
       // Queued behind another origin now: let the pump find its new one.
       const bool moved = settings.target && sub.settings.target &&
                          settings.target->origin_key != sub.settings.target->origin_key;
       if (moved) sub.waiting_on_origin = nullptr;
       settings.batch_rows = std::min(settings.batch_rows, sub.batch_fits);
       sub.settings = std::move(settings);
-      // The partner's announced quota, if one is in force, still lowers the new limit.
-      apply_limits(sub);
+      // New limits take effect without resetting tokens; a pace lowered by pushback or by the
+      // partner's announced quota stays lowered, within the new limit.
+      sub.limits.configure(sub.settings.rate, sub.settings.burst, now_.steady);
       notify_line(sub);
       notify(sub);
     }
@@ -295,9 +289,10 @@ std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
     return held_subscriber{id, "circuit_open",
                            "circuit open: its endpoint failed probe after probe"};
   }
-  if (sub.paused_until > now) {
-    const double until = now_unix + std::chrono::duration<double>(sub.paused_until - now).count();
-    return held_subscriber{id, "paused", sub.pause_reason, until};
+  if (sub.limits.paused(now)) {
+    const double until =
+        now_unix + std::chrono::duration<double>(sub.limits.paused_until() - now).count();
+    return held_subscriber{id, "paused", sub.limits.pause_reason(), until};
   }
   return std::nullopt;
 }
@@ -312,8 +307,8 @@ void shard_core::publish_metrics() {
   // with rows queued, even before its first claim.
   view.subscribers.reserve(subscribers_.size());
   for (auto* sub : demand_.scan_order()) {
-    if (sub->paused_until > now) ++view.paused_subscribers;
-    if (sub->quota_limit && sub->quota_limit->until > now) ++view.quota_paced;
+    if (sub->limits.paused(now)) ++view.paused_subscribers;
+    if (sub->limits.announced_until() > now) ++view.quota_paced;
     if (sub->consecutive_failures > 0) ++view.failing_subscribers;
     if (sub->breaker.blocking()) ++view.open_circuits;
     if (auto held = hold_of(*sub, now, now_unix)) view.held.push_back(std::move(*held));
@@ -329,14 +324,14 @@ void shard_core::publish_metrics() {
          .in_flight = sub->in_flight,
          .buffered = static_cast<std::int64_t>(sub->ready.size()),
          .rate_limit = sub->settings.rate,
-         .paused = sub->paused_until > now,
+         .paused = sub->limits.paused(now),
          .delivery_latency_sum = sub->delivery_latency_sum,
-         .announced = announced_of(*sub, now_.wall),
+         .announced = sub->limits.announced(now_.wall),
          .active = sub->settings.active,
          .disowned = sub->disowned,
-         .paced_rate = sub->paused_until > now ? 0.0 : sub->bucket.rate(),
+         .paced_rate = sub->limits.paused(now) ? 0.0 : sub->limits.bucket().rate(),
          .rows_per_request = std::max(1, std::min(sub->settings.batch_rows, sub->batch_fits)),
-         .slowed = sub->pace.effective() < sub->pace.configured(),
+         .slowed = sub->limits.slowed(),
          .achieved_rate = sub->achieved.value(),
          .circuit_open_since_unix = open_since,
          .last_error = sub->last_error,
@@ -344,6 +339,14 @@ void shard_core::publish_metrics() {
   }
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
   hand_over_quotas();
+}
+
+void shard_core::hand_over_quotas() {
+  for (auto* sub : demand_.scan_order()) {
+    if (auto row = sub->limits.take_unrecorded(sub->settings.id)) {
+      out_.quotas.push_back(std::move(*row));
+    }
+  }
 }
 
 void shard_core::finish_if_quiet() {
@@ -362,7 +365,8 @@ void shard_core::finish() {
   // Leased tokens not spent go back to the persisted buckets, for whichever drainer comes next.
   std::vector<storage::unspent_tokens> unspent;
   for (auto* sub : demand_.scan_order()) {
-    unspent.push_back({.subscriber_id = sub->settings.id, .tokens = sub->allowance.take_unspent()});
+    unspent.push_back(
+        {.subscriber_id = sub->settings.id, .tokens = sub->limits.allowance().take_unspent()});
   }
   out_.unspent = std::move(unspent);
   finished_ = true;

@@ -181,14 +181,13 @@ class shard_core {
   // The subscriber's wire line at now_: verdicts out, and when to look again.
   void run_line(subscriber_state& sub);
   wire_line::gate_view gate_of(subscriber_state& sub) {
-    return {sub.wire, sub.bucket, sub.paused_until, stopping_ || sub.disowned};
+    return sub.limits.gate(stopping_ || sub.disowned);
   }
   // Anything that changes what the pump can do queues it; it runs before the event returns.
   void notify(subscriber_state& sub);
   // Limits, a pause or the stop changed: the writers at the subscriber's gate look again.
   void notify_line(subscriber_state& sub);
   void arm(subscriber_state& sub, wake_kind kind, steady::time_point at);
-  void apply_limits(subscriber_state& sub);
 
   // Attempts (attempt.cpp).
   void prepare_request(attempt_state& attempt, std::string& request,
@@ -235,13 +234,10 @@ class shard_core {
   void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                       const http_result& result, const attempt_times& times);
   void observe_endpoint(subscriber_state& sub, const http_result& result);
-  // The partner's announced quota (announced_quota.cpp).
+  // The partner's announced quota (subscriber_limits::on_announced), carried out.
   void observe_quota(subscriber_state& sub, const http_result& result, const attempt_times& times);
-  void expire_quota_limit(subscriber_state& sub);
   void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
                         const char* reason);
-  static std::optional<announced_snapshot> announced_of(const subscriber_state& sub,
-                                                        std::chrono::system_clock::time_point now);
   void hand_over_quotas();
   void flush_outcomes();
   // Why `sub` cannot send now, if it cannot: for /metrics, --until-drained and the summary.

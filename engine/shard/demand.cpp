@@ -73,11 +73,7 @@ void shard_core::on_taken(const std::vector<std::int64_t>& subscriber_ids, shard
   for (const auto id : subscriber_ids) {
     auto it = subscribers_.find(id);
     if (it == subscribers_.end()) continue;
-    // Whatever these buckets saved up while another drain owned the subscriber was that
-    // drain's to spend: starting empty, the two together send at most burst + rate x T.
-    it->second->bucket.empty(now);
-    it->second->wire.empty(now);
-    it->second->allowance.ask_now();  // asks answered "not yours" said to wait a second
+    it->second->limits.taken_over(now);
     it->second->disowned = false;
   }
   wake_subscribers(subscriber_ids, false);

@@ -19,7 +19,7 @@ scheduling::token_facts token_facts_of(const subscriber_state& sub, clock::time_
           .idle_poll = sub.idle_poll > std::chrono::milliseconds(0),
           .active = sub.settings.active,
           .unusable = !sub.settings.unusable_reason.empty(),
-          .paused = sub.bucket.paused() || sub.paused_until > now,
+          .paused = sub.limits.bucket().paused() || sub.limits.paused(now),
           .circuit_blocking = sub.breaker.blocking(),
           .probe_due = sub.probe_due(now)};
 }
@@ -31,14 +31,14 @@ double sendable_now(const subscriber_state& sub, clock::time_point now) {
   const auto rows = static_cast<double>(sub.ready.size());
   const double requests = std::ceil(rows / std::max(1, sub.settings.batch_rows));
   const double slots = std::max(0, sub.settings.in_flight_cap - sub.in_flight);
-  return std::min({requests, slots, std::floor(sub.bucket.tokens_at(now))});
+  return std::min({requests, slots, std::floor(sub.limits.bucket().tokens_at(now))});
 }
 
 // One without rows, a claim under way or tokens held or asked for can neither want tokens nor
 // give any back.
 bool token_watch_needed(const subscriber_state& sub) {
-  return !sub.ready.empty() || sub.pending_claim > 0 || sub.allowance.tokens() > 0 ||
-         sub.allowance.asking();
+  return !sub.ready.empty() || sub.pending_claim > 0 || sub.limits.allowance().tokens() > 0 ||
+         sub.limits.allowance().asking();
 }
 
 double seconds(std::chrono::milliseconds duration) {
@@ -101,11 +101,11 @@ void demand_planner::plan_rows(int budget, payload_memory& memory, clock::time_p
         .poll_later = false,  // read above
         .active = sub.settings.active,
         .unusable = !sub.settings.unusable_reason.empty(),
-        .paused = sub.bucket.paused() || sub.paused_until > now,
+        .paused = sub.limits.bucket().paused() || sub.limits.paused(now),
         .circuit_blocking = sub.breaker.blocking(),
         .probe_due = sub.probe_due(now),
-        .tokens_now = sub.bucket.tokens_at(now),
-        .rate = sub.bucket.rate(),
+        .tokens_now = sub.limits.bucket().tokens_at(now),
+        .rate = sub.limits.bucket().rate(),
         .in_flight_cap = sub.settings.in_flight_cap,
         .batch_rows = sub.settings.batch_rows,
         .coalescing = sub.settings.coalesce.has_value(),
@@ -144,15 +144,17 @@ void demand_planner::plan_tokens(clock::time_point now,
   // of thousands would otherwise be walked every demand round.
   std::size_t kept = 0;
   for (auto* sub : watched_) {
-    if (const double stale = sub->allowance.take_stale(now); stale > 0) {
+    if (const double stale = sub->limits.allowance().take_stale(now); stale > 0) {
       demand.push_back({.subscriber_id = sub->settings.id, .tokens = -stale});
-    } else if (sub->allowance.would_ask(sub->settings.rate, now, sendable_now(*sub, now)) &&
+    } else if (sub->limits.allowance().would_ask(sub->settings.rate, now,
+                                                 sendable_now(*sub, now)) &&
                scheduling::wants_tokens(token_facts_of(*sub, now))) {
-      const double tokens = sub->allowance.ask(sub->settings.rate, now, sendable_now(*sub, now));
+      const double tokens =
+          sub->limits.allowance().ask(sub->settings.rate, now, sendable_now(*sub, now));
       if (tokens > 0) {
         demand.push_back({.subscriber_id = sub->settings.id,
                           .tokens = tokens,
-                          .reserve_seconds = sub->allowance.ahead_seconds()});
+                          .reserve_seconds = sub->limits.allowance().ahead_seconds()});
       }
     }
     if (token_watch_needed(*sub)) {
@@ -204,7 +206,7 @@ void demand_planner::take_grants(const claim_reply& reply, clock::time_point now
     // Not answered (the drain stops claiming, or the cycle failed): the next plan asks again.
     for (const auto& asked : reply.asked) {
       if (asked.tokens <= 0) continue;
-      if (auto* sub = find(asked.subscriber_id)) sub->allowance.unanswered();
+      if (auto* sub = find(asked.subscriber_id)) sub->limits.allowance().unanswered();
     }
     return;
   }
@@ -218,7 +220,7 @@ void demand_planner::take_grants(const claim_reply& reply, clock::time_point now
       next_token_in =
           std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(wait));
     }
-    sub->allowance.granted(grant.tokens, now, next_token_in, grant.shared);
+    sub->limits.allowance().granted(grant.tokens, now, next_token_in, grant.shared);
     granted.push_back(sub);
   }
 }

@@ -18,7 +18,7 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   if (!facts.has_rows) return facts;
   const auto& front = sub.ready.front();
   facts.active = sub.settings.active;
-  facts.rate_paused = sub.bucket.paused();
+  facts.rate_paused = sub.limits.bucket().paused();
   facts.unusable = !sub.settings.unusable_reason.empty();
   // The claim left an oversized payload in the database (storage::sqlite::claimer): only its size
   // is here.
@@ -26,7 +26,7 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
       static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
   facts.front_refused = !refusal_of(front, now_unix).empty();
   facts.front_lease_too_short = lease_too_short(front, now_unix);
-  facts.paused_until = sub.paused_until;
+  facts.paused_until = sub.limits.paused_until();
   facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
   if (sub.breaker.current() == circuit_breaker::state::open) {
     facts.next_probe_at = sub.breaker.next_probe_at();
@@ -50,8 +50,7 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   facts.batch_wait_since = sub.batch_wait_since;
   facts.batch_linger = sub.settings.batch_linger;
   facts.stopping = stopping_;
-  // Both: the bucket paces this process, the allowance is its share of the persisted bucket.
-  facts.token_wait = std::max(sub.bucket.time_until_available(now), sub.allowance.wait());
+  facts.token_wait = sub.limits.token_wait(now);
   return facts;
 }
 
@@ -61,7 +60,7 @@ void shard_core::run_pump(subscriber_state& sub) {
   const auto now = now_.steady;
   const double now_unix = now_.unix_seconds();
   while (!stopping_) {
-    expire_quota_limit(sub);
+    if (sub.limits.expire_announced(now)) notify_line(sub);
     const auto decision = scheduling::next_pump_step(pump_facts_of(sub), now);
     switch (decision.action) {
       case pump_action::wait: break;
@@ -126,16 +125,14 @@ void shard_core::run_pump(subscriber_state& sub) {
     }
     // An announced quota's limit ends at its reset, whatever the pump waits for.
     arm(sub, wake_kind::pump,
-        sub.quota_limit ? std::min(decision.wake_at, sub.quota_limit->until) : decision.wake_at);
+        std::min(decision.wake_at, sub.limits.announced_until().value_or(decision.wake_at)));
     return;
   }
 }
 
 void shard_core::send_next(subscriber_state& sub) {
   const auto now = now_.steady;
-  if (!sub.allowance.has_token()) return;
-  if (!sub.bucket.try_take(now)) return;  // next_pump_step saw the token: only a race with time
-  sub.allowance.spend(now);
+  if (!sub.limits.admit(now)) return;  // next_pump_step saw the token: only a race with time
   auto& origin = origin_of(sub);
   sub.origin_turn = false;
   const bool probe = sub.breaker.current() == circuit_breaker::state::open;

@@ -10,16 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
 #include "engine/observe/partner_view.hpp"
 #include "engine/config.hpp"
 #include "engine/memory/node_cache.hpp"
-#include "engine/limits/partner_quota.hpp"
 #include "engine/limits/payload_memory.hpp"
-#include "engine/limits/token_allowance.hpp"
-#include "engine/limits/token_bucket.hpp"
-#include "engine/limits/wire_gate.hpp"
+#include "engine/shard/subscriber_limits.hpp"
 #include "engine/shard/wire_line.hpp"
 #include "engine/subscriber_settings.hpp"
 #include "proto/batch.hpp"
@@ -48,28 +44,10 @@ struct subscriber_state {
   std::string request_head;
   std::shared_ptr<const proto::target> request_head_target;
   std::shared_ptr<const std::vector<proto::header_field>> request_head_extra;
-  // Admits attempts, so no connection is opened for a request that cannot go soon; refills at
-  // pace.effective(), not always the configured rate.
-  token_bucket bucket;
-  // Charged when each request goes on the wire, at the configured limit: what the partner counts.
-  wire_gate wire;
-  // What this process may spend of the subscriber's persisted bucket, which every drainer of it
-  // shares: an attempt starts only with a token from here as well as from `bucket`.
-  token_allowance allowance;
+  // When its next request may go: admission, the wire gate, its share of the persisted bucket,
+  // the adaptive pace, the partner's announced quota and a pause.
+  subscriber_limits limits;
   wire_line line;  // attempts ready to write, waiting at the gate in order
-  adaptive_rate pace;
-  // What the partner announces of its quota (engine/limits/partner_quota), and the limit it sets
-  // below the configured one until its window resets (none while the configured limit fits). A
-  // quota spent to the last unit pauses the subscriber instead (paused_until).
-  partner_quota quota;
-  struct announced_limit {
-    double rate = 0;
-    double burst = 1;
-    std::chrono::steady_clock::time_point until{};
-  };
-  std::optional<announced_limit> quota_limit;
-  bool quota_unrecorded = false;  // a newer announcement than the storage thread was given
-  bool quota_noted = false;       // the log said once that the partner's quota paces it
   circuit_breaker breaker;
   ready_rows ready;  // claimed, waiting for a token or a slot
   int in_flight = 0;
@@ -85,8 +63,6 @@ struct subscriber_state {
   // so it starts no idle backoff.
   bool key_freed = false;
   std::size_t scan_index = 0;  // its place in the shard's demand scan
-  std::chrono::steady_clock::time_point paused_until{};
-  std::string pause_reason;  // why paused_until was set (Retry-After, the announced quota)
   // While held because its URL resolved only to refused addresses: what was refused (a
   // subscriber's state, not its rows' fate); empty otherwise.
   std::string refused_target;
@@ -126,11 +102,6 @@ struct subscriber_state {
   bool pump_queued = false;
   bool line_queued = false;
 
-  // Sets the pacing bucket and the wire gate from the configured limit, lowered by the partner's
-  // announced quota while it lasts (quota_limit) and, for the pacing bucket, by the adaptive
-  // pace. Tokens are kept (clamped). True when the gate's limit changed: the writers waiting at
-  // it look again.
-  bool apply_limits(std::chrono::steady_clock::time_point now);
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();

@@ -143,7 +143,7 @@ TEST_F(DemandPlanner, GrantsGoToTheSubscribersStillThere) {
   std::vector<subscriber_state*> granted;
   planner().take_grants(reply, t0, 1e9, granted);
   ASSERT_EQ(granted, std::vector<subscriber_state*>{&sub});
-  EXPECT_EQ(sub.allowance.tokens(), 3);
+  EXPECT_EQ(sub.limits.allowance().tokens(), 3);
 }
 
 }  // namespace
@@ -163,8 +163,8 @@ TEST_F(DemandPlanner, TokensLeftUnspentForALeaseGoBackThoughTheSubscriberIsNotPo
   std::vector<subscriber_state*> woken;
   planner().take_grants(reply, t0, 1e9, woken);
   planner().settle_polls(reply, t0, woken);  // short: not polled again for an hour
-  ASSERT_EQ(sub.allowance.tokens(), 5);
-  sub.allowance.spend(t0 + 600ms);  // the one row goes
+  ASSERT_EQ(sub.limits.allowance().tokens(), 5);
+  sub.limits.allowance().spend(t0 + 600ms);  // the one row goes
 
   const auto given_back = [&](clock::time_point now) {
     for (const auto& demand : planner().plan(1000, memory_, now)) {
