@@ -51,7 +51,8 @@ void shard_core::prepare_request(attempt_state& attempt, std::string& request,
   // finish within it.
   double lease = rows.front().lease;
   for (const auto& row : rows) lease = std::min(lease, row.lease);
-  const auto lease_left = std::chrono::duration<double>(lease - started_unix) - lease_margin();
+  const auto lease_left =
+      std::chrono::duration<double>(lease - started_unix) - row_checks_.lease_margin;
   attempt.give_up_at = now_.steady + std::chrono::duration_cast<steady::duration>(lease_left);
 }
 
@@ -263,26 +264,6 @@ void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause,
   if (pause >= config_.scheduler.pause_release_threshold) {
     reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
   }
-}
-
-std::chrono::duration<double> shard_core::lease_margin() const {
-  return std::chrono::duration<double>(config_.http.attempt_timeout) + std::chrono::seconds(1);
-}
-
-bool shard_core::lease_too_short(const storage::claimed_row& row, double now_unix) const {
-  return now_unix + lease_margin().count() > row.lease;
-}
-
-std::string shard_core::refusal_of(const storage::claimed_row& row, double now_unix) const {
-  auto why = delivery_refusal(row);
-  if (!why.empty() || config_.storage.shape != storage::queue_shape::seed001) return why;
-  const double window = std::chrono::duration<double>(config_.retry.max_age).count();
-  if (now_unix - row.created_at > window) {
-    why = "retry window passed: enqueued " +
-          std::to_string(static_cast<std::int64_t>(now_unix - row.created_at)) + " s ago, limit " +
-          std::to_string(static_cast<std::int64_t>(window)) + " s";
-  }
-  return why;
 }
 
 void shard_core::hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,

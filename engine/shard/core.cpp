@@ -14,6 +14,15 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       shard_count_(shard_count),
       config_(config),
       retry_policy_(config.retry),
+      row_checks_{
+          .max_payload_bytes = config.scheduler.max_payload_bytes,
+          .lease_margin =
+              std::chrono::duration<double>(config.http.attempt_timeout) + std::chrono::seconds(1),
+          // The seed001 shape's workers give a row up after its retry window.
+          .retry_window_seconds =
+              config.storage.shape == storage::queue_shape::seed001
+                  ? std::optional(std::chrono::duration<double>(config.retry.max_age).count())
+                  : std::nullopt},
       metrics_(metrics),
       counters_(metrics.counters),
       logger_(logger),

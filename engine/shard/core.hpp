@@ -199,12 +199,12 @@ class shard_core {
   void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
   std::string_view request_head_for(subscriber_state& sub,
                                     const std::shared_ptr<const proto::target>& target);
-  // Batches and coalescing (batching_and_coalescing.cpp).
-  attempt_rows take_request_rows(subscriber_state& sub, bool& batched);
-  bool batch_full(const subscriber_state& sub) const;
-  bool may_join_batch(const subscriber_state& sub, const storage::claimed_row& row, int rows,
-                      std::int64_t payload_bytes, bool check_json) const;
+  // Of the ready rows sharing a key, only the newest stays (ready_rows.hpp: coalesce); the
+  // others are done as coalesced.
   void coalesce_ready(subscriber_state& sub);
+  static batch_limits batch_limits_of(const subscriber_state& sub) {
+    return {sub.settings.batch_rows, sub.settings.batch_bytes};
+  }
   scheduling::pump_facts pump_facts_of(subscriber_state& sub);
   void send_next(subscriber_state& sub);
   // The planner's next claim, if it has one, goes out (demand.cpp).
@@ -222,9 +222,6 @@ class shard_core {
   void let_go(subscriber_state& sub, const storage::claimed_row& row) {
     memory_.hold(sub.payload, -static_cast<std::int64_t>(row.payload.size()));
   }
-  std::chrono::duration<double> lease_margin() const;
-  bool lease_too_short(const storage::claimed_row& row, double now_unix) const;
-  std::string refusal_of(const storage::claimed_row& row, double now_unix) const;
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   // Every resolved address of the subscriber's URL was refused by the target policy.
   void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
@@ -257,6 +254,7 @@ class shard_core {
   int shard_count_;
   drain_config config_;
   proto::retry_policy retry_policy_;
+  row_checks row_checks_;  // what every ready row is checked against before it may go
   drain_metrics& metrics_;
   drain_counters& counters_;
   core_log& logger_;
@@ -293,6 +291,7 @@ class shard_core {
   // attempt being settled, and the subscribers a claim's answer wakes.
   std::vector<storage::outcome> settled_;
   std::vector<subscriber_state*> answered_scratch_;
+  std::vector<coalesced_row> coalesced_scratch_;
   std::vector<std::int64_t> deactivate_;
   std::mt19937_64 rng_;
 };

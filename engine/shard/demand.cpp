@@ -126,4 +126,22 @@ void shard_core::send_demand() {
   if (!demand.empty()) out_.claim = std::move(demand);
 }
 
+void shard_core::coalesce_ready(subscriber_state& sub) {
+  auto& merged = coalesced_scratch_;
+  merged.clear();
+  coalesce(sub.ready, *sub.settings.coalesce, merged);
+  const double now = now_.unix_seconds();
+  for (auto& m : merged) {
+    adjust_buffered(-1);
+    let_go(sub, m.row);
+    counters_.add(counters_.coalesced);
+    auto out = outcome_for(m.row, storage::outcome_kind::coalesced);
+    out.coalesced_into = m.into;
+    out.coalesced_since = m.since;
+    out.last_error = "coalesced into delivery " + std::to_string(m.into);
+    out.finished_at = now;
+    push_outcome(std::move(out));
+  }
+}
+
 }  // namespace surge::engine

@@ -24,8 +24,8 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   // is here.
   facts.front_too_large =
       static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
-  facts.front_refused = !refusal_of(front, now_unix).empty();
-  facts.front_lease_too_short = lease_too_short(front, now_unix);
+  facts.front_refused = !row_checks_.refusal(front, now_unix).empty();
+  facts.front_lease_too_short = row_checks_.lease_too_short(front, now_unix);
   facts.paused_until = sub.limits.paused_until();
   facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
   if (sub.breaker.current() == circuit_breaker::state::open) {
@@ -46,7 +46,9 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   }
   facts.origin_turn = sub.origin_turn;
   facts.batching = sub.settings.batch_rows > 1;
-  if (facts.batching) facts.batch_full = batch_full(sub);
+  if (facts.batching) {
+    facts.batch_full = batch_full(sub.ready, batch_limits_of(sub), row_checks_, now_unix);
+  }
   facts.batch_wait_since = sub.batch_wait_since;
   facts.batch_linger = sub.settings.batch_linger;
   facts.stopping = stopping_;
@@ -84,7 +86,7 @@ void shard_core::run_pump(subscriber_state& sub) {
       case pump_action::dead_letter_front_refused: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
-        auto refusal = refusal_of(row, now_unix);
+        auto refusal = row_checks_.refusal(row, now_unix);
         dead_letter(sub, std::move(row), std::move(refusal));
         continue;
       }
@@ -154,7 +156,9 @@ void shard_core::send_next(subscriber_state& sub) {
   auto& attempt = attempts_[id];
   attempt.sub = &sub;
   attempt.origin = &origin;
-  attempt.rows = take_request_rows(sub, attempt.batched);
+  sub.batch_wait_since.reset();
+  attempt.rows = take_request_rows(sub.ready, batch_limits_of(sub), row_checks_,
+                                   now_.unix_seconds(), attempt.batched);
   attempt.probe = probe;
   attempt.started_unix = now_.unix_seconds();
   adjust_buffered(-static_cast<int>(attempt.rows.size()));

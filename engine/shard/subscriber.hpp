@@ -13,8 +13,8 @@
 #include "engine/limits/circuit_breaker.hpp"
 #include "engine/observe/partner_view.hpp"
 #include "engine/config.hpp"
-#include "engine/memory/node_cache.hpp"
 #include "engine/limits/payload_memory.hpp"
+#include "engine/shard/ready_rows.hpp"
 #include "engine/shard/subscriber_limits.hpp"
 #include "engine/shard/wire_line.hpp"
 #include "engine/subscriber_settings.hpp"
@@ -29,9 +29,6 @@
 namespace surge::engine {
 
 struct origin_state;
-
-// A subscriber's claimed rows, oldest first; its nodes come back from the shard's own cache.
-using ready_rows = std::deque<storage::claimed_row, node_cache_allocator<storage::claimed_row>>;
 
 struct subscriber_state {
   subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,

@@ -1,6 +1,6 @@
 #pragma once
 // Coalescing across a subscriber's whole due backlog. The shard merges repeats among the rows it
-// has claimed (engine/shard/batching_and_coalescing.cpp), but in a spike a key's repeats lie
+// has claimed (engine/shard/ready_rows.hpp), but in a spike a key's repeats lie
 // thousands of rows apart, further than any claim looks ahead. This thread, with its own
 // connection, reads the due rows nobody holds of each coalescing subscriber now and then, applies
 // the rule (proto/coalesce) and marks the rows it replaces, in short write transactions that never
