@@ -1,6 +1,5 @@
 // seed001's webhook_subscribers as neutral subscriber rows, their buckets from webhook_buckets.
 #include <cmath>
-#include <limits>
 
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
@@ -8,6 +7,7 @@
 #include "proto/event_match.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/sqlite/sql_support.hpp"
+#include "storage/sqlite/subscriber_rows.hpp"
 
 namespace surge::storage::sqlite::seed001 {
 namespace {
@@ -30,33 +30,13 @@ std::string select_columns(SQLite::Database& db) {
          detail::credential_join("s.id");
 }
 
-bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
-
-// As SQLite's quote() would show it, for messages about a value that is not a number.
-std::string quoted(const SQLite::Column& column) {
-  if (column.isNull()) return "NULL";
-  if (column.isBlob()) return "a blob of " + std::to_string(column.getBytes()) + " bytes";
-  std::string text = "'";
-  for (const char c : column.getString()) text += c == '\'' ? std::string("''") : std::string(1, c);
-  return text + "'";
-}
-
 subscriber_row read_row(const SQLite::Statement& query) {
   subscriber_row row;
   row.id = query.getColumn(0).getInt64();
   row.url = query.getColumn(1).getString();
   row.secret = query.getColumn(2).getString();
   row.event_types = query.getColumn(3).getString();
-  row.rate_per_sec = query.getColumn(4).getDouble() / 60.0;
-  row.burst = query.getColumn(5).getInt64();
-  if (!is_number(query.getColumn(4))) {
-    row.rate_text = quoted(query.getColumn(4)) + " (rate_per_min)";
-    row.rate_per_sec = std::numeric_limits<double>::quiet_NaN();
-  }
-  if (!is_number(query.getColumn(5))) {
-    row.burst_text = quoted(query.getColumn(5));
-    row.burst = 0;
-  }
+  detail::read_limits(query, 4, 60.0, " (rate_per_min)", row);
   const bool has_bucket = !query.getColumn(6).isNull();
   row.tokens = has_bucket ? query.getColumn(6).getDouble() : static_cast<double>(row.burst);
   row.tokens_updated_at = has_bucket ? query.getColumn(7).getDouble() : 0;
@@ -102,39 +82,20 @@ const ordered_index& ordered_claim_index() {
 }
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
-  SQLite::Statement query(
-      db, select_columns(db) + "WHERE " + detail::id_filter(which, "s.id") + " ORDER BY s.id");
-  std::vector<subscriber_row> rows;
-  while (query.executeStep()) rows.push_back(read_row(query));
-  read_subscriber_orders(db, rows);
-  return rows;
+  return detail::load_rows(db, select_columns(db), "s.id", which, read_row);
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  SQLite::Statement query(db, select_columns(db) + "WHERE s.id = ?");
-  query.bind(1, id);
-  if (!query.executeStep()) return std::nullopt;
-  auto row = read_row(query);
-  read_subscriber_orders(db, std::span(&row, 1));
-  return row;
+  return detail::load_row(db, select_columns(db), "s.id", id, read_row);
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  detail::write_transaction transaction(db);
-  SQLite::Statement insert(db,
-                           "INSERT INTO webhook_subscribers(endpoint, secret, events, "
-                           "rate_per_min, burst, region, active, id) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-  bind_settings(insert, row);
-  if (row.id != 0) {
-    insert.bind(8, row.id);
-  } else {
-    insert.bind(8);  // NULL: SQLite picks the rowid
-  }
-  insert.exec();
-  const std::int64_t id = db.getLastInsertRowid();
-  transaction.commit();
-  return id;
+  return detail::insert_row(db,
+                            "INSERT INTO webhook_subscribers(endpoint, secret, events, "
+                            "rate_per_min, burst, region, active, id) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            8, row.id,
+                            [&](SQLite::Statement& insert) { bind_settings(insert, row); });
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
@@ -150,13 +111,7 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement update(db, "UPDATE webhook_subscribers SET active = ? WHERE id = ?");
-  update.bind(1, active ? 1 : 0);
-  update.bind(2, id);
-  const int changed = update.exec();
-  transaction.commit();
-  return changed > 0;
+  return detail::set_active(db, "webhook_subscribers", id, active);
 }
 
 }  // namespace surge::storage::sqlite::seed001

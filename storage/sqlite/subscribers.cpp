@@ -1,13 +1,11 @@
 #include "storage/sqlite/subscribers.hpp"
 
-#include <limits>
-
 #include <SQLiteCpp/Statement.h>
 #include <SQLiteCpp/Transaction.h>
 
-#include "storage/sqlite/ordered_keys.hpp"
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/sql_support.hpp"
+#include "storage/sqlite/subscriber_rows.hpp"
 
 namespace surge::storage::sqlite {
 namespace {
@@ -29,33 +27,13 @@ std::string select_columns(SQLite::Database& db) {
          " FROM webhook_subscriber" + detail::credential_join("webhook_subscriber.id");
 }
 
-bool is_number(const SQLite::Column& column) { return column.isInteger() || column.isFloat(); }
-
-// As SQLite's quote() would show it, for messages about a value that is not a number.
-std::string quoted(const SQLite::Column& column) {
-  if (column.isNull()) return "NULL";
-  if (column.isBlob()) return "a blob of " + std::to_string(column.getBytes()) + " bytes";
-  std::string text = "'";
-  for (const char c : column.getString()) text += c == '\'' ? std::string("''") : std::string(1, c);
-  return text + "'";
-}
-
 subscriber_row read_row(const SQLite::Statement& query) {
   subscriber_row row;
   row.id = query.getColumn(0).getInt64();
   row.url = query.getColumn(1).getString();
   row.secret = query.getColumn(2).getString();
   row.event_types = query.getColumn(3).getString();
-  row.rate_per_sec = query.getColumn(4).getDouble();
-  row.burst = query.getColumn(5).getInt64();
-  if (!is_number(query.getColumn(4))) {
-    row.rate_text = quoted(query.getColumn(4));
-    row.rate_per_sec = std::numeric_limits<double>::quiet_NaN();
-  }
-  if (!is_number(query.getColumn(5))) {
-    row.burst_text = quoted(query.getColumn(5));
-    row.burst = 0;
-  }
+  detail::read_limits(query, 4, 1.0, "", row);
   row.tokens = query.getColumn(6).getDouble();
   row.tokens_updated_at = query.getColumn(7).getDouble();
   row.active = query.getColumn(8).getInt64() != 0;
@@ -94,43 +72,25 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
 }  // namespace
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
-  SQLite::Statement query(
-      db, select_columns(db) + "WHERE " + detail::id_filter(which, "id") + " ORDER BY id");
-  std::vector<subscriber_row> rows;
-  while (query.executeStep()) rows.push_back(read_row(query));
-  read_subscriber_orders(db, rows);
-  return rows;
+  return detail::load_rows(db, select_columns(db), "id", which, read_row);
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  SQLite::Statement query(db, select_columns(db) + "WHERE id = ?");
-  query.bind(1, id);
-  if (!query.executeStep()) return std::nullopt;
-  auto row = read_row(query);
-  read_subscriber_orders(db, std::span(&row, 1));
-  return row;
+  return detail::load_row(db, select_columns(db), "id", id, read_row);
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  detail::write_transaction transaction(db);
-  SQLite::Statement insert(
+  return detail::insert_row(
       db,
       "INSERT INTO webhook_subscriber(url, secret, event_types, rate_per_sec, burst, active, "
       "signing, max_in_flight, batch_max, batch_bytes, batch_linger, coalesce_key, "
       "coalesce_window, coalesce_events, tokens, tokens_updated_at, id) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  bind_settings(insert, row);
-  insert.bind(15, row.tokens);
-  insert.bind(16, row.tokens_updated_at);
-  if (row.id != 0) {
-    insert.bind(17, row.id);
-  } else {
-    insert.bind(17);  // NULL: SQLite picks the rowid
-  }
-  insert.exec();
-  const std::int64_t id = db.getLastInsertRowid();
-  transaction.commit();
-  return id;
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      17, row.id, [&](SQLite::Statement& insert) {
+        bind_settings(insert, row);
+        insert.bind(15, row.tokens);
+        insert.bind(16, row.tokens_updated_at);
+      });
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
@@ -170,13 +130,7 @@ void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row)
 }
 
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
-  SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
-  SQLite::Statement update(db, "UPDATE webhook_subscriber SET active = ? WHERE id = ?");
-  update.bind(1, active ? 1 : 0);
-  update.bind(2, id);
-  const int changed = update.exec();
-  transaction.commit();
-  return changed > 0;
+  return detail::set_active(db, "webhook_subscriber", id, active);
 }
 
 }  // namespace surge::storage::sqlite
