@@ -19,7 +19,7 @@ scheduling::token_facts token_facts_of(const subscriber_state& sub, clock::time_
           .idle_poll = sub.idle_poll > std::chrono::milliseconds(0),
           .active = sub.settings.active,
           .unusable = !sub.settings.unusable_reason.empty(),
-          .paused = sub.limits.bucket().paused() || sub.limits.paused(now),
+          .paused = sub.limits.stopped(now),
           .circuit_blocking = sub.breaker.blocking(),
           .probe_due = sub.probe_due(now)};
 }
@@ -101,7 +101,7 @@ void demand_planner::plan_rows(int budget, payload_memory& memory, clock::time_p
         .poll_later = false,  // read above
         .active = sub.settings.active,
         .unusable = !sub.settings.unusable_reason.empty(),
-        .paused = sub.limits.bucket().paused() || sub.limits.paused(now),
+        .paused = sub.limits.stopped(now),
         .circuit_blocking = sub.breaker.blocking(),
         .probe_due = sub.probe_due(now),
         .tokens_now = sub.limits.bucket().tokens_at(now),

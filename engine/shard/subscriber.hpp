@@ -3,10 +3,8 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 

@@ -75,6 +75,8 @@ class subscriber_limits {
   // Nothing goes until `until` (extended, never shortened); `reason` is kept for the operator.
   void pause(steady::time_point until, const char* reason);
   bool paused(steady::time_point now) const { return paused_until_ > now; }
+  // Nothing can go however long it waits for a token: a rate of 0 in the table, or a pause.
+  bool stopped(steady::time_point now) const { return bucket_.paused() || paused(now); }
   steady::time_point paused_until() const { return paused_until_; }
   const std::string& pause_reason() const { return pause_reason_; }
 

@@ -117,6 +117,10 @@ TEST_F(SubscriberLimits, APauseIsExtendedNeverShortened) {
   EXPECT_EQ(limits.pause_reason(), "first");
   EXPECT_TRUE(limits.paused(t0 + 9s));
   EXPECT_FALSE(limits.paused(t0 + 10s));
+  EXPECT_TRUE(limits.stopped(t0 + 9s));
+  EXPECT_FALSE(limits.stopped(t0 + 10s));
+  // A rate of 0 in the table stops it as a pause would, with no end.
+  EXPECT_TRUE(make(0.0, 5, 5).stopped(t0 + 1000s));
   limits.pause(t0 + 20s, "longer");
   EXPECT_EQ(limits.paused_until(), t0 + 20s);
   EXPECT_EQ(limits.pause_reason(), "longer");
