@@ -3,6 +3,7 @@
 // storage thread (claims, outcomes, unspent tokens, announced quotas) and what the storage thread
 // tells a shard (subscribers, claimed rows, new rows, ownership changes). Both cores and their
 // executors include this header and not each other's folders.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,11 @@
 #include "storage/token_leases.hpp"
 
 namespace surge::engine {
+
+// Which shard a subscriber belongs to, for the whole drain: every message about it goes there.
+inline std::size_t shard_of(std::int64_t subscriber_id, std::size_t shard_count) {
+  return static_cast<std::size_t>(subscriber_id % static_cast<std::int64_t>(shard_count));
+}
 
 // The storage thread's answer to one shard's claim request.
 struct claim_reply {

@@ -306,14 +306,13 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
 void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
                                  std::vector<storage::token_grant> granted,
                                  std::vector<std::int64_t> more_due) {
-  const auto shard_count = static_cast<std::int64_t>(std::max<std::size_t>(shard_count_, 1));
-  std::vector<claim_reply> replies(static_cast<std::size_t>(shard_count));
+  const auto shard_count = std::max<std::size_t>(shard_count_, 1);
+  std::vector<claim_reply> replies(shard_count);
   for (auto& [shard, demand] : pending_claims_) {
     replies[static_cast<std::size_t>(shard)].asked = std::move(demand);
   }
   for (auto& row : rows) {
-    replies[static_cast<std::size_t>(row.subscriber_id % shard_count)].rows.push_back(
-        std::move(row));
+    replies[shard_of(row.subscriber_id, shard_count)].rows.push_back(std::move(row));
   }
   for (const auto& grant : granted) {
     // Said once per drain and subscriber: a writer that keeps writing such buckets would
@@ -321,10 +320,10 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
     if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
       say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
     }
-    replies[static_cast<std::size_t>(grant.subscriber_id % shard_count)].granted.push_back(grant);
+    replies[shard_of(grant.subscriber_id, shard_count)].granted.push_back(grant);
   }
   for (const auto id : more_due) {
-    replies[static_cast<std::size_t>(id % shard_count)].more_due.push_back(id);
+    replies[shard_of(id, shard_count)].more_due.push_back(id);
   }
   for (auto& [shard, demand] : pending_claims_) {
     (void)demand;

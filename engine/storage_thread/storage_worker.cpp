@@ -264,8 +264,7 @@ void storage_worker::reload_subscribers(bool initial) {
   for (const auto& row : rows) sendable.emplace_back(row.id, sends_now(row));
   std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
   for (auto& row : rows) {
-    per_shard[static_cast<std::size_t>(row.id % static_cast<std::int64_t>(shards_.size()))]
-        .push_back(std::move(row));
+    per_shard[shard_of(row.id, shards_.size())].push_back(std::move(row));
   }
   for (std::size_t i = 0; i < shards_.size(); ++i) {
     shards_[i]->on_subscribers(std::move(per_shard[i]));
@@ -317,8 +316,7 @@ std::vector<std::vector<std::int64_t>> storage_worker::split_by_shard(
     const std::vector<std::int64_t>& ids) const {
   std::vector<std::vector<std::int64_t>> per_shard(shards_.size());
   if (shards_.empty()) return per_shard;
-  const auto shard_count = static_cast<std::int64_t>(shards_.size());
-  for (const auto id : ids) per_shard[static_cast<std::size_t>(id % shard_count)].push_back(id);
+  for (const auto id : ids) per_shard[shard_of(id, shards_.size())].push_back(id);
   return per_shard;
 }
 

@@ -37,7 +37,8 @@ class storage_worker final : public storage_endpoint {
   storage_worker(const drain_config& config, drain_metrics& metrics);
   ~storage_worker() override;
 
-  // Shards must be attached before start(); subscriber s belongs to shard s % shards.size().
+  // Shards must be attached before start(); each subscriber belongs to one of them (shard_of,
+  // engine/handoff.hpp).
   void attach(std::vector<shard_endpoint*> shards);
   void start();
 
@@ -91,7 +92,7 @@ class storage_worker final : public storage_endpoint {
   void check_new_rows();
   // Rows of the chosen subscribers that --until-drained waits for (update_drainable).
   proto::id_set drainable() const;
-  // `ids` by the shard each belongs to (subscriber s to shard s % shards).
+  // `ids` by the shard each belongs to (engine/handoff.hpp: shard_of).
   std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
   void publish_wal_counters();
   void note_written(std::size_t rows, std::chrono::steady_clock::duration took);
