@@ -4,6 +4,7 @@
 // own. A real client on loopback against a peer on plain sockets that answers each request
 // after a delay, as a partner far away does.
 #include "engine/net/http_client.hpp"
+#include "tests/engine/net/thread_peer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -30,38 +31,15 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
-// Accepts connections on its own thread and serves each on a thread of its own: every request
-// is answered with a keep-alive 204 after `delay`. Counts the connections it accepted.
+// Answers every request with a keep-alive 204 after `delay`, on each connection.
 class slow_peer {
  public:
   explicit slow_peer(std::chrono::milliseconds delay)
-      : delay_(delay),
-        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
-        port_(acceptor_.local_endpoint().port()),
-        thread_([this] { run(); }) {}
-  ~slow_peer() {
-    done_ = true;
-    boost::system::error_code ignored;
-    tcp::socket poke(io_);  // wakes the blocking accept
-    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ignored);
-    thread_.join();
-    for (auto& server : servers_) server.join();
-  }
-  std::uint16_t port() const { return port_; }
-  int connections() const { return connections_; }
+      : delay_(delay), peer_([this](tcp::socket& socket, std::size_t) { serve(socket); }) {}
+  std::uint16_t port() const { return peer_.port(); }
+  int connections() const { return peer_.connections(); }
 
  private:
-  void run() {
-    for (;;) {
-      tcp::socket socket(io_);
-      boost::system::error_code ec;
-      acceptor_.accept(socket, ec);
-      if (ec || done_) return;
-      ++connections_;
-      servers_.emplace_back([this, socket = std::move(socket)]() mutable { serve(socket); });
-    }
-  }
-
   void serve(tcp::socket& socket) {
     asio::streambuf input;
     boost::system::error_code ec;
@@ -76,14 +54,8 @@ class slow_peer {
     }
   }
 
-  std::chrono::milliseconds delay_;
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  std::uint16_t port_;  // read once: the acceptor is busy in another thread's accept
-  std::atomic<bool> done_{false};
-  std::atomic<int> connections_{0};
-  std::vector<std::thread> servers_;  // touched by the accepting thread only, until joined
-  std::thread thread_;
+  std::chrono::milliseconds delay_;  // declared first: the peer's threads read it
+  testing::thread_peer peer_;
 };
 
 const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
