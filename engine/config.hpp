@@ -13,7 +13,6 @@
 #include "engine/limits/origin_limit.hpp"
 #include "engine/limits/shard_limit.hpp"
 #include "engine/limits/token_allowance.hpp"
-#include "engine/net/connection_need.hpp"
 #include "proto/id_set.hpp"
 #include "proto/retry_policy.hpp"
 #include "proto/target_policy.hpp"
@@ -64,9 +63,6 @@ struct http_client_config {
   // partners wait far more than they read); sooner, a busy one would free and allocate it for
   // every request.
   std::chrono::milliseconds idle_buffer_release = 1s;
-  // How many connections each origin pool opens before a request waits for a busy one
-  // (engine/net/connection_need.hpp).
-  connection_need_config pool_sizing;
   std::size_t max_response_body = 4096;  // kept only for diagnostics
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;

@@ -205,12 +205,6 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--attempt-timeout", o.attempt_timeout, "Seconds for a whole attempt")
       ->capture_default_str()
       ->transform(duration_in(0.01, 3600.0));
-  cmd->add_option("--connection-wait", o.connection_wait,
-                  "Seconds a request may wait for a busy connection of its origin, once the "
-                  "origin's pool holds what it needs, before opening one (0: a connection per "
-                  "concurrent request)")
-      ->capture_default_str()
-      ->transform(duration_in(0.0, 60.0));
   cmd->add_option("--grace", o.shutdown_grace,
                   "Seconds in-flight attempts may take to finish after a stop signal")
       ->capture_default_str()
@@ -309,7 +303,6 @@ engine::drain_config to_drain_config(const drain_cli_options& o) {
   config.storage.new_rows_check_interval = millis(o.new_rows_check_interval);
   config.http.connect_timeout = millis(o.connect_timeout);
   config.http.attempt_timeout = millis(o.attempt_timeout);
-  config.http.pool_sizing.max_wait = millis(o.connection_wait);
   if (config.http.connect_timeout > config.http.attempt_timeout) {
     config.http.connect_timeout = config.http.attempt_timeout;
   }

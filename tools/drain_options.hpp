@@ -60,7 +60,6 @@ struct drain_cli_options {
       detail::seconds(detail::drain_defaults.storage.new_rows_check_interval);
   double connect_timeout = detail::seconds(detail::drain_defaults.http.connect_timeout);
   double attempt_timeout = detail::seconds(detail::drain_defaults.http.attempt_timeout);
-  double connection_wait = detail::seconds(detail::drain_defaults.http.pool_sizing.max_wait);
   double shutdown_grace = detail::seconds(detail::drain_defaults.shutdown_grace);
   double progress_interval = detail::seconds(detail::drain_defaults.progress_interval);
   std::string log_level = "info";

@@ -98,14 +98,14 @@ http_client::origin_pool& http_client::origin_for(
                 .emplace(origin_key_,
                          std::make_unique<origin_pool>(
                              config_.idle_timeout, tls_session_home{&sessions_, origin_key_, {}},
-                             identity, config_.tls_no_session_hold, config_.pool_sizing))
+                             identity, config_.tls_no_session_hold))
                 .first;
     found->second->proxy = proxy ? std::optional<egress_proxy>(*proxy) : config_.proxy;
   }
   return *found->second;
 }
 
-void http_client::close(origin_pool& pool, connection_ptr conn) {
+void http_client::close(connection_ptr conn) {
   if (!conn) return;
   if (conn->tls && conn->lifecycle.ended_cleanly()) {
     // OpenSSL makes the session of a TLS connection freed without close_notify unresumable (a
@@ -118,26 +118,6 @@ void http_client::close(origin_pool& pool, connection_ptr conn) {
   conn->lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
   conn->lowest().close();
   count(counters_.open_connections, -1);
-  --pool.open;
-  // One fewer open: a request waiting for a busy connection may open one instead.
-  connection_ptr none;
-  pool.wake_connection_waiter(none);
-}
-
-asio::awaitable<http_client::connection_ptr> http_client::wait_for_connection(origin_pool& pool,
-                                                                              steady_time until) {
-  origin_pool::connection_waiter waiter{asio::steady_timer(executor_, until), &pool, nullptr};
-  // Off the list however the wait ends (a wake takes it off itself), the coroutine's frame
-  // destroyed at shutdown included (after the pool, which then reset waiter.pool).
-  struct listed {
-    origin_pool::connection_waiter& waiter;
-    ~listed() {
-      if (waiter.pool != nullptr) std::erase(waiter.pool->connection_waiters, &waiter);
-    }
-  } on_list{waiter};
-  pool.connection_waiters.push_back(&waiter);
-  co_await waiter.timer.async_wait(use_tuple);
-  co_return std::move(waiter.handed);
 }
 
 asio::awaitable<bool> http_client::wait_for_session(origin_pool& pool, steady_time until) {
@@ -164,16 +144,7 @@ void http_client::end_handshake_turn(origin_pool& pool, pooled_connection& conn,
 }
 
 void http_client::park(origin_pool& pool, connection_ptr conn, steady_time now) {
-  if (pool.wake_connection_waiter(conn)) return;
   pool.idle.put(std::move(conn), now);
-}
-
-void http_client::give_back(origin_pool& pool, connection_ptr conn, steady_time now) {
-  if (conn->lifecycle.phase() == connection_phase::idle) {
-    park(pool, std::move(conn), now);
-  } else {
-    close(pool, std::move(conn));
-  }
 }
 
 std::size_t http_client::idle_buffer_bytes() const {
@@ -189,9 +160,7 @@ void http_client::evict_idle() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<connection_ptr> expired;
   for (auto& [key, entry] : origins_) {
-    expired.clear();
     entry->idle.evict(now, expired);
-    for (auto& conn : expired) close(*entry, std::move(conn));
     // A connection idle for a while gives its read buffer back (16 KiB; the next exchange
     // allocates it again). Not at once: a busy connection would free and allocate it for
     // every request. A reusable connection has no bytes beyond its response, so it is empty.
@@ -201,15 +170,13 @@ void http_client::evict_idle() {
       return true;
     });
   }
+  for (auto& conn : expired) close(std::move(conn));
 }
 
 void http_client::close_idle() {
   std::vector<connection_ptr> all;
-  for (auto& [key, entry] : origins_) {
-    all.clear();
-    entry->idle.clear(all);
-    for (auto& conn : all) close(*entry, std::move(conn));
-  }
+  for (auto& [key, entry] : origins_) entry->idle.clear(all);
+  for (auto& conn : all) close(std::move(conn));
 }
 
 namespace {
@@ -348,56 +315,30 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
   auto deadline = now + config_.attempt_timeout;
   http_result result;
   auto& pool = origin_for(target, identity, proxy);
-  pool.need.on_request(now);
-  // Set by the first wait for a busy connection: waiting ends there, and a connection opens.
-  std::optional<steady_time> stop_waiting;
 
   // Two tries at most: the lifecycle retries only a reused connection's failure, and the retry
   // opens a new one (a server that closed one idle connection has often closed the others too).
   for (;;) {
     connection_ptr conn;
-    // An idle connection of the origin; or, while the pool holds what its origin needs
-    // (engine/net/connection_need.hpp), one of its busy ones when it comes back.
-    for (;;) {
-      std::vector<connection_ptr> expired;
-      while (auto reused = result.fresh_retry ? std::nullopt : pool.idle.take(now, expired)) {
-        // Bytes or an EOF that arrived while the connection sat idle answer no request of ours:
-        // the next request would read them as its response.
-        (*reused)->lifecycle.on_idle_check(input_pending((*reused)->view(), true));
-        if ((*reused)->lifecycle.phase() == connection_phase::idle) {
-          conn = std::move(*reused);
-          break;
-        }
-        expired.push_back(std::move(*reused));
-      }
-      for (auto& stale : expired) close(pool, std::move(stale));
-      if (conn || result.fresh_retry ||
-          pool.need.may_open(pool.open + pool.opening,
-                             static_cast<int>(pool.connection_waiters.size()), now)) {
+    std::vector<connection_ptr> expired;
+    while (auto reused = result.fresh_retry ? std::nullopt : pool.idle.take(now, expired)) {
+      // Bytes or an EOF that arrived while the connection sat idle answer no request of ours:
+      // the next request would read them as its response.
+      (*reused)->lifecycle.on_idle_check(input_pending((*reused)->view(), true));
+      if ((*reused)->lifecycle.phase() == connection_phase::idle) {
+        conn = std::move(*reused);
         break;
       }
-      if (!stop_waiting) stop_waiting = std::min(deadline, now + pool.need.max_wait());
-      if (now >= *stop_waiting) break;
-      // Handed straight from the exchange that ended with it: nothing arrived on it since.
-      conn = co_await wait_for_connection(pool, *stop_waiting);
-      now = std::chrono::steady_clock::now();
-      if (conn) break;
+      expired.push_back(std::move(*reused));
     }
+    for (auto& stale : expired) close(std::move(stale));
 
     if (conn) {
       result.reused_connection = true;
     } else {
       result.reused_connection = false;
-      ++pool.opening;
       conn = co_await open(target, pool, deadline, result);
-      --pool.opening;
-      if (!conn) {
-        // What this request held open for itself is free: a waiting request may open it.
-        connection_ptr none;
-        pool.wake_connection_waiter(none);
-        pool.need.on_done(std::chrono::steady_clock::now());
-        co_return result;
-      }
+      if (!conn) co_return result;
       now = std::chrono::steady_clock::now();
     }
 
@@ -414,8 +355,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
         // Another new connection may bring the origin's session instead.
         end_handshake_turn(pool, *conn, false, now);
         // Nothing was written, so the connection is as good as it was.
-        give_back(pool, std::move(conn), now);
-        pool.need.on_done(now);
+        park(pool, std::move(conn), now);
         // On the fresh retry, the first try's failure stands.
         result.not_sent = !result.fresh_retry;
         co_return result;
@@ -443,7 +383,7 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     // exchange that read no response says nothing of them, and another connect may try.
     end_handshake_turn(pool, *conn, result.status != 0, now);
     if (conn->lifecycle.retry_on_fresh_connection(now, deadline)) {
-      give_back(pool, std::move(conn), now);
+      close(std::move(conn));
       // Only the failure stands until the retry answers: nothing else of this try was a response.
       result.fresh_retry = true;
       result.status = 0;
@@ -452,8 +392,11 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
       result.body_prefix.clear();
       continue;
     }
-    give_back(pool, std::move(conn), now);
-    pool.need.on_done(now);
+    if (conn->lifecycle.phase() == connection_phase::idle) {
+      park(pool, std::move(conn), now);
+    } else {
+      close(std::move(conn));
+    }
     co_return result;
   }
 }

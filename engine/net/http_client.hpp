@@ -92,20 +92,15 @@ class http_client {
   origin_pool& origin_for(const proto::target& target,
                           const std::shared_ptr<const client_identity>& identity,
                           const egress_proxy* proxy);
-  void close(origin_pool& pool, connection_ptr conn);
-  // Until one of `pool`'s busy connections comes back (handed over), or one closes or fails to
-  // open (null: the request may open one now), or `until` (null).
-  boost::asio::awaitable<connection_ptr> wait_for_connection(origin_pool& pool, steady_time until);
+  void close(connection_ptr conn);
   // Until a session of `pool`'s origin is stored or the handshake it waits for ends (true), or
   // `until` (false).
   boost::asio::awaitable<bool> wait_for_session(origin_pool& pool, steady_time until);
   // The connection's full handshake was the one its origin waited for: that wait is over.
   void end_handshake_turn(origin_pool& pool, pooled_connection& conn, bool handshake_succeeded,
                           steady_time now);
-  // Back to the request that waited longest for one, or else to the origin's idle list.
+  // Back to the origin's idle list.
   void park(origin_pool& pool, connection_ptr conn, steady_time now);
-  // The request is done with the connection: parked if it can carry another, closed if not.
-  void give_back(origin_pool& pool, connection_ptr conn, steady_time now);
   // The exchange's deadline, kept by the client's one timer (engine/net/deadline_slots.hpp).
   class exchange_watch;
   void watch(pooled_connection& conn, steady_time deadline);

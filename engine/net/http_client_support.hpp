@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -20,7 +19,6 @@
 #include <openssl/ssl.h>
 
 #include "engine/awaiting.hpp"
-#include "engine/net/connection_need.hpp"
 #include "engine/net/handshake_gate.hpp"
 #include "engine/net/http_client.hpp"
 #include "engine/net/tls_socket.hpp"
@@ -89,13 +87,11 @@ class http_client::exchange_watch {
 struct http_client::origin_pool {
   origin_pool(std::chrono::steady_clock::duration idle_timeout, tls_session_home home,
               std::shared_ptr<const client_identity> who,
-              std::chrono::steady_clock::duration no_session_hold,
-              const connection_need_config& sizing)
+              std::chrono::steady_clock::duration no_session_hold)
       : identity(std::move(who)),
         sessions(std::move(home)),
         idle(idle_timeout),
-        gate(no_session_hold),
-        need(sizing) {
+        gate(no_session_hold) {
     // The pool never moves (the client holds it by pointer), so the home may point back to it.
     sessions.on_stored = [this] {
       gate.on_session_stored();
@@ -113,27 +109,8 @@ struct http_client::origin_pool {
     handshake_waiters.clear();
     for (auto* waiter : waiting) waiter->timer.cancel();
   }
-  // A request waiting for one of the pool's busy connections (http_client::wait_for_connection):
-  // handed the next one that comes back, or woken without one when a connection closes (it may
-  // then open one).
-  struct connection_waiter {
-    boost::asio::steady_timer timer;
-    origin_pool* pool;
-    connection_ptr handed;
-  };
-  // Wakes the request that has waited longest, with `conn` if there is one; false if none waits.
-  bool wake_connection_waiter(connection_ptr& conn) {
-    if (connection_waiters.empty()) return false;
-    auto* waiter = connection_waiters.front();
-    connection_waiters.pop_front();
-    waiter->handed = std::move(conn);
-    waiter->pool = nullptr;  // off the list already
-    waiter->timer.cancel();
-    return true;
-  }
   ~origin_pool() {
     for (auto* waiter : handshake_waiters) waiter->pool = nullptr;
-    for (auto* waiter : connection_waiters) waiter->pool = nullptr;
   }
   // The client certificate its TLS connections present (null: none); its context must outlive
   // them, hence declared before them.
@@ -145,11 +122,6 @@ struct http_client::origin_pool {
   // New TLS connections wait here for the session another one's full handshake brings.
   first_handshake_gate gate;
   std::vector<session_waiter*> handshake_waiters;
-  // Connections open (busy or idle) and being opened, against the need.
-  int open = 0;
-  int opening = 0;
-  connection_need need;
-  std::deque<connection_waiter*> connection_waiters;
 };
 
 }  // namespace surge::engine

@@ -167,7 +167,6 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);
   count(counters_.open_connections, 1);
-  ++pool.open;
 
   if (!target.tls) {
     auto conn = std::make_unique<pooled_connection>(std::move(stream));
@@ -182,7 +181,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   } catch (const std::exception& error) {
     result.error = transport_error::tls;
     result.detail = error.what();
-    close(pool, std::move(conn));
+    close(std::move(conn));
     co_return nullptr;
   }
   SSL* ssl_handle = conn->tls->native_handle();
@@ -197,7 +196,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   if (!named) {
     result.error = transport_error::tls;
     result.detail = "cannot set the TLS server name " + target.host;
-    close(pool, std::move(conn));
+    close(std::move(conn));
     co_return nullptr;
   }
   SSL_set_hostflags(ssl_handle, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
@@ -235,7 +234,7 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     // Whatever this origin gave before is not offered again: the next try starts afresh.
     sessions_.forget(pool.sessions.origin_key);
     end_handshake_turn(pool, *conn, false, std::chrono::steady_clock::now());
-    close(pool, std::move(conn));
+    close(std::move(conn));
     co_return nullptr;
   }
   count(SSL_session_reused(ssl_handle) == 1 ? counters_.tls_resumed_handshakes

@@ -34,15 +34,6 @@ TEST(DrainOptions, WithoutFlagsTheEngineGetsItsOwnDefaults) {
   EXPECT_TRUE(config == defaults);
 }
 
-TEST(DrainOptions, TheConnectionWaitSizesThePoolsOrTurnsThatOff) {
-  EXPECT_EQ(
-      parsed("--db postgresql://localhost/queue --connection-wait 250ms").http.pool_sizing.max_wait,
-      std::chrono::milliseconds(250));
-  EXPECT_EQ(
-      parsed("--db postgresql://localhost/queue --connection-wait 0").http.pool_sizing.max_wait,
-      std::chrono::milliseconds(0));
-}
-
 TEST(DrainOptions, AFlagChangesOnlyItsOwnField) {
   auto config = parsed("--db postgresql://localhost/queue --lease 90");
   EXPECT_EQ(config.storage.lease, std::chrono::seconds(90));

@@ -4,7 +4,6 @@
 // does not. A real client on loopback against a peer on plain sockets that closes connections
 // the way servers close idle ones: after reading the next request, without answering it.
 #include "engine/net/http_client.hpp"
-#include "tests/engine/net/thread_peer.hpp"
 
 #include <gtest/gtest.h>
 
@@ -40,19 +39,41 @@ struct connection_script {
 
 using scripts = std::vector<connection_script>;
 
-// Serves each connection by the script for its place in line (the last script serves every
-// later connection).
+// Accepts connections on its own thread, each served on a thread of its own by the script for
+// its place in line (the last script serves every later connection).
 class closing_peer {
  public:
   explicit closing_peer(scripts by_connection)
-      : scripts_(std::move(by_connection)), peer_([this](tcp::socket& socket, std::size_t index) {
-          serve(socket, scripts_[std::min(index, scripts_.size() - 1)]);
-        }) {}
-  std::uint16_t port() const { return peer_.port(); }
-  int connections() const { return peer_.connections(); }
+      : scripts_(std::move(by_connection)),
+        acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)),
+        port_(acceptor_.local_endpoint().port()),
+        thread_([this] { run(); }) {}
+  ~closing_peer() {
+    done_ = true;
+    boost::system::error_code ignored;
+    tcp::socket poke(io_);  // wakes the blocking accept
+    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ignored);
+    thread_.join();
+    for (auto& server : servers_) server.join();
+  }
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_; }
   int requests_read() const { return requests_read_; }
 
  private:
+  void run() {
+    for (std::size_t index = 0;; ++index) {
+      tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec || done_) return;
+      ++connections_;
+      const auto script = scripts_[std::min(index, scripts_.size() - 1)];
+      servers_.emplace_back(
+          [this, script, socket = std::move(socket)]() mutable { serve(socket, script); });
+    }
+  }
+
   void serve(tcp::socket& socket, const connection_script& script) {
     asio::streambuf input;
     boost::system::error_code ec;
@@ -74,9 +95,15 @@ class closing_peer {
     }
   }
 
-  scripts scripts_;  // declared first: the peer's threads read it
+  scripts scripts_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  std::uint16_t port_;  // read once: the acceptor is busy in another thread's accept
+  std::atomic<bool> done_{false};
+  std::atomic<int> connections_{0};
   std::atomic<int> requests_read_{0};
-  testing::thread_peer peer_;
+  std::vector<std::thread> servers_;  // touched by the accepting thread only, until joined
+  std::thread thread_;
 };
 
 const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
