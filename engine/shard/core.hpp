@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/config.hpp"
@@ -46,13 +47,16 @@ struct shard_time {
 };
 
 // One host:port as a shard sees it: its adaptive concurrency limit, the attempts in flight to
-// it, and the subscribers waiting for it to admit one more (FIFO).
+// it, the subscribers waiting for it to admit one more (FIFO), and those of its subscribers
+// waiting for a slot of the shard (FIFO; the shard hands its freed slots out by origin).
 struct origin_state {
   origin_state(const origin_limit_config& config, origin_limit::time_point now)
       : limit(config, now) {}
   origin_limit limit;
   int in_flight = 0;
-  scheduling::slot_queue<subscriber_state> waiting;  // subscribers held back by `limit`
+  scheduling::slot_queue<subscriber_state> waiting;           // subscribers held back by `limit`
+  scheduling::slot_queue<subscriber_state> waiting_for_slot;  // held back by the shard
+  bool listed_for_slot = false;  // in shard_core::origins_waiting_for_slot_
 };
 
 using attempt_id = std::uint32_t;
@@ -241,6 +245,11 @@ class shard_core {
   static std::optional<held_subscriber> hold_of(const subscriber_state& sub, steady::time_point now,
                                                 double now_unix);
   void slot_freed(subscriber_state& sub, origin_state& origin);
+  void wait_for_slot(subscriber_state& sub);
+  void end_slot_turn(subscriber_state& sub);
+  // Freed slots of the shard, `slots` at most, each to a subscriber of the origin with the
+  // fewest requests in flight among those waiting.
+  void hand_out_slots(int slots);
   void wake_origin_waiters(origin_state& origin);
   origin_state& origin_of(subscriber_state& sub);
   void finish();
@@ -264,7 +273,12 @@ class shard_core {
 
   subscriber_map subscribers_;
   demand_planner demand_;  // what the storage thread is asked for, and when each is polled
-  scheduling::slot_queue<subscriber_state> waiting_for_slot_;  // each subscriber at most once
+  // Origins with subscribers waiting for a slot of the shard, each at most once; a subscriber
+  // waits in one of them at most once.
+  std::vector<origin_state*> origins_waiting_for_slot_;
+  int slot_waiters_ = 0;    // subscribers with waiting_for_slot set
+  int slots_promised_ = 0;  // subscribers with slot_turn set
+  std::vector<std::pair<origin_state*, int>> slot_grants_scratch_;          // hand_out_slots' own
   std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
 
   // Attempts by id; ids of ended ones are reused, so a steady stream allocates nothing.

@@ -33,7 +33,12 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   }
   facts.in_flight = sub.in_flight;
   facts.in_flight_cap = sub.settings.in_flight_cap;
-  facts.shard_full = in_flight_ >= in_flight_cap_;
+  // Slots handed to subscribers whose pumps have not run yet are theirs: another pump that runs
+  // first does not take them.
+  const int promised = slots_promised_ - (sub.slot_turn ? 1 : 0);
+  facts.shard_full = in_flight_ + promised >= in_flight_cap_;
+  facts.shard_has_waiters = slot_waiters_ > 0;
+  facts.slot_turn = sub.slot_turn || sub.waiting_for_slot;
   facts.shard_admits = shard_limit_.admits_at(now);
   if (!facts.shard_admits) facts.shard_recount_at = shard_limit_.next_recount_at(now);
   if (sub.settings.target) {
@@ -101,11 +106,10 @@ void shard_core::run_pump(subscriber_state& sub) {
         continue;
       }
       case pump_action::queue_for_shard_slot:
-        if (in_flight_ < in_flight_cap_) shard_limit_.note_blocked();
-        if (!sub.waiting_for_slot) {
-          sub.waiting_for_slot = true;
-          waiting_for_slot_.push(&sub);
+        if (in_flight_ < in_flight_cap_ && !shard_limit_.admits_at(now)) {
+          shard_limit_.note_blocked();
         }
+        wait_for_slot(sub);
         break;
       case pump_action::queue_for_origin: {
         auto& origin = origin_of(sub);
@@ -122,6 +126,7 @@ void shard_core::run_pump(subscriber_state& sub) {
         break;
       case pump_action::send: send_next(sub); continue;
     }
+    end_slot_turn(sub);  // a turn not taken at once is gone
     if (decision.waits_for_token) {
       if (!sub.token_wait_since) sub.token_wait_since = now;
     }
@@ -137,6 +142,11 @@ void shard_core::send_next(subscriber_state& sub) {
   if (!sub.limits.admit(now)) return;  // next_pump_step saw the token: only a race with time
   auto& origin = origin_of(sub);
   sub.origin_turn = false;
+  end_slot_turn(sub);
+  if (sub.waiting_for_slot) {  // it found a slot before its turn came: it waits no more
+    sub.waiting_for_slot = false;
+    --slot_waiters_;
+  }
   const bool probe = sub.breaker.current() == circuit_breaker::state::open;
   sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
   if (sub.token_wait_since) {
@@ -195,17 +205,73 @@ void shard_core::slot_freed(subscriber_state& sub, origin_state& origin) {
   notify(sub);
   // One waiter per freed slot, or as many as the shard's limit has grown to admit; at least one,
   // which looks again at what holds it.
-  const int admissible =
-      std::min(in_flight_cap_ - in_flight_,
-               std::max(1, scheduling::limit_wakeups(shard_limit_.enabled(), shard_limit_.limit(),
-                                                     shard_limit_.counted_in_flight(now_.steady))));
-  waiting_for_slot_.hand_out(
-      admissible, [](const subscriber_state& next) { return next.waiting_for_slot; },
-      [this](subscriber_state& next) {
-        next.waiting_for_slot = false;
-        notify(next);
-      });
+  hand_out_slots(std::min(
+      in_flight_cap_ - in_flight_,
+      std::max(1, scheduling::limit_wakeups(shard_limit_.enabled(), shard_limit_.limit(),
+                                            shard_limit_.counted_in_flight(now_.steady)))));
   wake_origin_waiters(origin);
+}
+
+void shard_core::wait_for_slot(subscriber_state& sub) {
+  if (sub.waiting_for_slot) return;
+  auto& origin = origin_of(sub);
+  sub.waiting_for_slot = true;
+  ++slot_waiters_;
+  origin.waiting_for_slot.push(&sub);
+  if (!origin.listed_for_slot) {
+    origin.listed_for_slot = true;
+    origins_waiting_for_slot_.push_back(&origin);
+  }
+}
+
+void shard_core::end_slot_turn(subscriber_state& sub) {
+  if (!sub.slot_turn) return;
+  sub.slot_turn = false;
+  --slots_promised_;
+}
+
+void shard_core::hand_out_slots(int slots) {
+  // Max-min fair across origins: the freed slot goes where the fewest requests are in flight,
+  // so a burst that filled the shard with whichever origins' rows came first evens out within a
+  // round trip, and each origin holds the connections of its share rather than of its peak. An
+  // origin that cannot use its share leaves it to the others.
+  auto& listed = origins_waiting_for_slot_;
+  std::vector<std::pair<origin_state*, int>>& granted = slot_grants_scratch_;
+  granted.clear();
+  auto in_flight_of = [&granted](origin_state* origin) {
+    int count = origin->in_flight;
+    for (const auto& [granted_to, n] : granted) count += granted_to == origin ? n : 0;
+    return count;
+  };
+  while (slots > 0 && !listed.empty()) {
+    const auto fairest = std::min_element(
+        listed.begin(), listed.end(),
+        [&](origin_state* a, origin_state* b) { return in_flight_of(a) < in_flight_of(b); });
+    origin_state& origin = **fairest;
+    const int woken = origin.waiting_for_slot.hand_out(
+        1, [](const subscriber_state& next) { return next.waiting_for_slot; },
+        [this](subscriber_state& next) {
+          next.waiting_for_slot = false;
+          next.slot_turn = true;
+          ++slots_promised_;
+          --slot_waiters_;
+          notify(next);
+        });
+    if (woken == 0 || origin.waiting_for_slot.empty()) {
+      origin.listed_for_slot = false;
+      *fairest = listed.back();
+      listed.pop_back();
+    }
+    if (woken == 0) continue;
+    --slots;
+    auto grant = std::find_if(granted.begin(), granted.end(),
+                              [&origin](const auto& entry) { return entry.first == &origin; });
+    if (grant == granted.end()) {
+      granted.emplace_back(&origin, 1);
+    } else {
+      ++grant->second;
+    }
+  }
 }
 
 void shard_core::wake_origin_waiters(origin_state& origin) {

@@ -39,6 +39,11 @@ pump_decision next_pump_step(const pump_facts& facts, clock::time_point now) {
     if (!facts.shard_full) out.wake_at = facts.shard_recount_at;
     return act(pump_action::queue_for_shard_slot);
   }
+  // Likewise for the shard's slots: a slot freed while others wait is handed out by origin, and
+  // one that already has requests out does not take it back ahead of them.
+  if (!facts.slot_turn && facts.in_flight > 0 && facts.shard_has_waiters) {
+    return act(pump_action::queue_for_shard_slot);
+  }
   // One that already has requests out queues behind those waiting for its origin, unless it is
   // its turn: otherwise the subscriber whose attempt just finished takes each freed slot back,
   // and a big backlog keeps the origin's other subscribers waiting until it is gone.

@@ -31,6 +31,10 @@ struct pump_facts {
   int in_flight_cap = 1;
   bool shard_full = false;   // the shard's fixed in-flight cap is reached
   bool shard_admits = true;  // the shard's adaptive limit admits one more (shard_limit)
+  // Others wait for a slot of the shard, and whether this subscriber waits too or was handed one
+  // (its turn).
+  bool shard_has_waiters = false;
+  bool slot_turn = false;
   // When an attempt in flight from the shard becomes overdue and stops counting against its
   // adaptive limit.
   clock::time_point shard_recount_at = clock::time_point::max();

@@ -77,8 +77,11 @@ struct subscriber_state {
   // The largest batch the partner took after refusing a larger one with 413 (for the drain's
   // life): the configured batch size is capped at it.
   int batch_fits = INT_MAX;
-  bool waiting_for_slot = false;  // queued for a free shard-wide in-flight slot
-  bool token_watched = false;     // on the shard's token watch (demand_planner::watch_tokens)
+  // Queued for a free shard-wide in-flight slot (in its origin's slot queue), and whether it was
+  // handed one: it may then send before the subscribers still queued.
+  bool waiting_for_slot = false;
+  bool slot_turn = false;
+  bool token_watched = false;  // on the shard's token watch (demand_planner::watch_tokens)
   // The origin whose concurrency limit it is queued behind, if any (entries left behind in
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;

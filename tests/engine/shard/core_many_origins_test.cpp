@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -138,6 +139,54 @@ TEST(ShardCoreManyOrigins, HostsThatHangDoNotHoldTheShardsSlotsFromTheOthers) {
   for (const auto& r : sim.requests) hung_first += r.subscriber <= 40 && r.at < start + 500ms;
   EXPECT_GE(hung_first, config.scheduler.shard.initial) << "the hanging ones held the slots";
   EXPECT_LT(sim.now() - start, 3s) << "the healthy host waited for the 6 s timeout";
+}
+
+// The shard's cap is full with one origin's requests when another origin's rows come: each
+// freed slot goes to the origin with the fewest in flight, so within a round trip the two share
+// the cap. Taken back by the subscriber that freed it, the first origin would keep the cap while
+// it has rows, and each origin's connections would follow whichever came first, not its share.
+TEST(ShardCoreManyOrigins, AFullShardHandsEachFreedSlotToTheOriginWithFewestInFlight) {
+  auto config = simulation::default_config();
+  config.scheduler.max_in_flight = 32;
+  config.scheduler.origin.latency_tolerance = 0;  // only the fixed cap holds them back
+  config.scheduler.buffer_per_slot = 16;          // every subscriber has rows buffered
+  simulation sim(config);
+  std::map<std::string, in_flight_count> at_origin;
+  sim.partner = [&](const received& r) {
+    at_origin[r.subscriber <= 2 ? "first" : "second"].arrived(r.at, 100ms);
+    return answer{.latency = 100ms};
+  };
+  // Two subscribers of 16 requests each fill the cap; eight share the other origin.
+  std::vector<storage::subscriber_row> rows;
+  for (std::int64_t id = 1; id <= 10; ++id) {
+    auto row = simulation::subscriber(id, 1e6, 1'000'000);
+    row.url = std::string(id <= 2 ? "http://first.test" : "http://second.test") + "/hook/" +
+              std::to_string(id);
+    rows.push_back(std::move(row));
+  }
+  sim.load(rows);
+  auto queue = [&](std::int64_t from, std::int64_t to) {
+    std::vector<std::int64_t> ids;
+    for (std::int64_t id = from; id <= to; ++id) {
+      for (int i = 0; i < 400; ++i) sim.enqueue(id);
+      ids.push_back(id);
+    }
+    sim.new_rows(ids);
+  };
+  auto in_flight_now = [&](const std::string& origin) {
+    const auto& answers = at_origin[origin].answers_at;
+    return std::distance(answers.upper_bound(sim.now()), answers.end());
+  };
+  queue(1, 2);
+  sim.run_for(50ms);
+  EXPECT_EQ(in_flight_now("first"), 32) << "the first origin's rows came first";
+  queue(3, 10);
+  for (int round = 0; round < 5; ++round) {
+    sim.run_for(200ms);
+    const auto second = in_flight_now("second");
+    EXPECT_GE(second, 14) << "the second origin had " << second << " of the 32 slots";
+    EXPECT_LE(second, 18) << "the second origin had " << second << " of the 32 slots";
+  }
 }
 
 }  // namespace

@@ -122,6 +122,21 @@ TEST(NextPumpStep, OneWithRequestsOutQueuesBehindAnOriginsWaitersUnlessItIsItsTu
   EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
 }
 
+// The shard's freed slots are handed out by origin (shard_core::hand_out_slots): one with
+// requests out does not take a free slot ahead of those queued for one, unless it was handed it
+// or waits for one itself.
+TEST(NextPumpStep, OneWithRequestsOutQueuesBehindTheShardsWaitersUnlessItIsItsTurn) {
+  auto facts = ready_to_send();
+  facts.shard_has_waiters = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
+  facts.in_flight = 1;
+  const auto queued = next_pump_step(facts, t0);
+  EXPECT_EQ(queued.action, pump_action::queue_for_shard_slot);
+  EXPECT_EQ(queued.wake_at, clock::time_point::max()) << "a handed-out slot wakes it";
+  facts.slot_turn = true;
+  EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
+}
+
 TEST(NextPumpStep, APartialBatchLingersOnlyWhileATokenIsThere) {
   auto facts = ready_to_send();
   facts.batching = true;
