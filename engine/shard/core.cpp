@@ -226,6 +226,11 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
       notify(sub);
     }
   }
+  for (auto& [key, origin] : origins_) origin->rate_sum = 0;
+  for (auto& [id, sub] : subscribers_) {
+    if (sub->settings.target && sub->settings.active)
+      origin_of(*sub).rate_sum += sub->settings.rate;
+  }
 }
 
 void shard_core::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {

@@ -7,6 +7,7 @@
 // it next wants to be woken. The reactor (engine/shard/shard.hpp) performs the actions with
 // Asio; the tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -57,6 +58,19 @@ struct origin_state {
   scheduling::slot_queue<subscriber_state> waiting;           // subscribers held back by `limit`
   scheduling::slot_queue<subscriber_state> waiting_for_slot;  // held back by the shard
   bool listed_for_slot = false;  // in shard_core::origins_waiting_for_slot_
+  // Its subscribers' configured rates together (shard_core::update_subscribers): with its
+  // acceptable latency, what it needs in flight (scheduling::origin_need_ceiling).
+  double rate_sum = 0;
+  // Whether one more attempt may start: the adaptive limit admits it and it is below its need
+  // (both counting the attempts in flight that are not overdue).
+  bool admits_at(origin_limit::time_point now) const {
+    return limit.admits_at(now) && room_by_need(now) > 0;
+  }
+  int room_by_need(origin_limit::time_point now) const {
+    if (!limit.enabled()) return INT_MAX;
+    const int ceiling = scheduling::origin_need_ceiling(rate_sum, limit.acceptable_latency());
+    return ceiling == INT_MAX ? INT_MAX : ceiling - limit.counted_in_flight(now);
+  }
 };
 
 using attempt_id = std::uint32_t;

@@ -43,7 +43,7 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   if (!facts.shard_admits) facts.shard_recount_at = shard_limit_.next_recount_at(now);
   if (sub.settings.target) {
     const auto& origin = origin_of(sub);
-    facts.origin_admits = origin.limit.admits_at(now);
+    facts.origin_admits = origin.admits_at(now);
     facts.origin_recount_at = origin.limit.next_recount_at(now);
     facts.origin_has_waiters = !origin.waiting.empty();
     facts.origin_floor =
@@ -275,8 +275,10 @@ void shard_core::hand_out_slots(int slots) {
 }
 
 void shard_core::wake_origin_waiters(origin_state& origin) {
-  const int admissible = scheduling::limit_wakeups(origin.limit.enabled(), origin.limit.limit(),
-                                                   origin.limit.counted_in_flight(now_.steady));
+  const int admissible =
+      std::min(origin.room_by_need(now_.steady),
+               scheduling::limit_wakeups(origin.limit.enabled(), origin.limit.limit(),
+                                         origin.limit.counted_in_flight(now_.steady)));
   origin.waiting.hand_out(
       admissible,
       [&origin](const subscriber_state& next) { return next.waiting_on_origin == &origin; },

@@ -1,6 +1,7 @@
 #include "engine/shard/scheduling.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace surge::engine::scheduling {
@@ -125,6 +126,15 @@ bool paced_below_one_slot(double rate, clock::duration origin_best_latency) {
 
 int limit_wakeups(bool limit_enabled, int limit, int in_flight) {
   return limit_enabled ? std::max(0, limit - in_flight) : 1;
+}
+
+int origin_need_ceiling(double rate_sum, clock::duration acceptable_latency) {
+  if (acceptable_latency == clock::duration::max()) return INT_MAX;
+  const double ceiling =
+      std::ceil(rate_sum * std::chrono::duration<double>(acceptable_latency).count()) + 4;
+  // Not below INT_MAX: too large to count, or not a number (the rates are checked, but a NaN
+  // cast to int would be undefined).
+  return ceiling < static_cast<double>(INT_MAX) ? static_cast<int>(ceiling) : INT_MAX;
 }
 
 }  // namespace surge::engine::scheduling

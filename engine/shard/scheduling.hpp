@@ -144,6 +144,16 @@ bool paced_below_one_slot(double rate, clock::duration origin_best_latency);
 // limit now admits (it may have grown by more than one), or one when the limit is off.
 int limit_wakeups(bool limit_enabled, int limit, int in_flight);
 
+// The requests an origin may have in flight by its need (Little's law): its subscribers' rates
+// together × the highest latency its adaptive limit takes for no queueing (origin_limit::
+// acceptable_latency, twice the best by default), and 4 besides. Its limit doubles while latency
+// stays within that, which a partner far away and idle does not stop: without this, a burst of
+// tokens takes each origin to whatever it can hold at once, a connection each, and the
+// connections outlive the burst by their idle allowance. A latency above the acceptable one
+// shrinks the limit itself, so the ceiling binds where the limit soon would.
+// INT_MAX before any latency is known or for rates without bound.
+int origin_need_ceiling(double rate_sum, clock::duration acceptable_latency);
+
 // The subscribers waiting for a slot (at an origin, or in the shard's in-flight cap), and which
 // of them a freed slot goes to: the one that has waited longest, so each gets its turn in the
 // order it asked. An entry whose subscriber stopped waiting here since (a URL change moved it

@@ -100,6 +100,33 @@ TEST(ShardCoreManyOrigins, PartnersFarAwayKeepEveryRequestTheirRatesNeed) {
   EXPECT_GE(count.peak, 500u);
 }
 
+// One origin 200 ms away with 20 subscribers at 10/s burst 10: 200/s x 0.2 s = 40 requests in
+// flight are its need, 200/s x 0.402 s = 81 at the highest latency its limit takes for no
+// queueing (2 x the best + 2 ms). The first burst (200 tokens at once) goes at that pace, not
+// all at once: the origin's limit doubles while its latency stays good, and without a ceiling
+// by need it would take the origin to its whole burst, a connection each. The rows still go at
+// the subscribers' limits.
+TEST(ShardCoreManyOrigins, AnOriginKeepsInFlightWhatItsRatesNeedNotItsWholeBurst) {
+  simulation sim(simulation::default_config());
+  in_flight_count count;
+  sim.partner = [&](const received& r) {
+    count.arrived(r.at, 200ms);
+    return answer{.latency = 200ms};
+  };
+  sim.load(spread(20, 1, 10, 10));
+  for (std::int64_t id = 1; id <= 20; ++id) {
+    for (int i = 0; i < 40; ++i) sim.enqueue(id);
+  }
+  const auto start = sim.now();
+  ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 800; }, 30s));
+  const auto took = std::chrono::duration<double>(sim.now() - start).count();
+  EXPECT_LE(count.peak, 81 + 4u) << "in flight went past the origin's need";
+  EXPECT_GE(count.peak, 40u) << "the origin was held below its need";
+  // Limit-bound: (40 - 10) / 10 = 3 s of sending, the last answer 0.2 s later; the burst at
+  // about twice the need's pace costs a round trip or two.
+  EXPECT_LT(took, 3.2 + 0.5);
+}
+
 // Eight hosts whose requests hang (answered by the 6 s timeout) fill the shard's first 16
 // slots (their origins would take 32); once overdue at their origins they stop counting, and a
 // healthy host's rows go long before the hanging requests time out.

@@ -1,6 +1,9 @@
 // The scheduler's pure decisions (engine/shard/scheduling): facts and a clock in, a decision out.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <limits>
+
 #include <vector>
 
 #include "engine/shard/scheduling.hpp"
@@ -311,6 +314,18 @@ std::vector<int> hand_out_ids(slot_queue<waiter>& queue, int slots) {
       });
   EXPECT_EQ(woken, static_cast<int>(ids.size()));
   return ids;
+}
+
+TEST(OriginNeedCeiling, RateTimesAcceptableLatencyAndFourNoneBeforeALatencyOrForUnboundRates) {
+  EXPECT_EQ(origin_need_ceiling(200, 400ms), 80 + 4);
+  EXPECT_EQ(origin_need_ceiling(200, 402ms), 81 + 4);  // 80.4 requests: rounded up
+  EXPECT_EQ(origin_need_ceiling(10, 50ms), 1 + 4);
+  EXPECT_EQ(origin_need_ceiling(0, 200ms), 4);
+  EXPECT_EQ(origin_need_ceiling(200, clock::duration::max()), INT_MAX);
+  EXPECT_EQ(origin_need_ceiling(1e6 * 1'000, 200ms), 200'000'004);
+  EXPECT_EQ(origin_need_ceiling(1e12, 1s), INT_MAX);
+  EXPECT_EQ(origin_need_ceiling(std::numeric_limits<double>::quiet_NaN(), 1s), INT_MAX);
+  EXPECT_EQ(origin_need_ceiling(std::numeric_limits<double>::infinity(), 1s), INT_MAX);
 }
 
 TEST(SlotQueue, FreedSlotsGoToTheLongestWaitingFirst) {
