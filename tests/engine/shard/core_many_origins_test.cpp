@@ -46,6 +46,25 @@ struct in_flight_count {
   }
 };
 
+// Subscribers at 10/s burst 10, spread over `origins` hosts that answer in 200 ms, with
+// `rows_each` rows each: the seconds until all are done (at most 30), and the requests in flight
+// at the partners in `count`.
+double drain_far_partners(int subscribers, int origins, int rows_each, in_flight_count& count) {
+  simulation sim(simulation::default_config());
+  sim.partner = [&](const received& r) {
+    count.arrived(r.at, 200ms);
+    return answer{.latency = 200ms};
+  };
+  sim.load(spread(subscribers, origins, 10, 10));
+  for (std::int64_t id = 1; id <= subscribers; ++id) {
+    for (int i = 0; i < rows_each; ++i) sim.enqueue(id);
+  }
+  const auto start = sim.now();
+  EXPECT_TRUE(sim.run_until(
+      [&] { return sim.count_rows(queue_row::state::done) == subscribers * rows_each; }, 30s));
+  return std::chrono::duration<double>(sim.now() - start).count();
+}
+
 // Two hundred origins on one receiver that serves one request at a time, 50 us each (20,000/s,
 // like one nginx worker on the drain's own machine): every origin's requests queue behind the
 // others'. In flight stays near what the receiver can serve at its pace; each origin's own
@@ -80,19 +99,8 @@ TEST(ShardCoreManyOrigins, OriginsBehindOneSharedQueueGetWhatItServesNotSlotsEac
 // flight are needed, and none of them queue, so the shard's limit grows to them (from 16, in
 // about three round trips) and the rows go at the partners' limits.
 TEST(ShardCoreManyOrigins, PartnersFarAwayKeepEveryRequestTheirRatesNeed) {
-  simulation sim(simulation::default_config());
   in_flight_count count;
-  sim.partner = [&](const received& r) {
-    count.arrived(r.at, 200ms);
-    return answer{.latency = 200ms};
-  };
-  sim.load(spread(250, 50, 10, 10));
-  for (std::int64_t id = 1; id <= 250; ++id) {
-    for (int i = 0; i < 30; ++i) sim.enqueue(id);
-  }
-  const auto start = sim.now();
-  ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 7'500; }, 30s));
-  const auto took = std::chrono::duration<double>(sim.now() - start).count();
+  const double took = drain_far_partners(250, 50, 30, count);
   // Limit-bound: (30 - 10) / 10 = 2 s of sending, the last answers 0.2 s later; the limit's
   // start costs its round trips once (at most 0.3 s of sending above the 2.5 s the core takes
   // with no adaptive limit at all).
@@ -107,19 +115,8 @@ TEST(ShardCoreManyOrigins, PartnersFarAwayKeepEveryRequestTheirRatesNeed) {
 // by need it would take the origin to its whole burst, a connection each. The rows still go at
 // the subscribers' limits.
 TEST(ShardCoreManyOrigins, AnOriginKeepsInFlightWhatItsRatesNeedNotItsWholeBurst) {
-  simulation sim(simulation::default_config());
   in_flight_count count;
-  sim.partner = [&](const received& r) {
-    count.arrived(r.at, 200ms);
-    return answer{.latency = 200ms};
-  };
-  sim.load(spread(20, 1, 10, 10));
-  for (std::int64_t id = 1; id <= 20; ++id) {
-    for (int i = 0; i < 40; ++i) sim.enqueue(id);
-  }
-  const auto start = sim.now();
-  ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 800; }, 30s));
-  const auto took = std::chrono::duration<double>(sim.now() - start).count();
+  const double took = drain_far_partners(20, 1, 40, count);
   EXPECT_LE(count.peak, 81 + 4u) << "in flight went past the origin's need";
   EXPECT_GE(count.peak, 40u) << "the origin was held below its need";
   // Limit-bound: (40 - 10) / 10 = 3 s of sending, the last answer 0.2 s later; the burst at
