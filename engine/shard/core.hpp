@@ -258,6 +258,7 @@ class shard_core {
   // Why `sub` cannot send now, if it cannot: for /metrics, --until-drained and the summary.
   static std::optional<held_subscriber> hold_of(const subscriber_state& sub, steady::time_point now,
                                                 double now_unix);
+  // The slots a pump waits for (slots.cpp).
   void slot_freed(subscriber_state& sub, origin_state& origin);
   void wait_for_slot(subscriber_state& sub);
   void end_slot_turn(subscriber_state& sub);
