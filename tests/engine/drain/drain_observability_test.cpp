@@ -61,12 +61,27 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   const auto port = metrics_port_from_log(env.dir.file("drain.err"));
   ASSERT_NE(port, 0) << "no metrics address in the log";
 
-  std::this_thread::sleep_for(1500ms);
+  // Mid-drain: deliveries counted, and the per-subscriber series, chosen once their
+  // subscribers have delivered.
+  const auto per_subscriber_series = [](const std::map<std::string, double>& samples) {
+    int count = 0;
+    for (const auto& [name, value] : samples) {
+      if (name.rfind("surge_subscriber_delivered_total{", 0) == 0) ++count;
+    }
+    return count;
+  };
+  std::map<std::string, double> samples;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto page = http_get(port, "/metrics");
+        if (page.status != 200) return false;
+        samples = parse_exposition(page.body);
+        return per_subscriber_series(samples) > 0;
+      },
+      20s, 100ms))
+      << "no per-subscriber series while draining";
   const auto health = http_get(port, "/healthz");
   EXPECT_EQ(health.status, 200) << health.body;
-  const auto first = http_get(port, "/metrics");
-  ASSERT_EQ(first.status, 200);
-  const auto samples = parse_exposition(first.body);
   for (const char* name :
        {"surge_deliveries_total{outcome=\"done\"}", "surge_attempts_total{class=\"2xx\"}",
         "surge_in_flight_requests", "surge_in_flight_limit", "surge_buffered_rows",
@@ -92,11 +107,7 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   }
   EXPECT_EQ(previous, samples.at("surge_attempt_duration_seconds_count"));
   // Per-subscriber series are bounded by --metrics-subscribers.
-  int per_subscriber = 0;
-  for (const auto& [name, value] : samples) {
-    if (name.rfind("surge_subscriber_delivered_total{", 0) == 0) ++per_subscriber;
-  }
-  EXPECT_EQ(per_subscriber, 2);
+  EXPECT_EQ(per_subscriber_series(samples), 2);
 
   std::this_thread::sleep_for(1000ms);
   const auto later = parse_exposition(http_get(port, "/metrics").body);

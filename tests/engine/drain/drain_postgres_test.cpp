@@ -70,7 +70,8 @@ TEST(DrainPostgres, AServerRestartedMidDrainLosesNothing) {
                              {"drain", "--db", queue.path(), "--until-drained",
                               "--allow-private-targets", "--progress-interval", "0"},
                              dir.file("drain.out"), dir.file("drain.err"));
-  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(eventually([&] { return queue.count_by_status()["done"] > 0; }, 20s))
+      << "the drain delivered nothing";
   server->stop();
   std::this_thread::sleep_for(1500ms);
   server->start();
@@ -101,7 +102,9 @@ TEST(DrainPostgres, AServerCrashMidDrainSendsNothingTwice) {
                              {"drain", "--db", queue.path(), "--until-drained",
                               "--allow-private-targets", "--progress-interval", "0"},
                              dir.file("drain.out"), dir.file("drain.err"));
-  std::this_thread::sleep_for(1500ms);  // sending a thousand rows a second by then
+  // Sending a thousand rows a second once it delivers.
+  ASSERT_TRUE(eventually([&] { return queue.count_by_status()["done"] > 0; }, 20s))
+      << "the drain delivered nothing";
   server->crash();
   std::this_thread::sleep_for(2s);
   server->start();
@@ -142,7 +145,15 @@ TEST(DrainPostgres, ADatabaseDroppedMidDrainEndsItWithExitOne) {
                              {"drain", "--db", location, "--until-drained",
                               "--allow-private-targets", "--progress-interval", "0"},
                              dir.file("drain.out"), dir.file("drain.err"));
-  std::this_thread::sleep_for(2s);  // draining by then; the test checks only how it ends
+  // Draining: the test checks only how it ends. Each look is a session of its own, closed at
+  // once, since one left open would keep the database.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return sql_client(location).number(
+                   "SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'") > 0;
+      },
+      20s, 100ms))
+      << "the drain delivered nothing";
   sql_client(server->uri("postgres")).exec("DROP DATABASE " + name + " WITH (FORCE)");
   EXPECT_EQ(drain.wait(60s).value_or(-1), 1) << read_file(dir.file("drain.err"));
   const auto err = read_file(dir.file("drain.err"));

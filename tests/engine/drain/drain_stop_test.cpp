@@ -17,6 +17,7 @@
 
 #include "proto/clock.hpp"
 #include "storage/sqlite/database.hpp"
+#include "tests/engine/drain/drain_faults_support.hpp"
 #include "tests/support/e2e.hpp"
 
 namespace surge::testing {
@@ -171,7 +172,8 @@ TEST(DrainStop, APersonsSecondCtrlCEndsTheStopAtOnce) {
       {"drain", "--db", queue.path(), "--allow-private-targets", "--progress-interval", "0",
        "--grace", "30", "--lease", "30", "--attempt-timeout", "10"},
       dir.file("drain.out"), dir.file("drain.err"));
-  std::this_thread::sleep_for(1500ms);
+  // An attempt is hanging at the sink, so the first Ctrl-C's stop has something to wait for.
+  ASSERT_TRUE(wait_for_requests(sink, 1, 20s)) << "the drain sent nothing";
   drain.signal(SIGINT);
   std::this_thread::sleep_for(700ms);
   ASSERT_FALSE(drain.wait(0ms).has_value()) << "the stop finished too early to test";

@@ -227,7 +227,8 @@ TEST(PostgresQueue, TheSteadyStateDrainersStatementsRunUnchangedBesideSurge) {
 
   // Surge claims the rest; the two rows the other drainer finished are not among them.
   auto store = queue.store();
-  store->renew_ownership(now);
+  // The store checks ownership against the wall clock: renewed now, not at `now` above.
+  store->renew_ownership(proto::unix_now());
   subscriber_demand want{.subscriber_id = id, .rows = 10};
   const auto cycle = store->write_and_claim({}, {}, {&want, 1}, proto::unix_now(), 30, INT64_MAX);
   EXPECT_EQ(cycle.claimed.size(), 4u);
@@ -352,8 +353,10 @@ TEST(PostgresQueue, ARefusedAttemptRecordFailsTheWholeCycleAndTheNextOneWritesIt
   EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE status = 'done'"), 0);
   EXPECT_EQ(queue.sql.number("SELECT COUNT(*) FROM webhook_delivery WHERE locked_until = 0"), 1)
       << "the failed cycle claimed nothing";
-  // The same store, the same session: the next cycle writes the outcomes and claims.
+  // The same store, the same session: the next cycle writes the outcomes and claims (its
+  // ownership renewed as the drain's heartbeat would have, however long the above took).
   queue.sql.exec("DROP TRIGGER refuse ON surge_attempt");
+  store->renew_ownership(proto::unix_now());
   const auto cycle =
       store->write_and_claim(outcomes, {}, {&more, 1}, proto::unix_now(), 30, INT64_MAX);
   EXPECT_EQ(cycle.written.applied, 2);
@@ -519,7 +522,9 @@ TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves
   for (int i = 0; i < 6; ++i) queue.subscriber();
   auto first = queue.store("surge@host-a:1");
   auto second = queue.store("surge@host-b:1");
-  double now = proto::unix_now();
+  // The stores check ownership against the wall clock; the test's clock runs an hour ahead of it
+  // so that the heartbeats taken below outlast however long the statements between take.
+  double now = proto::unix_now() + 3600;
   first->renew_ownership(now);
   EXPECT_EQ(first->owned_count(now), 6u) << "alone, it owns everything";
   second->renew_ownership(now);  // assigned half, still owned by the first
@@ -547,7 +552,7 @@ TEST(PostgresQueue, TwoDrainsSplitTheSubscribersAndOneTakesAllWhenTheOtherLeaves
   }
 
   first->release_ownership();
-  now = proto::unix_now();
+  now += 1;
   const auto after = second->renew_ownership(now);
   EXPECT_EQ(after.taken.size(), 3u);
   EXPECT_EQ(second->owned_count(now), 6u);

@@ -375,7 +375,11 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
     ++taken;
   }
   EXPECT_GE(taken, 4);
-  EXPECT_LE(taken, 5) << "the worker found more than the bucket held after Surge's lease";
+  // The 4 left, and what refilled at 10/s since Surge's lease: about one token on a quiet
+  // machine, more when its transactions wait for the disk.
+  const double elapsed = proto::unix_now() - now;
+  EXPECT_LE(taken, 4 + static_cast<int>(std::ceil(10 * elapsed)))
+      << "the worker found more than the bucket held after Surge's lease";
   // Unspent tokens go back to the same row, never above the burst.
   const unspent_tokens back{.subscriber_id = subscriber, .tokens = 6};
   store->give_back_tokens({&back, 1}, proto::unix_now());
