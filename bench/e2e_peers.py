@@ -126,7 +126,9 @@ class Nginx:
         """Listens on one port of each of `addresses` (bench/origins.py: one origin each). With
         `delay_ms`, every request is read whole and answered 204 that much later, by Debian's
         echo module (libnginx-mod-http-echo: `echo_sleep`, a timer, no blocking), and each
-        answer is logged as `<end time> <request time> <uri>` in arrivals.log."""
+        answer is logged as `<end time> <request time> <uri>` in arrivals.log. A pair
+        (fast, slow) answers each request after one or the other at random, half and half: a
+        partner whose latency varies widely without queueing."""
         root = Path(directory, "nginx").resolve()
         root.mkdir()
         self.port = port or free_port()
@@ -146,7 +148,13 @@ class Nginx:
             modules = "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;\n"
             logging = ("  log_format arrivals '$msec $request_time $uri';\n"
                        f"  access_log {root}/arrivals.log arrivals buffer=256k;\n")
-            answer = (f"echo_read_request_body; echo_sleep {delay_ms / 1000}; "
+            sleep = delay_ms / 1000 if isinstance(delay_ms, int) else "$answer_after"
+            if not isinstance(delay_ms, int):
+                fast, slow = delay_ms
+                # $request_id is 32 random hex digits: its last one picks the delay.
+                logging += (f'  map $request_id $answer_after {{ "~[0-7]$" {fast / 1000}; '
+                            f"default {slow / 1000}; }}\n")
+            answer = (f"echo_read_request_body; echo_sleep {sleep}; "
                       "echo_status 204; echo_flush;")
         self.arrivals_log = root / "arrivals.log"
         (root / "nginx.conf").write_text(

@@ -331,6 +331,18 @@ def origins(args):
     return results
 
 
+def parse_delay(text):
+    """200 -> 200 ms; 50/500 -> (50, 500): half the answers after each."""
+    if "/" in text:
+        fast, slow = text.split("/")
+        return (int(fast), int(slow))
+    return int(text)
+
+
+def delay_name(delay):
+    return delay if isinstance(delay, int) else f"{delay[0]}/{delay[1]}"
+
+
 def slow_partners(args):
     delays = [200] if args.smoke else args.delays
     subscribers = 20 if args.smoke else 1000
@@ -350,9 +362,11 @@ def slow_partners(args):
                             rate, burst)
             if args.receiver == "nginx":
                 sink = DelayedNginx(directory, addresses, delay, port)
-            else:
+            elif isinstance(delay, int):
                 sink = Sink(args.surge, directory, db, delay, port)
-            log(f"{delay} ms: {subscribers * rows_each} rows over {count} origins")
+            else:
+                raise SystemExit("a FAST/SLOW delay needs --receiver nginx")
+            log(f"{delay_name(delay)} ms: {subscribers * rows_each} rows over {count} origins")
             try:
                 run = drain(args.surge, directory, db, args.drain_args)
             finally:
@@ -362,7 +376,7 @@ def slow_partners(args):
             arrivals = sink.arrivals()
             starts = attempt_starts(db)
         ideal = (rows_each - burst) / rate
-        run.update({"delay_ms": delay, "origins": count, "receiver": args.receiver,
+        run.update({"delay_ms": delay_name(delay), "origins": count, "receiver": args.receiver,
                     "receiver_cpu_us_per_delivery": round(
                         sink.cpu_seconds / run["delivered"] * 1e6, 1),
                     "limit_bound_ideal_s": ideal,
@@ -377,7 +391,7 @@ def slow_partners(args):
                         arrivals, rate, burst, extra=1),
                     "window_violations_of_attempt_starts": window_violations(starts, rate,
                                                                              burst)})
-        results[f"{delay}ms"] = run
+        results[f"{delay_name(delay)}ms"] = run
         log(json.dumps(run))
     return results
 
@@ -389,8 +403,10 @@ def main():
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--drain-args", default="", help="extra drain flags, space-separated")
-    parser.add_argument("--delays", type=lambda t: [int(x) for x in t.split(",")],
-                        default=[200, 500], help="slow_partners: answer delays in ms")
+    parser.add_argument("--delays", type=lambda t: [parse_delay(x) for x in t.split(",")],
+                        default=[200, 500],
+                        help="slow_partners: answer delays in ms; FAST/SLOW answers each "
+                             "request after one or the other, half and half (nginx only)")
     parser.add_argument("--perf", help="profile each drain with perf record into this file")
     parser.add_argument("--receiver", choices=["sink", "nginx"], default="sink",
                         help="slow_partners: surge sink, or nginx with Debian's echo module")
