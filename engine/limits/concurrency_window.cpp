@@ -13,6 +13,7 @@ concurrency_window::concurrency_window(const concurrency_window_config& config, 
 void concurrency_window::end(double queueing_factor, time_point now) {
   if (queueing_factor < 1) {
     const double factor = std::max(0.5, queueing_factor);
+    if (before_decreases_ == 0) before_decreases_ = limit_;
     limit_ = std::max(config_.minimum, static_cast<int>(std::floor(limit_ * factor)));
     slow_start_ = false;
   } else if (blocked_) {
@@ -27,9 +28,16 @@ void concurrency_window::end(double queueing_factor, time_point now) {
     }
     limit_ = std::max(config_.minimum,
                       static_cast<int>(std::min<double>(config_.ceiling, std::floor(grown))));
+    before_decreases_ = 0;
   }
   start_ = now;
   blocked_ = false;
+}
+
+void concurrency_window::resume_slow_start() {
+  limit_ = std::max(limit_, before_decreases_);
+  before_decreases_ = 0;
+  slow_start_ = true;
 }
 
 }  // namespace surge::engine

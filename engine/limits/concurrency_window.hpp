@@ -30,6 +30,9 @@ class concurrency_window {
   // Ends the window. A factor below 1 says the window's requests queued: the limit is scaled by
   // it, at most halved. Otherwise the limit grows if it held a request back.
   void end(double queueing_factor, time_point now);
+  // What counts as queueing was raised: the latest decreases, judged by the old measure, are
+  // undone, and the limit doubles again until the next one.
+  void resume_slow_start();
 
  private:
   concurrency_window_config config_;
@@ -37,6 +40,7 @@ class concurrency_window {
   time_point start_;
   bool blocked_ = false;
   bool slow_start_ = true;
+  int before_decreases_ = 0;  // the limit before the latest decreases in a row (0: it grew since)
 };
 
 }  // namespace surge::engine

@@ -1,6 +1,7 @@
 #include "engine/limits/origin_limit.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace surge::engine {
 
@@ -20,15 +21,42 @@ origin_limit::duration origin_limit::best_latency() const {
   return std::min(best_current_, best_previous_);
 }
 
-origin_limit::duration origin_limit::acceptable_latency() const {
-  const auto best = best_latency();
-  if (best == duration::max()) return duration::max();
-  return std::chrono::duration_cast<duration>(best * config_.latency_tolerance) +
+origin_limit::duration origin_limit::by_best() const {
+  return std::chrono::duration_cast<duration>(best_latency() * config_.latency_tolerance) +
          config_.latency_slack;
 }
 
-void origin_limit::on_latency(duration latency, time_point now) {
+bool origin_limit::judged_by_usual() const {
+  const auto best = best_latency();
+  if (best == duration::max()) return false;
+  // At an origin answering faster than the slack, the slack governs: the spread of its answers
+  // is this process's own noise. A sample whose fastest answer is beyond tolerance x best
+  // measured a queue (many origins starting at once on a busy CPU), not the partner.
+  if (best < config_.latency_slack ||
+      usual_fastest_ > std::chrono::duration_cast<duration>(best * config_.latency_tolerance)) {
+    return false;
+  }
+  return usual_ * config_.latency_tolerance > by_best();
+}
+
+origin_limit::duration origin_limit::acceptable_latency() const {
+  if (best_latency() == duration::max()) return duration::max();
+  if (judged_by_usual()) {
+    return std::chrono::duration_cast<duration>(usual_ * config_.latency_tolerance);
+  }
+  return by_best();
+}
+
+void origin_limit::on_latency(duration latency, time_point now, const ticket& started) {
   if (!enabled()) return;
+  if (started.sampled) {
+    // A member that hung counts as overdue, not with its whole wait.
+    const double taken = std::chrono::duration<double>(std::min(latency, overdue_after())).count();
+    sample_.fastest = std::min(sample_.fastest, latency);
+    sample_.sum += taken;
+    sample_.sum_of_squares += taken * taken;
+    ++sample_.answered;
+  }
   if (now - period_start_ >= config_.best_latency_period) {
     best_previous_ = best_current_;
     best_current_ = duration::max();
@@ -50,9 +78,43 @@ void origin_limit::end_window(time_point now) {
   window_samples_ = 0;
 }
 
-origin_limit::ticket origin_limit::on_start(time_point now) { return started_.add(now); }
+origin_limit::ticket origin_limit::on_start(time_point now) {
+  const bool sampled = sample_.started < config_.usual_latency_samples &&
+                       counted_in_flight(now) < config_.unqueued_below;
+  if (sampled) ++sample_.started;
+  return {.filed = started_.add(now), .sampled = sampled};
+}
 
-void origin_limit::on_end(ticket started) { started_.remove(started); }
+void origin_limit::on_end(const ticket& started) {
+  started_.remove(started.filed);
+  if (started.sampled) end_sample_member();
+}
+
+void origin_limit::end_sample_member() {
+  ++sample_.ended;
+  // Complete once every member ended, all of them taken together. Members that failed before an
+  // answer say nothing; too few answers wait for more members, up to the sample's size.
+  if (sample_.ended < sample_.started) return;
+  if (sample_.answered >= config_.usual_latency_answers) {
+    const bool was_judged_by_usual = judged_by_usual();
+    // The mean plus two standard errors: a few answers of a partner that varies widely leave
+    // its mean uncertain (16 of 50 ms and 500 ms by turns: 275 +- 56 ms), and that uncertainty
+    // must not read as queueing. A partner that answers alike gets its mean.
+    const double n = sample_.answered;
+    const double mean = sample_.sum / n;
+    const double variance =
+        n > 1 ? std::max(0.0, (sample_.sum_of_squares - n * mean * mean) / (n - 1)) : 0.0;
+    usual_ = std::chrono::duration_cast<duration>(
+        std::chrono::duration<double>(mean + 2 * std::sqrt(variance / n)));
+    usual_fastest_ = sample_.fastest;
+    sample_ = {};
+    // Typically the origin's first sample: its fast answers came first, the slow ones read as
+    // queueing against the best, and the limit shrank for them.
+    if (!was_judged_by_usual && judged_by_usual()) window_.resume_slow_start();
+  } else if (sample_.started >= config_.usual_latency_samples) {
+    sample_ = {};
+  }
+}
 
 origin_limit::duration origin_limit::overdue_after() const {
   const auto best = best_latency();

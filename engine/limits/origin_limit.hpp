@@ -43,8 +43,25 @@ struct origin_limit_config {
   double overdue_factor = 10;
   std::chrono::milliseconds overdue_floor{250};
   std::chrono::milliseconds overdue_unknown{std::chrono::seconds(1)};
+  // A partner's answers may vary widely from one request to the next (50 ms and 500 ms by
+  // turns) without any queueing: its usual latency is the mean latency, plus two standard
+  // errors, of a sample of exchanges that started with fewer than `unqueued_below` in flight at
+  // the origin, none of them behind our own requests. The origin's first requests are such (its
+  // limit starts at `initial`), and so are requests while demand is low. A sample is taken by
+  // start, at most `usual_latency_samples` of them, and is complete when all have ended with at
+  // least `usual_latency_answers` answers: the fast ones end first, and a mean without the slow
+  // ones would be the best latency again.
+  int unqueued_below = 8;
+  int usual_latency_samples = 16;
+  int usual_latency_answers = 4;
 
   friend bool operator==(const origin_limit_config&, const origin_limit_config&) = default;
+};
+
+// What origin_limit::on_start hands out for one attempt.
+struct origin_limit_ticket {
+  in_flight_ledger::ticket filed = 0;
+  bool sampled = false;  // one of the exchanges that measure the usual latency
 };
 
 class origin_limit {
@@ -63,10 +80,11 @@ class origin_limit {
     return !enabled() || counted_in_flight(now) < window_.limit();
   }
 
-  // In-flight accounting by start time (in_flight_ledger). on_start's ticket goes back to on_end.
-  using ticket = in_flight_ledger::ticket;
+  // In-flight accounting by start time (in_flight_ledger). on_start's ticket goes back to
+  // on_latency (if the exchange was answered) and then to on_end.
+  using ticket = origin_limit_ticket;
   ticket on_start(time_point now);
-  void on_end(ticket started);
+  void on_end(const ticket& started);
   int counted_in_flight(time_point now) const;
   // When the next attempt in flight becomes overdue (time_point::max() if none will): a
   // subscriber waiting for this origin looks again then, even if nothing ends.
@@ -76,16 +94,36 @@ class origin_limit {
   void note_blocked() { window_.note_blocked(); }
   // One exchange finished with a response (any status); failures before a response say nothing
   // about queueing and are not fed in.
-  void on_latency(duration latency, time_point now);
+  void on_latency(duration latency, time_point now, const ticket& started = {});
 
   int limit() const { return window_.limit(); }
   duration best_latency() const;
-  // The latency above which an exchange counts as queued: tolerance x best latency + slack
-  // (duration::max() before any latency is known).
+  // The mean plus two standard errors of the latest complete sample of exchanges started with
+  // few in flight (duration::zero() until one is complete).
+  duration usual_latency() const { return usual_; }
+  // The latency above which an exchange counts as queued: tolerance x best latency + slack, or
+  // tolerance x the usual latency where the partner's answers vary more than that allows and
+  // the usual's sample had an answer within tolerance x best (duration::max() before any
+  // latency is known).
   duration acceptable_latency() const;
+  // Whether the usual latency, not the best, sets the acceptable latency.
+  bool judged_by_usual() const;
 
  private:
   void end_window(time_point now);
+  void end_sample_member();
+  duration by_best() const;  // tolerance x best latency + slack
+
+  // The sample of exchanges that measures the usual latency: members started, ended, and the
+  // latencies of those answered.
+  struct usual_sample {
+    int started = 0;
+    int ended = 0;
+    int answered = 0;
+    double sum = 0;  // seconds
+    double sum_of_squares = 0;
+    duration fastest = duration::max();
+  };
 
   origin_limit_config config_;
   concurrency_window window_;
@@ -95,6 +133,9 @@ class origin_limit {
   duration window_sum_{};
   int window_samples_ = 0;
   in_flight_ledger started_;
+  usual_sample sample_;
+  duration usual_{};
+  duration usual_fastest_ = duration::max();  // the fastest answer of the usual's sample
 };
 
 }  // namespace surge::engine

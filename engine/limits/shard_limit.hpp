@@ -62,6 +62,9 @@ class shard_limit {
   void on_latency(duration latency, duration acceptable, time_point now);
 
   int limit() const { return window_.limit(); }
+  // An origin's acceptable latency was raised (origin_limit::usual_latency): the decreases its
+  // answers caused under the old one are made up (concurrency_window::resume_slow_start).
+  void resume_slow_start() { window_.resume_slow_start(); }
 
  private:
   void end_window(time_point now);

@@ -167,7 +167,7 @@ class shard_core {
     attempt_rows rows;
     bool batched = false;
     bool probe = false;  // the one request an open circuit lets out
-    origin_limit::ticket origin_ticket = 0;
+    origin_limit::ticket origin_ticket;
     shard_limit::ticket shard_ticket = 0;
     double started_unix = 0;
     steady::time_point give_up_at{};  // the rows' lease would run out before it could finish

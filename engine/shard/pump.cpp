@@ -174,7 +174,8 @@ void shard_core::send_next(subscriber_state& sub) {
   ++sub.in_flight;
   ++in_flight_;
   ++origin.in_flight;
-  attempt.origin_ticket = origin.limit.enabled() ? origin.limit.on_start(now) : 0;
+  attempt.origin_ticket =
+      origin.limit.enabled() ? origin.limit.on_start(now) : origin_limit::ticket{};
   attempt.shard_ticket =
       shard_limit_.enabled() ? shard_limit_.on_start(now, origin.limit.overdue_after()) : 0;
   counters_.add(counters_.in_flight);

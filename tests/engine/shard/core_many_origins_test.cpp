@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <random>
 #include <map>
 #include <set>
 #include <string>
@@ -49,11 +51,14 @@ struct in_flight_count {
 // Subscribers at 10/s burst 10, spread over `origins` hosts that answer in 200 ms, with
 // `rows_each` rows each: the seconds until all are done (at most 30), and the requests in flight
 // at the partners in `count`.
-double drain_far_partners(int subscribers, int origins, int rows_each, in_flight_count& count) {
+double drain_far_partners(
+    int subscribers, int origins, int rows_each, in_flight_count& count,
+    const std::function<steady::duration()>& latency = [] { return 200ms; }) {
   simulation sim(simulation::default_config());
   sim.partner = [&](const received& r) {
-    count.arrived(r.at, 200ms);
-    return answer{.latency = 200ms};
+    const auto took = latency();
+    count.arrived(r.at, took);
+    return answer{.latency = took};
   };
   sim.load(spread(subscribers, origins, 10, 10));
   for (std::int64_t id = 1; id <= subscribers; ++id) {
@@ -122,6 +127,36 @@ TEST(ShardCoreManyOrigins, AnOriginKeepsInFlightWhatItsRatesNeedNotItsWholeBurst
   // Limit-bound: (40 - 10) / 10 = 3 s of sending, the last answer 0.2 s later; the burst at
   // about twice the need's pace costs a round trip or two.
   EXPECT_LT(took, 3.2 + 0.5);
+}
+
+// A partner whose answers vary from one request to the next, 50 ms and 500 ms by turns, is not
+// queueing: its latency is the same with 4 requests in flight as with 100. Judged against its
+// best answer alone, every window would read as queued and hold it to a quarter of its rate.
+TEST(ShardCoreManyOrigins, APartnerWhoseAnswersVaryWidelyGetsItsRate) {
+  in_flight_count count;
+  bool slow = false;
+  const double took = drain_far_partners(20, 1, 40, count, [&]() -> steady::duration {
+    slow = !slow;
+    return slow ? 500ms : 50ms;
+  });
+  // Limit-bound: (40 - 10) / 10 = 3 s of sending, the last answer up to 0.5 s later. The
+  // limit's start costs about what it costs a partner answering in 200 ms every time (0.5 s),
+  // and the first slow answers read as queueing until the origin's usual latency is known.
+  EXPECT_LT(took, 3.5 + 1.0) << "the partner's slow answers were read as queueing";
+}
+
+// Fifty such partners, each request answered after 50 ms or 500 ms at random, behind the
+// shard's limit too: an answer of 500 ms must not count as queued at the shard either.
+TEST(ShardCoreManyOrigins, ManyPartnersWhoseAnswersVaryWidelyGetTheirRates) {
+  in_flight_count count;
+  std::mt19937 random(7);
+  const double took = drain_far_partners(
+      250, 50, 30, count, [&]() -> steady::duration { return random() % 2 ? 500ms : 50ms; });
+  // Limit-bound: 2 s of sending, the last answer up to 0.5 s later. The start costs more than
+  // for one partner: each origin learns its usual latency on its own, and those that learned
+  // it from an unlucky sample judge a little tighter (11.2 s when judged against the best, under
+  // 3.5 s with no adaptive limits at all).
+  EXPECT_LT(took, 2.5 + 2.5) << "the partners' slow answers were read as queueing";
 }
 
 // Eight hosts whose requests hang (answered by the 6 s timeout) fill the shard's first 16
