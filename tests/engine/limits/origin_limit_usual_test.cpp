@@ -16,17 +16,12 @@ namespace {
 using namespace std::chrono_literals;
 using clock = origin_limit::clock;
 
+// The defaults (usual latency: 16 requests started with fewer than 8 in flight, 4 answers at
+// least), with 1 ms of slack.
 origin_limit_config config() {
-  return {.latency_tolerance = 2.0,
-          .latency_slack = 1ms,
-          .initial = 4,
-          .minimum = 2,
-          .window = 100ms,
-          .best_latency_period = 5s,
-          .growth = 0.125,
-          .unqueued_below = 8,
-          .usual_latency_samples = 16,
-          .usual_latency_answers = 4};
+  origin_limit_config defaults;
+  defaults.latency_slack = 1ms;
+  return defaults;
 }
 
 // The usual latency of a sample: its mean plus two standard errors, to the microsecond.
@@ -45,6 +40,22 @@ std::chrono::microseconds usual_of(const std::vector<double>& milliseconds) {
 // To the microsecond: the mean and its margin are computed in floating point.
 long long in_microseconds(clock::duration d) {
   return std::chrono::round<std::chrono::microseconds>(d).count();
+}
+
+// Starts `count` exchanges at `at`, to answer later.
+std::vector<origin_limit::ticket> start(origin_limit& limit, int count, clock::time_point at) {
+  std::vector<origin_limit::ticket> started;
+  for (int i = 0; i < count; ++i) started.push_back(limit.on_start(at));
+  return started;
+}
+
+// Answers each of `started` after `latency`, at `at`.
+void answer_all(origin_limit& limit, const std::vector<origin_limit::ticket>& started,
+                clock::duration latency, clock::time_point at) {
+  for (const auto& ticket : started) {
+    limit.on_latency(latency, at, ticket);
+    limit.on_end(ticket);
+  }
 }
 
 // Starts `latencies.size()` exchanges at `at` and answers each after its latency, in the order
@@ -114,16 +125,12 @@ TEST(OriginLimitUsualLatency, ASampleThatQueuedInThisProcessHasNoSayOnceTheOrigi
 TEST(OriginLimitUsualLatency, WaitsForTheSlowAnswersOfItsSample) {
   const auto now = clock::time_point{} + 1000s;
   origin_limit limit(config(), now);
-  std::vector<origin_limit::ticket> slow;
-  for (int i = 0; i < 2; ++i) slow.push_back(limit.on_start(now));
+  const auto slow = start(limit, 2, now);
   exchange(limit, now, {50ms, 50ms, 50ms, 50ms});
   // Four fast answers are enough answers, but two members are still out: a mean of the fast
   // ones alone would be the best latency again.
   EXPECT_EQ(limit.usual_latency(), clock::duration::zero());
-  for (const auto& ticket : slow) {
-    limit.on_latency(500ms, now + 500ms, ticket);
-    limit.on_end(ticket);
-  }
+  answer_all(limit, slow, 500ms, now + 500ms);
   EXPECT_NEAR(in_microseconds(limit.usual_latency()),
               (usual_of({50, 50, 50, 50, 500, 500})).count(), 1);
 }
@@ -131,15 +138,11 @@ TEST(OriginLimitUsualLatency, WaitsForTheSlowAnswersOfItsSample) {
 TEST(OriginLimitUsualLatency, RequestsStartedWithManyInFlightAreNotMeasured) {
   const auto now = clock::time_point{} + 1000s;
   origin_limit limit(config(), now);
-  std::vector<origin_limit::ticket> busy;
-  for (int i = 0; i < 8; ++i) busy.push_back(limit.on_start(now));
+  const auto busy = start(limit, 8, now);
   // With 8 in flight, these may wait behind our own requests: they say nothing of the usual.
   exchange(limit, now, {900ms, 900ms, 900ms, 900ms});
   EXPECT_EQ(limit.usual_latency(), clock::duration::zero());
-  for (const auto& ticket : busy) {
-    limit.on_latency(100ms, now + 100ms, ticket);
-    limit.on_end(ticket);
-  }
+  answer_all(limit, busy, 100ms, now + 100ms);
   EXPECT_NEAR(in_microseconds(limit.usual_latency()), 100'000, 1);
 }
 
@@ -166,8 +169,7 @@ TEST(OriginLimitUsualLatency, FailuresWithoutAnAnswerAreLeftOut) {
 TEST(OriginLimitUsualLatency, LearningItUndoesTheDecreasesTheOldMeasureMade) {
   auto now = clock::time_point{} + 1000s;
   origin_limit limit(config(), now);
-  std::vector<origin_limit::ticket> first;
-  for (int i = 0; i < 4; ++i) first.push_back(limit.on_start(now));
+  const auto first = start(limit, 4, now);
   // Two fast members answer; then windows of fast answers from requests started with many in
   // flight let the limit double to 32.
   for (int i = 0; i < 2; ++i) {
