@@ -1,8 +1,9 @@
 #pragma once
 // Adaptive concurrency per origin (sans-I/O), in the spirit of TCP Vegas: requests in flight to
-// one host:port are capped at a limit that grows while latency stays near the best seen and
-// shrinks in proportion once latency says requests are queueing (at the endpoint, or in this
-// process when the CPU is the bottleneck). Slow endpoints keep every slot they can use; a fast
+// one host:port are capped at a limit that grows while latency stays near the best seen (or,
+// for a partner whose answers vary widely, near its usual latency) and shrinks in proportion
+// once latency says requests are queueing (at the endpoint, or in this process when the CPU is
+// the bottleneck). Slow endpoints keep every slot they can use; a fast
 // one stops being sent 1,600 requests at once when 100 suffice, and an endpoint that slows down
 // under load gets less concurrency instead of more queueing.
 #include <chrono>
@@ -102,9 +103,9 @@ class origin_limit {
   // few in flight (duration::zero() until one is complete).
   duration usual_latency() const { return usual_; }
   // The latency above which an exchange counts as queued: tolerance x best latency + slack, or
-  // tolerance x the usual latency where the partner's answers vary more than that allows and
-  // the usual's sample had an answer within tolerance x best (duration::max() before any
-  // latency is known).
+  // tolerance x the usual latency where that is higher, the best is above the slack, and the
+  // usual's sample had an answer within tolerance x best (judged_by_usual; duration::max()
+  // before any latency is known).
   duration acceptable_latency() const;
   // Whether the usual latency, not the best, sets the acceptable latency.
   bool judged_by_usual() const;
