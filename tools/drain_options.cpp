@@ -227,7 +227,7 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
   cmd->add_option("--metrics-listen", o.metrics_listen,
                   "HOST:PORT for Prometheus /metrics and /healthz (port 0 picks one)");
   cmd->add_option("--metrics-subscribers", o.metrics_subscribers,
-                  "Per-subscriber series for at most this many, the busiest first")
+                  "Per-subscriber (and per-host) series for at most this many, the busiest first")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{0}, std::size_t{10000}));
 }

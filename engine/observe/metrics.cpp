@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "engine/observe/exposition.hpp"
+#include "engine/observe/origin_series.hpp"
+
 namespace surge::engine {
 
 namespace {
@@ -15,24 +18,8 @@ std::vector<double> row_buckets() { return {1, 5, 10, 25, 50, 100, 250, 500, 100
 
 void line(std::string& out, const char* text) { out += text; }
 
-void value_line(std::string& out, const std::string& name, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, " %.17g\n", value);
-  out += name;
-  out += buffer;
-}
-
-void header(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
-}
+using exposition::header;
+using exposition::value_line;
 
 void render_histogram(std::string& out, const char* name, const char* help, const histogram& h) {
   header(out, name, "histogram", help);
@@ -382,6 +369,7 @@ std::string drain_metrics::render(std::size_t top) const {
                    commit_duration);
 
   std::vector<subscriber_snapshot> subscribers;
+  std::vector<origin_snapshot> origins;
   std::vector<held_subscriber> held;
   std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0, in_flight_limit = 0;
   {
@@ -394,6 +382,7 @@ std::string drain_metrics::render(std::size_t top) const {
       quota_paced += view.quota_paced;
       in_flight_limit += view.in_flight_limit;
       subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
+      origins.insert(origins.end(), view.origins.begin(), view.origins.end());
     }
   }
   gauge("surge_in_flight_limit",
@@ -482,6 +471,7 @@ std::string drain_metrics::render(std::size_t top) const {
                static_cast<double>(sub.delivered));
   }
   render_announced(out, subscribers);
+  render_origin_series(out, merge_origins(origins), top);
   render_queue(out, top);
   render_partners(out, top);
   line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");

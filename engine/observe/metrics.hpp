@@ -66,6 +66,7 @@ struct drain_metrics {
     std::int64_t in_flight_limit = 0;
     std::vector<held_subscriber> held;
     std::vector<subscriber_snapshot> subscribers;
+    std::vector<origin_snapshot> origins;  // those with a subscriber or a request in flight
   };
   void publish(std::size_t shard, shard_view view);
 

@@ -51,6 +51,28 @@ struct held_subscriber {
   friend bool operator==(const held_subscriber&, const held_subscriber&) = default;
 };
 
+// One host:port as a shard's adaptive concurrency limit sees it (engine/limits/origin_limit):
+// what it is sent, what it may be sent, and the latencies that decide it.
+struct origin_snapshot {
+  std::string origin;  // "scheme://host:port"
+  std::int64_t subscribers = 0;
+  double rate_limit = 0;  // its subscribers' configured requests per second together
+  std::int64_t in_flight = 0;
+  std::int64_t limit = 0;  // the adaptive limit (0: the limit is off)
+  // Its subscribers' rates x its acceptable latency, plus 4 (scheduling::origin_need_ceiling);
+  // none before a latency is known, for rates without bound, or with the limit off.
+  std::optional<std::int64_t> need;
+  // Subscribers with a row ready that wait: for this origin's limit or need, or for a slot of
+  // the shard's in-flight limit.
+  std::int64_t waiting_for_origin = 0;
+  std::int64_t waiting_for_shard = 0;
+  // Seconds; none until measured (the usual latency: until a sample of unqueued requests ended).
+  std::optional<double> best_latency;
+  std::optional<double> usual_latency;
+  std::optional<double> acceptable_latency;  // above it, a request counts as queued
+  bool judged_by_usual = false;  // the usual latency, not the best, sets the acceptable one
+};
+
 struct queued_snapshot {
   std::int64_t id = 0;
   std::int64_t queued = 0;

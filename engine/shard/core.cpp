@@ -351,6 +351,7 @@ void shard_core::publish_metrics() {
          .last_error = sub->last_error,
          .last_error_unix = sub->last_error_unix});
   }
+  view.origins = origin_snapshots();
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
   hand_over_quotas();
 }

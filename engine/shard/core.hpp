@@ -267,6 +267,7 @@ class shard_core {
   void hand_out_slots(int slots);
   void wake_origin_waiters(origin_state& origin);
   origin_state& origin_of(subscriber_state& sub);
+  std::vector<origin_snapshot> origin_snapshots() const;
   void finish();
   void finish_if_quiet();
   void publish_metrics();

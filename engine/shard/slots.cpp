@@ -107,4 +107,49 @@ origin_state& shard_core::origin_of(subscriber_state& sub) {
   return *sub.origin;
 }
 
+std::vector<origin_snapshot> shard_core::origin_snapshots() const {
+  std::unordered_map<const origin_state*, origin_snapshot> by_state;
+  for (const auto& [key, state] : origins_) {
+    const auto& limit = state->limit;
+    origin_snapshot snap{.origin = key,
+                         .rate_limit = state->rate_sum,
+                         .in_flight = state->in_flight,
+                         .limit = limit.enabled() ? limit.limit() : 0};
+    const auto seconds = [](origin_limit::duration d) -> std::optional<double> {
+      if (d == origin_limit::duration::max() || d <= origin_limit::duration::zero()) return {};
+      return std::chrono::duration<double>(d).count();
+    };
+    if (limit.enabled()) {
+      const int need = scheduling::origin_need_ceiling(state->rate_sum, limit.acceptable_latency());
+      if (need != INT_MAX) snap.need = need;
+      snap.best_latency = seconds(limit.best_latency());
+      snap.usual_latency = seconds(limit.usual_latency());
+      snap.acceptable_latency = seconds(limit.acceptable_latency());
+      snap.judged_by_usual = limit.judged_by_usual();
+    }
+    by_state.emplace(state.get(), std::move(snap));
+  }
+  for (const auto* sub : demand_.scan_order()) {
+    if (sub->origin && sub->origin_target == sub->settings.target && sub->settings.active) {
+      if (auto it = by_state.find(sub->origin); it != by_state.end()) {
+        ++it->second.subscribers;
+        if (sub->waiting_for_slot) ++it->second.waiting_for_shard;
+      }
+    }
+    if (sub->waiting_on_origin) {
+      if (auto it = by_state.find(sub->waiting_on_origin); it != by_state.end()) {
+        ++it->second.waiting_for_origin;
+      }
+    }
+  }
+  std::vector<origin_snapshot> out;
+  out.reserve(by_state.size());
+  for (auto& [state, snap] : by_state) {
+    // An origin none of whose subscribers sends here any more (a URL changed) keeps its state
+    // for a reload that goes back to it; it is not the operator's concern until then.
+    if (snap.subscribers > 0 || snap.in_flight > 0) out.push_back(std::move(snap));
+  }
+  return out;
+}
+
 }  // namespace surge::engine

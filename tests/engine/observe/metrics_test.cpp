@@ -62,5 +62,80 @@ TEST(Metrics, HeldSeriesAreBoundedByTheTopCount) {
   EXPECT_EQ(text.find("surge_subscriber_held{subscriber=\"4\""), std::string::npos);
 }
 
+// One host seen by two shards is one set of series: counts add up, the best latency is the
+// lowest measured and the acceptable one the highest; a host name cannot break the exposition.
+TEST(Metrics, AnOriginSeenByTwoShardsIsMergedIntoOneSetOfSeries) {
+  drain_metrics metrics(2);
+  drain_metrics::shard_view first;
+  first.origins.push_back({.origin = "https://partner.example:443",
+                           .subscribers = 3,
+                           .rate_limit = 30,
+                           .in_flight = 5,
+                           .limit = 8,
+                           .need = 12,
+                           .waiting_for_origin = 1,
+                           .best_latency = 0.2,
+                           .usual_latency = 0.21,
+                           .acceptable_latency = 0.402});
+  first.origins.push_back({.origin = "http://odd\"host:80", .subscribers = 1});
+  drain_metrics::shard_view second;
+  second.origins.push_back({.origin = "https://partner.example:443",
+                            .subscribers = 2,
+                            .rate_limit = 20,
+                            .in_flight = 4,
+                            .limit = 16,
+                            .need = 10,
+                            .waiting_for_shard = 2,
+                            .best_latency = 0.18,
+                            .usual_latency = 0.3,
+                            .acceptable_latency = 0.6,
+                            .judged_by_usual = true});
+  metrics.publish(0, first);
+  metrics.publish(1, second);
+  const auto text = metrics.render(10);
+  const std::string origin = "{origin=\"https://partner.example:443\"}";
+  for (const auto& expected : {
+           "surge_origin_subscribers" + origin + " 5\n",
+           "surge_origin_rate_limit" + origin + " 50\n",
+           "surge_origin_in_flight_requests" + origin + " 9\n",
+           "surge_origin_in_flight_limit" + origin + " 24\n",
+           "surge_origin_in_flight_need" + origin + " 22\n",
+           "surge_origin_best_latency_seconds" + origin + " 0.17999999999999999\n",
+           "surge_origin_usual_latency_seconds" + origin + " 0.29999999999999999\n",
+           "surge_origin_acceptable_latency_seconds" + origin + " 0.59999999999999998\n",
+           "surge_origin_judged_by_usual" + origin + " 1\n",
+           std::string("surge_origin_waiting_subscribers{origin=\"https://partner.example:443\","
+                       "for=\"origin\"} 1\n"),
+           std::string("surge_origin_waiting_subscribers{origin=\"https://partner.example:443\","
+                       "for=\"shard\"} 2\n"),
+           std::string("surge_origin_subscribers{origin=\"http://odd\\\"host:80\"} 1\n"),
+       }) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << " in\n" << text;
+  }
+  // The odd host has no limit (0) and no latency yet: those series are absent, not 0.
+  EXPECT_EQ(text.find("surge_origin_in_flight_limit{origin=\"http://odd"), std::string::npos);
+  EXPECT_EQ(text.find("surge_origin_best_latency_seconds{origin=\"http://odd"), std::string::npos);
+}
+
+TEST(Metrics, OriginSeriesAreBoundedByTheTopCountBusiestFirst) {
+  drain_metrics metrics(1);
+  drain_metrics::shard_view view;
+  for (int i = 0; i < 20; ++i) {
+    view.origins.push_back(
+        {.origin = "https://host-" + std::to_string(i) + ".test:443", .in_flight = i});
+  }
+  metrics.publish(0, view);
+  const auto text = metrics.render(3);
+  std::size_t series = 0;
+  for (auto at = text.find("surge_origin_in_flight_requests{"); at != std::string::npos;
+       at = text.find("surge_origin_in_flight_requests{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 3u);
+  EXPECT_NE(text.find("surge_origin_in_flight_requests{origin=\"https://host-19.test:443\"} 19"),
+            std::string::npos);
+  EXPECT_EQ(text.find("host-16.test"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace surge::engine
