@@ -282,6 +282,13 @@ TEST(Monitoring, RealPrometheusScrapesADrainAndEvaluatesTheRules) {
         prometheus.query(R"(sum(rate(surge_deliveries_total{outcome="done"}[5s])))");
     return result.size() == 1 && sample_value(result[0]) > 0;
   })) << "no delivery rate";
+  // The partner host's series, as the real server parsed them: the sink is one origin, its
+  // best latency known once it answered.
+  EXPECT_TRUE(eventually([&] {
+    const auto result = prometheus.query(R"(surge_origin_best_latency_seconds{job="surge"})");
+    return result.size() == 1 && sample_value(result[0]) > 0 && sample_value(result[0]) < 1 &&
+           result[0].at("metric").at("origin").as_string().starts_with("http://127.0.0.1:");
+  })) << json::serialize(prometheus.query("surge_origin_best_latency_seconds"));
 
   // 400 rows at 2/s take 200 s, longer than --max-age 120: SurgeSubscriberPastMaxAge has
   // `for: 10m`, so within seconds it is pending, naming the subscriber; SurgeDrainDown is not
