@@ -27,8 +27,9 @@ per delivery.
 
 Each run reports: deliveries/s, CPU per delivery (user + system of the drain, /usr/bin/time),
 peak RSS, TLS handshakes full and resumed (the drain's summary) and per origin, the peak of
-requests in flight and of open connections (its /metrics, sampled every 100 ms), and WAL frames
-per delivery (the drain's storage line). Prints one JSON document; fails only when a run did
+requests in flight and of open connections (its /metrics, sampled every 100 ms), the partner
+hosts judged by their usual latency and those holding subscribers back by their own limit (median
+over the samples), and WAL frames per delivery (the drain's storage line). Prints one JSON document; fails only when a run did
 not do its job (rows left, a process that did not start).
 """
 import argparse
@@ -216,17 +217,28 @@ class MetricsSampler(threading.Thread):
         self.port, self.stop_flag = port, threading.Event()
         self.peak = {"surge_in_flight_requests": 0.0, "surge_open_connections": 0.0}
         self.series = {name: [] for name in self.peak}
+        # Per sample: the hosts judged by their usual latency, and those whose in flight is
+        # held by their own limit (subscribers waiting for it) (surge_origin_* series).
+        self.judged_by_usual, self.held_by_origin = [], []
 
     def run(self):
         while not self.stop_flag.is_set():
             try:
                 text = urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
                                               timeout=1).read().decode()
+                judged = held = 0
                 for line in text.splitlines():
-                    name, _, value = line.partition(" ")
+                    name, _, value = line.rpartition(" ")
                     if name in self.peak:
                         self.peak[name] = max(self.peak[name], float(value))
                         self.series[name].append(float(value))
+                    elif name.startswith("surge_origin_judged_by_usual{"):
+                        judged += float(value) == 1
+                    elif name.startswith("surge_origin_waiting_subscribers{") and \
+                            name.endswith('for="origin"}'):
+                        held += float(value) > 0
+                self.judged_by_usual.append(judged)
+                self.held_by_origin.append(held)
             except OSError:
                 pass
             time.sleep(0.1)
@@ -280,6 +292,10 @@ def drain(surge, directory, db, extra=()):
             "median_in_flight": median_of(sampler.series["surge_in_flight_requests"]),
             "median_open_connections": median_of(sampler.series["surge_open_connections"]),
             "peak_open_connections": int(sampler.peak["surge_open_connections"]),
+            "origins_judged_by_usual_median": median_of(sampler.judged_by_usual),
+            "origins_judged_by_usual_last": sampler.judged_by_usual[-1]
+            if sampler.judged_by_usual else 0,
+            "origins_holding_subscribers_median": median_of(sampler.held_by_origin),
             "wal_frames_per_delivery": round(int(wal.group(2)) / delivered, 2) if wal else None,
             "deliveries_per_commit": round(delivered / int(wal.group(1)), 1) if wal else None}
 
