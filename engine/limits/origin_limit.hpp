@@ -99,9 +99,10 @@ class origin_limit {
 
   int limit() const { return window_.limit(); }
   duration best_latency() const;
-  // The mean plus two standard errors of the latest complete sample of exchanges started with
-  // few in flight (duration::zero() until one is complete).
-  duration usual_latency() const { return usual_; }
+  // The mean plus two standard errors of a complete sample of exchanges started with few in
+  // flight: the latest sample's, or the one before where that is higher and did not measure a
+  // queue (duration::zero() until one is complete).
+  duration usual_latency() const;
   // The latency above which an exchange counts as queued: tolerance x best latency + slack, or
   // tolerance x the usual latency where that is higher, the best is above the slack, and the
   // usual's sample had an answer within tolerance x best (judged_by_usual; duration::max()
@@ -113,6 +114,8 @@ class origin_limit {
  private:
   void end_window(time_point now);
   void end_sample_member();
+  // Whether the latest complete sample measured a queue (measured_a_queue).
+  bool sample_measured_a_queue() const;
   duration by_best() const;  // tolerance x best latency + slack
 
   // The sample of exchanges that measures the usual latency: members started, ended, and the
@@ -125,6 +128,13 @@ class origin_limit {
     double sum_of_squares = 0;
     duration fastest = duration::max();
   };
+  // A complete sample's usual latency and its fastest answer.
+  struct usual_measure {
+    duration latency{};
+    duration fastest = duration::max();  // none: no sample yet
+  };
+  // Its fastest answer is beyond tolerance x best: the sample measured a queue.
+  bool measured_a_queue(const usual_measure& measure) const;
 
   origin_limit_config config_;
   concurrency_window window_;
@@ -135,8 +145,8 @@ class origin_limit {
   int window_samples_ = 0;
   in_flight_ledger started_;
   usual_sample sample_;
-  duration usual_{};
-  duration usual_fastest_ = duration::max();  // the fastest answer of the usual's sample
+  usual_measure usual_;         // the latest complete sample's
+  usual_measure usual_before_;  // the one before it
 };
 
 }  // namespace surge::engine

@@ -122,6 +122,47 @@ TEST(OriginLimitUsualLatency, ASampleThatQueuedInThisProcessHasNoSayOnceTheOrigi
   EXPECT_EQ(limit.acceptable_latency(), 1200us);  // 2 x 100 us + 1 ms
 }
 
+// The sample that measured a queue is taken again from the next requests, even with many in
+// flight (subscribers that may each keep one out can hold an origin there for good), and the
+// retake is judged by the same rule: here its fastest answer is the partner's best, so the
+// partner is judged by its usual latency again.
+TEST(OriginLimitUsualLatency, ASampleThatMeasuredAQueueIsTakenAgainWhateverIsInFlight) {
+  const auto now = clock::time_point{} + 1000s;
+  origin_limit limit(config(), now);
+  limit.on_latency(50ms, now);
+  const auto queued = start(limit, 8, now);  // the sample, started with fewer than 8 in flight
+  const auto held = start(limit, 8, now + 100ms);  // 8 in flight from now on
+  answer_all(limit, queued, 450ms, now + 450ms);
+  ASSERT_FALSE(limit.judged_by_usual()) << "its fastest answer, 450 ms, says it queued";
+  // Before `held` is overdue (10 x the best latency after it started), so it counts.
+  exchange(limit, now + 500ms, {50ms, 500ms, 50ms, 500ms});
+  EXPECT_TRUE(limit.judged_by_usual());
+  EXPECT_NEAR(in_microseconds(limit.usual_latency()), (usual_of({50, 500, 50, 500})).count(), 1)
+      << "the retake's mean, not the queue's";
+  answer_all(limit, held, 500ms, now + 2s);
+}
+
+// Now and then a sample of a partner answering in 50 and 500 ms by turns comes out low: here 7
+// fast answers of 8. Judged by it alone, the partner's 500 ms answers would read as queued;
+// the higher of the last two samples holds until a second sample says the same.
+TEST(OriginLimitUsualLatency, OneUnluckySampleDoesNotLowerItAlone) {
+  const auto now = clock::time_point{} + 1000s;
+  origin_limit limit(config(), now);
+  const std::vector<clock::duration> even{50ms, 500ms, 50ms, 500ms, 50ms, 500ms, 50ms, 500ms};
+  const std::vector<clock::duration> unlucky{500ms, 50ms, 50ms, 50ms, 50ms, 50ms, 50ms, 50ms};
+  exchange(limit, now, even);  // 8 members: each started with fewer than 8 in flight
+  const auto usual = limit.usual_latency();
+  EXPECT_GT(limit.acceptable_latency(), 500ms);
+  exchange(limit, now + 1s, unlucky);
+  EXPECT_EQ(limit.usual_latency(), usual) << "one low sample";
+  EXPECT_GT(limit.acceptable_latency(), 500ms);
+  exchange(limit, now + 2s, unlucky);
+  const auto low = usual_of({500, 50, 50, 50, 50, 50, 50, 50});
+  EXPECT_NEAR(in_microseconds(limit.usual_latency()), low.count(), 1)
+      << "two say the partner answers faster now";
+  EXPECT_LT(limit.acceptable_latency(), 500ms);
+}
+
 TEST(OriginLimitUsualLatency, WaitsForTheSlowAnswersOfItsSample) {
   const auto now = clock::time_point{} + 1000s;
   origin_limit limit(config(), now);

@@ -145,6 +145,27 @@ TEST(ShardCoreManyOrigins, APartnerWhoseAnswersVaryWidelyGetsItsRate) {
   EXPECT_LT(took, 3.5 + 1.0) << "the partner's slow answers were read as queueing";
 }
 
+// The same partner, but its first answers come late: the drain's own start saturated the
+// machine, and the requests waited in this process's queue before they reached it. The
+// origin's first sample of unqueued requests measures that queue (its fastest answer is far
+// above twice the best) and is set aside; its 20 subscribers, paced below one request each,
+// keep 20 in flight from then on, never fewer than the 8 a sample needs. The sample is taken
+// again from the next requests, whatever is in flight, and judged by the same rule.
+TEST(ShardCoreManyOrigins, APartnerFirstMeasuredBehindAQueueIsMeasuredAgain) {
+  in_flight_count count;
+  bool slow = false;
+  int answered = 0;
+  const double took = drain_far_partners(20, 1, 40, count, [&]() -> steady::duration {
+    slow = !slow;
+    const steady::duration queued = ++answered <= 40 ? 400ms : 0ms;
+    return queued + (slow ? 500ms : 50ms);
+  });
+  // Rate-bound: 3.5 s. The queued answers and the two samples (the second complete about 2 s
+  // in) cost about 2 s more (5.7 s); judged by the best for good, the partner keeps its 20
+  // subscribers' one request each, about 80/s (13.8 s).
+  EXPECT_LT(took, 3.5 + 3.0) << "the first, queued sample judged the partner for good";
+}
+
 // Fifty such partners, each request answered after 50 ms or 500 ms at random, behind the
 // shard's limit too: an answer of 500 ms must not count as queued at the shard either.
 TEST(ShardCoreManyOrigins, ManyPartnersWhoseAnswersVaryWidelyGetTheirRates) {
