@@ -1,5 +1,7 @@
 #include "engine/observe/live_page.hpp"
 
+#include <algorithm>
+
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
@@ -19,9 +21,39 @@ json::value nonzero_time(double unix_seconds) {
   return unix_seconds;
 }
 
+json::array hosts_json(std::vector<origin_snapshot> hosts) {
+  std::sort(hosts.begin(), hosts.end(), [](const auto& a, const auto& b) {
+    if (a.waiting_for_origin != b.waiting_for_origin) {
+      return a.waiting_for_origin > b.waiting_for_origin;
+    }
+    if (a.in_flight != b.in_flight) return a.in_flight > b.in_flight;
+    return a.origin < b.origin;
+  });
+  json::array out;
+  out.reserve(hosts.size());
+  for (const auto& host : hosts) {
+    out.push_back(json::object{
+        {"origin", host.origin},
+        {"subscribers", host.subscribers},
+        {"rate_limit", host.rate_limit},
+        {"in_flight", host.in_flight},
+        {"limit", host.limit > 0 ? json::value(host.limit) : json::value(nullptr)},
+        {"need", host.need ? json::value(*host.need) : json::value(nullptr)},
+        {"best_latency", optional_number(host.best_latency)},
+        {"usual_latency", optional_number(host.usual_latency)},
+        {"acceptable_latency", optional_number(host.acceptable_latency)},
+        {"judged_by_usual", host.judged_by_usual},
+        {"waiting_for_host", host.waiting_for_origin},
+        {"waiting_for_shard", host.waiting_for_shard},
+    });
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string partners_json(const std::vector<partner_row>& rows, double now_unix) {
+std::string partners_json(const std::vector<partner_row>& rows, std::vector<origin_snapshot> hosts,
+                          double now_unix) {
   const auto totals = totals_of(rows);
   json::array partners;
   partners.reserve(rows.size());
@@ -53,6 +85,7 @@ std::string partners_json(const std::vector<partner_row>& rows, double now_unix)
                               {"held_partners", totals.held_partners},
                               {"eta_seconds", optional_number(totals.eta_seconds)}}},
       {"partners", std::move(partners)},
+      {"hosts", hosts_json(std::move(hosts))},
   };
   return json::serialize(out);
 }
@@ -85,6 +118,16 @@ tr.slow td { background: #fff6dc; }
 <thead><tr><th>subscriber</th><th>state</th><th>why</th><th>queued</th><th>overdue</th>
 <th>limit/s</th><th>pace/s</th><th>achieved/s</th><th>in flight</th><th>delivered</th>
 <th>failed</th><th>last error</th><th>ETA</th></tr></thead>
+<tbody></tbody>
+</table>
+<h2>partner hosts</h2>
+<p>Requests in flight to each host against its adaptive limit and its need (its subscribers'
+rates × its acceptable latency); answers slower than the acceptable latency count as queued.
+Hosts holding subscribers back come first.</p>
+<table id="hosts">
+<thead><tr><th>host</th><th>subscribers</th><th>limit/s</th><th>in flight</th><th>limit</th>
+<th>need</th><th>best ms</th><th>usual ms</th><th>acceptable ms</th><th>waiting for host</th>
+<th>waiting for shard</th></tr></thead>
 <tbody></tbody>
 </table>
 <script>
@@ -137,6 +180,26 @@ function show(view) {
     rows.push(tr);
   }
   body.replaceChildren(...rows);
+  const ms = (seconds) => (seconds === null ? "" : (seconds * 1000).toFixed(1));
+  const hosts = [];
+  for (const h of view.hosts) {
+    const tr = document.createElement("tr");
+    tr.dataset.origin = h.origin;
+    if (h.waiting_for_host > 0) tr.className = "slow";
+    cell(tr, h.origin, "text");
+    cell(tr, String(h.subscribers));
+    cell(tr, rate(h.rate_limit));
+    cell(tr, String(h.in_flight));
+    cell(tr, h.limit === null ? "off" : String(h.limit));
+    cell(tr, h.need === null ? "" : String(h.need));
+    cell(tr, ms(h.best_latency));
+    cell(tr, ms(h.usual_latency));
+    cell(tr, ms(h.acceptable_latency) + (h.judged_by_usual ? " (usual)" : ""));
+    cell(tr, String(h.waiting_for_host));
+    cell(tr, String(h.waiting_for_shard));
+    hosts.push(tr);
+  }
+  document.querySelector("#hosts tbody").replaceChildren(...hosts);
   document.getElementById("status").textContent =
     "updated " + new Date(view.now * 1000).toISOString();
 }

@@ -143,6 +143,17 @@ partner_inputs drain_metrics::inputs() const {
 
 std::vector<partner_row> drain_metrics::partners() const { return partner_rows(inputs()); }
 
+std::vector<origin_snapshot> drain_metrics::origins() const {
+  std::vector<origin_snapshot> per_shard;
+  {
+    std::lock_guard lock(views_mutex_);
+    for (const auto& view : views_) {
+      per_shard.insert(per_shard.end(), view.origins.begin(), view.origins.end());
+    }
+  }
+  return merge_origins(per_shard);
+}
+
 bool drain_metrics::queue_sampled() const {
   std::lock_guard lock(views_mutex_);
   return queue_view_.has_value();
@@ -369,7 +380,6 @@ std::string drain_metrics::render(std::size_t top) const {
                    commit_duration);
 
   std::vector<subscriber_snapshot> subscribers;
-  std::vector<origin_snapshot> origins;
   std::vector<held_subscriber> held;
   std::int64_t paused = 0, failing = 0, open_circuits = 0, quota_paced = 0, in_flight_limit = 0;
   {
@@ -382,7 +392,6 @@ std::string drain_metrics::render(std::size_t top) const {
       quota_paced += view.quota_paced;
       in_flight_limit += view.in_flight_limit;
       subscribers.insert(subscribers.end(), view.subscribers.begin(), view.subscribers.end());
-      origins.insert(origins.end(), view.origins.begin(), view.origins.end());
     }
   }
   gauge("surge_in_flight_limit",
@@ -471,7 +480,7 @@ std::string drain_metrics::render(std::size_t top) const {
                static_cast<double>(sub.delivered));
   }
   render_announced(out, subscribers);
-  render_origin_series(out, merge_origins(origins), top);
+  render_origin_series(out, origins(), top);
   render_queue(out, top);
   render_partners(out, top);
   line(out, "# HELP surge_info Build information.\n# TYPE surge_info gauge\n");

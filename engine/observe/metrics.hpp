@@ -80,6 +80,8 @@ struct drain_metrics {
   std::vector<held_subscriber> held_subscribers() const;
   // The operator's per-partner view (engine/observe/partner_view) of the latest snapshots.
   std::vector<partner_row> partners() const;
+  // Each partner host as the shards last saw it, merged (engine/observe/origin_series).
+  std::vector<origin_snapshot> origins() const;
   bool queue_sampled() const;
 
   // Rows older than this are dead-lettered (the drain's retry rules): the alerts compare the

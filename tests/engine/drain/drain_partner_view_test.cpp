@@ -102,6 +102,13 @@ TEST(DrainPartnerView, ThePageTheJsonAndTheSummaryNameTheUnhappyPartnersAndWhy) 
         << dom;
   }
   EXPECT_NE(dom.find("backlog "), std::string::npos) << dom;
+  // The sink is the one partner host, with what its limit measured of it.
+  const auto& hosts = view.at("hosts").as_array();
+  ASSERT_EQ(hosts.size(), 1u) << json::serialize(view);
+  const std::string origin(hosts[0].at("origin").as_string());
+  EXPECT_TRUE(origin.starts_with("http://127.0.0.1:")) << origin;
+  EXPECT_TRUE(hosts[0].at("best_latency").is_number()) << hosts[0];
+  EXPECT_NE(dom.find("<tr data-origin=\"" + origin + "\""), std::string::npos) << dom;
   EXPECT_NE(dom.find("410 Gone"), std::string::npos) << dom;
 
   // Held partners' rows are left, and the summary says whose and why.

@@ -29,7 +29,7 @@ TEST(LivePage, PartnersJsonCarriesStateReasonRowsAndEta) {
                       .queued = 50,
                       .delivered = 100,
                       .eta_seconds = 5.0};
-  const auto parsed = json::parse(partners_json({held, sending}, 1020));
+  const auto parsed = json::parse(partners_json({held, sending}, {}, 1020));
   const auto& out = parsed.as_object();
   EXPECT_EQ(out.at("now").as_double(), 1020);
   const auto& totals = out.at("totals").as_object();
@@ -53,9 +53,42 @@ TEST(LivePage, PartnersJsonCarriesStateReasonRowsAndEta) {
   EXPECT_EQ(second.at("eta_seconds").as_double(), 5);
 }
 
+// The hosts beside the partners: one holding its subscribers back by its own limit first,
+// whatever the others' traffic; what is not known yet is null.
+TEST(LivePage, PartnersJsonListsTheHostsHoldingSubscribersBackFirst) {
+  const std::vector<origin_snapshot> hosts{
+      {.origin = "https://busy.test:443", .subscribers = 40, .in_flight = 900, .limit = 1024},
+      {.origin = "https://queueing.test:443",
+       .subscribers = 3,
+       .rate_limit = 30,
+       .in_flight = 8,
+       .limit = 8,
+       .need = 20,
+       .waiting_for_origin = 2,
+       .best_latency = 0.2,
+       .usual_latency = 0.25,
+       .acceptable_latency = 0.5,
+       .judged_by_usual = true},
+  };
+  const auto parsed = json::parse(partners_json({}, hosts, 1020));
+  const auto& listed = parsed.at("hosts").as_array();
+  ASSERT_EQ(listed.size(), 2u);
+  const auto& first = listed[0].as_object();
+  EXPECT_EQ(first.at("origin").as_string(), "https://queueing.test:443");
+  EXPECT_EQ(first.at("waiting_for_host").as_int64(), 2);
+  EXPECT_EQ(first.at("need").as_int64(), 20);
+  EXPECT_EQ(first.at("acceptable_latency").as_double(), 0.5);
+  EXPECT_TRUE(first.at("judged_by_usual").as_bool());
+  const auto& second = listed[1].as_object();
+  EXPECT_EQ(second.at("in_flight").as_int64(), 900);
+  EXPECT_TRUE(second.at("need").is_null());
+  EXPECT_TRUE(second.at("best_latency").is_null());
+}
+
 TEST(LivePage, ThePageReadsPartnersJsonAndWritesTextNotMarkup) {
   const auto& page = live_page_html();
   EXPECT_NE(page.find("fetch(\"partners.json\""), std::string::npos);
+  EXPECT_NE(page.find("view.hosts"), std::string::npos);
   EXPECT_EQ(page.find("innerHTML"), std::string::npos);
   EXPECT_EQ(page.find("http://"), std::string::npos) << "the page must load nothing from outside";
 }
