@@ -48,7 +48,9 @@ struct origin_limit_config {
   // turns) without any queueing: its usual latency is the mean latency, plus two standard
   // errors, of a sample of exchanges that started with fewer than `unqueued_below` in flight at
   // the origin, none of them behind our own requests. The origin's first requests are such (its
-  // limit starts at `initial`), and so are requests while demand is low. A sample is taken by
+  // limit starts at `initial`), and so are requests while demand is low; after a sample that
+  // measured a queue (origin_limit::sample_measured_a_queue), the next is taken whatever is in
+  // flight. The usual latency is the higher of the last two samples'. A sample is taken by
   // start, at most `usual_latency_samples` of them, and is complete when all have ended with at
   // least `usual_latency_answers` answers: the fast ones end first, and a mean without the slow
   // ones would be the best latency again.

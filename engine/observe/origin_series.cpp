@@ -77,8 +77,8 @@ void render_origin_series(std::string& out, std::vector<origin_snapshot> origins
          return o.limit > 0 ? std::optional(static_cast<double>(o.limit)) : std::nullopt;
        }},
       {"surge_origin_in_flight_need",
-       "What its rates need in flight at its acceptable latency, plus 4: the origin is held "
-       "below it; absent until a latency is known.",
+       "What its rates need in flight at its acceptable latency, plus 4 per shard: the origin "
+       "is held below it; absent until a latency is known.",
        [](const origin_snapshot& o) {
          return o.need ? std::optional(static_cast<double>(*o.need)) : std::nullopt;
        }},
@@ -86,8 +86,9 @@ void render_origin_series(std::string& out, std::vector<origin_snapshot> origins
        "The origin's best answer time of the last 5 to 10 s (lowest over shards).",
        [](const origin_snapshot& o) { return o.best_latency; }},
       {"surge_origin_usual_latency_seconds",
-       "Mean plus two standard errors of answers to requests sent while few were in flight "
-       "(highest over shards); absent until measured.",
+       "Mean plus two standard errors of a sample of answers to requests sent while few were "
+       "in flight (the higher of the last two samples; highest over shards); absent until "
+       "measured.",
        [](const origin_snapshot& o) { return o.usual_latency; }},
       {"surge_origin_acceptable_latency_seconds",
        "Answers slower than this count as queued and shrink the origin's limit.",

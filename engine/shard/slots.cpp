@@ -129,18 +129,19 @@ std::vector<origin_snapshot> shard_core::origin_snapshots() const {
     }
     by_state.emplace(state.get(), std::move(snap));
   }
+  const auto now = now_.steady;
   for (const auto* sub : demand_.scan_order()) {
-    if (sub->origin && sub->origin_target == sub->settings.target && sub->settings.active) {
-      if (auto it = by_state.find(sub->origin); it != by_state.end()) {
-        ++it->second.subscribers;
-        if (sub->waiting_for_slot) ++it->second.waiting_for_shard;
-      }
-    }
-    if (sub->waiting_on_origin) {
-      if (auto it = by_state.find(sub->waiting_on_origin); it != by_state.end()) {
-        ++it->second.waiting_for_origin;
-      }
-    }
+    if (!sub->origin || sub->origin_target != sub->settings.target) continue;
+    auto it = by_state.find(sub->origin);
+    if (it == by_state.end()) continue;
+    if (sub->settings.active) ++it->second.subscribers;
+    // Its queue entries outlive what it waited for (rows released, a pause, a reload):
+    // only one with a row ready that could go now waits.
+    const bool could_send =
+        !sub->ready.empty() && sub->settings.active && !sub->disowned && !sub->limits.paused(now);
+    if (!could_send) continue;
+    if (sub->waiting_on_origin == sub->origin) ++it->second.waiting_for_origin;
+    if (sub->waiting_for_slot) ++it->second.waiting_for_shard;
   }
   std::vector<origin_snapshot> out;
   out.reserve(by_state.size());

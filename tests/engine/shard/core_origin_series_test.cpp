@@ -15,6 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::answer;
+using testing::queue_row;
 using testing::received;
 using testing::simulation;
 
@@ -62,12 +63,17 @@ TEST(ShardCoreOriginSeries, EachHostShowsTheLatenciesItsLimitIsJudgedBy) {
   EXPECT_NEAR(*steady_best, 0.2, 0.005);
   EXPECT_EQ(sample(text, of("surge_origin_judged_by_usual", steady_host)), 0);
   // Judged by its best: 2 x 200 ms + 2 ms; its need, 100/s x 0.402 s + 4.
-  EXPECT_NEAR(*sample(text, of("surge_origin_acceptable_latency_seconds", steady_host)), 0.402,
-              0.01);
-  EXPECT_NEAR(*sample(text, of("surge_origin_in_flight_need", steady_host)), 45, 1);
+  const auto steady_acceptable =
+      sample(text, of("surge_origin_acceptable_latency_seconds", steady_host));
+  const auto steady_need = sample(text, of("surge_origin_in_flight_need", steady_host));
+  ASSERT_TRUE(steady_acceptable && steady_need) << text;
+  EXPECT_NEAR(*steady_acceptable, 0.402, 0.01);
+  EXPECT_NEAR(*steady_need, 45, 1);
   EXPECT_GE(sample(text, of("surge_origin_in_flight_requests", steady_host)), 1);
 
-  EXPECT_NEAR(*sample(text, of("surge_origin_best_latency_seconds", varied_host)), 0.05, 0.005);
+  const auto varied_best = sample(text, of("surge_origin_best_latency_seconds", varied_host));
+  ASSERT_TRUE(varied_best) << text;
+  EXPECT_NEAR(*varied_best, 0.05, 0.005);
   EXPECT_EQ(sample(text, of("surge_origin_judged_by_usual", varied_host)), 1);
   const auto usual = sample(text, of("surge_origin_usual_latency_seconds", varied_host));
   ASSERT_TRUE(usual);
@@ -103,6 +109,16 @@ TEST(ShardCoreOriginSeries, SubscribersHeldBackByTheirHostAreCountedThere) {
       << text;
   EXPECT_GT(sample(text, of("surge_origin_in_flight_need", host)), *limit)
       << "the limit, not the need, holds them";
+
+  // Once every row is done, nobody waits for the host and nothing is in flight to it.
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
+  sim.run_for(1100ms);
+  const auto after = sim.metrics().render(10);
+  EXPECT_EQ(sample(after, "surge_origin_waiting_subscribers{origin=\"" + std::string(host) +
+                              "\",for=\"origin\"}"),
+            0)
+      << after;
+  EXPECT_EQ(sample(after, of("surge_origin_in_flight_requests", host)), 0);
 }
 
 }  // namespace
