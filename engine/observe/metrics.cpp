@@ -429,12 +429,12 @@ std::string drain_metrics::render(std::size_t top) const {
   std::erase_if(subscribers, [](const subscriber_snapshot& s) {
     return s.delivered + s.failed + s.in_flight + s.buffered == 0;
   });
-  std::sort(subscribers.begin(), subscribers.end(), [](const auto& a, const auto& b) {
-    return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
-  });
-  if (subscribers.size() > top) subscribers.resize(top);
-  std::sort(subscribers.begin(), subscribers.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
+  exposition::keep_top(
+      subscribers, top,
+      [](const auto& a, const auto& b) {
+        return a.delivered + a.failed + a.buffered > b.delivered + b.failed + b.buffered;
+      },
+      [](const auto& a, const auto& b) { return a.id < b.id; });
   struct series {
     const char* name;
     const char* type;

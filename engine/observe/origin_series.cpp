@@ -48,14 +48,14 @@ void render_origin_series(std::string& out, std::vector<origin_snapshot> origins
   const auto busy = [](const origin_snapshot& o) {
     return o.in_flight + o.waiting_for_origin + o.waiting_for_shard;
   };
-  std::sort(origins.begin(), origins.end(), [&](const auto& a, const auto& b) {
-    if (busy(a) != busy(b)) return busy(a) > busy(b);
-    if (a.rate_limit != b.rate_limit) return a.rate_limit > b.rate_limit;
-    return a.origin < b.origin;
-  });
-  if (origins.size() > top) origins.resize(top);
-  std::sort(origins.begin(), origins.end(),
-            [](const auto& a, const auto& b) { return a.origin < b.origin; });
+  exposition::keep_top(
+      origins, top,
+      [&](const auto& a, const auto& b) {
+        if (busy(a) != busy(b)) return busy(a) > busy(b);
+        if (a.rate_limit != b.rate_limit) return a.rate_limit > b.rate_limit;
+        return a.origin < b.origin;
+      },
+      [](const auto& a, const auto& b) { return a.origin < b.origin; });
 
   struct series {
     const char* name;

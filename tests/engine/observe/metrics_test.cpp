@@ -9,6 +9,14 @@
 namespace surge::engine {
 namespace {
 
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 TEST(Metrics, HeldSubscribersAreNamedWithTheirReasonAcrossShards) {
   drain_metrics metrics(2);
   drain_metrics::shard_view first;
@@ -52,12 +60,7 @@ TEST(Metrics, HeldSeriesAreBoundedByTheTopCount) {
   for (std::int64_t id = 1; id <= 50; ++id) view.held.push_back({.id = id, .kind = "credentials"});
   metrics.publish(0, view);
   const auto text = metrics.render(3);
-  std::size_t series = 0;
-  for (auto at = text.find("surge_subscriber_held{"); at != std::string::npos;
-       at = text.find("surge_subscriber_held{", at + 1)) {
-    ++series;
-  }
-  EXPECT_EQ(series, 3u);
+  EXPECT_EQ(occurrences(text, "surge_subscriber_held{"), 3u);
   EXPECT_NE(text.find("surge_subscriber_held{subscriber=\"1\""), std::string::npos);
   EXPECT_EQ(text.find("surge_subscriber_held{subscriber=\"4\""), std::string::npos);
 }
@@ -126,12 +129,7 @@ TEST(Metrics, OriginSeriesAreBoundedByTheTopCountBusiestFirst) {
   }
   metrics.publish(0, view);
   const auto text = metrics.render(3);
-  std::size_t series = 0;
-  for (auto at = text.find("surge_origin_in_flight_requests{"); at != std::string::npos;
-       at = text.find("surge_origin_in_flight_requests{", at + 1)) {
-    ++series;
-  }
-  EXPECT_EQ(series, 3u);
+  EXPECT_EQ(occurrences(text, "surge_origin_in_flight_requests{"), 3u);
   EXPECT_NE(text.find("surge_origin_in_flight_requests{origin=\"https://host-19.test:443\"} 19"),
             std::string::npos);
   EXPECT_EQ(text.find("host-16.test"), std::string::npos);
