@@ -111,6 +111,9 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     if (sub.settings.active) {
       warn("subscriber " + std::to_string(sub.settings.id) +
            " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+      // Its host no longer needs in flight what this subscriber's rate did (as a reload,
+      // which sums the active ones, would say).
+      if (sub.settings.target) origin_of(sub).rate_sum -= sub.settings.rate;
     }
     sub.settings.active = false;
     sub.gone = true;

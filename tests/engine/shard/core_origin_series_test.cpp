@@ -121,5 +121,22 @@ TEST(ShardCoreOriginSeries, SubscribersHeldBackByTheirHostAreCountedThere) {
   EXPECT_EQ(sample(after, of("surge_origin_in_flight_requests", host)), 0);
 }
 
+// A subscriber whose partner answers 410 Gone is deactivated: its host counts it no more, in
+// its subscribers or in the rate its need is sized by.
+TEST(ShardCoreOriginSeries, ADeactivatedSubscriberLeavesItsHostsCountAndRate) {
+  simulation sim(simulation::default_config());
+  sim.partner = [](const received& r) {
+    return answer{.status = r.subscriber == 2 ? 410 : 200, .latency = 100ms};
+  };
+  sim.load({simulation::subscriber(1, 10, 10), simulation::subscriber(2, 30, 10)});
+  for (int i = 0; i < 20; ++i) sim.enqueue(1);
+  sim.enqueue(2);
+  sim.run_for(1100ms);
+  const auto text = sim.metrics().render(10);
+  const char* host = "http://partner.test:80";
+  EXPECT_EQ(sample(text, of("surge_origin_subscribers", host)), 1) << text;
+  EXPECT_EQ(sample(text, of("surge_origin_rate_limit", host)), 10);
+}
+
 }  // namespace
 }  // namespace surge::engine
