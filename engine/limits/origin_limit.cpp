@@ -35,9 +35,9 @@ bool origin_limit::measured_a_queue(const usual_measure& measure) const {
 bool origin_limit::sample_measured_a_queue() const { return measured_a_queue(usual_); }
 
 origin_limit::duration origin_limit::usual_latency() const {
-  // The higher of the last two: of a partner answering in 50 and 500 ms by turns, 1 sample of 16
-  // in 90 (of 8, 1 in 30) comes out below 250 ms, and judged by it, half of its answers would
-  // read as queued at its origin and in its shard. Two in a row, about 1 in 8,000 (900).
+  // The higher of the last two: of a partner answering in 50 and 500 ms by turns, 1 sample in
+  // 90 comes out below 250 ms (1 in 30 of 8 answers), and judged by it, half of its answers
+  // would read as queued at its origin and in its shard. Two in a row: about 1 in 8,000 (900).
   const bool before_counts =
       usual_before_.fastest != duration::max() && !measured_a_queue(usual_before_);
   return before_counts ? std::max(usual_.latency, usual_before_.latency) : usual_.latency;
