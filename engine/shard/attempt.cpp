@@ -83,8 +83,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   // queueing.
   const bool waited = result.status != 0 || result.error == proto::transport_error::timeout;
   if (waited && result.exchange_time > steady::duration::zero()) {
-    origin.limit.on_latency(result.exchange_time, now_.steady, attempt.origin_ticket);
-    shard_limit_.on_latency(result.exchange_time, origin.limit.acceptable_latency(), now_.steady);
+    slots_.on_latency(origin, result.exchange_time, attempt.slots, now_.steady);
   }
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
   record_attempt(sub, sent, result, times);
@@ -179,19 +178,13 @@ void shard_core::attempt_ended(attempt_state& attempt) {
   auto& sub = *attempt.sub;
   auto& origin = *attempt.origin;
   attempt.rows.clear();
-  if (origin.limit.enabled()) {
-    const bool was_judged_by_usual = origin.limit.judged_by_usual();
-    origin.limit.on_end(attempt.origin_ticket);
-    // The origin's usual latency now sets what counts as queued there, instead of its best: the
-    // shard's limit judged the origin's answers by the lower measure too.
-    if (!was_judged_by_usual && origin.limit.judged_by_usual()) shard_limit_.resume_slow_start();
-  }
-  if (shard_limit_.enabled()) shard_limit_.on_end(attempt.shard_ticket);
   --sub.in_flight;
-  --in_flight_;
-  --origin.in_flight;
   counters_.add(counters_.in_flight, -1);
-  slot_freed(sub, origin);
+  notify(sub);
+  auto& woken = woken_scratch_;
+  woken.clear();
+  slots_.end(origin, attempt.slots, now_.steady, woken);
+  for (auto* next : woken) notify(*next);
 }
 
 void shard_core::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,

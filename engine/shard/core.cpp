@@ -28,13 +28,12 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       logger_(logger),
       now_(now),
       demand_(config.scheduler, subscribers_),
+      slots_(config.scheduler, std::max(1, config.scheduler.max_in_flight / shard_count),
+             now.steady),
       // The first demand goes at once: the first claims are what the first sends wait for.
       next_demand_at_(now.steady),
       next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
       next_publish_at_(now.steady),
-      in_flight_cap_(std::max(1, config.scheduler.max_in_flight / shard_count)),
-      shard_limit_(config.scheduler.shard, in_flight_cap_,
-                   config.scheduler.origin.latency_tolerance > 0, now.steady),
       memory_(static_cast<double>(config.scheduler.max_payload_memory) / shard_count,
               config.scheduler.max_payload_bytes),
       rng_(seed) {}
@@ -49,75 +48,29 @@ void shard_core::clear_actions() {
 }
 
 void shard_core::end_event() {
-  // A pump or a line may queue others (a freed slot wakes the next waiter): run until none is.
-  while (!pump_queue_.empty() || !line_queue_.empty()) {
-    for (std::size_t i = 0; i < line_queue_.size(); ++i) {
-      line_queue_[i]->line_queued = false;
-      run_line(*line_queue_[i]);
-    }
-    line_queue_.clear();
-    for (std::size_t i = 0; i < pump_queue_.size(); ++i) {
-      pump_queue_[i]->pump_queued = false;
-      run_pump(*pump_queue_[i]);
-    }
-    pump_queue_.clear();
-  }
+  wakes_.run_queued([this](subscriber_state& sub) { run_line(sub); },
+                    [this](subscriber_state& sub) { run_pump(sub); });
   finish_if_quiet();
-}
-
-void shard_core::notify(subscriber_state& sub) {
-  if (sub.pump_queued || finished_) return;
-  sub.pump_queued = true;
-  pump_queue_.push_back(&sub);
-}
-
-void shard_core::notify_line(subscriber_state& sub) {
-  if (sub.line_queued || sub.line.empty()) return;
-  sub.line_queued = true;
-  line_queue_.push_back(&sub);
-}
-
-void shard_core::arm(subscriber_state& sub, wake_kind kind, steady::time_point at) {
-  auto& armed = kind == wake_kind::pump ? sub.pump_at : sub.line_at;
-  // A wake already armed no later is kept: waking early only looks again and re-arms, while
-  // re-arming for every small shift of a token's time (each grant, reload or answer recomputes
-  // it) would leave a stale entry in the heap each time.
-  if (armed <= at) return;
-  armed = at;
-  if (at != steady::time_point::max()) timers_.push({at, &sub, kind});
 }
 
 void shard_core::run_line(subscriber_state& sub) {
   const auto wake = sub.line.advance(gate_of(sub), now_.steady, [this](attempt_id id, bool go) {
     out_.verdicts.push_back({id, go});
   });
-  arm(sub, wake_kind::line, wake);
+  wakes_.arm(sub, wake_schedule::kind::line, wake);
 }
 
 shard_core::steady::time_point shard_core::next_wake() const {
   if (finished_) return steady::time_point::max();
   auto at = std::min(next_flush_at_, next_publish_at_);
   if (!stopping_) at = std::min(at, next_demand_at_);
-  if (!timers_.empty()) at = std::min(at, timers_.top().at);
+  at = std::min(at, wakes_.next());
   return at;
 }
 
 void shard_core::on_timer(shard_time now) {
   if (!begin_event(now)) return;
-  while (!timers_.empty() && timers_.top().at <= now_.steady) {
-    const auto wake = timers_.top();
-    timers_.pop();
-    auto& sub = *wake.sub;
-    if (wake.kind == wake_kind::pump) {
-      if (sub.pump_at != wake.at) continue;  // re-armed since
-      sub.pump_at = steady::time_point::max();
-      notify(sub);
-    } else {
-      if (sub.line_at != wake.at) continue;
-      sub.line_at = steady::time_point::max();
-      notify_line(sub);
-    }
-  }
+  wakes_.queue_due(now_.steady);
   if (!stopping_ && now_.steady >= next_demand_at_) {
     next_demand_at_ = now_.steady + config_.scheduler.demand_interval;
     send_demand();
@@ -156,8 +109,8 @@ void shard_core::begin_stop(shard_time now) {
 
 void shard_core::abandon(shard_time now) {
   if (!begin_event(now)) return;
-  if (in_flight_ > 0) {
-    warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight_) +
+  if (in_flight() > 0) {
+    warn("shard " + std::to_string(index_) + ": " + std::to_string(in_flight()) +
          " attempts still in flight after the grace period; their leases will expire");
   }
   finish();
@@ -226,11 +179,7 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
       notify(sub);
     }
   }
-  for (auto& [key, origin] : origins_) origin->rate_sum = 0;
-  for (auto& [id, sub] : subscribers_) {
-    if (sub->settings.target && sub->settings.active)
-      origin_of(*sub).rate_sum += sub->settings.rate;
-  }
+  slots_.recount_rates(subscribers_, now_.steady);
 }
 
 void shard_core::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {
@@ -314,8 +263,7 @@ std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
 void shard_core::publish_metrics() {
   drain_metrics::shard_view view;
   const auto now = now_.steady;
-  view.in_flight_limit =
-      shard_limit_.enabled() ? std::min(shard_limit_.limit(), in_flight_cap_) : in_flight_cap_;
+  view.in_flight_limit = slots_.in_flight_limit();
   const double now_unix = now_.unix_seconds();
   // Every subscriber, not only the busiest: the partner view's ETA needs the pace of each one
   // with rows queued, even before its first claim.
@@ -351,7 +299,7 @@ void shard_core::publish_metrics() {
          .last_error = sub->last_error,
          .last_error_unix = sub->last_error_unix});
   }
-  view.origins = origin_snapshots();
+  view.origins = slots_.snapshots(demand_.scan_order(), now);
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
   hand_over_quotas();
 }
@@ -367,7 +315,7 @@ void shard_core::hand_over_quotas() {
 void shard_core::finish_if_quiet() {
   // A claim answer still on its way may carry leased rows; finishing before it arrives would
   // leave them leased until the lease runs out, so a stopping shard waits for it too.
-  if (stopping_ && in_flight_ == 0 && !demand_.outstanding()) finish();
+  if (stopping_ && in_flight() == 0 && !demand_.outstanding()) finish();
 }
 
 void shard_core::finish() {

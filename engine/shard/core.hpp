@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <random>
 #include <span>
 #include <string>
@@ -20,8 +19,6 @@
 #include <vector>
 
 #include "engine/config.hpp"
-#include "engine/limits/origin_limit.hpp"
-#include "engine/limits/shard_limit.hpp"
 #include "engine/memory/buffer_pool.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/observe/counters.hpp"
@@ -30,7 +27,9 @@
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/demand_planner.hpp"
 #include "engine/shard/scheduling.hpp"
+#include "engine/shard/slots.hpp"
 #include "engine/shard/subscriber.hpp"
+#include "engine/shard/wakes.hpp"
 #include "engine/handoff.hpp"
 #include "proto/retry_policy.hpp"
 
@@ -44,32 +43,6 @@ struct shard_time {
 
   double unix_seconds() const {
     return std::chrono::duration<double>(wall.time_since_epoch()).count();
-  }
-};
-
-// One host:port as a shard sees it: its adaptive concurrency limit, the attempts in flight to
-// it, the subscribers waiting for it to admit one more (FIFO), and those of its subscribers
-// waiting for a slot of the shard (FIFO; the shard hands its freed slots out by origin).
-struct origin_state {
-  origin_state(const origin_limit_config& config, origin_limit::time_point now)
-      : limit(config, now) {}
-  origin_limit limit;
-  int in_flight = 0;
-  scheduling::slot_queue<subscriber_state> waiting;           // subscribers held back by `limit`
-  scheduling::slot_queue<subscriber_state> waiting_for_slot;  // held back by the shard
-  bool listed_for_slot = false;  // in shard_core::origins_waiting_for_slot_
-  // Its subscribers' configured rates together (shard_core::update_subscribers): with its
-  // acceptable latency, what it needs in flight (scheduling::origin_need_ceiling).
-  double rate_sum = 0;
-  // Whether one more attempt may start: the adaptive limit admits it and it is below its need
-  // (both counting the attempts in flight that are not overdue).
-  bool admits_at(origin_limit::time_point now) const {
-    return limit.admits_at(now) && room_by_need(now) > 0;
-  }
-  int room_by_need(origin_limit::time_point now) const {
-    if (!limit.enabled()) return INT_MAX;
-    const int ceiling = scheduling::origin_need_ceiling(rate_sum, limit.acceptable_latency());
-    return ceiling == INT_MAX ? INT_MAX : ceiling - limit.counted_in_flight(now);
   }
 };
 
@@ -156,7 +129,7 @@ class shard_core {
   // When the core next wants on_timer: the earliest pump, wire line, demand round or flush.
   steady::time_point next_wake() const;
   bool finished() const { return finished_; }
-  int in_flight() const { return in_flight_; }
+  int in_flight() const { return slots_.in_flight(); }
   int buffered() const { return buffered_; }
 
  private:
@@ -167,19 +140,10 @@ class shard_core {
     attempt_rows rows;
     bool batched = false;
     bool probe = false;  // the one request an open circuit lets out
-    origin_limit::ticket origin_ticket;
-    shard_limit::ticket shard_ticket = 0;
+    shard_slots::held slots;
     double started_unix = 0;
     steady::time_point give_up_at{};  // the rows' lease would run out before it could finish
   };
-  enum class wake_kind : std::uint8_t { pump, line };
-  struct timed_wake {
-    steady::time_point at;
-    subscriber_state* sub;
-    wake_kind kind;
-    bool operator>(const timed_wake& other) const { return at > other.at; }
-  };
-
   // Every event begins and ends with these: the clock is read once, and whatever the event
   // changed is looked at again before it returns (queued pumps and wire lines, a quiet stop).
   // False once the core has finished: the event then changes nothing.
@@ -202,10 +166,11 @@ class shard_core {
     return sub.limits.gate(stopping_ || sub.disowned);
   }
   // Anything that changes what the pump can do queues it; it runs before the event returns.
-  void notify(subscriber_state& sub);
+  void notify(subscriber_state& sub) {
+    if (!finished_) wakes_.queue_pump(sub);
+  }
   // Limits, a pause or the stop changed: the writers at the subscriber's gate look again.
-  void notify_line(subscriber_state& sub);
-  void arm(subscriber_state& sub, wake_kind kind, steady::time_point at);
+  void notify_line(subscriber_state& sub) { wakes_.queue_line(sub); }
 
   // Attempts (attempt.cpp).
   void prepare_request(attempt_state& attempt, std::string& request,
@@ -258,16 +223,7 @@ class shard_core {
   // Why `sub` cannot send now, if it cannot: for /metrics, --until-drained and the summary.
   static std::optional<held_subscriber> hold_of(const subscriber_state& sub, steady::time_point now,
                                                 double now_unix);
-  // The slots a pump waits for (slots.cpp).
-  void slot_freed(subscriber_state& sub, origin_state& origin);
-  void wait_for_slot(subscriber_state& sub);
-  void end_slot_turn(subscriber_state& sub);
-  // Freed slots of the shard, `slots` at most, each to a subscriber of the origin with the
-  // fewest requests in flight among those waiting.
-  void hand_out_slots(int slots);
-  void wake_origin_waiters(origin_state& origin);
-  origin_state& origin_of(subscriber_state& sub);
-  std::vector<origin_snapshot> origin_snapshots() const;
+  origin_state& origin_of(subscriber_state& sub) { return slots_.origin_of(sub, now_.steady); }
   void finish();
   void finish_if_quiet();
   void publish_metrics();
@@ -289,31 +245,19 @@ class shard_core {
 
   subscriber_map subscribers_;
   demand_planner demand_;  // what the storage thread is asked for, and when each is polled
-  // Origins with subscribers waiting for a slot of the shard, each at most once; a subscriber
-  // waits in one of them at most once.
-  std::vector<origin_state*> origins_waiting_for_slot_;
-  int slot_waiters_ = 0;    // subscribers with waiting_for_slot set
-  int slots_promised_ = 0;  // subscribers with slot_turn set
-  std::vector<std::pair<origin_state*, int>> slot_grants_scratch_;          // hand_out_slots' own
-  std::unordered_map<std::string, std::unique_ptr<origin_state>> origins_;  // by origin_key
+  shard_slots slots_;      // the shard's and its origins' in-flight slots, and who waits for them
+  std::vector<subscriber_state*> woken_scratch_;  // handed a slot as an attempt ended
 
   // Attempts by id; ids of ended ones are reused, so a steady stream allocates nothing.
   std::vector<attempt_state> attempts_;
   std::vector<attempt_id> free_attempts_;
-  // Pumps and wire lines to run before the event returns, and the timed wakes. An entry of
-  // timers_ whose subscriber has since re-armed for another time is stale and skipped.
-  std::vector<subscriber_state*> pump_queue_;
-  std::vector<subscriber_state*> line_queue_;
-  std::priority_queue<timed_wake, std::vector<timed_wake>, std::greater<>> timers_;
+  wake_schedule wakes_;  // pumps and wire lines to look at again, now or at a time
   steady::time_point next_demand_at_;
   steady::time_point next_flush_at_;
   steady::time_point next_publish_at_;
 
-  int in_flight_ = 0;
-  int in_flight_cap_;        // the shard's share of --max-in-flight
-  shard_limit shard_limit_;  // adaptive, below in_flight_cap_
-  int buffered_ = 0;         // rows in this shard's ready queues
-  payload_memory memory_;    // this shard's part of scheduler.max_payload_memory
+  int buffered_ = 0;       // rows in this shard's ready queues
+  payload_memory memory_;  // this shard's part of scheduler.max_payload_memory
   bool stopping_ = false;
   bool finished_ = false;
   std::vector<storage::outcome> outcomes_;

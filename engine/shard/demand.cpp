@@ -121,7 +121,7 @@ void shard_core::claim_after_key_freed(subscriber_state& sub) {
 }
 
 void shard_core::send_demand() {
-  auto demand = demand_.plan(in_flight_cap_ * config_.scheduler.buffer_per_slot - buffered_,
+  auto demand = demand_.plan(slots_.in_flight_cap() * config_.scheduler.buffer_per_slot - buffered_,
                              memory_, now_.steady);
   if (!demand.empty()) out_.claim = std::move(demand);
 }

@@ -32,23 +32,7 @@ scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
   }
   facts.in_flight = sub.in_flight;
   facts.in_flight_cap = sub.settings.in_flight_cap;
-  // Slots handed to subscribers whose pumps have not run yet are theirs: another pump that runs
-  // first does not take them.
-  const int promised = slots_promised_ - (sub.slot_turn ? 1 : 0);
-  facts.shard_full = in_flight_ + promised >= in_flight_cap_;
-  facts.shard_has_waiters = slot_waiters_ > 0;
-  facts.slot_turn = sub.slot_turn || sub.waiting_for_slot;
-  facts.shard_admits = shard_limit_.admits_at(now);
-  if (!facts.shard_admits) facts.shard_recount_at = shard_limit_.next_recount_at(now);
-  if (sub.settings.target) {
-    const auto& origin = origin_of(sub);
-    facts.origin_admits = origin.admits_at(now);
-    facts.origin_recount_at = origin.limit.next_recount_at(now);
-    facts.origin_has_waiters = !origin.waiting.empty();
-    facts.origin_floor =
-        scheduling::paced_below_one_slot(sub.settings.rate, origin.limit.best_latency());
-  }
-  facts.origin_turn = sub.origin_turn;
+  slots_.describe(facts, sub, now);
   facts.batching = sub.settings.batch_rows > 1;
   if (facts.batching) {
     facts.batch_full = batch_full(sub.ready, batch_limits_of(sub), row_checks_, now_unix);
@@ -104,34 +88,21 @@ void shard_core::run_pump(subscriber_state& sub) {
         push_outcome(outcome_for(row, storage::outcome_kind::release));
         continue;
       }
-      case pump_action::queue_for_shard_slot:
-        if (in_flight_ < in_flight_cap_ && !shard_limit_.admits_at(now)) {
-          shard_limit_.note_blocked();
-        }
-        wait_for_slot(sub);
-        break;
-      case pump_action::queue_for_origin: {
-        auto& origin = origin_of(sub);
-        origin.limit.note_blocked();
-        if (sub.waiting_on_origin != &origin) {
-          sub.waiting_on_origin = &origin;
-          origin.waiting.push(&sub);
-        }
-        break;
-      }
+      case pump_action::queue_for_shard_slot: slots_.queue_for_shard(sub, now); break;
+      case pump_action::queue_for_origin: slots_.queue_for_origin(sub, now); break;
       case pump_action::start_linger:
         // The token stays in the bucket while the batch fills.
         sub.batch_wait_since = now;
         break;
       case pump_action::send: send_next(sub); continue;
     }
-    end_slot_turn(sub);  // a turn not taken at once is gone
+    slots_.end_turn(sub);  // a turn not taken at once is gone
     if (decision.waits_for_token) {
       if (!sub.token_wait_since) sub.token_wait_since = now;
     }
     // An announced quota's limit ends at its reset, whatever the pump waits for.
-    arm(sub, wake_kind::pump,
-        std::min(decision.wake_at, sub.limits.announced_until().value_or(decision.wake_at)));
+    wakes_.arm(sub, wake_schedule::kind::pump,
+               std::min(decision.wake_at, sub.limits.announced_until().value_or(decision.wake_at)));
     return;
   }
 }
@@ -140,12 +111,6 @@ void shard_core::send_next(subscriber_state& sub) {
   const auto now = now_.steady;
   if (!sub.limits.admit(now)) return;  // next_pump_step saw the token: only a race with time
   auto& origin = origin_of(sub);
-  sub.origin_turn = false;
-  end_slot_turn(sub);
-  if (sub.waiting_for_slot) {  // it found a slot before its turn came: it waits no more
-    sub.waiting_for_slot = false;
-    --slot_waiters_;
-  }
   const bool probe = sub.breaker.current() == circuit_breaker::state::open;
   sub.breaker.try_admit(now);  // an open circuit whose probe is due becomes probing
   if (sub.token_wait_since) {
@@ -172,12 +137,7 @@ void shard_core::send_next(subscriber_state& sub) {
   attempt.started_unix = now_.unix_seconds();
   adjust_buffered(-static_cast<int>(attempt.rows.size()));
   ++sub.in_flight;
-  ++in_flight_;
-  ++origin.in_flight;
-  attempt.origin_ticket =
-      origin.limit.enabled() ? origin.limit.on_start(now) : origin_limit::ticket{};
-  attempt.shard_ticket =
-      shard_limit_.enabled() ? shard_limit_.on_start(now, origin.limit.overdue_after()) : 0;
+  attempt.slots = slots_.start(sub, origin, now);
   counters_.add(counters_.in_flight);
   // The target and signer the pump saw, so a reload cannot change them mid-attempt.
   auto& send = out_.sends.emplace_back();
