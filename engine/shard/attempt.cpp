@@ -61,7 +61,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   auto& origin = *attempt.origin;
   const auto& rows = attempt.rows;
   const bool batched = attempt.batched;
-  for (const auto& row : rows) let_go(sub, row);
+  for (const auto& row : rows) rows_.let_go(sub, row);
   if (result.not_sent) {
     if (attempt.probe) sub.breaker.on_probe_unsent(now_.steady);
     for (const auto& row : rows) give_back_unsent(sub, row);
@@ -116,8 +116,8 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     }
     sub.settings.active = false;
     sub.gone = true;
-    deactivate_.push_back(sub.settings.id);
-    release_ready(sub);
+    rows_.deactivate(sub.settings.id);
+    rows_.release_ready(sub);
     notify_line(sub);
   }
   // An ordered key's next row is claimable once this row's finish is written (a retry keeps
@@ -134,10 +134,7 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   const auto batch_fits = settle_rows(judged.outcome, sent, batched, lead, result.status,
                                       times.finished_unix, settled_);
   if (batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*batch_fits));
-  for (auto& out : settled_) {
-    count_outcome(out.kind);
-    push_outcome(std::move(out));
-  }
+  for (auto& out : settled_) rows_.settled(std::move(out));
   attempt_ended(attempt);
   // A refused batch's rows are all due again: none of them freed its key.
   if (frees_key && !batch_fits) claim_after_key_freed(sub);
@@ -162,16 +159,6 @@ std::string_view shard_core::request_head_for(subscriber_state& sub,
     sub.request_head_extra = sub.settings.extra_headers;
   }
   return sub.request_head;
-}
-
-void shard_core::count_outcome(storage::outcome_kind kind) {
-  switch (kind) {
-    case storage::outcome_kind::done: counters_.add(counters_.delivered); break;
-    case storage::outcome_kind::retry: counters_.add(counters_.retried); break;
-    case storage::outcome_kind::dead: counters_.add(counters_.dead); break;
-    case storage::outcome_kind::coalesced: counters_.add(counters_.coalesced); break;
-    case storage::outcome_kind::release: break;
-  }
 }
 
 void shard_core::attempt_ended(attempt_state& attempt) {
@@ -222,7 +209,7 @@ void shard_core::observe_endpoint(subscriber_state& sub, const http_result& resu
       warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
            std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
       // Its buffered rows go back to the queue rather than sit on leases while it is down.
-      release_ready(sub);
+      rows_.release_ready(sub);
     }
   } else if (reading.alive) {
     sub.breaker.on_success();
@@ -264,7 +251,7 @@ void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause,
   notify_line(sub);
   demand_.poll_no_earlier(sub, sub.limits.paused_until());
   if (pause >= config_.scheduler.pause_release_threshold) {
-    reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
+    rows_.reschedule_ready(sub, now_unix + std::chrono::duration<double>(pause).count(), reason);
   }
 }
 
@@ -290,7 +277,7 @@ void shard_core::hold_for_refused_target(subscriber_state& sub, const attempt_ro
     out.attempts = row.attempts;
     out.next_attempt_at = now_unix + hold_seconds;
     out.last_error = reason;
-    push_outcome(std::move(out));
+    rows_.push(std::move(out));
   }
 }
 
@@ -303,11 +290,11 @@ void shard_core::give_back_unsent(subscriber_state& sub, const storage::claimed_
     out.next_attempt_at = now_.unix_seconds() +
                           std::chrono::duration<double>(sub.limits.paused_until() - now).count();
     out.last_error = "subscriber paused by Retry-After";
-    push_outcome(std::move(out));
+    rows_.push(std::move(out));
     return;
   }
   counters_.add(counters_.released);
-  push_outcome(outcome_for(row, storage::outcome_kind::release));
+  rows_.push(outcome_for(row, storage::outcome_kind::release));
 }
 
 }  // namespace surge::engine

@@ -3,6 +3,8 @@
 // the pump in pump.cpp, the slots it waits for in slots.cpp.
 #include "engine/shard/core.hpp"
 
+#include "engine/shard/shard_view.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -27,6 +29,7 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       counters_(metrics.counters),
       logger_(logger),
       now_(now),
+      rows_(config.scheduler, shard_count, metrics.counters, out_.writes),
       demand_(config.scheduler, subscribers_),
       slots_(config.scheduler, std::max(1, config.scheduler.max_in_flight / shard_count),
              now.steady),
@@ -34,8 +37,6 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       next_demand_at_(now.steady),
       next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
       next_publish_at_(now.steady),
-      memory_(static_cast<double>(config.scheduler.max_payload_memory) / shard_count,
-              config.scheduler.max_payload_bytes),
       rng_(seed) {}
 
 void shard_core::clear_actions() {
@@ -77,7 +78,7 @@ void shard_core::on_timer(shard_time now) {
   }
   if (now_.steady >= next_flush_at_) {
     next_flush_at_ = now_.steady + config_.scheduler.outcome_flush_interval;
-    flush_outcomes();
+    rows_.flush();
     metrics_.beat_shard(static_cast<std::size_t>(index_), now_.steady);
     out_.evict_idle = true;
   }
@@ -100,7 +101,7 @@ void shard_core::begin_stop(shard_time now) {
   if (!stopping_) {
     stopping_ = true;
     for (auto* sub : demand_.scan_order()) {
-      release_ready(*sub);
+      rows_.release_ready(*sub);
       notify_line(*sub);  // attempts not yet written give their rows back
     }
   }
@@ -182,124 +183,11 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
   slots_.recount_rates(subscribers_, now_.steady);
 }
 
-void shard_core::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason) {
-  adjust_buffered(-1);
-  let_go(sub, row);
-  counters_.add(counters_.dead);
-  auto out = outcome_for(row, storage::outcome_kind::dead);
-  out.last_error = std::move(reason);
-  out.finished_at = now_.unix_seconds();
-  push_outcome(std::move(out));
-}
-
-void shard_core::release_ready(subscriber_state& sub) {
-  for (auto& row : sub.ready) {
-    adjust_buffered(-1);
-    let_go(sub, row);
-    counters_.add(counters_.released);
-    push_outcome(outcome_for(row, storage::outcome_kind::release));
-  }
-  sub.ready.clear();
-}
-
-void shard_core::reschedule_ready(subscriber_state& sub, double next_attempt_at,
-                                  std::string reason) {
-  for (auto& row : sub.ready) {
-    adjust_buffered(-1);
-    let_go(sub, row);
-    auto out = outcome_for(row, storage::outcome_kind::retry);
-    out.next_attempt_at = next_attempt_at;
-    out.last_error = reason;
-    push_outcome(std::move(out));
-  }
-  sub.ready.clear();
-}
-
-void shard_core::adjust_buffered(int delta) {
-  buffered_ += delta;
-  counters_.add(counters_.buffered, delta);
-}
-
-void shard_core::push_outcome(storage::outcome outcome) {
-  outcomes_.push_back(std::move(outcome));
-  if (outcomes_.size() >= config_.scheduler.outcome_flush_rows) flush_outcomes();
-}
-
-void shard_core::flush_outcomes() {
-  if (outcomes_.empty() && deactivate_.empty()) return;
-  const auto rows = outcomes_.size();
-  out_.writes.push_back({std::exchange(outcomes_, {}), std::exchange(deactivate_, {})});
-  // The vector goes to the storage thread; the next batch is likely as large, and growing it
-  // one doubling at a time would cost a malloc per doubling.
-  outcomes_.reserve(rows);
-}
-
-std::optional<held_subscriber> shard_core::hold_of(const subscriber_state& sub,
-                                                   steady::time_point now, double now_unix) {
-  const auto id = sub.settings.id;
-  if (!sub.refused_target.empty()) {
-    return held_subscriber{id, "refused_target", "refused target: " + sub.refused_target};
-  }
-  if (!sub.settings.credentials_problem.empty()) {
-    return held_subscriber{id, "credentials", sub.settings.credentials_problem};
-  }
-  if (sub.gone && !sub.settings.active) {
-    return held_subscriber{id, "deactivated",
-                           "answered 410 Gone: deactivated (surge subscriber enable " +
-                               std::to_string(id) + " sends to it again)"};
-  }
-  if (sub.breaker.persistently_open()) {
-    return held_subscriber{id, "circuit_open",
-                           "circuit open: its endpoint failed probe after probe"};
-  }
-  if (sub.limits.paused(now)) {
-    const double until =
-        now_unix + std::chrono::duration<double>(sub.limits.paused_until() - now).count();
-    return held_subscriber{id, "paused", sub.limits.pause_reason(), until};
-  }
-  return std::nullopt;
-}
-
 void shard_core::publish_metrics() {
   drain_metrics::shard_view view;
-  const auto now = now_.steady;
   view.in_flight_limit = slots_.in_flight_limit();
-  const double now_unix = now_.unix_seconds();
-  // Every subscriber, not only the busiest: the partner view's ETA needs the pace of each one
-  // with rows queued, even before its first claim.
-  view.subscribers.reserve(subscribers_.size());
-  for (auto* sub : demand_.scan_order()) {
-    if (sub->limits.paused(now)) ++view.paused_subscribers;
-    if (sub->limits.announced_until() > now) ++view.quota_paced;
-    if (sub->consecutive_failures > 0) ++view.failing_subscribers;
-    if (sub->breaker.blocking()) ++view.open_circuits;
-    if (auto held = hold_of(*sub, now, now_unix)) view.held.push_back(std::move(*held));
-    sub->achieved.sample(sub->delivered, now_unix);
-    std::optional<double> open_since;
-    if (sub->breaker.blocking()) {
-      open_since = now_unix - std::chrono::duration<double>(now - sub->breaker.opened_at()).count();
-    }
-    view.subscribers.push_back(
-        {.id = sub->settings.id,
-         .delivered = sub->delivered,
-         .failed = sub->failed_attempts,
-         .in_flight = sub->in_flight,
-         .buffered = static_cast<std::int64_t>(sub->ready.size()),
-         .rate_limit = sub->settings.rate,
-         .paused = sub->limits.paused(now),
-         .delivery_latency_sum = sub->delivery_latency_sum,
-         .announced = sub->limits.announced(now_.wall),
-         .active = sub->settings.active,
-         .disowned = sub->disowned,
-         .paced_rate = sub->limits.paused(now) ? 0.0 : sub->limits.bucket().rate(),
-         .rows_per_request = std::max(1, std::min(sub->settings.batch_rows, sub->batch_fits)),
-         .slowed = sub->limits.slowed(),
-         .achieved_rate = sub->achieved.value(),
-         .circuit_open_since_unix = open_since,
-         .last_error = sub->last_error,
-         .last_error_unix = sub->last_error_unix});
-  }
-  view.origins = slots_.snapshots(demand_.scan_order(), now);
+  describe_subscribers(demand_.scan_order(), now_.steady, now_.wall, view);
+  view.origins = slots_.snapshots(demand_.scan_order(), now_.steady);
   metrics_.publish(static_cast<std::size_t>(index_), std::move(view));
   hand_over_quotas();
 }
@@ -320,7 +208,7 @@ void shard_core::finish_if_quiet() {
 
 void shard_core::finish() {
   if (finished_) return;
-  flush_outcomes();
+  rows_.flush();
   // The exit summary's held: and left: lines read this last word on each partner, not one up
   // to a second old; it hands over the partners' quotas too, before the unspent tokens (the
   // storage thread ends once it has those).

@@ -27,6 +27,7 @@
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/demand_planner.hpp"
 #include "engine/shard/scheduling.hpp"
+#include "engine/shard/shard_rows.hpp"
 #include "engine/shard/slots.hpp"
 #include "engine/shard/subscriber.hpp"
 #include "engine/shard/wakes.hpp"
@@ -69,11 +70,6 @@ struct send_action {
 struct write_verdict {
   attempt_id attempt = 0;
   bool go = false;  // false: give up, nothing written
-};
-
-struct outcome_write {
-  std::vector<storage::outcome> outcomes;
-  std::vector<std::int64_t> deactivate;  // subscribers that answered 410 Gone
 };
 
 // What the core asks its reactor to do, in the order of each list. The reactor takes them after
@@ -130,7 +126,7 @@ class shard_core {
   steady::time_point next_wake() const;
   bool finished() const { return finished_; }
   int in_flight() const { return slots_.in_flight(); }
-  int buffered() const { return buffered_; }
+  int buffered() const { return rows_.buffered(); }
 
  private:
   // One attempt from its send to its result.
@@ -182,9 +178,6 @@ class shard_core {
   void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
   std::string_view request_head_for(subscriber_state& sub,
                                     const std::shared_ptr<const proto::target>& target);
-  // Of the ready rows sharing a key, only the newest stays (ready_rows.hpp: coalesce); the
-  // others are done as coalesced.
-  void coalesce_ready(subscriber_state& sub);
   static batch_limits batch_limits_of(const subscriber_state& sub) {
     return {sub.settings.batch_rows, sub.settings.batch_bytes};
   }
@@ -196,20 +189,10 @@ class shard_core {
   // An ordered row finished: its outcome goes now and a claim follows it, so the key's next row
   // comes one storage cycle later instead of at the subscriber's idle poll.
   void claim_after_key_freed(subscriber_state& sub);
-  void dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason);
-  void release_ready(subscriber_state& sub);
-  void reschedule_ready(subscriber_state& sub, double next_attempt_at, std::string reason);
-  void push_outcome(storage::outcome outcome);
-  void adjust_buffered(int delta);
-  // A row leaves the subscriber's queue (sent and done, given back or dead-lettered).
-  void let_go(subscriber_state& sub, const storage::claimed_row& row) {
-    memory_.hold(sub.payload, -static_cast<std::int64_t>(row.payload.size()));
-  }
   void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   // Every resolved address of the subscriber's URL was refused by the target policy.
   void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
                                const std::string& refused, double now_unix);
-  void count_outcome(storage::outcome_kind kind);
   void attempt_ended(attempt_state& attempt);
   void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                       const http_result& result, const attempt_times& times);
@@ -219,10 +202,6 @@ class shard_core {
   void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
                         const char* reason);
   void hand_over_quotas();
-  void flush_outcomes();
-  // Why `sub` cannot send now, if it cannot: for /metrics, --until-drained and the summary.
-  static std::optional<held_subscriber> hold_of(const subscriber_state& sub, steady::time_point now,
-                                                double now_unix);
   origin_state& origin_of(subscriber_state& sub) { return slots_.origin_of(sub, now_.steady); }
   void finish();
   void finish_if_quiet();
@@ -242,6 +221,7 @@ class shard_core {
   buffer_pool request_buffers_;
   shard_time now_;
   shard_actions out_;
+  shard_rows rows_;  // the rows buffered here and the outcomes they leave with
 
   subscriber_map subscribers_;
   demand_planner demand_;  // what the storage thread is asked for, and when each is polled
@@ -256,17 +236,12 @@ class shard_core {
   steady::time_point next_flush_at_;
   steady::time_point next_publish_at_;
 
-  int buffered_ = 0;       // rows in this shard's ready queues
-  payload_memory memory_;  // this shard's part of scheduler.max_payload_memory
   bool stopping_ = false;
   bool finished_ = false;
-  std::vector<storage::outcome> outcomes_;
   // Scratch kept between events, so that a steady stream allocates nothing: the outcomes of the
   // attempt being settled, and the subscribers a claim's answer wakes.
   std::vector<storage::outcome> settled_;
   std::vector<subscriber_state*> answered_scratch_;
-  std::vector<coalesced_row> coalesced_scratch_;
-  std::vector<std::int64_t> deactivate_;
   std::mt19937_64 rng_;
 };
 

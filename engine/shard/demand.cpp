@@ -12,7 +12,7 @@ namespace surge::engine {
 
 void shard_core::on_claimed(claim_reply reply, shard_time time) {
   if (!begin_event(time)) return;
-  demand_.answered(reply, memory_);
+  demand_.answered(reply, rows_.memory());
   std::vector<subscriber_state*> to_coalesce;
   // The shared counters move once per answer, not once per row: each move is a write to a cache
   // line the other threads read.
@@ -24,31 +24,27 @@ void shard_core::on_claimed(claim_reply reply, shard_time time) {
   for (auto& row : reply.rows) {
     auto it = subscribers_.find(row.subscriber_id);
     if (it == subscribers_.end()) {
-      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      rows_.refuse(row);
       continue;
     }
     auto& sub = *it->second;
     ++sub.rows_in_answer;
     if (stopping_) {
-      push_outcome(outcome_for(row, storage::outcome_kind::release));
+      rows_.refuse(row);
       continue;
     }
     if (sub.settings.coalesce) to_coalesce.push_back(&sub);
     const auto bytes = static_cast<std::int64_t>(row.payload.size());
     answer_bytes += bytes;
-    memory_.take_row(sub.payload, bytes);
-    sub.ready.push_back(std::move(row));
+    rows_.take_in(sub, std::move(row));
     demand_.watch_tokens(sub);
     ++taken;
   }
-  if (taken > 0) {
-    adjust_buffered(taken);
-    memory_.answered(taken, answer_bytes);
-  }
+  rows_.answered(taken, answer_bytes);
   // New rows may repeat a key already waiting (or each other): only the newest is kept.
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());
-  for (auto* sub : to_coalesce) coalesce_ready(*sub);
+  for (auto* sub : to_coalesce) rows_.coalesce_ready(*sub, now_.unix_seconds());
   auto& to_notify = answered_scratch_;
   to_notify.clear();
   demand_.take_grants(reply, now_.steady, now_.unix_seconds(), to_notify);
@@ -90,7 +86,7 @@ void shard_core::on_disowned(const std::vector<std::int64_t>& subscriber_ids, sh
     // leased for the subscriber go back once unspent for a lease (take_stale).
     auto& sub = *it->second;
     sub.disowned = true;
-    release_ready(sub);
+    rows_.release_ready(sub);
     notify_line(sub);
   }
   end_event();
@@ -114,34 +110,17 @@ void shard_core::wake_subscribers(const std::vector<std::int64_t>& ids, bool all
 void shard_core::claim_after_key_freed(subscriber_state& sub) {
   // The storage thread writes an outcome that frees a key with the next claim
   // (engine/storage_thread/commit_timing.hpp), so the claim sent here finds the key's next row.
-  flush_outcomes();
+  rows_.flush();
   sub.key_freed = true;
   demand_.poll_now(sub, now_.steady);
   if (!stopping_) send_demand();
 }
 
 void shard_core::send_demand() {
-  auto demand = demand_.plan(slots_.in_flight_cap() * config_.scheduler.buffer_per_slot - buffered_,
-                             memory_, now_.steady);
+  auto demand =
+      demand_.plan(slots_.in_flight_cap() * config_.scheduler.buffer_per_slot - rows_.buffered(),
+                   rows_.memory(), now_.steady);
   if (!demand.empty()) out_.claim = std::move(demand);
-}
-
-void shard_core::coalesce_ready(subscriber_state& sub) {
-  auto& merged = coalesced_scratch_;
-  merged.clear();
-  coalesce(sub.ready, *sub.settings.coalesce, merged);
-  const double now = now_.unix_seconds();
-  for (auto& m : merged) {
-    adjust_buffered(-1);
-    let_go(sub, m.row);
-    counters_.add(counters_.coalesced);
-    auto out = outcome_for(m.row, storage::outcome_kind::coalesced);
-    out.coalesced_into = m.into;
-    out.coalesced_since = m.since;
-    out.last_error = "coalesced into delivery " + std::to_string(m.into);
-    out.finished_at = now;
-    push_outcome(std::move(out));
-  }
 }
 
 }  // namespace surge::engine

@@ -54,40 +54,35 @@ void shard_core::run_pump(subscriber_state& sub) {
     const auto decision = scheduling::next_pump_step(pump_facts_of(sub), now);
     switch (decision.action) {
       case pump_action::wait: break;
-      case pump_action::release_buffered: release_ready(sub); continue;
+      case pump_action::release_buffered: rows_.release_ready(sub); continue;
       case pump_action::dead_letter_buffered:
         while (!sub.ready.empty()) {
           auto row = std::move(sub.ready.front());
           sub.ready.pop_front();
-          dead_letter(sub, std::move(row), sub.settings.unusable_reason);
+          rows_.dead_letter(sub, std::move(row), sub.settings.unusable_reason, now_unix);
         }
         continue;
       case pump_action::dead_letter_front_too_large: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         const auto size = row.payload_bytes;
-        dead_letter(sub, std::move(row),
-                    "payload too large: " + std::to_string(size) + " bytes, limit " +
-                        std::to_string(limits.max_payload_bytes));
+        rows_.dead_letter(sub, std::move(row),
+                          "payload too large: " + std::to_string(size) + " bytes, limit " +
+                              std::to_string(limits.max_payload_bytes),
+                          now_unix);
         continue;
       }
       case pump_action::dead_letter_front_refused: {
         auto row = std::move(sub.ready.front());
         sub.ready.pop_front();
         auto refusal = row_checks_.refusal(row, now_unix);
-        dead_letter(sub, std::move(row), std::move(refusal));
+        rows_.dead_letter(sub, std::move(row), std::move(refusal), now_unix);
         continue;
       }
-      case pump_action::release_front: {
+      case pump_action::release_front:
         // Claimed again on the next round, by whoever then has a lease long enough.
-        auto row = std::move(sub.ready.front());
-        sub.ready.pop_front();
-        adjust_buffered(-1);
-        let_go(sub, row);
-        counters_.add(counters_.released);
-        push_outcome(outcome_for(row, storage::outcome_kind::release));
+        rows_.release_front(sub);
         continue;
-      }
       case pump_action::queue_for_shard_slot: slots_.queue_for_shard(sub, now); break;
       case pump_action::queue_for_origin: slots_.queue_for_origin(sub, now); break;
       case pump_action::start_linger:
@@ -135,7 +130,7 @@ void shard_core::send_next(subscriber_state& sub) {
                                    now_.unix_seconds(), attempt.batched);
   attempt.probe = probe;
   attempt.started_unix = now_.unix_seconds();
-  adjust_buffered(-static_cast<int>(attempt.rows.size()));
+  rows_.sent(static_cast<int>(attempt.rows.size()));
   ++sub.in_flight;
   attempt.slots = slots_.start(sub, origin, now);
   counters_.add(counters_.in_flight);

@@ -1,0 +1,79 @@
+#pragma once
+// The rows a shard holds and what becomes of each: taken in from a claim's answer into its
+// subscriber's ready queue (counted against the shard's row budget and payload memory), and let
+// go with an outcome (released, rescheduled, dead-lettered, coalesced, or settled by an attempt).
+// The outcomes go to the storage thread in batches (an outcome_write each). Sans-I/O: the shard's
+// core passes the time.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/config.hpp"
+#include "engine/handoff.hpp"
+#include "engine/limits/payload_memory.hpp"
+#include "engine/observe/counters.hpp"
+#include "engine/shard/delivery.hpp"
+#include "engine/shard/subscriber.hpp"
+#include "storage/outcomes.hpp"
+
+namespace surge::engine {
+
+struct outcome_write {
+  std::vector<storage::outcome> outcomes;
+  std::vector<std::int64_t> deactivate;  // subscribers that answered 410 Gone
+};
+
+class shard_rows {
+ public:
+  // Full batches go to `writes` as they fill (scheduler.outcome_flush_rows) and the rest at
+  // flush().
+  shard_rows(const scheduler_config& config, int shard_count, drain_counters& counters,
+             std::vector<outcome_write>& writes);
+
+  // A claim's row joins the subscriber's ready queue; answered() counts the answer's rows once
+  // they are all in.
+  void take_in(subscriber_state& sub, storage::claimed_row row);
+  void answered(int rows, std::int64_t bytes);
+  // A claimed row nobody here can send (its subscriber unknown, or the shard stopping) goes back.
+  void refuse(const storage::claimed_row& row);
+
+  // Rows leave the ready queue for a request.
+  void sent(int rows);
+  // A request's row is over: its payload memory is free.
+  void let_go(subscriber_state& sub, const storage::claimed_row& row) {
+    memory_.hold(sub.payload, -static_cast<std::int64_t>(row.payload.size()));
+  }
+  // Rows of the ready queue, let go: back to the queue, due again at `next_attempt_at`, or dead.
+  void release_ready(subscriber_state& sub);
+  void release_front(subscriber_state& sub);
+  void reschedule_ready(subscriber_state& sub, double next_attempt_at, const std::string& reason);
+  void dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason,
+                   double now_unix);
+  // Of the ready rows sharing a key, only the newest stays (ready_rows.hpp: coalesce); the
+  // others are done as coalesced.
+  void coalesce_ready(subscriber_state& sub, double now_unix);
+
+  // An attempt's outcome (counted by its kind), or any other row's.
+  void settled(storage::outcome outcome);
+  void push(storage::outcome outcome);
+  // The subscriber answered 410 Gone: written as inactive with the next batch.
+  void deactivate(std::int64_t subscriber_id) { deactivate_.push_back(subscriber_id); }
+  void flush();
+
+  int buffered() const { return buffered_; }
+  payload_memory& memory() { return memory_; }
+
+ private:
+  void adjust_buffered(int delta);
+
+  std::size_t flush_rows_;
+  drain_counters& counters_;
+  std::vector<outcome_write>& writes_;
+  int buffered_ = 0;       // rows in this shard's ready queues
+  payload_memory memory_;  // this shard's part of scheduler.max_payload_memory
+  std::vector<storage::outcome> outcomes_;
+  std::vector<std::int64_t> deactivate_;
+  std::vector<coalesced_row> coalesced_scratch_;
+};
+
+}  // namespace surge::engine
