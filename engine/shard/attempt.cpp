@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "engine/shard/delivery.hpp"
-#include "proto/retry_after.hpp"
+#include "engine/shard/subscriber_response.hpp"
 
 namespace surge::engine {
 
@@ -86,8 +86,15 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
     slots_.on_latency(origin, result.exchange_time, attempt.slots, now_.steady);
   }
   const std::span<const storage::claimed_row> sent(rows.data(), rows.size());
-  record_attempt(sub, sent, result, times);
-  observe_quota(sub, result, times);
+  const auto heard = hear_response(
+      sub, sent, result, times, now_.steady,
+      {.metrics = metrics_, .log = logger_, .retry_after_cap = config_.retry_after_cap});
+  if (heard.circuit_opened) rows_.release_ready(sub);
+  if (heard.paused_until) {
+    pause_subscriber(sub, *heard.paused_until - now_.steady, times.finished_unix,
+                     "subscriber paused until its partner's announced quota resets");
+  }
+  if (heard.gate_changed) notify_line(sub);
 
   // A batch gets one decision, made for its lead, and every row takes it.
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
@@ -172,77 +179,6 @@ void shard_core::attempt_ended(attempt_state& attempt) {
   woken.clear();
   slots_.end(origin, attempt.slots, now_.steady, woken);
   for (auto* next : woken) notify(*next);
-}
-
-void shard_core::record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
-                                const http_result& result, const attempt_times& times) {
-  counters_.add(counters_.attempts);
-  if (result.fresh_retry) counters_.add(counters_.fresh_retries);
-  metrics_.count_attempt(result.status);
-  metrics_.attempt_duration.observe(times.finished_unix - times.started_unix);
-  for (const auto& row : rows) {
-    if (row.attempts == 0) {
-      metrics_.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
-    }
-  }
-  if (proto::classify_status(result.status) == proto::status_class::success) {
-    sub.delivered += static_cast<std::int64_t>(rows.size());
-    for (const auto& row : rows) {
-      sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
-    }
-    sub.consecutive_failures = 0;
-  } else {
-    ++sub.failed_attempts;
-    ++sub.consecutive_failures;
-  }
-  observe_endpoint(sub, result);
-}
-
-void shard_core::observe_endpoint(subscriber_state& sub, const http_result& result) {
-  const auto now = now_.steady;
-  const auto reading =
-      proto::read_endpoint(result.status, result.error, !result.retry_after.empty());
-  if (reading.unwell) {
-    const bool was_closed = !sub.breaker.blocking();
-    sub.breaker.on_failure(now);
-    if (was_closed && sub.breaker.blocking()) {
-      warn("subscriber " + std::to_string(sub.settings.id) + ": circuit open after " +
-           std::to_string(sub.consecutive_failures) + " failures; one probe per cool-down");
-      // Its buffered rows go back to the queue rather than sit on leases while it is down.
-      rows_.release_ready(sub);
-    }
-  } else if (reading.alive) {
-    sub.breaker.on_success();
-  }
-  if (sub.limits.on_endpoint(reading.pushback, reading.delivered, now)) notify_line(sub);
-}
-
-void shard_core::observe_quota(subscriber_state& sub, const http_result& result,
-                               const attempt_times& times) {
-  if (result.quota.empty()) return;
-  // Retry-After wins where it is honoured (429, 503): the quota only paces what is left of its
-  // window after it.
-  std::optional<std::chrono::seconds> retry_after;
-  if (proto::asks_to_slow_down(result.status) && !result.retry_after.empty()) {
-    retry_after = proto::parse_retry_after(result.retry_after, times.now, config_.retry_after_cap);
-  }
-  // This attempt still counts in in_flight: the others are what the partner may not have seen.
-  const auto step =
-      sub.limits.on_announced(result.quota, sub.in_flight - 1, retry_after, times.now, now_.steady);
-  if (!step) return;
-  if (step->kind == proto::pace_kind::paused) {
-    pause_subscriber(sub, step->until - now_.steady, times.finished_unix,
-                     "subscriber paused until its partner's announced quota resets");
-  }
-  if (step->first_below_configured) {
-    const auto& latest = *sub.limits.latest_announcement();
-    inform("subscriber " + std::to_string(sub.settings.id) + ": its partner announces " +
-           std::to_string(latest.remaining) + " requests left for " +
-           std::to_string(latest.reset_after.count()) +
-           " s; paced below the configured limit until its window resets (surge stats shows "
-           "the latest)");
-  }
-  if (step->gate_changed) notify_line(sub);
 }
 
 void shard_core::pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,

@@ -194,11 +194,6 @@ class shard_core {
   void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
                                const std::string& refused, double now_unix);
   void attempt_ended(attempt_state& attempt);
-  void record_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
-                      const http_result& result, const attempt_times& times);
-  void observe_endpoint(subscriber_state& sub, const http_result& result);
-  // The partner's announced quota (subscriber_limits::on_announced), carried out.
-  void observe_quota(subscriber_state& sub, const http_result& result, const attempt_times& times);
   void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
                         const char* reason);
   void hand_over_quotas();

@@ -1,0 +1,103 @@
+// What an attempt's answer says of its subscriber (engine/shard/subscriber_response.hpp).
+#include "engine/shard/subscriber_response.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "proto/outcome.hpp"
+#include "proto/retry_after.hpp"
+
+namespace surge::engine {
+namespace {
+
+void count_attempt(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                   const http_result& result, const attempt_times& times, drain_metrics& metrics) {
+  auto& counters = metrics.counters;
+  counters.add(counters.attempts);
+  if (result.fresh_retry) counters.add(counters.fresh_retries);
+  metrics.count_attempt(result.status);
+  metrics.attempt_duration.observe(times.finished_unix - times.started_unix);
+  for (const auto& row : rows) {
+    if (row.attempts == 0) {
+      metrics.due_lag.observe(std::max(0.0, times.started_unix - row.next_attempt_at));
+    }
+  }
+  if (proto::classify_status(result.status) == proto::status_class::success) {
+    sub.delivered += static_cast<std::int64_t>(rows.size());
+    for (const auto& row : rows) {
+      sub.delivery_latency_sum += std::max(0.0, times.finished_unix - row.created_at);
+    }
+    sub.consecutive_failures = 0;
+  } else {
+    ++sub.failed_attempts;
+    ++sub.consecutive_failures;
+  }
+}
+
+// The circuit breaker and the adaptive pace.
+void hear_endpoint(subscriber_state& sub, const http_result& result,
+                   std::chrono::steady_clock::time_point now, core_log& log,
+                   response_effects& effects) {
+  const auto reading =
+      proto::read_endpoint(result.status, result.error, !result.retry_after.empty());
+  if (reading.unwell) {
+    const bool was_closed = !sub.breaker.blocking();
+    sub.breaker.on_failure(now);
+    if (was_closed && sub.breaker.blocking()) {
+      log.write(log_level::warn, "subscriber " + std::to_string(sub.settings.id) +
+                                     ": circuit open after " +
+                                     std::to_string(sub.consecutive_failures) +
+                                     " failures; one probe per cool-down");
+      // Its buffered rows go back to the queue rather than sit on leases while it is down.
+      effects.circuit_opened = true;
+    }
+  } else if (reading.alive) {
+    sub.breaker.on_success();
+  }
+  if (sub.limits.on_endpoint(reading.pushback, reading.delivered, now)) {
+    effects.gate_changed = true;
+  }
+}
+
+// The partner's announced quota (subscriber_limits::on_announced).
+void hear_quota(subscriber_state& sub, const http_result& result, const attempt_times& times,
+                std::chrono::steady_clock::time_point now, const response_context& context,
+                response_effects& effects) {
+  if (result.quota.empty()) return;
+  // Retry-After wins where it is honoured (429, 503): the quota only paces what is left of its
+  // window after it.
+  std::optional<std::chrono::seconds> retry_after;
+  if (proto::asks_to_slow_down(result.status) && !result.retry_after.empty()) {
+    retry_after = proto::parse_retry_after(result.retry_after, times.now, context.retry_after_cap);
+  }
+  // This attempt still counts in in_flight: the others are what the partner may not have seen.
+  const auto step =
+      sub.limits.on_announced(result.quota, sub.in_flight - 1, retry_after, times.now, now);
+  if (!step) return;
+  if (step->kind == proto::pace_kind::paused) effects.paused_until = step->until;
+  if (step->first_below_configured) {
+    const auto& latest = *sub.limits.latest_announcement();
+    context.log.write(log_level::info,
+                      "subscriber " + std::to_string(sub.settings.id) + ": its partner announces " +
+                          std::to_string(latest.remaining) + " requests left for " +
+                          std::to_string(latest.reset_after.count()) +
+                          " s; paced below the configured limit until its window resets "
+                          "(surge stats shows the latest)");
+  }
+  if (step->gate_changed) effects.gate_changed = true;
+}
+
+}  // namespace
+
+response_effects hear_response(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                               const http_result& result, const attempt_times& times,
+                               std::chrono::steady_clock::time_point now,
+                               const response_context& context) {
+  response_effects effects;
+  count_attempt(sub, rows, result, times, context.metrics);
+  hear_endpoint(sub, result, now, context.log, effects);
+  hear_quota(sub, result, times, now, context, effects);
+  return effects;
+}
+
+}  // namespace surge::engine
