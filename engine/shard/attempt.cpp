@@ -28,32 +28,8 @@ void shard_core::on_response(attempt_id id, const http_result& result, std::stri
   if (!begin_event(now)) return;
   request_buffers_.give_back(std::move(request));
   settle_attempt(attempts_[id], result);
-  free_attempts_.push_back(id);
+  attempts_.close(id);
   end_event();
-}
-
-void shard_core::prepare_request(attempt_state& attempt, std::string& request,
-                                 const std::shared_ptr<const proto::target>& target,
-                                 const proto::signer& signer) {
-  auto& sub = *attempt.sub;
-  const auto& rows = attempt.rows;
-  const double started_unix = attempt.started_unix;
-  const auto seconds = static_cast<std::int64_t>(started_unix);
-  if (attempt.batched) {
-    write_request(request,
-                  build_batch_request(*target, signer, {rows.data(), rows.size()}, seconds,
-                                      config_.http.user_agent, extra_headers_of(sub.settings)));
-  } else {
-    write_delivery_request(request, request_head_for(sub, target), signer, rows.front(), seconds);
-  }
-  // The partner counts arrivals, so its limit is charged at the wire gate, right before the
-  // write; an attempt gives up there before its lease (the batch's shortest) gets too short to
-  // finish within it.
-  double lease = rows.front().lease;
-  for (const auto& row : rows) lease = std::min(lease, row.lease);
-  const auto lease_left =
-      std::chrono::duration<double>(lease - started_unix) - row_checks_.lease_margin;
-  attempt.give_up_at = now_.steady + std::chrono::duration_cast<steady::duration>(lease_left);
 }
 
 void shard_core::settle_attempt(attempt_state& attempt, const http_result& result) {
@@ -155,17 +131,6 @@ void shard_core::narrow_batches(subscriber_state& sub, std::size_t refused_rows,
   }
   sub.batch_fits = std::min(sub.batch_fits, fits);
   sub.settings.batch_rows = std::min(sub.settings.batch_rows, sub.batch_fits);
-}
-
-std::string_view shard_core::request_head_for(subscriber_state& sub,
-                                              const std::shared_ptr<const proto::target>& target) {
-  if (sub.request_head_target != target || sub.request_head_extra != sub.settings.extra_headers) {
-    sub.request_head =
-        request_head(*target, config_.http.user_agent, extra_headers_of(sub.settings));
-    sub.request_head_target = target;
-    sub.request_head_extra = sub.settings.extra_headers;
-  }
-  return sub.request_head;
 }
 
 void shard_core::attempt_ended(attempt_state& attempt) {

@@ -24,6 +24,7 @@
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
+#include "engine/shard/attempts.hpp"
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/demand_planner.hpp"
 #include "engine/shard/scheduling.hpp"
@@ -46,8 +47,6 @@ struct shard_time {
     return std::chrono::duration<double>(wall.time_since_epoch()).count();
   }
 };
-
-using attempt_id = std::uint32_t;
 
 // What a subscriber's client certificate files gave (client_identities::get, in the reactor,
 // which reads them): its identity, or why it cannot be used.
@@ -129,17 +128,6 @@ class shard_core {
   int buffered() const { return rows_.buffered(); }
 
  private:
-  // One attempt from its send to its result.
-  struct attempt_state {
-    subscriber_state* sub = nullptr;
-    origin_state* origin = nullptr;
-    attempt_rows rows;
-    bool batched = false;
-    bool probe = false;  // the one request an open circuit lets out
-    shard_slots::held slots;
-    double started_unix = 0;
-    steady::time_point give_up_at{};  // the rows' lease would run out before it could finish
-  };
   // Every event begins and ends with these: the clock is read once, and whatever the event
   // changed is looked at again before it returns (queued pumps and wire lines, a quiet stop).
   // False once the core has finished: the event then changes nothing.
@@ -169,15 +157,10 @@ class shard_core {
   void notify_line(subscriber_state& sub) { wakes_.queue_line(sub); }
 
   // Attempts (attempt.cpp).
-  void prepare_request(attempt_state& attempt, std::string& request,
-                       const std::shared_ptr<const proto::target>& target,
-                       const proto::signer& signer);
   void settle_attempt(attempt_state& attempt, const http_result& result);
   // A batch of `refused_rows` was refused as too large: the subscriber's batches are at most
   // `fits` rows from now on.
   void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
-  std::string_view request_head_for(subscriber_state& sub,
-                                    const std::shared_ptr<const proto::target>& target);
   static batch_limits batch_limits_of(const subscriber_state& sub) {
     return {sub.settings.batch_rows, sub.settings.batch_bytes};
   }
@@ -223,9 +206,7 @@ class shard_core {
   shard_slots slots_;      // the shard's and its origins' in-flight slots, and who waits for them
   std::vector<subscriber_state*> woken_scratch_;  // handed a slot as an attempt ended
 
-  // Attempts by id; ids of ended ones are reused, so a steady stream allocates nothing.
-  std::vector<attempt_state> attempts_;
-  std::vector<attempt_id> free_attempts_;
+  attempt_book attempts_;
   wake_schedule wakes_;  // pumps and wire lines to look at again, now or at a time
   steady::time_point next_demand_at_;
   steady::time_point next_flush_at_;

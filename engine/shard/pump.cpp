@@ -114,14 +114,7 @@ void shard_core::send_next(subscriber_state& sub) {
     sub.token_wait_since.reset();
   }
   // One token and one slot per request, however many rows it carries.
-  attempt_id id;
-  if (free_attempts_.empty()) {
-    id = static_cast<attempt_id>(attempts_.size());
-    attempts_.emplace_back();
-  } else {
-    id = free_attempts_.back();
-    free_attempts_.pop_back();
-  }
+  const attempt_id id = attempts_.open();
   auto& attempt = attempts_[id];
   attempt.sub = &sub;
   attempt.origin = &origin;
@@ -142,7 +135,8 @@ void shard_core::send_next(subscriber_state& sub) {
   send.proxy = sub.settings.proxy;
   send.request = request_buffers_.take();
   try {
-    prepare_request(attempt, send.request, send.target, *sub.settings.signer);
+    prepare_request(attempt, send.request, send.target, *sub.settings.signer,
+                    {config_.http.user_agent, row_checks_.lease_margin}, now);
   } catch (const std::exception& error) {
     // Never expected (delivery_refusal and the settings' checks keep unsafe values out): the
     // attempt ends as an error of its own, its rows judged like any failed attempt's.
@@ -152,7 +146,7 @@ void shard_core::send_next(subscriber_state& sub) {
     failed.error = proto::transport_error::protocol;
     failed.detail = std::string("internal error: ") + error.what();
     settle_attempt(attempt, failed);
-    free_attempts_.push_back(id);
+    attempts_.close(id);
   }
 }
 
