@@ -122,43 +122,12 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
   const double now_unix = now_.unix_seconds();
   for (std::size_t i = 0; i < rows.size(); ++i) {
     auto& row = rows[i];
-    auto settings = derive_settings(row, config_.scheduler);
-    if (settings.credentials_problem.empty() && i < identities.size()) {
-      settings.identity = std::move(identities[i].identity);
-      settings.credentials_problem = std::move(identities[i].problem);
-    }
-    // Held, not failed: without what the partner requires every attempt would be refused.
-    if (!settings.credentials_problem.empty()) settings.rate = 0;
-    // Unusable limits pause the subscriber (derive_settings): the bucket and everything else
-    // that reads the row's limits below see the pause, not the bad values.
-    row.rate_per_sec = settings.rate;
-    row.burst = static_cast<std::int64_t>(settings.burst);
     auto it = subscribers_.find(row.id);
-    // Once per subscriber and value: reloads every few seconds must not repeat it.
-    const auto said_once = [this, &row](const std::string& before, const std::string& now,
-                                        const char* usable_again, const char* held) {
-      if (now == before) return;
-      const std::string who = "subscriber " + std::to_string(row.id) + ": ";
-      if (now.empty()) {
-        inform(who + usable_again);
-      } else {
-        warn(who + now + held);
-      }
-    };
     const bool known = it != subscribers_.end();
-    said_once(known ? it->second->settings.limits_problem : std::string(), settings.limits_problem,
-              "rate and burst are usable again; sending resumes",
-              "; treated as paused: its rows stay queued and --until-drained does not wait for "
-              "them");
-    said_once(known ? it->second->settings.credentials_problem : std::string(),
-              settings.credentials_problem, "its credentials are usable again; sending resumes",
-              "; held: its rows stay queued and --until-drained does not wait for them");
-    const std::string& relief_before =
-        it == subscribers_.end() ? std::string() : it->second->settings.relief_problem;
-    if (settings.relief_problem != relief_before && !settings.relief_problem.empty()) {
-      warn("subscriber " + std::to_string(row.id) + ": " + settings.relief_problem);
-    }
-    if (it == subscribers_.end()) {
+    auto settings =
+        reloaded_settings(row, i < identities.size() ? std::move(identities[i]) : identity_lookup{},
+                          known ? &it->second->settings : nullptr, config_.scheduler, logger_);
+    if (!known) {
       auto state = std::make_unique<subscriber_state>(row, std::move(settings), now_.steady,
                                                       now_unix, config_.scheduler);
       auto& sub = *state;
@@ -167,15 +136,7 @@ void shard_core::update_subscribers(std::vector<storage::subscriber_row> rows,
       if (!stopping_) notify(sub);
     } else {
       auto& sub = *it->second;
-      // Queued behind another origin now: let the pump find its new one.
-      const bool moved = settings.target && sub.settings.target &&
-                         settings.target->origin_key != sub.settings.target->origin_key;
-      if (moved) sub.waiting_on_origin = nullptr;
-      settings.batch_rows = std::min(settings.batch_rows, sub.batch_fits);
-      sub.settings = std::move(settings);
-      // New limits take effect without resetting tokens; a pace lowered by pushback or by the
-      // partner's announced quota stays lowered, within the new limit.
-      sub.limits.configure(sub.settings.rate, sub.settings.burst, now_.steady);
+      sub.reconfigure(std::move(settings), now_.steady);
       notify_line(sub);
       notify(sub);
     }

@@ -48,13 +48,6 @@ struct shard_time {
   }
 };
 
-// What a subscriber's client certificate files gave (client_identities::get, in the reactor,
-// which reads them): its identity, or why it cannot be used.
-struct identity_lookup {
-  std::shared_ptr<const client_identity> identity;
-  std::string problem;
-};
-
 // A request to send: connect (or reuse a connection), ask the core at the wire gate, write,
 // read the response, and hand the result back with on_response.
 struct send_action {
@@ -161,9 +154,6 @@ class shard_core {
   // A batch of `refused_rows` was refused as too large: the subscriber's batches are at most
   // `fits` rows from now on.
   void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
-  static batch_limits batch_limits_of(const subscriber_state& sub) {
-    return {sub.settings.batch_rows, sub.settings.batch_bytes};
-  }
   scheduling::pump_facts pump_facts_of(subscriber_state& sub);
   void send_next(subscriber_state& sub);
   // The planner's next claim, if it has one, goes out (demand.cpp).

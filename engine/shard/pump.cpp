@@ -10,37 +10,11 @@
 namespace surge::engine {
 
 scheduling::pump_facts shard_core::pump_facts_of(subscriber_state& sub) {
-  const auto now = now_.steady;
-  const double now_unix = now_.unix_seconds();
-  scheduling::pump_facts facts;
-  facts.has_rows = !sub.ready.empty();
+  auto facts = sub.own_facts(row_checks_, config_.scheduler.max_payload_bytes, now_.steady,
+                             now_.unix_seconds());
   if (!facts.has_rows) return facts;
-  const auto& front = sub.ready.front();
-  facts.active = sub.settings.active;
-  facts.rate_paused = sub.limits.bucket().paused();
-  facts.unusable = !sub.settings.unusable_reason.empty();
-  // The claim left an oversized payload in the database (storage::sqlite::claimer): only its size
-  // is here.
-  facts.front_too_large =
-      static_cast<std::size_t>(front.payload_bytes) > config_.scheduler.max_payload_bytes;
-  facts.front_refused = !row_checks_.refusal(front, now_unix).empty();
-  facts.front_lease_too_short = row_checks_.lease_too_short(front, now_unix);
-  facts.paused_until = sub.limits.paused_until();
-  facts.circuit_blocking = sub.breaker.blocking() && !sub.probe_due(now);
-  if (sub.breaker.current() == circuit_breaker::state::open) {
-    facts.next_probe_at = sub.breaker.next_probe_at();
-  }
-  facts.in_flight = sub.in_flight;
-  facts.in_flight_cap = sub.settings.in_flight_cap;
-  slots_.describe(facts, sub, now);
-  facts.batching = sub.settings.batch_rows > 1;
-  if (facts.batching) {
-    facts.batch_full = batch_full(sub.ready, batch_limits_of(sub), row_checks_, now_unix);
-  }
-  facts.batch_wait_since = sub.batch_wait_since;
-  facts.batch_linger = sub.settings.batch_linger;
+  slots_.describe(facts, sub, now_.steady);
   facts.stopping = stopping_;
-  facts.token_wait = sub.limits.token_wait(now);
   return facts;
 }
 
@@ -119,8 +93,8 @@ void shard_core::send_next(subscriber_state& sub) {
   attempt.sub = &sub;
   attempt.origin = &origin;
   sub.batch_wait_since.reset();
-  attempt.rows = take_request_rows(sub.ready, batch_limits_of(sub), row_checks_,
-                                   now_.unix_seconds(), attempt.batched);
+  attempt.rows = take_request_rows(sub.ready, sub.batching(), row_checks_, now_.unix_seconds(),
+                                   attempt.batched);
   attempt.probe = probe;
   attempt.started_unix = now_.unix_seconds();
   rows_.sent(static_cast<int>(attempt.rows.size()));

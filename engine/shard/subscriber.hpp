@@ -12,7 +12,9 @@
 #include "engine/observe/partner_view.hpp"
 #include "engine/config.hpp"
 #include "engine/limits/payload_memory.hpp"
+#include "engine/observe/log.hpp"
 #include "engine/shard/ready_rows.hpp"
+#include "engine/shard/scheduling.hpp"
 #include "engine/shard/subscriber_limits.hpp"
 #include "engine/shard/wire_line.hpp"
 #include "engine/subscriber_settings.hpp"
@@ -27,6 +29,21 @@
 namespace surge::engine {
 
 struct origin_state;
+
+// What a subscriber's client certificate files gave (client_identities::get, in the reactor,
+// which reads them): its identity, or why it cannot be used.
+struct identity_lookup {
+  std::shared_ptr<const client_identity> identity;
+  std::string problem;
+};
+
+// The settings a (re)loaded row gives the drain, with the identity its certificate files gave.
+// The row's rate and burst become those the drain uses (a pause while they are unusable or the
+// credentials are). What changed for the operator goes to `log`, once per subscriber and value:
+// `before` is what the subscriber had, null when it is new.
+subscriber_settings reloaded_settings(storage::subscriber_row& row, identity_lookup identity,
+                                      const subscriber_settings* before,
+                                      const scheduler_config& config, core_log& log);
 
 struct subscriber_state {
   subscriber_state(const storage::subscriber_row& row, subscriber_settings settings,
@@ -99,6 +116,18 @@ struct subscriber_state {
   std::chrono::steady_clock::time_point line_at = std::chrono::steady_clock::time_point::max();
   bool pump_queued = false;
   bool line_queued = false;
+
+  // A reload's settings: new limits take effect without resetting tokens, a pace lowered by
+  // pushback or by the partner's announced quota stays lowered within them, and a batch size a
+  // 413 lowered stays lowered.
+  void reconfigure(subscriber_settings next, std::chrono::steady_clock::time_point now);
+
+  // What the pump decides on about the subscriber itself and its front row (the shard's slots
+  // and its stop are the shard's to add).
+  scheduling::pump_facts own_facts(const row_checks& checks, std::size_t max_payload_bytes,
+                                   std::chrono::steady_clock::time_point now,
+                                   double now_unix) const;
+  batch_limits batching() const { return {settings.batch_rows, settings.batch_bytes}; }
 
   // An open circuit whose cool-down has passed: one row may go out as the probe.
   bool probe_due(std::chrono::steady_clock::time_point now) const {
