@@ -36,7 +36,6 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   auto& sub = *attempt.sub;
   auto& origin = *attempt.origin;
   const auto& rows = attempt.rows;
-  const bool batched = attempt.batched;
   for (const auto& row : rows) rows_.let_go(sub, row);
   if (result.not_sent) {
     if (attempt.probe) sub.breaker.on_probe_unsent(now_.steady);
@@ -72,55 +71,38 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   }
   if (heard.gate_changed) notify_line(sub);
 
-  // A batch gets one decision, made for its lead, and every row takes it.
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-  const auto lead = batched ? batch_lead(sent) : storage::claimed_row{};
-  const auto& judged_row = batched ? lead : rows.front();
-  auto judged = judge_attempt(judged_row, sub.settings.id, result, times, retry_policy_,
-                              config_.retry_after_cap, unit, sub.unpaid_rate_limits);
-  sub.unpaid_rate_limits = judged.unpaid_rate_limits;
-  if (!judged.outcome.last_error.empty()) {
-    sub.last_error = judged.outcome.last_error;
-    sub.last_error_unix = times.finished_unix;
+  const auto settled = settle_answer(sub, sent, attempt.batched, result, times, retry_policy_,
+                                     config_.retry_after_cap, unit, settled_);
+  if (settled.pause) {
+    pause_subscriber(sub, *settled.pause, times.finished_unix, "subscriber paused by Retry-After");
   }
-  if (judged.pause_subscriber) {
-    pause_subscriber(sub, *judged.pause_subscriber, times.finished_unix,
-                     "subscriber paused by Retry-After");
-  }
-  if (judged.deactivate_subscriber) {
-    // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
-    // subscriber, until an operator enables it again.
-    if (sub.settings.active) {
-      warn("subscriber " + std::to_string(sub.settings.id) +
-           " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
-      // Its host no longer needs in flight what this subscriber's rate did (as a reload,
-      // which sums the active ones, would say).
-      if (sub.settings.target) origin_of(sub).rate_sum -= sub.settings.rate;
-    }
-    sub.settings.active = false;
-    sub.gone = true;
-    rows_.deactivate(sub.settings.id);
-    rows_.release_ready(sub);
-    notify_line(sub);
-  }
-  // An ordered key's next row is claimable once this row's finish is written (a retry keeps
-  // the key where it is). Hurried only when the subscriber has nothing else buffered to send,
-  // as with one hot key: with many keys, other keys' rows are ready, and the finish rides the
-  // usual commit cadence and batched hand-off.
-  const bool frees_key = sub.settings.order.has_value() &&
-                         judged.outcome.kind != storage::outcome_kind::retry && sub.ready.empty();
-  judged.outcome.frees_key = frees_key;
-  if (batched) {
+  if (settled.deactivate) deactivate(sub);
+  if (attempt.batched) {
     counters_.add(counters_.batch_posts);
     counters_.add(counters_.batched_rows, static_cast<std::int64_t>(rows.size()));
   }
-  const auto batch_fits = settle_rows(judged.outcome, sent, batched, lead, result.status,
-                                      times.finished_unix, settled_);
-  if (batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*batch_fits));
+  if (settled.batch_fits) narrow_batches(sub, rows.size(), static_cast<int>(*settled.batch_fits));
   for (auto& out : settled_) rows_.settled(std::move(out));
   attempt_ended(attempt);
-  // A refused batch's rows are all due again: none of them freed its key.
-  if (frees_key && !batch_fits) claim_after_key_freed(sub);
+  if (settled.frees_key) claim_after_key_freed(sub);
+}
+
+void shard_core::deactivate(subscriber_state& sub) {
+  // Only the rows that got the 410 are dead; the rest wait in the queue, as for any inactive
+  // subscriber, until an operator enables it again.
+  if (sub.settings.active) {
+    warn("subscriber " + std::to_string(sub.settings.id) +
+         " answered 410 Gone: deactivated; its other rows stay queued until it is enabled");
+    // Its host no longer needs in flight what this subscriber's rate did (as a reload,
+    // which sums the active ones, would say).
+    if (sub.settings.target) origin_of(sub).rate_sum -= sub.settings.rate;
+  }
+  sub.settings.active = false;
+  sub.gone = true;
+  rows_.deactivate(sub.settings.id);
+  rows_.release_ready(sub);
+  notify_line(sub);
 }
 
 void shard_core::narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits) {

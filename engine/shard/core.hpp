@@ -151,6 +151,8 @@ class shard_core {
 
   // Attempts (attempt.cpp).
   void settle_attempt(attempt_state& attempt, const http_result& result);
+  // The subscriber answered 410 Gone: inactive until an operator enables it again.
+  void deactivate(subscriber_state& sub);
   // A batch of `refused_rows` was refused as too large: the subscriber's batches are at most
   // `fits` rows from now on.
   void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);

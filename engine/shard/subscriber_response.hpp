@@ -1,18 +1,23 @@
 #pragma once
-// What an attempt's answer says of its subscriber, apart from its rows' outcomes: the attempt is
-// counted and timed, the circuit breaker and the adaptive pace hear how the endpoint did, and
-// the partner's announced quota paces what follows. The shard's core carries out what it
-// returns; what it has to say goes to the metrics and the log handed in.
+// What an attempt's answer means, in two steps the shard's core carries out:
+// - hear_response: what it says of the subscriber. The attempt is counted and timed, the circuit
+//   breaker and the adaptive pace hear how the endpoint did, and the partner's announced quota
+//   paces what follows; what it has to say goes to the metrics and the log handed in.
+// - settle_answer: the outcomes its rows take, and the pause, deactivation or narrower batches
+//   the answer asks of the subscriber.
 #include <chrono>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "engine/net/http_result.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/subscriber.hpp"
+#include "proto/retry_policy.hpp"
 #include "storage/claims.hpp"
+#include "storage/outcomes.hpp"
 
 namespace surge::engine {
 
@@ -34,5 +39,25 @@ response_effects hear_response(subscriber_state& sub, std::span<const storage::c
                                const http_result& result, const attempt_times& times,
                                std::chrono::steady_clock::time_point now,
                                const response_context& context);
+
+struct settled_answer {
+  std::optional<std::chrono::milliseconds> pause;  // Retry-After asks the subscriber to wait
+  bool deactivate = false;                         // 410 Gone
+  // An ordered row finished with nothing else of its subscriber ready: its key's next row is
+  // worth a claim at once.
+  bool frees_key = false;
+  // A batch refused as too large: the rows the partner takes in one batch.
+  std::optional<std::int64_t> batch_fits;
+};
+
+// The outcomes an answered attempt's rows take, into `out` (settle_rows), and what the answer
+// asks of the subscriber. A batch gets one decision, made for its lead, and every row takes it.
+// `unit_random` in [0, 1) draws the backoff's jitter. Records the subscriber's last error and
+// its streak of unpaid 429s.
+settled_answer settle_answer(subscriber_state& sub, std::span<const storage::claimed_row> rows,
+                             bool batched, const http_result& result, const attempt_times& times,
+                             const proto::retry_policy& policy,
+                             std::chrono::seconds retry_after_cap, double unit_random,
+                             std::vector<storage::outcome>& out);
 
 }  // namespace surge::engine
