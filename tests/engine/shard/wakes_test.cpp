@@ -1,0 +1,92 @@
+// The shard's wakes on their own: armed times, stale entries, and the queued looks' order.
+#include "engine/shard/wakes.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/subscriber_settings.hpp"
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+using kind = wake_schedule::kind;
+
+class WakeSchedule : public ::testing::Test {
+ protected:
+  const clock::time_point t0 = clock::time_point{} + 1h;
+
+  WakeSchedule() {
+    for (int id = 1; id <= 3; ++id) {
+      storage::subscriber_row row;
+      row.id = id;
+      row.url = "http://partner.test/hook";
+      row.secret = "secret";
+      subs_.push_back(
+          std::make_unique<subscriber_state>(row, derive_settings(row, config_), t0, 1e9, config_));
+    }
+  }
+
+  // The pumps and lines run by run_queued, in order ("p1", "l2"...).
+  std::vector<std::string> run() {
+    std::vector<std::string> ran;
+    wakes_.run_queued(
+        [&](subscriber_state& sub) { ran.push_back("l" + std::to_string(sub.settings.id)); },
+        [&](subscriber_state& sub) { ran.push_back("p" + std::to_string(sub.settings.id)); });
+    return ran;
+  }
+
+  subscriber_state& sub(int id) { return *subs_[static_cast<std::size_t>(id - 1)]; }
+
+  scheduler_config config_;
+  std::vector<std::unique_ptr<subscriber_state>> subs_;
+  wake_schedule wakes_;
+};
+
+TEST_F(WakeSchedule, AnEarlierWakeReplacesALaterOneAndTheStaleEntryIsSkipped) {
+  wakes_.arm(sub(1), kind::pump, t0 + 50ms);
+  wakes_.arm(sub(1), kind::pump, t0 + 10ms);
+  wakes_.arm(sub(1), kind::pump, t0 + 30ms);  // later than the one armed: kept at 10 ms
+  EXPECT_EQ(wakes_.next(), t0 + 10ms);
+  wakes_.queue_due(t0 + 10ms);
+  EXPECT_EQ(run(), std::vector<std::string>{"p1"});
+  EXPECT_EQ(sub(1).pump_at, clock::time_point::max());
+  wakes_.queue_due(t0 + 60ms);  // the 50 ms entry is stale: the pump was woken already
+  EXPECT_TRUE(run().empty());
+}
+
+TEST_F(WakeSchedule, OnlyWhatIsDueIsQueuedAndEachLookRunsOnce) {
+  wakes_.arm(sub(1), kind::pump, t0 + 10ms);
+  wakes_.arm(sub(2), kind::pump, t0 + 20ms);
+  wakes_.queue_due(t0 + 15ms);
+  wakes_.queue_pump(sub(1));  // asked again before it ran: still once
+  EXPECT_EQ(run(), std::vector<std::string>{"p1"});
+  EXPECT_EQ(wakes_.next(), t0 + 20ms);
+}
+
+TEST_F(WakeSchedule, APumpQueuedWhileOthersRunRunsInTheSameEvent) {
+  std::vector<std::string> ran;
+  wakes_.queue_pump(sub(1));
+  wakes_.queue_pump(sub(2));
+  wakes_.run_queued(
+      [&](subscriber_state& s) { ran.push_back("l" + std::to_string(s.settings.id)); },
+      [&](subscriber_state& s) {
+        ran.push_back("p" + std::to_string(s.settings.id));
+        // A pump that frees a slot wakes the next waiter before the event returns.
+        if (s.settings.id == 1) wakes_.queue_pump(sub(3));
+      });
+  EXPECT_EQ(ran, (std::vector<std::string>{"p1", "p2", "p3"}));
+}
+
+TEST_F(WakeSchedule, AnEmptyWireLineIsNotQueued) {
+  wakes_.queue_line(sub(1));
+  EXPECT_TRUE(run().empty());
+  EXPECT_EQ(wakes_.next(), clock::time_point::max());
+}
+
+}  // namespace
+}  // namespace surge::engine
