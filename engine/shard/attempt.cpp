@@ -72,8 +72,12 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   if (heard.gate_changed) notify_line(sub);
 
   const double unit = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-  const auto settled = settle_answer(sub, sent, attempt.batched, result, times, retry_policy_,
-                                     config_.retry_after_cap, unit, settled_);
+  const auto settled =
+      settle_answer(sub, sent, attempt.batched, result, times,
+                    {.policy = retry_policy_,
+                     .retry_after_cap = config_.retry_after_cap,
+                     .pause_release_threshold = config_.scheduler.pause_release_threshold},
+                    unit, settled_);
   if (settled.pause) {
     pause_subscriber(sub, *settled.pause, times.finished_unix, "subscriber paused by Retry-After");
   }

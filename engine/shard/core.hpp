@@ -87,6 +87,9 @@ class shard_core {
   // `seed` drives the backoff jitter; what the core has to say goes to `logger`.
   shard_core(int index, int shard_count, const drain_config& config, drain_metrics& metrics,
              core_log& logger, std::uint64_t seed, shard_time now);
+  // Its machines hold references into it (its subscribers, its actions).
+  shard_core(const shard_core&) = delete;
+  shard_core& operator=(const shard_core&) = delete;
 
   // Events. Each takes the time it happens at; its actions are in actions() afterwards.
   // The subscribers (re)loaded, with the client identity each one's certificate files gave

@@ -102,13 +102,12 @@ response_effects hear_response(subscriber_state& sub, std::span<const storage::c
 
 settled_answer settle_answer(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                              bool batched, const http_result& result, const attempt_times& times,
-                             const proto::retry_policy& policy,
-                             std::chrono::seconds retry_after_cap, double unit_random,
+                             const settle_settings& settings, double unit_random,
                              std::vector<storage::outcome>& out) {
   const auto lead = batched ? batch_lead(rows) : storage::claimed_row{};
   const auto& judged_row = batched ? lead : rows.front();
-  auto judged = judge_attempt(judged_row, sub.settings.id, result, times, policy, retry_after_cap,
-                              unit_random, sub.unpaid_rate_limits);
+  auto judged = judge_attempt(judged_row, sub.settings.id, result, times, settings.policy,
+                              settings.retry_after_cap, unit_random, sub.unpaid_rate_limits);
   sub.unpaid_rate_limits = judged.unpaid_rate_limits;
   if (!judged.outcome.last_error.empty()) {
     sub.last_error = judged.outcome.last_error;
@@ -120,8 +119,11 @@ settled_answer settle_answer(subscriber_state& sub, std::span<const storage::cla
   // An ordered key's next row is claimable once this row's finish is written (a retry keeps
   // the key where it is). Hurried only when the subscriber has nothing else buffered to send,
   // as with one hot key: with many keys, other keys' rows are ready, and the finish rides the
-  // usual commit cadence and batched hand-off. A deactivated subscriber's ready rows go back.
-  const bool others_ready = !sub.ready.empty() && !settled.deactivate;
+  // usual commit cadence and batched hand-off. A deactivated subscriber's ready rows go back, and
+  // so do a long pause's (a row that dies may still pause its subscriber).
+  const bool ready_rows_go_back =
+      settled.deactivate || (settled.pause && *settled.pause >= settings.pause_release_threshold);
+  const bool others_ready = !sub.ready.empty() && !ready_rows_go_back;
   judged.outcome.frees_key = sub.settings.order.has_value() &&
                              judged.outcome.kind != storage::outcome_kind::retry && !others_ready;
   settled.batch_fits =

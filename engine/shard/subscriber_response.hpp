@@ -50,14 +50,21 @@ struct settled_answer {
   std::optional<std::int64_t> batch_fits;
 };
 
+// What settle_answer needs of the drain's settings.
+struct settle_settings {
+  const proto::retry_policy& policy;
+  std::chrono::seconds retry_after_cap;
+  // A pause at least this long gives the subscriber's ready rows back (rescheduled after it).
+  std::chrono::milliseconds pause_release_threshold;
+};
+
 // The outcomes an answered attempt's rows take, into `out` (settle_rows), and what the answer
 // asks of the subscriber. A batch gets one decision, made for its lead, and every row takes it.
 // `unit_random` in [0, 1) draws the backoff's jitter. Records the subscriber's last error and
 // its streak of unpaid 429s.
 settled_answer settle_answer(subscriber_state& sub, std::span<const storage::claimed_row> rows,
                              bool batched, const http_result& result, const attempt_times& times,
-                             const proto::retry_policy& policy,
-                             std::chrono::seconds retry_after_cap, double unit_random,
+                             const settle_settings& settings, double unit_random,
                              std::vector<storage::outcome>& out);
 
 }  // namespace surge::engine

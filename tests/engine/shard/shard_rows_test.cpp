@@ -69,7 +69,7 @@ TEST_F(ShardRows, OutcomesGoInBatchesOfTheFlushSizeAndTheRestAtAFlush) {
   EXPECT_EQ(writes_.size(), 2u);
 }
 
-TEST_F(ShardRows, EachWayOutCountsItsKindAndFreesTheRowsMemory) {
+TEST_F(ShardRows, DeadReleasedAndRescheduledRowsCountTheirKindAndFreeTheirMemory) {
   shard_rows rows(config_, 1, counters_, writes_);
   for (int id = 1; id <= 3; ++id) rows.take_in(*sub_, row(id));
   rows.answered(3, 300);
@@ -100,6 +100,18 @@ TEST_F(ShardRows, ASettledOutcomeIsCountedByItsKind) {
   rows.settled(retry);
   EXPECT_EQ(counters_.delivered.load(), 1);
   EXPECT_EQ(counters_.retried.load(), 1);
+  rows.flush();
+  EXPECT_EQ(kinds(), (std::vector<storage::outcome_kind>{storage::outcome_kind::done,
+                                                         storage::outcome_kind::retry}));
+}
+
+TEST_F(ShardRows, ARowNobodyHereCanSendGoesBackUncounted) {
+  shard_rows rows(config_, 1, counters_, writes_);
+  rows.refuse(row(1));
+  rows.flush();
+  EXPECT_EQ(kinds(), std::vector<storage::outcome_kind>{storage::outcome_kind::release});
+  EXPECT_EQ(rows.buffered(), 0);
+  EXPECT_EQ(counters_.released.load(), 0);  // never buffered here: not a release of this drain
 }
 
 }  // namespace

@@ -90,17 +90,14 @@ TEST_F(ShardSlots, AnOriginAtItsLimitHandsAFreedSlotToItsLongestWaiter) {
 
 TEST_F(ShardSlots, ASubscriberThatFoundASlotBeforeItsTurnStopsWaiting) {
   config_.origin.latency_tolerance = 0;
-  shard_slots slots(config_, 1, t0);
+  shard_slots slots(config_, 2, t0);
   auto& a = add(1, "a.test");
   auto& b = add(2, "b.test");
-  const auto first = slots.start(a, slots.origin_of(a, t0), t0);
-  slots.queue_for_shard(b, t0);
+  slots.start(a, slots.origin_of(a, t0), t0);
+  slots.queue_for_shard(b, t0);  // queued, say while the shard's limit held it
   EXPECT_TRUE(facts_of(slots, a).shard_has_waiters);
-  std::vector<subscriber_state*> woken;
-  slots.end(slots.origin_of(a, t0), first, t0, woken);
-  slots.start(b, slots.origin_of(b, t0), t0);  // b takes the slot it was handed
+  slots.start(b, slots.origin_of(b, t0), t0);  // a slot was free when its pump looked again
   EXPECT_FALSE(b.waiting_for_slot);
-  EXPECT_FALSE(b.slot_turn);
   EXPECT_FALSE(facts_of(slots, a).shard_has_waiters);
   EXPECT_TRUE(facts_of(slots, a).shard_full);
 }
@@ -120,8 +117,14 @@ TEST_F(ShardSlots, AnOriginsRateIsTheSumOfItsActiveSubscribersAfterARecount) {
   by_id.at(3)->settings.active = false;
   slots.recount_rates(by_id, t0);
   EXPECT_DOUBLE_EQ(slots.origin_of(*by_id.at(1), t0).rate_sum, 20);
-  const auto snapshots = slots.snapshots({}, t0);
-  EXPECT_TRUE(snapshots.empty());  // no subscriber named, nothing in flight: not shown
+  std::vector<subscriber_state*> named;
+  for (auto& [id, sub] : by_id) named.push_back(sub.get());
+  const auto snapshots = slots.snapshots(named, t0);
+  ASSERT_EQ(snapshots.size(), 1u);
+  EXPECT_EQ(snapshots[0].origin, by_id.at(1)->settings.target->origin_key);
+  EXPECT_DOUBLE_EQ(snapshots[0].rate_limit, 20);
+  EXPECT_EQ(snapshots[0].subscribers, 2);        // the inactive one is not counted
+  EXPECT_TRUE(slots.snapshots({}, t0).empty());  // none sends there, nothing in flight
 }
 
 }  // namespace

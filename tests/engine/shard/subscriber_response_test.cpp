@@ -50,10 +50,14 @@ class SubscriberResponse : public ::testing::Test {
                          {.metrics = metrics_, .log = log_, .retry_after_cap = 1h});
   }
 
-  settled_answer settle(subscriber_state& sub, const http_result& result) {
-    const std::vector<storage::claimed_row> rows{row(1)};
-    return settle_answer(sub, rows, false, result, times_at(1'700'000'000), policy_, 1h, 0.5,
-                         outcomes_);
+  settled_answer settle(subscriber_state& sub, const http_result& result,
+                        storage::claimed_row sent = row(1)) {
+    const std::vector<storage::claimed_row> rows{std::move(sent)};
+    return settle_answer(sub, rows, false, result, times_at(1'700'000'000),
+                         {.policy = policy_,
+                          .retry_after_cap = 1h,
+                          .pause_release_threshold = config_.pause_release_threshold},
+                         0.5, outcomes_);
   }
 
   scheduler_config config_;
@@ -86,6 +90,7 @@ TEST_F(SubscriberResponse, ADeliveryCountsItsRowsAndEndsTheFailureStreak) {
 
 TEST_F(SubscriberResponse, ASpentAnnouncedQuotaPausesTheSubscriberUntilItsReset) {
   auto& sub = make();
+  sub.in_flight = 1;  // the attempt answered is still counted, as in the shard
   auto result = answered(204);
   result.quota = {{proto::quota_field::x_limit, "100"},
                   {proto::quota_field::x_remaining, "0"},
@@ -104,12 +109,30 @@ TEST_F(SubscriberResponse, GoneDeactivatesAndAnOrderedRowFreesItsKeyThoughOthers
   EXPECT_TRUE(settled.frees_key);
   ASSERT_EQ(outcomes_.size(), 1u);
   EXPECT_EQ(outcomes_[0].kind, storage::outcome_kind::dead);
+  EXPECT_TRUE(outcomes_[0].frees_key);
+}
+
+TEST_F(SubscriberResponse, ARowThatDiesUnderALongPauseFreesItsKeyThoughOthersAreReady) {
+  auto& sub = make(proto::order_rule{});
+  sub.ready.push_back(row(2));  // rescheduled after the pause, so none is left to send
+  auto old = row(1);
+  old.created_at = 1'700'000'000 - (24 * 3600 - 10);  // 20 s more would pass its retry window
+  const auto settled = settle(sub, answered(429, "20"), old);
+  ASSERT_TRUE(settled.pause);
+  EXPECT_GE(*settled.pause, config_.pause_release_threshold);
+  EXPECT_EQ(outcomes_.at(0).kind, storage::outcome_kind::dead);
+  EXPECT_TRUE(settled.frees_key);
+  EXPECT_TRUE(outcomes_[0].frees_key);
+  outcomes_.clear();
+  // A short pause leaves the ready rows where they are: they go first.
+  EXPECT_FALSE(settle(sub, answered(429, "1"), old).frees_key);
 }
 
 TEST_F(SubscriberResponse, AnOrderedRowWithOthersReadyLeavesItsKeyToTheUsualCadence) {
   auto& sub = make(proto::order_rule{});
   sub.ready.push_back(row(2));
   EXPECT_FALSE(settle(sub, answered(204)).frees_key);
+  EXPECT_FALSE(outcomes_.at(0).frees_key);
   sub.ready.clear();
   EXPECT_TRUE(settle(sub, answered(204)).frees_key);
   EXPECT_FALSE(settle(sub, answered(500)).frees_key);  // a retry keeps the key where it is

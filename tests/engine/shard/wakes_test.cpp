@@ -82,10 +82,17 @@ TEST_F(WakeSchedule, APumpQueuedWhileOthersRunRunsInTheSameEvent) {
   EXPECT_EQ(ran, (std::vector<std::string>{"p1", "p2", "p3"}));
 }
 
-TEST_F(WakeSchedule, AnEmptyWireLineIsNotQueued) {
+TEST_F(WakeSchedule, AWireLineIsQueuedOnlyWithWritersWaitingAndRunsBeforeThePumps) {
   wakes_.queue_line(sub(1));
-  EXPECT_TRUE(run().empty());
-  EXPECT_EQ(wakes_.next(), clock::time_point::max());
+  EXPECT_TRUE(run().empty());  // nobody waits at its gate
+  auto paused = sub(1).limits.gate(false);
+  paused.paused_until = t0 + 1s;  // a pause: the writer waits in line
+  EXPECT_FALSE(sub(1).line.arrive({.attempt = 1, .give_up_at = t0 + 1h}, paused, t0).has_value());
+  ASSERT_FALSE(sub(1).line.empty());
+  wakes_.arm(sub(1), kind::line, t0 + 5ms);
+  wakes_.queue_pump(sub(2));
+  wakes_.queue_due(t0 + 5ms);
+  EXPECT_EQ(run(), (std::vector<std::string>{"l1", "p2"}));
 }
 
 }  // namespace
