@@ -1,6 +1,6 @@
-// One attempt in the shard's core, from its request to its outcome: the request, the wire gate's
-// verdict, its result's effect on the subscriber (circuit breaker, adaptive pace, pauses, 410)
-// and the rows handed back when it could not be sent.
+// One attempt in the shard's core, from the wire gate's verdict to its outcome: what the answer
+// means (subscriber_response) carried out (pauses, a 410, narrower batches, a freed key), and
+// the rows handed back when it could not be sent or its target was refused.
 #include "engine/shard/core.hpp"
 
 #include <algorithm>

@@ -1,6 +1,5 @@
-// The core's events, its timers and queued looks, subscriber reloads, stop and finish, and the
-// outcomes it batches for the storage thread. Attempts are in attempt.cpp, claims in demand.cpp,
-// the pump in pump.cpp, the slots it waits for in slots.cpp.
+// The core's events, its timer and queued looks, subscriber reloads, what it publishes, stop and
+// finish. Attempts are in attempt.cpp, claims in demand.cpp, the pump in pump.cpp.
 #include "engine/shard/core.hpp"
 
 #include "engine/shard/shard_view.hpp"

@@ -1,11 +1,13 @@
 #pragma once
-// A shard's core, without I/O: its subscribers, their ready queues, the demand it asks of the
-// storage thread, the pumps, batching and coalescing, the wire lines, and what each attempt's
-// result settles. It takes events (subscribers loaded, rows claimed, a connection ready to
-// write, a response, a timer, a stop) with the time they happen at, and answers with actions
-// (claim these rows, send this request, let this write go, write these outcomes) and the time
-// it next wants to be woken. The reactor (engine/shard/shard.hpp) performs the actions with
-// Asio; the tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
+// A shard's core, without I/O: its subscribers and the order its rules apply in. It takes events
+// (subscribers loaded, rows claimed, a connection ready to write, a response, a timer, a stop)
+// with the time they happen at, runs each subscriber's pump and wire line, and answers with
+// actions (claim these rows, send this request, let this write go, write these outcomes) and the
+// time it next wants to be woken. Each concern with state of its own is a small machine it owns:
+// the demand (demand_planner), the slots (shard_slots), the wakes (wake_schedule), the rows and
+// their outcomes (shard_rows), the attempts (attempt_book), and what an answer means
+// (subscriber_response). The reactor (engine/shard/shard.hpp) performs the actions with Asio; the
+// tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
 #include <chrono>
 #include <climits>
 #include <cstdint>

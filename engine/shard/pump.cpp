@@ -1,6 +1,6 @@
 // A subscriber's pump in the shard's core: it gathers the facts, lets
 // scheduling::next_pump_step decide, and carries the decision out until it has to wait (then it
-// arms its wake); and the request it sends. The slots it waits for are in slots.cpp.
+// arms its wake); and the attempt it starts. The slots it waits for are shard_slots'.
 #include "engine/shard/core.hpp"
 
 #include <algorithm>
