@@ -25,6 +25,7 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       shard_count_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),
       log_(log),
+      pending_(config.storage.outcome_commits),
       quotas_(config.quota_write_interval),
       cadence_(config.storage),
       backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
@@ -51,12 +52,7 @@ void storage_core::claims_asked(int shard, std::vector<storage::subscriber_deman
 
 void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
                                       std::vector<std::int64_t> deactivate) {
-  if (pending_outcomes_.empty()) {
-    pending_outcomes_ = std::move(outcomes);
-  } else {
-    std::move(outcomes.begin(), outcomes.end(), std::back_inserter(pending_outcomes_));
-  }
-  pending_deactivate_.insert(pending_deactivate_.end(), deactivate.begin(), deactivate.end());
+  pending_.submitted(std::move(outcomes), std::move(deactivate));
 }
 
 void storage_core::tokens_returned(std::vector<storage::unspent_tokens> tokens) {
@@ -97,15 +93,11 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       awaiting_ = awaited;
       return std::move(action);
     }
-    if (run_) {
-      if (auto batch = run_->next(pending_outcomes_)) {
+    if (pending_.running()) {
+      if (auto batch = pending_.next_batch()) {
         awaiting_ = awaiting::outcomes;
         return storage_do::write_outcomes{batch->outcomes, batch->deactivate};
       }
-      // The run ended: what another session held locked waits for a later batch.
-      run_->end(pending_outcomes_);
-      last_commit_ = run_->began();
-      run_.reset();
       continue;
     }
     switch (phase_) {
@@ -206,7 +198,7 @@ std::optional<storage_action> storage_core::claims_step(clock::time_point now) {
     }
     claim_stage_ = claim_stage::written;
     // More outcomes than one batch go first in batches of their own, so the cycle stays short.
-    if (pending_outcomes_.size() > config_.storage.outcome_commits.rows) start_outcomes(now, true);
+    if (pending_.over_one_batch()) start_outcomes(now, true);
     return std::nullopt;
   }
   if (claim_stage_ == claim_stage::written) {
@@ -239,15 +231,15 @@ storage_do::run_cycle storage_core::cycle_action(clock::time_point now) {
   ++claim_tries_;
   // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
   // and the next ones is written once (storage/cycle.hpp). The others wait for a later cycle.
-  claim_with_outcomes_ = outcomes_due_now(now, false);
+  claim_with_outcomes_ = pending_.due(now, false);
   storage_do::run_cycle cycle{.outcomes = {},
                               .deactivate = {},
                               .demand = claim_demand_,
                               .lease = config_.storage.lease,
                               .max_payload_bytes = config_.max_payload_bytes};
   if (claim_with_outcomes_) {
-    cycle.outcomes = pending_outcomes_;
-    cycle.deactivate = pending_deactivate_;
+    cycle.outcomes = pending_.outcomes();
+    cycle.deactivate = pending_.deactivate();
   }
   return cycle;
 }
@@ -256,11 +248,9 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
   awaiting_ = awaiting::nothing;
   if (claim_with_outcomes_) {
     note_written(result.written);
-    std::vector<storage::outcome> held;
-    pending_deactivate_.clear();
-    keep_held(now, result.written, pending_outcomes_, held);
-    pending_outcomes_ = std::move(held);
-    last_commit_ = claim_started_;
+    if (pending_.written_with_claim(result.written, claim_started_)) {
+      warn_rows_held(now, result.written);
+    }
   }
   note_held_subscribers(now, result.held_subscribers);
   cadence_.claim_answered();
@@ -338,14 +328,14 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
 
 bool storage_core::start_outcomes(clock::time_point now, bool force) {
   if (now < retry_storage_after_) return false;
-  if (!outcomes_due_now(now, force)) return false;
-  run_.emplace(config_.storage.outcome_commits.rows, std::exchange(pending_deactivate_, {}), now);
+  if (!pending_.due(now, force)) return false;
+  pending_.start_run(now);
   return true;
 }
 
 void storage_core::outcomes_written(clock::time_point now, const storage::write_report& report) {
   awaiting_ = awaiting::nothing;
-  auto& run = *run_;
+  auto& run = pending_.run();
   note_written(report);
   if (const auto* dead = run.settling()) {
     if (report.applied == 1) {
@@ -357,7 +347,7 @@ void storage_core::outcomes_written(clock::time_point now, const storage::write_
     run.settled();
     return;
   }
-  keep_held(now, report, run.written(pending_outcomes_), run.held());
+  if (pending_.batch_written(report)) warn_rows_held(now, report);
 }
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
@@ -367,12 +357,10 @@ void storage_core::quarantine(std::int64_t delivery_id, const std::string& reaso
 
 void storage_core::outcome_run_failed(clock::time_point now, const storage::error& error) {
   (void)now;
-  auto run = std::move(*run_);
-  run_.reset();
-  if (run.give_back(pending_outcomes_, pending_deactivate_)) last_commit_ = run.began();
+  const auto began = pending_.run_failed();
   if (stop_for_fault(error)) return;
   counters_.add(counters_.storage_errors);
-  retry_storage_after_ = run.began() + config_.storage.error_backoff;
+  retry_storage_after_ = began + config_.storage.error_backoff;
   say(log_level::error,
       std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
           error.what());
@@ -384,7 +372,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
     case awaiting::nothing: return;
     case awaiting::cycle: cycle_failed(now, error); return;
     case awaiting::outcomes: {
-      auto& run = *run_;
+      auto& run = pending_.run();
       if (error.what_kind() != storage::error::kind::row_rejected) {
         outcome_run_failed(now, error);
         return;
@@ -395,7 +383,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
         return;
       }
       // A row's fault stays the row's: the batch is halved until the refused row is alone.
-      auto refusal = run.refused(pending_outcomes_, error.what());
+      auto refusal = pending_.refused(error.what());
       using kind = outcome_batches::refusal::kind;
       switch (refusal.what) {
         case kind::smaller_batch: return;
@@ -516,7 +504,7 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
   }
   count_stage_ = 0;
   phase_ = phase::stopped;
-  if (!pending_outcomes_.empty() || !pending_claims_.empty()) {
+  if (!pending_.empty() || !pending_claims_.empty()) {
     backlog_.interrupted();
     return std::nullopt;
   }
@@ -558,7 +546,7 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
 }
 
 std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
-  switch (end_.next(!pending_outcomes_.empty())) {
+  switch (end_.next(!pending_.empty())) {
     case drain_end::step::wait:
       // The round is over: the loop sleeps until an event or the next wake.
       phase_ = phase::idle;
@@ -590,10 +578,8 @@ std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
     case drain_end::step::give_up: {
       phase_ = phase::idle;
       storage_do::finish report;
-      report.unwritten = static_cast<std::int64_t>(pending_outcomes_.size());
-      for (const auto& outcome : pending_outcomes_) {
-        report.last_lease = std::max(report.last_lease, outcome.lease);
-      }
+      report.unwritten = static_cast<std::int64_t>(pending_.size());
+      report.last_lease = pending_.last_lease();
       return report;
     }
     case drain_end::step::report: break;
@@ -613,13 +599,6 @@ void storage_core::queue_lost(std::string why) {
   stop_with_failure(std::move(why));
 }
 
-bool storage_core::outcomes_due_now(clock::time_point now, bool force) const {
-  const bool frees_key = std::any_of(pending_outcomes_.begin(), pending_outcomes_.end(),
-                                     [](const storage::outcome& o) { return o.frees_key; });
-  return outcomes_due(config_.storage.outcome_commits, pending_outcomes_.size(),
-                      !pending_deactivate_.empty(), now - last_commit_, force, frees_key);
-}
-
 void storage_core::note_written(const storage::write_report& report) {
   for (const auto& stopped : report.keys_stopped) {
     counters_.add(counters_.keys_stopped);
@@ -631,18 +610,9 @@ void storage_core::note_written(const storage::write_report& report) {
   if (auto taken = notice::leases_taken(report)) say(log_level::warn, std::move(*taken));
 }
 
-void storage_core::keep_held(clock::time_point now, const storage::write_report& report,
-                             std::span<const storage::outcome> batch,
-                             std::vector<storage::outcome>& held) {
-  pending_deactivate_.insert(pending_deactivate_.end(), report.held_subscribers.begin(),
-                             report.held_subscribers.end());
+void storage_core::warn_rows_held(clock::time_point now, const storage::write_report& report) {
   // An empty report does not end the episode: held rows are retried between writes that hold
   // none, and the warning would come at every retry.
-  if (report.held_rows.empty()) return;
-  const std::unordered_set<std::int64_t> ids(report.held_rows.begin(), report.held_rows.end());
-  for (const auto& outcome : batch) {
-    if (ids.contains(outcome.delivery_id)) held.push_back(outcome);
-  }
   if (held_rows_warning_.due(now)) say(log_level::warn, notice::rows_held(report.held_rows));
 }
 

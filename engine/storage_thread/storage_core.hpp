@@ -29,6 +29,7 @@
 #include "engine/storage_thread/claim_size.hpp"
 #include "engine/storage_thread/drain_end.hpp"
 #include "engine/storage_thread/outcome_batches.hpp"
+#include "engine/storage_thread/pending_outcomes.hpp"
 #include "engine/storage_thread/refused_rows.hpp"
 #include "engine/storage_thread/storage_actions.hpp"
 #include "storage/cycle.hpp"
@@ -133,14 +134,11 @@ class storage_core {
   // What the storage thread exposes (storage_worker's accessors).
   const std::vector<std::pair<std::int64_t, bool>>& sendable() const { return sendable_; }
   const std::map<std::int64_t, std::string>& quarantined() const { return refused_.quarantined(); }
-  std::size_t outcomes_waiting() const { return pending_outcomes_.size(); }
+  std::size_t outcomes_waiting() const { return pending_.size(); }
   // Whether `arrived` outcomes, just handed in, make a commit due at once. Only new ones wake the
   // loop: outcomes the core keeps waiting (through a backoff, or behind another session's lock)
   // would otherwise wake it again and again, a busy loop, until next_wake().
-  bool commit_due_with(std::size_t arrived) const {
-    return arrived > 0 &&
-           arrived + pending_outcomes_.size() >= config_.storage.outcome_commits.rows;
-  }
+  bool commit_due_with(std::size_t arrived) const { return pending_.due_with(arrived); }
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
   std::size_t claim_rows_cap() const { return claim_size_.most_rows(); }
   bool claiming() const { return claiming_; }
@@ -189,10 +187,8 @@ class storage_core {
   void cycle_failed(clock::time_point now, const storage::error& error);
   void answer_claims(std::vector<storage::claimed_row> rows,
                      std::vector<storage::token_grant> granted, std::vector<std::int64_t> more_due);
-  bool outcomes_due_now(clock::time_point now, bool force) const;
   void note_written(const storage::write_report& report);
-  void keep_held(clock::time_point now, const storage::write_report& report,
-                 std::span<const storage::outcome> batch, std::vector<storage::outcome>& held);
+  void warn_rows_held(clock::time_point now, const storage::write_report& report);
   void note_held_subscribers(clock::time_point now, const std::vector<std::int64_t>& held);
   // For a fault the drain cannot outlast (storage::is_fatal): stops claiming and ends the drain
   // with the cause and its fix; true if `failure` was one.
@@ -210,8 +206,7 @@ class storage_core {
 
   // Events not yet taken in.
   std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
-  std::vector<storage::outcome> pending_outcomes_;
-  std::vector<std::int64_t> pending_deactivate_;
+  pending_outcomes pending_;  // outcomes and deactivations not yet written, and their runs
   std::vector<storage::unspent_tokens> pending_unspent_;
   bool claiming_ = true;
 
@@ -220,7 +215,6 @@ class storage_core {
   awaiting awaiting_ = awaiting::nothing;
   std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
   std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
-  std::optional<outcome_batches> run_;                      // the outcomes being written in batches
   periodic_work due_;
   bool initial_reload_ = false;   // begin()'s reload: no sweep with it
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
@@ -235,7 +229,6 @@ class storage_core {
   clock::time_point claim_started_{};
 
   clock::time_point next_wake_{};
-  clock::time_point last_commit_{};
   clock::time_point last_ping_{};
   clock::time_point retry_storage_after_{};
   announced_quotas quotas_;  // the partners' announced quotas, on their way to the database
