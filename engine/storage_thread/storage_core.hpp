@@ -7,8 +7,9 @@
 // through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
 // drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
 // the loop's rounds and what waits for what; each concern with state of its own is a small
-// machine it calls: claim_size, outcome_batches, refused_rows, announced_quotas, backlog_check,
-// drain_end (and the pure until_drained rules, the storage_notices wording).
+// machine it calls: claim_size, pending_outcomes (with outcome_batches), refused_rows,
+// announced_quotas, backlog_check, drain_end (and the pure until_drained rules, the
+// storage_notices wording).
 #include <chrono>
 #include <cstdint>
 #include <deque>
