@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/engine/storage_thread/outcome_fixtures.hpp"
+
 namespace surge::engine {
 namespace {
 
@@ -16,19 +18,9 @@ using kind = outcome_batches::refusal::kind;
 
 const auto began = std::chrono::steady_clock::time_point{} + 1000s;
 
-std::vector<storage::outcome> outcomes(int count) {
-  std::vector<storage::outcome> out;
-  for (int i = 1; i <= count; ++i) {
-    out.push_back({.delivery_id = i, .lease = 100.0 + i, .kind = storage::outcome_kind::done});
-  }
-  return out;
-}
+std::vector<storage::outcome> outcomes(int count) { return testing::numbered_outcomes(count); }
 
-std::vector<std::int64_t> ids(std::span<const storage::outcome> batch) {
-  std::vector<std::int64_t> out;
-  for (const auto& outcome : batch) out.push_back(outcome.delivery_id);
-  return out;
-}
+using testing::ids;
 
 TEST(OutcomeBatches, WritesInBatchesWithTheDeactivationsInTheFirst) {
   const auto pending = outcomes(5);

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/engine/storage_thread/outcome_fixtures.hpp"
+
 namespace surge::engine {
 namespace {
 
@@ -17,18 +19,10 @@ using clock = pending_outcomes::clock;
 const auto t0 = clock::time_point{} + 1000s;
 
 std::vector<storage::outcome> outcomes(int first, int count) {
-  std::vector<storage::outcome> out;
-  for (int i = first; i < first + count; ++i) {
-    out.push_back({.delivery_id = i, .lease = 100.0 + i, .kind = storage::outcome_kind::done});
-  }
-  return out;
+  return testing::numbered_outcomes(count, first);
 }
 
-std::vector<std::int64_t> ids(std::span<const storage::outcome> batch) {
-  std::vector<std::int64_t> out;
-  for (const auto& outcome : batch) out.push_back(outcome.delivery_id);
-  return out;
-}
+using testing::ids;
 
 TEST(PendingOutcomes, DueByTheIntervalSinceTheLastCommitOrByTheirNumber) {
   pending_outcomes pending({.interval = 100ms, .rows = 4});
