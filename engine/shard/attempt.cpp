@@ -39,7 +39,8 @@ void shard_core::settle_attempt(attempt_state& attempt, const http_result& resul
   for (const auto& row : rows) rows_.let_go(sub, row);
   if (result.not_sent) {
     if (attempt.probe) sub.breaker.on_probe_unsent(now_.steady);
-    for (const auto& row : rows) give_back_unsent(sub, row);
+    // Not written, so no attempt is counted.
+    for (const auto& row : rows) rows_.give_back_unsent(sub, row, now_.steady, now_.unix_seconds());
     attempt_ended(attempt);
     return;
   }
@@ -159,29 +160,7 @@ void shard_core::hold_for_refused_target(subscriber_state& sub, const attempt_ro
   sub.refused_target = refused;
   const std::string reason = "subscriber held: refused target: " + refused;
   pause_subscriber(sub, hold, now_unix, reason.c_str());
-  for (const auto& row : rows) {
-    auto out = outcome_for(row, storage::outcome_kind::retry);
-    out.attempts = row.attempts;
-    out.next_attempt_at = now_unix + hold_seconds;
-    out.last_error = reason;
-    rows_.push(std::move(out));
-  }
-}
-
-void shard_core::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row) {
-  // Not written, so no attempt is counted. Stopped at the gate by a pause: due when the pause
-  // ends, like the rows buffered behind it; otherwise back to the queue.
-  const auto now = now_.steady;
-  if (sub.limits.paused(now)) {
-    auto out = outcome_for(row, storage::outcome_kind::retry);
-    out.next_attempt_at = now_.unix_seconds() +
-                          std::chrono::duration<double>(sub.limits.paused_until() - now).count();
-    out.last_error = "subscriber paused by Retry-After";
-    rows_.push(std::move(out));
-    return;
-  }
-  counters_.add(counters_.released);
-  rows_.push(outcome_for(row, storage::outcome_kind::release));
+  rows_.retry_unsent({rows.data(), rows.size()}, now_unix + hold_seconds, reason);
 }
 
 }  // namespace surge::engine

@@ -169,7 +169,6 @@ class shard_core {
   // An ordered row finished: its outcome goes now and a claim follows it, so the key's next row
   // comes one storage cycle later instead of at the subscriber's idle poll.
   void claim_after_key_freed(subscriber_state& sub);
-  void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row);
   // Every resolved address of the subscriber's URL was refused by the target policy.
   void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
                                const std::string& refused, double now_unix);
@@ -215,6 +214,7 @@ class shard_core {
   // attempt being settled, and the subscribers a claim's answer wakes.
   std::vector<storage::outcome> settled_;
   std::vector<subscriber_state*> answered_scratch_;
+  std::vector<subscriber_state*> joined_scratch_;  // the subscribers a claim's rows joined
   std::mt19937_64 rng_;
 };
 

@@ -13,34 +13,14 @@ namespace surge::engine {
 void shard_core::on_claimed(claim_reply reply, shard_time time) {
   if (!begin_event(time)) return;
   demand_.answered(reply, rows_.memory());
+  auto& joined = joined_scratch_;
+  joined.clear();
+  rows_.take_answer(reply.rows, subscribers_, stopping_, joined);
   std::vector<subscriber_state*> to_coalesce;
-  // The shared counters move once per answer, not once per row: each move is a write to a cache
-  // line the other threads read.
-  if (!reply.rows.empty()) {
-    counters_.add(counters_.claimed, static_cast<std::int64_t>(reply.rows.size()));
+  for (auto* sub : joined) {
+    demand_.watch_tokens(*sub);
+    if (sub->settings.coalesce) to_coalesce.push_back(sub);
   }
-  int taken = 0;
-  std::int64_t answer_bytes = 0;
-  for (auto& row : reply.rows) {
-    auto it = subscribers_.find(row.subscriber_id);
-    if (it == subscribers_.end()) {
-      rows_.refuse(row);
-      continue;
-    }
-    auto& sub = *it->second;
-    ++sub.rows_in_answer;
-    if (stopping_) {
-      rows_.refuse(row);
-      continue;
-    }
-    if (sub.settings.coalesce) to_coalesce.push_back(&sub);
-    const auto bytes = static_cast<std::int64_t>(row.payload.size());
-    answer_bytes += bytes;
-    rows_.take_in(sub, std::move(row));
-    demand_.watch_tokens(sub);
-    ++taken;
-  }
-  rows_.answered(taken, answer_bytes);
   // New rows may repeat a key already waiting (or each other): only the newest is kept.
   std::sort(to_coalesce.begin(), to_coalesce.end());
   to_coalesce.erase(std::unique(to_coalesce.begin(), to_coalesce.end()), to_coalesce.end());

@@ -21,8 +21,6 @@
 
 namespace surge::engine {
 
-using subscriber_map = std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>>;
-
 class demand_planner {
  public:
   using clock = std::chrono::steady_clock;

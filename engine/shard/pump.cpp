@@ -30,29 +30,18 @@ void shard_core::run_pump(subscriber_state& sub) {
       case pump_action::wait: break;
       case pump_action::release_buffered: rows_.release_ready(sub); continue;
       case pump_action::dead_letter_buffered:
-        while (!sub.ready.empty()) {
-          auto row = std::move(sub.ready.front());
-          sub.ready.pop_front();
-          rows_.dead_letter(sub, std::move(row), sub.settings.unusable_reason, now_unix);
-        }
+        rows_.dead_letter_all(sub, sub.settings.unusable_reason, now_unix);
         continue;
-      case pump_action::dead_letter_front_too_large: {
-        auto row = std::move(sub.ready.front());
-        sub.ready.pop_front();
-        const auto size = row.payload_bytes;
-        rows_.dead_letter(sub, std::move(row),
-                          "payload too large: " + std::to_string(size) + " bytes, limit " +
-                              std::to_string(limits.max_payload_bytes),
-                          now_unix);
+      case pump_action::dead_letter_front_too_large:
+        rows_.dead_letter_front(
+            sub,
+            "payload too large: " + std::to_string(sub.ready.front().payload_bytes) +
+                " bytes, limit " + std::to_string(limits.max_payload_bytes),
+            now_unix);
         continue;
-      }
-      case pump_action::dead_letter_front_refused: {
-        auto row = std::move(sub.ready.front());
-        sub.ready.pop_front();
-        auto refusal = row_checks_.refusal(row, now_unix);
-        rows_.dead_letter(sub, std::move(row), std::move(refusal), now_unix);
+      case pump_action::dead_letter_front_refused:
+        rows_.dead_letter_front(sub, row_checks_.refusal(sub.ready.front(), now_unix), now_unix);
         continue;
-      }
       case pump_action::release_front:
         // Claimed again on the next round, by whoever then has a lease long enough.
         rows_.release_front(sub);

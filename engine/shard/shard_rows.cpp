@@ -13,15 +13,36 @@ shard_rows::shard_rows(const scheduler_config& config, int shard_count, drain_co
       memory_(static_cast<double>(config.max_payload_memory) / shard_count,
               config.max_payload_bytes) {}
 
-void shard_rows::take_in(subscriber_state& sub, storage::claimed_row row) {
-  memory_.take_row(sub.payload, static_cast<std::int64_t>(row.payload.size()));
-  sub.ready.push_back(std::move(row));
-}
-
-void shard_rows::answered(int rows, std::int64_t bytes) {
-  if (rows == 0) return;
-  adjust_buffered(rows);
-  memory_.answered(rows, bytes);
+void shard_rows::take_answer(std::vector<storage::claimed_row>& rows,
+                             const subscriber_map& subscribers, bool stopping,
+                             std::vector<subscriber_state*>& joined) {
+  // The shared counters move once per answer, not once per row: each move is a write to a cache
+  // line the other threads read.
+  if (!rows.empty()) counters_.add(counters_.claimed, static_cast<std::int64_t>(rows.size()));
+  int taken = 0;
+  std::int64_t bytes = 0;
+  for (auto& row : rows) {
+    auto it = subscribers.find(row.subscriber_id);
+    if (it == subscribers.end()) {
+      refuse(row);
+      continue;
+    }
+    auto& sub = *it->second;
+    ++sub.rows_in_answer;
+    if (stopping) {
+      refuse(row);
+      continue;
+    }
+    const auto size = static_cast<std::int64_t>(row.payload.size());
+    bytes += size;
+    memory_.take_row(sub.payload, size);
+    sub.ready.push_back(std::move(row));
+    joined.push_back(&sub);
+    ++taken;
+  }
+  if (taken == 0) return;
+  adjust_buffered(taken);
+  memory_.answered(taken, bytes);
 }
 
 void shard_rows::refuse(const storage::claimed_row& row) {
@@ -62,8 +83,14 @@ void shard_rows::reschedule_ready(subscriber_state& sub, double next_attempt_at,
   sub.ready.clear();
 }
 
-void shard_rows::dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason,
-                             double now_unix) {
+void shard_rows::dead_letter_all(subscriber_state& sub, const std::string& reason,
+                                 double now_unix) {
+  while (!sub.ready.empty()) dead_letter_front(sub, reason, now_unix);
+}
+
+void shard_rows::dead_letter_front(subscriber_state& sub, std::string reason, double now_unix) {
+  auto row = std::move(sub.ready.front());
+  sub.ready.pop_front();
   adjust_buffered(-1);
   let_go(sub, row);
   counters_.add(counters_.dead);
@@ -86,6 +113,31 @@ void shard_rows::coalesce_ready(subscriber_state& sub, double now_unix) {
     out.coalesced_since = m.since;
     out.last_error = "coalesced into delivery " + std::to_string(m.into);
     out.finished_at = now_unix;
+    push(std::move(out));
+  }
+}
+
+void shard_rows::give_back_unsent(subscriber_state& sub, const storage::claimed_row& row,
+                                  std::chrono::steady_clock::time_point now, double now_unix) {
+  if (sub.limits.paused(now)) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.next_attempt_at =
+        now_unix + std::chrono::duration<double>(sub.limits.paused_until() - now).count();
+    out.last_error = "subscriber paused by Retry-After";
+    push(std::move(out));
+    return;
+  }
+  counters_.add(counters_.released);
+  push(outcome_for(row, storage::outcome_kind::release));
+}
+
+void shard_rows::retry_unsent(std::span<const storage::claimed_row> rows, double next_attempt_at,
+                              const std::string& reason) {
+  for (const auto& row : rows) {
+    auto out = outcome_for(row, storage::outcome_kind::retry);
+    out.attempts = row.attempts;
+    out.next_attempt_at = next_attempt_at;
+    out.last_error = reason;
     push(std::move(out));
   }
 }

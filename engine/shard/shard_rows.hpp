@@ -4,7 +4,9 @@
 // go with an outcome (released, rescheduled, dead-lettered, coalesced, or settled by an attempt).
 // The outcomes go to the storage thread in batches (an outcome_write each). Sans-I/O: the shard's
 // core passes the time.
+#include <chrono>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,11 +32,12 @@ class shard_rows {
   shard_rows(const scheduler_config& config, int shard_count, drain_counters& counters,
              std::vector<outcome_write>& writes);
 
-  // A claim's row joins the subscriber's ready queue; answered() counts the answer's rows once
-  // they are all in.
-  void take_in(subscriber_state& sub, storage::claimed_row row);
-  void answered(int rows, std::int64_t bytes);
-  // A claimed row nobody here can send (its subscriber unknown, or the shard stopping) goes back.
+  // A claim's answer: each row joins its subscriber's ready queue, and that subscriber goes to
+  // `joined` (once per row). A row of a subscriber unknown here, or any while the shard stops,
+  // goes back.
+  void take_answer(std::vector<storage::claimed_row>& rows, const subscriber_map& subscribers,
+                   bool stopping, std::vector<subscriber_state*>& joined);
+  // A claimed row nobody here can send goes back.
   void refuse(const storage::claimed_row& row);
 
   // Rows leave the ready queue for a request.
@@ -47,11 +50,20 @@ class shard_rows {
   void release_ready(subscriber_state& sub);
   void release_front(subscriber_state& sub);
   void reschedule_ready(subscriber_state& sub, double next_attempt_at, const std::string& reason);
-  void dead_letter(subscriber_state& sub, storage::claimed_row row, std::string reason,
-                   double now_unix);
+  void dead_letter_front(subscriber_state& sub, std::string reason, double now_unix);
+  void dead_letter_all(subscriber_state& sub, const std::string& reason, double now_unix);
   // Of the ready rows sharing a key, only the newest stays (ready_rows.hpp: coalesce); the
   // others are done as coalesced.
   void coalesce_ready(subscriber_state& sub, double now_unix);
+
+  // An attempt's row that was never written: due when the subscriber's pause ends, like the rows
+  // buffered behind it, or back to the queue. No attempt is counted.
+  void give_back_unsent(subscriber_state& sub, const storage::claimed_row& row,
+                        std::chrono::steady_clock::time_point now, double now_unix);
+  // An attempt's rows that were not sent, due again at `next_attempt_at`, their attempts as they
+  // were.
+  void retry_unsent(std::span<const storage::claimed_row> rows, double next_attempt_at,
+                    const std::string& reason);
 
   // An attempt's outcome (counted by its kind), or any other row's.
   void settled(storage::outcome outcome);

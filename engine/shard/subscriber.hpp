@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/limits/circuit_breaker.hpp"
@@ -134,5 +135,8 @@ struct subscriber_state {
     return breaker.current() == circuit_breaker::state::open && now >= breaker.next_probe_at();
   }
 };
+
+// A shard's subscribers by id.
+using subscriber_map = std::unordered_map<std::int64_t, std::unique_ptr<subscriber_state>>;
 
 }  // namespace surge::engine

@@ -22,8 +22,17 @@ class ShardRows : public ::testing::Test {
     row.id = 7;
     row.url = "http://partner.test/hook";
     row.secret = "secret";
-    sub_ = std::make_unique<subscriber_state>(
+    auto sub = std::make_unique<subscriber_state>(
         row, derive_settings(row, config_), std::chrono::steady_clock::time_point{}, 1e9, config_);
+    sub_ = sub.get();
+    subscribers_.emplace(7, std::move(sub));
+  }
+
+  // A claim's answer of rows `first` to `last` of subscriber 7.
+  void answer(shard_rows& rows, int first, int last, bool stopping = false) {
+    std::vector<storage::claimed_row> claimed;
+    for (int id = first; id <= last; ++id) claimed.push_back(row(id));
+    rows.take_answer(claimed, subscribers_, stopping, joined_);
   }
 
   static storage::claimed_row row(std::int64_t id) {
@@ -45,13 +54,14 @@ class ShardRows : public ::testing::Test {
   scheduler_config config_;
   drain_counters counters_;
   std::vector<outcome_write> writes_;
-  std::unique_ptr<subscriber_state> sub_;
+  subscriber_map subscribers_;
+  subscriber_state* sub_ = nullptr;
+  std::vector<subscriber_state*> joined_;
 };
 
 TEST_F(ShardRows, OutcomesGoInBatchesOfTheFlushSizeAndTheRestAtAFlush) {
   shard_rows rows(config_, 1, counters_, writes_);
-  for (int id = 1; id <= 4; ++id) rows.take_in(*sub_, row(id));
-  rows.answered(4, 400);
+  answer(rows, 1, 4);
   EXPECT_EQ(rows.buffered(), 4);
   EXPECT_EQ(counters_.buffered.load(), 4);
   rows.release_ready(*sub_);
@@ -71,12 +81,9 @@ TEST_F(ShardRows, OutcomesGoInBatchesOfTheFlushSizeAndTheRestAtAFlush) {
 
 TEST_F(ShardRows, DeadReleasedAndRescheduledRowsCountTheirKindAndFreeTheirMemory) {
   shard_rows rows(config_, 1, counters_, writes_);
-  for (int id = 1; id <= 3; ++id) rows.take_in(*sub_, row(id));
-  rows.answered(3, 300);
+  answer(rows, 1, 3);
   EXPECT_EQ(sub_->payload.held_bytes, 300);
-  auto front = std::move(sub_->ready.front());
-  sub_->ready.pop_front();
-  rows.dead_letter(*sub_, std::move(front), "payload too large", 1e9);
+  rows.dead_letter_front(*sub_, "payload too large", 1e9);
   rows.release_front(*sub_);
   rows.reschedule_ready(*sub_, 1e9 + 30, "subscriber paused by Retry-After");
   rows.flush();
@@ -105,12 +112,22 @@ TEST_F(ShardRows, ASettledOutcomeIsCountedByItsKind) {
                                                          storage::outcome_kind::retry}));
 }
 
-TEST_F(ShardRows, ARowNobodyHereCanSendGoesBackUncounted) {
+TEST_F(ShardRows, AClaimsRowsJoinTheirSubscriberAndThoseNobodyHereCanSendGoBackUncounted) {
   shard_rows rows(config_, 1, counters_, writes_);
-  rows.refuse(row(1));
+  answer(rows, 1, 2);
+  EXPECT_EQ(joined_, (std::vector<subscriber_state*>{sub_, sub_}));
+  EXPECT_EQ(sub_->ready.size(), 2u);
+  auto stranger = row(3);
+  stranger.subscriber_id = 8;  // not this shard's
+  std::vector<storage::claimed_row> claimed{stranger};
+  rows.take_answer(claimed, subscribers_, false, joined_);
+  answer(rows, 4, 4, true);  // the shard stops: nothing more joins
   rows.flush();
-  EXPECT_EQ(kinds(), std::vector<storage::outcome_kind>{storage::outcome_kind::release});
-  EXPECT_EQ(rows.buffered(), 0);
+  EXPECT_EQ(kinds(), (std::vector<storage::outcome_kind>{storage::outcome_kind::release,
+                                                         storage::outcome_kind::release}));
+  EXPECT_EQ(rows.buffered(), 2);
+  EXPECT_EQ(joined_.size(), 2u);
+  EXPECT_EQ(counters_.claimed.load(), 4);
   EXPECT_EQ(counters_.released.load(), 0);  // never buffered here: not a release of this drain
 }
 
