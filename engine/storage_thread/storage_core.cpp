@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <iterator>
 
+#include "engine/storage_thread/claim_replies.hpp"
 #include "engine/storage_thread/storage_notices.hpp"
 
 namespace surge::engine {
@@ -296,31 +297,17 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
 void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
                                  std::vector<storage::token_grant> granted,
                                  std::vector<std::int64_t> more_due) {
-  const auto shard_count = std::max<std::size_t>(shard_count_, 1);
-  std::vector<claim_reply> replies(shard_count);
-  for (auto& [shard, demand] : pending_claims_) {
-    replies[static_cast<std::size_t>(shard)].asked = std::move(demand);
-  }
-  for (auto& row : rows) {
-    replies[shard_of(row.subscriber_id, shard_count)].rows.push_back(std::move(row));
-  }
   for (const auto& grant : granted) {
     // Said once per drain and subscriber: a writer that keeps writing such buckets would
     // otherwise fill the log with one line per cycle.
     if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
       say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
     }
-    replies[shard_of(grant.subscriber_id, shard_count)].granted.push_back(grant);
   }
-  for (const auto id : more_due) {
-    replies[shard_of(id, shard_count)].more_due.push_back(id);
+  for (auto& answer : claim_replies(std::exchange(pending_claims_, {}), std::move(rows),
+                                    std::move(granted), std::move(more_due), shard_count_)) {
+    outbox_.emplace_back(std::move(answer));
   }
-  for (auto& [shard, demand] : pending_claims_) {
-    (void)demand;
-    outbox_.emplace_back(
-        storage_do::answer_shard{shard, std::move(replies[static_cast<std::size_t>(shard)])});
-  }
-  pending_claims_.clear();
   claim_stage_ = claim_stage::fresh;
   claim_tries_ = 0;
   phase_ = phase::outcomes;
