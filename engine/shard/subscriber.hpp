@@ -104,8 +104,8 @@ struct subscriber_state {
   // another origin's queue by a URL change are recognised by this and skipped).
   origin_state* waiting_on_origin = nullptr;
   // The origin state of settings.target, and the target it was looked up for
-  // (shard_core::origin_of): found by its key once per target, not by hashing the key several times
-  // per request.
+  // (shard_slots::origin_of): found by its key once per target, not by hashing the key several
+  // times per request.
   origin_state* origin = nullptr;
   std::shared_ptr<const proto::target> origin_target;
   bool origin_turn = false;  // woken from the head of that queue: may send before those behind

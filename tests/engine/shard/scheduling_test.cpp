@@ -125,7 +125,7 @@ TEST(NextPumpStep, OneWithRequestsOutQueuesBehindAnOriginsWaitersUnlessItIsItsTu
   EXPECT_EQ(next_pump_step(facts, t0).action, pump_action::send);
 }
 
-// The shard's freed slots are handed out by origin (shard_core::hand_out_slots): one with
+// The shard's freed slots are handed out by origin (shard_slots::hand_out_slots): one with
 // requests out does not take a free slot ahead of those queued for one, unless it was handed it
 // or waits for one itself.
 TEST(NextPumpStep, OneWithRequestsOutQueuesBehindTheShardsWaitersUnlessItIsItsTurn) {
