@@ -62,7 +62,9 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
   ASSERT_NE(port, 0) << "no metrics address in the log";
 
   // Mid-drain: deliveries counted, and the per-subscriber series, chosen once their
-  // subscribers have delivered.
+  // subscribers have delivered. Waited for until two have series and 30 rows are done, when each
+  // of the three has delivered (a few rows of its burst each): a bound of 2 is then the bound,
+  // not one subscriber still waiting for its first delivery.
   const auto per_subscriber_series = [](const std::map<std::string, double>& samples) {
     int count = 0;
     for (const auto& [name, value] : samples) {
@@ -76,10 +78,11 @@ TEST(DrainObservability, MetricsAreScrapedAndParsedDuringADrain) {
         const auto page = http_get(port, "/metrics");
         if (page.status != 200) return false;
         samples = parse_exposition(page.body);
-        return per_subscriber_series(samples) > 0;
+        const auto done = samples.find("surge_deliveries_total{outcome=\"done\"}");
+        return per_subscriber_series(samples) >= 2 && done != samples.end() && done->second >= 30;
       },
       20s, 100ms))
-      << "no per-subscriber series while draining";
+      << "not two per-subscriber series and 30 deliveries while draining";
   const auto health = http_get(port, "/healthz");
   EXPECT_EQ(health.status, 200) << health.body;
   for (const char* name :
