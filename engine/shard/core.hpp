@@ -137,8 +137,6 @@ class shard_core {
 
   void update_subscribers(std::vector<storage::subscriber_row> rows,
                           std::vector<identity_lookup> identities);
-  void demand_tick();
-  void flush_tick();
   // The pump (pump.cpp): gathers the facts, lets scheduling::next_pump_step decide, and carries
   // the decision out until it has to wait.
   void run_pump(subscriber_state& sub);

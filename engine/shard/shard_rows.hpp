@@ -65,9 +65,8 @@ class shard_rows {
   void retry_unsent(std::span<const storage::claimed_row> rows, double next_attempt_at,
                     const std::string& reason);
 
-  // An attempt's outcome (counted by its kind), or any other row's.
+  // An attempt's outcome, counted by its kind.
   void settled(storage::outcome outcome);
-  void push(storage::outcome outcome);
   // The subscriber answered 410 Gone: written as inactive with the next batch.
   void deactivate(std::int64_t subscriber_id) { deactivate_.push_back(subscriber_id); }
   void flush();
@@ -77,6 +76,8 @@ class shard_rows {
 
  private:
   void adjust_buffered(int delta);
+  // Into the next batch; a full batch goes to the writes.
+  void push(storage::outcome outcome);
 
   std::size_t flush_rows_;
   drain_counters& counters_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 
 #include "engine/storage_thread/claim_replies.hpp"
 #include "engine/storage_thread/storage_notices.hpp"
