@@ -9,8 +9,10 @@ std::chrono::steady_clock::duration backlog_check_interval(
     std::chrono::steady_clock::duration last_count_took) {
   // An unknown backlog (-1, before the first count) is taken as large.
   const bool large = backlog < 0 || backlog > timing.large_from;
-  const std::chrono::steady_clock::duration base =
-      large && !shards_idle ? timing.large_backlog : timing.small_backlog;
+  const bool end_in_sight = timing.end_in_sight.count() > 0 && shards_idle && backlog == 0;
+  const std::chrono::steady_clock::duration base = end_in_sight            ? timing.end_in_sight
+                                                   : large && !shards_idle ? timing.large_backlog
+                                                                           : timing.small_backlog;
   const std::chrono::steady_clock::duration spaced = std::min<std::chrono::steady_clock::duration>(
       last_count_took * timing.count_cost_multiple, timing.longest_wait);
   return std::max(base, spaced);

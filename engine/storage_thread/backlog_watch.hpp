@@ -16,11 +16,14 @@ namespace surge::engine {
 // PostgreSQL queue the drain is turning over), which claims and writes nothing meanwhile, so
 // its share of that thread (and the server's work on it) stays under 1 / count_cost_multiple. The
 // wait is capped, so that one count slowed by a stalled disk or a busy server does not hold
-// --until-drained for minutes after the last row.
+// --until-drained for minutes after the last row. With the end in sight (the shards idle and
+// the backlog estimated empty) an --until-drained drain checks at `end_in_sight`, so that it
+// ends a few tens of milliseconds after its last outcome rather than half a second.
 struct backlog_check_timing {
-  std::chrono::milliseconds small_backlog;  // the drained-check interval
-  std::chrono::milliseconds large_backlog;  // the backlog-refresh interval
-  std::int64_t large_from = 1000;           // due rows above which the backlog counts as large
+  std::chrono::milliseconds small_backlog;    // the drained-check interval
+  std::chrono::milliseconds large_backlog;    // the backlog-refresh interval
+  std::chrono::milliseconds end_in_sight{0};  // 0: no shorter interval (no --until-drained)
+  std::int64_t large_from = 1000;             // due rows above which the backlog counts as large
   int count_cost_multiple = 50;
   std::chrono::milliseconds longest_wait = std::chrono::seconds(30);
 };

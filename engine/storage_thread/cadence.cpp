@@ -2,14 +2,16 @@
 
 namespace surge::engine {
 
-storage_cadence::storage_cadence(const storage_worker_config& config)
+storage_cadence::storage_cadence(const storage_worker_config& config, bool until_drained)
     : subscriber_reload_(config.subscriber_reload_interval),
       ownership_renew_(config.ownership_renew),
       ownership_handoff_poll_(config.ownership_handoff_poll),
       new_rows_check_(config.new_rows_check_interval),
       first_count_wait_(config.first_count_wait),
       backlog_timing_{.small_backlog = config.drained_check_interval,
-                      .large_backlog = config.backlog_refresh_interval} {}
+                      .large_backlog = config.backlog_refresh_interval,
+                      .end_in_sight = until_drained ? config.end_in_sight_check_interval
+                                                    : std::chrono::milliseconds(0)} {}
 
 periodic_work storage_cadence::due(clock::time_point now, std::int64_t backlog,
                                    bool shards_idle) const {

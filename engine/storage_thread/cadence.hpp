@@ -25,7 +25,8 @@ class storage_cadence {
 
   // Nothing has run yet: the first reload and renewal are due at once, the first backlog count
   // once a claim has been answered or `first_count_wait` has passed since `started`.
-  explicit storage_cadence(const storage_worker_config& config);
+  // `until_drained`: the counts may end the drain, so they come often once its end is in sight.
+  storage_cadence(const storage_worker_config& config, bool until_drained);
   // The storage thread starts its loop (after the first reload and renewal).
   void started(clock::time_point at) { start_ = at; }
 

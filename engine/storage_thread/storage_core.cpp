@@ -27,7 +27,7 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       log_(log),
       pending_(config.storage.outcome_commits),
       quotas_(config.quota_write_interval),
-      cadence_(config.storage),
+      cadence_(config.storage, config.until_drained),
       backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
                config.until_drained),
       held_rows_warning_(config.repeated_warning_interval),

@@ -129,6 +129,19 @@ TEST(BacklogCheckInterval, ASmallBacklogOrIdleShardsAreCheckedOften) {
   EXPECT_EQ(backlog_check_interval(timing, 20000, true, 2ms), clock::duration(250ms));
 }
 
+TEST(BacklogCheckInterval, WithTheEndInSightAnUntilDrainedDrainChecksSoon) {
+  backlog_check_timing until_drained = timing;
+  until_drained.end_in_sight = 25ms;
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 100us), clock::duration(25ms));
+  // Not while a shard still has work, nor while rows are known to be left.
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, false, 100us), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(until_drained, 40, true, 100us), clock::duration(250ms));
+  // A drain that does not end on an empty queue keeps the drained-check interval.
+  EXPECT_EQ(backlog_check_interval(timing, 0, true, 100us), clock::duration(250ms));
+  // The count's own cost still spaces the checks.
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 2ms), clock::duration(100ms));
+}
+
 TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {
   // About what counting a million due rows takes: with idle-looking shards bringing each count
   // 250 ms after the last, the storage thread would be counting about a third of the time.

@@ -18,7 +18,7 @@ const clock::time_point start{1000s};
 // The engine's defaults: reload 3 s, renew 1 s (100 ms in a handoff), new rows every 2 ms,
 // backlog every 250 ms when small and 2 s when large, first count 100 ms after start.
 storage_cadence started_at(clock::time_point at) {
-  storage_cadence cadence(storage_worker_config{});
+  storage_cadence cadence(storage_worker_config{}, false);
   cadence.reloaded(at);
   cadence.renewed(at);
   cadence.started(at);
@@ -26,7 +26,7 @@ storage_cadence started_at(clock::time_point at) {
 }
 
 TEST(StorageCadence, BeforeAnythingRanTheReloadAndRenewalAreDue) {
-  const storage_cadence cadence(storage_worker_config{});
+  const storage_cadence cadence(storage_worker_config{}, false);
   const auto due = cadence.due(start, -1, true);
   EXPECT_TRUE(due.reload_subscribers);
   EXPECT_TRUE(due.renew_ownership);
@@ -103,7 +103,7 @@ TEST(StorageCadence, NewRowsAreLookedForEveryIntervalUnlessTurnedOff) {
   EXPECT_TRUE(cadence.new_rows_check_due(start + 2ms));
   storage_worker_config off;
   off.new_rows_check_interval = 0ms;
-  const storage_cadence never(off);
+  const storage_cadence never(off, false);
   EXPECT_FALSE(never.new_rows_check_due(start + 1h));
 }
 
