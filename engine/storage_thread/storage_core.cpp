@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/storage_thread/claim_replies.hpp"
 #include "engine/storage_thread/storage_notices.hpp"
 
 namespace surge::engine {
@@ -22,7 +21,7 @@ storage_core_config storage_core_config::of(const drain_config& drain) {
 storage_core::storage_core(const storage_core_config& config, int shards, drain_counters& counters,
                            core_log& log)
     : config_(config),
-      shard_count_(static_cast<std::size_t>(std::max(shards, 0))),
+      claim_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),
       log_(log),
       pending_(config.storage.outcome_commits),
@@ -47,7 +46,7 @@ void storage_core::begin(clock::time_point now) {
 }
 
 void storage_core::claims_asked(int shard, std::vector<storage::subscriber_demand> demand) {
-  pending_claims_.emplace_back(shard, std::move(demand));
+  claim_.asked(shard, std::move(demand));
 }
 
 void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
@@ -173,14 +172,8 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
         }
         break;
       case phase::finishing:
-        if (!claiming_ && !pending_claims_.empty()) {
-          // Claiming stopped: answer with nothing so that shards do not wait for rows.
-          for (auto& [shard, demand] : pending_claims_) {
-            outbox_.emplace_back(storage_do::answer_shard{shard, {std::move(demand), {}}});
-          }
-          pending_claims_.clear();
-          claim_stage_ = claim_stage::fresh;
-          claim_tries_ = 0;
+        if (!claiming_ && claim_.waiting()) {
+          for (auto& answer : claim_.answer_stopped()) outbox_.emplace_back(std::move(answer));
           break;
         }
         if (auto action = finish_step(now)) return action;
@@ -190,54 +183,28 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
 }
 
 std::optional<storage_action> storage_core::claims_step(clock::time_point now) {
-  if (claim_stage_ == claim_stage::fresh) {
-    // While the database refuses writes, claiming more would only grow what is held in memory.
-    if (!claiming_ || pending_claims_.empty() || now < retry_storage_after_) {
-      phase_ = phase::outcomes;
-      return std::nullopt;
-    }
-    claim_stage_ = claim_stage::written;
-    // More outcomes than one batch go first in batches of their own, so the cycle stays short.
-    if (pending_.over_one_batch()) start_outcomes(now, true);
-    return std::nullopt;
+  switch (claim_.step({.claiming = claiming_,
+                       .backing_off = now < retry_storage_after_,
+                       .queue_lost = queue_lost_,
+                       .outcomes_over_one_batch = pending_.over_one_batch()})) {
+    case claim_round::next::nothing: phase_ = phase::outcomes; return std::nullopt;
+    case claim_round::next::write_outcomes_first: start_outcomes(now, true); return std::nullopt;
+    case claim_round::next::answer_empty: answer_claims({}, {}, {}); return std::nullopt;
+    case claim_round::next::run_cycle: awaiting_ = awaiting::cycle; return cycle_action(now);
   }
-  if (claim_stage_ == claim_stage::written) {
-    if (now < retry_storage_after_ || queue_lost_) {
-      // The claims wait for the backoff to end.
-      claim_stage_ = claim_stage::fresh;
-      phase_ = phase::outcomes;
-      return std::nullopt;
-    }
-    claim_demand_.clear();
-    for (const auto& [shard, demand] : pending_claims_) {
-      claim_demand_.insert(claim_demand_.end(), demand.begin(), demand.end());
-    }
-    claim_size_.cap(claim_demand_);
-    claim_tries_ = 0;
-    claim_stage_ = claim_stage::cycling;
-  }
-  // A retry after a refused row's outcomes were written on their own: not while the database
-  // refuses writes, and at most twice in all.
-  if (claim_tries_ > 0 && (now < retry_storage_after_ || queue_lost_ || claim_tries_ >= 2)) {
-    answer_claims({}, {}, {});
-    return std::nullopt;
-  }
-  awaiting_ = awaiting::cycle;
-  return cycle_action(now);
+  return std::nullopt;
 }
 
 storage_do::run_cycle storage_core::cycle_action(clock::time_point now) {
-  claim_started_ = now;
-  ++claim_tries_;
   // Outcomes due now ride with the claim: one transaction, and a page that holds finished rows
   // and the next ones is written once (storage/cycle.hpp). The others wait for a later cycle.
-  claim_with_outcomes_ = pending_.due(now, false);
+  claim_.cycle_started(now, pending_.due(now, false));
   storage_do::run_cycle cycle{.outcomes = {},
                               .deactivate = {},
-                              .demand = claim_demand_,
+                              .demand = claim_.demand(),
                               .lease = config_.storage.lease,
                               .max_payload_bytes = config_.max_payload_bytes};
-  if (claim_with_outcomes_) {
+  if (claim_.with_outcomes()) {
     cycle.outcomes = pending_.outcomes();
     cycle.deactivate = pending_.deactivate();
   }
@@ -246,15 +213,15 @@ storage_do::run_cycle storage_core::cycle_action(clock::time_point now) {
 
 void storage_core::cycle_done(clock::time_point now, storage::cycle_result result) {
   awaiting_ = awaiting::nothing;
-  if (claim_with_outcomes_) {
+  if (claim_.with_outcomes()) {
     note_written(result.written);
-    if (pending_.written_with_claim(result.written, claim_started_)) {
+    if (pending_.written_with_claim(result.written, claim_.started())) {
       warn_rows_held(now, result.written);
     }
   }
   note_held_subscribers(now, result.held_subscribers);
   cadence_.claim_answered();
-  claim_size_.fitted();
+  claim_.fitted();
   auto rows = std::move(result.claimed);
   refused_.drop_from(rows);
   backlog_.handed_out(rows.size());
@@ -266,7 +233,7 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
     answer_claims({}, {}, {});
     return;
   }
-  if (error.what_kind() == storage::error::kind::row_rejected && claim_with_outcomes_) {
+  if (error.what_kind() == storage::error::kind::row_rejected && claim_.with_outcomes()) {
     // One row's outcome was refused and the whole cycle rolled back: the outcomes go on their
     // own, where the refused row is found and settled, then the claim again.
     start_outcomes(now, true);
@@ -275,16 +242,15 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
   counters_.add(counters_.storage_errors);
   if (error.what_kind() == storage::error::kind::timed_out) {
     // A smaller claim goes next, at once.
-    claim_size_.timed_out(claim_demand_);
+    claim_.timed_out();
     say(log_level::warn,
         std::string("a claim was cancelled by the statement timeout; claiming at most ") +
-            std::to_string(claim_size_.most_rows()) +
-            " rows at a time until they fit: " + error.what());
+            std::to_string(claim_.most_rows()) + " rows at a time until they fit: " + error.what());
   } else {
-    retry_storage_after_ = claim_started_ + config_.storage.error_backoff;
+    retry_storage_after_ = claim_.started() + config_.storage.error_backoff;
     // The outcomes stay pending: the whole transaction rolled back.
     say(log_level::error,
-        !claim_with_outcomes_
+        !claim_.with_outcomes()
             ? std::string("claiming failed, will retry: ") + error.what()
             : std::string("writing outcomes failed (with a claim), will retry and claim nothing "
                           "meanwhile: ") +
@@ -303,12 +269,9 @@ void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
       say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
     }
   }
-  for (auto& answer : claim_replies(std::exchange(pending_claims_, {}), std::move(rows),
-                                    std::move(granted), std::move(more_due), shard_count_)) {
+  for (auto& answer : claim_.answer(std::move(rows), std::move(granted), std::move(more_due))) {
     outbox_.emplace_back(std::move(answer));
   }
-  claim_stage_ = claim_stage::fresh;
-  claim_tries_ = 0;
   phase_ = phase::outcomes;
 }
 
@@ -490,7 +453,7 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
   }
   count_stage_ = 0;
   phase_ = phase::stopped;
-  if (!pending_.empty() || !pending_claims_.empty()) {
+  if (!pending_.empty() || claim_.waiting()) {
     backlog_.interrupted();
     return std::nullopt;
   }

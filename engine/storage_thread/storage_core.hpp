@@ -7,8 +7,8 @@
 // through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
 // drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
 // the loop's rounds and what waits for what; each concern with state of its own is a small
-// machine it calls: claim_size, pending_outcomes (with outcome_batches), refused_rows,
-// announced_quotas, backlog_check, drain_end (and the pure until_drained rules, the
+// machine it calls: claim_round (with claim_size), pending_outcomes (with outcome_batches),
+// refused_rows, announced_quotas, backlog_check, drain_end (and the pure until_drained rules, the
 // storage_notices wording).
 #include <chrono>
 #include <cstdint>
@@ -27,7 +27,7 @@
 #include "engine/storage_thread/announced_quotas.hpp"
 #include "engine/storage_thread/backlog_check.hpp"
 #include "engine/storage_thread/cadence.hpp"
-#include "engine/storage_thread/claim_size.hpp"
+#include "engine/storage_thread/claim_round.hpp"
 #include "engine/storage_thread/drain_end.hpp"
 #include "engine/storage_thread/outcome_batches.hpp"
 #include "engine/storage_thread/pending_outcomes.hpp"
@@ -141,7 +141,7 @@ class storage_core {
   // would otherwise wake it again and again, a busy loop, until next_wake().
   bool commit_due_with(std::size_t arrived) const { return pending_.due_with(arrived); }
   // While claims are cancelled by a statement timeout: the most rows one claim asks for.
-  std::size_t claim_rows_cap() const { return claim_size_.most_rows(); }
+  std::size_t claim_rows_cap() const { return claim_.most_rows(); }
   bool claiming() const { return claiming_; }
   // Whether claims and writes wait for the error backoff at `now`.
   bool backing_off(clock::time_point now) const { return now < retry_storage_after_; }
@@ -201,12 +201,11 @@ class storage_core {
   void say(log_level level, std::string message) { log_.write(level, std::move(message)); }
 
   storage_core_config config_;
-  std::size_t shard_count_;
+  claim_round claim_;  // the shards' asks, the claim under way, and its answers
   drain_counters& counters_;
   core_log& log_;  // where its lines go (engine/observe/log.hpp)
 
   // Events not yet taken in.
-  std::vector<std::pair<int, std::vector<storage::subscriber_demand>>> pending_claims_;
   pending_outcomes pending_;  // outcomes and deactivations not yet written, and their runs
   std::vector<storage::unspent_tokens> pending_unspent_;
   bool claiming_ = true;
@@ -219,15 +218,8 @@ class storage_core {
   periodic_work due_;
   bool initial_reload_ = false;   // begin()'s reload: no sweep with it
   bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
-  enum class claim_stage { fresh, written, cycling } claim_stage_ = claim_stage::fresh;
   int count_stage_ = 0;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
-
-  // The claim in progress: its demand (capped), whether outcomes ride with it, its try.
-  std::vector<storage::subscriber_demand> claim_demand_;
-  bool claim_with_outcomes_ = false;
-  int claim_tries_ = 0;
-  clock::time_point claim_started_{};
 
   clock::time_point next_wake_{};
   clock::time_point last_ping_{};
@@ -243,7 +235,6 @@ class storage_core {
   drain_end end_;  // the end's sequence, once the shards are done
   repeated_warning held_rows_warning_;
   repeated_warning held_subscribers_warning_;
-  claim_size claim_size_;  // how many rows a claim may ask for after statement timeouts
 };
 
 }  // namespace surge::engine
