@@ -52,7 +52,12 @@ class backlog_check {
   // `shards_idle`: nothing in flight or buffered.
   then counted(clock::time_point now, std::int64_t outstanding, std::optional<double> earliest_in,
                bool shards_idle, std::int64_t finished);
-  void count_failed() { recounting_ = false; }
+  void count_failed() {
+    recounting_ = false;
+    watch_.check_failed();
+  }
+  // Whether the next check may come at the short interval (backlog_watch::end_may_be_near).
+  bool end_may_be_near() const { return watch_.end_may_be_near(); }
 
   // A drain that never idles sweeps with the subscriber reload, at the sweep's
   // interval: whether that sweep is due at `now` (it then counts as run).

@@ -6,10 +6,11 @@ namespace surge::engine {
 
 std::chrono::steady_clock::duration backlog_check_interval(
     const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
-    std::chrono::steady_clock::duration last_count_took) {
+    std::chrono::steady_clock::duration last_count_took, bool end_may_be_near) {
   // An unknown backlog (-1, before the first count) is taken as large.
   const bool large = backlog < 0 || backlog > timing.large_from;
-  const bool end_in_sight = timing.end_in_sight.count() > 0 && shards_idle && backlog == 0;
+  const bool end_in_sight =
+      timing.end_in_sight.count() > 0 && end_may_be_near && shards_idle && backlog == 0;
   const std::chrono::steady_clock::duration base = end_in_sight            ? timing.end_in_sight
                                                    : large && !shards_idle ? timing.large_backlog
                                                                            : timing.small_backlog;
@@ -31,6 +32,7 @@ void backlog_watch::observe(bool shards_empty, std::int64_t claimed_total) {
   const bool claimed_since = claimed_total != claimed_at_last_check_;
   claimed_at_last_check_ = claimed_total;
   settled_checks_ = shards_empty && !claimed_since ? settled_checks_ + 1 : 0;
+  if (!shards_empty) end_may_be_near_ = true;
 }
 
 bool backlog_watch::sweep_due(std::int64_t outstanding, clock::time_point now) const {
@@ -42,6 +44,11 @@ bool backlog_watch::sweep_due(std::int64_t outstanding, clock::time_point now) c
 
 bool backlog_watch::drained(std::int64_t outstanding, bool due_soon) {
   quiet_checks_ = outstanding == 0 && shards_empty_ && !due_soon ? quiet_checks_ + 1 : 0;
+  if (quiet_checks_ >= 1) {
+    end_may_be_near_ = true;
+  } else if (shards_empty_) {
+    end_may_be_near_ = false;  // idle, yet something keeps the drain going
+  }
   return quiet_checks_ >= 2;
 }
 

@@ -16,9 +16,13 @@ namespace surge::engine {
 // PostgreSQL queue the drain is turning over), which claims and writes nothing meanwhile, so
 // its share of that thread (and the server's work on it) stays under 1 / count_cost_multiple. The
 // wait is capped, so that one count slowed by a stalled disk or a busy server does not hold
-// --until-drained for minutes after the last row. With the end in sight (the shards idle and
-// the backlog estimated empty) an --until-drained drain checks at `end_in_sight`, so that it
-// ends a few tens of milliseconds after its last outcome rather than half a second.
+// --until-drained for minutes after the last row. With the end in sight (the shards idle, the
+// backlog estimated empty, and the last check either saw the shards at work or found nothing
+// left: backlog_watch::end_may_be_near) an --until-drained drain checks at `end_in_sight`, so
+// that it ends a few tens of milliseconds after its last outcome rather than half a second.
+// Once a check with idle shards found something that keeps the drain going (a retry due within
+// the wait, outcomes another session holds, rows left, a failed count), the checks go back to
+// the drained-check interval.
 struct backlog_check_timing {
   std::chrono::milliseconds small_backlog;    // the drained-check interval
   std::chrono::milliseconds large_backlog;    // the backlog-refresh interval
@@ -29,7 +33,7 @@ struct backlog_check_timing {
 };
 std::chrono::steady_clock::duration backlog_check_interval(
     const backlog_check_timing& timing, std::int64_t backlog, bool shards_idle,
-    std::chrono::steady_clock::duration last_count_took);
+    std::chrono::steady_clock::duration last_count_took, bool end_may_be_near = false);
 
 // The backlog between two counts: the last count less the rows finished since (delivered, dead
 // or coalesced; a retried or released row stays due). A count reads every due row, so while the
@@ -72,7 +76,15 @@ class backlog_watch {
       : sweep_interval_(sweep_interval), last_sweep_(start) {}
 
   // A check was skipped because outcomes or claims were waiting: quiet checks start over.
-  void interrupted() { quiet_checks_ = 0; }
+  void interrupted() {
+    quiet_checks_ = 0;
+    end_may_be_near_ = false;
+  }
+  // A check's count failed: no quick check follows it.
+  void check_failed() { end_may_be_near_ = false; }
+  // Whether the next check may come at the short interval: the last one saw the shards at work
+  // (they may just have run out), or found nothing left (the confirming second check).
+  bool end_may_be_near() const { return end_may_be_near_; }
 
   // The start of one check: whether nothing was in flight or buffered on any shard, and how many
   // claimed rows the storage thread has handed to the shards so far.
@@ -105,6 +117,7 @@ class backlog_watch {
   std::int64_t claimed_at_last_check_ = 0;
   int settled_checks_ = 0;
   int quiet_checks_ = 0;
+  bool end_may_be_near_ = false;
 };
 
 }  // namespace surge::engine

@@ -13,14 +13,14 @@ storage_cadence::storage_cadence(const storage_worker_config& config, bool until
                       .end_in_sight = until_drained ? config.end_in_sight_check_interval
                                                     : std::chrono::milliseconds(0)} {}
 
-periodic_work storage_cadence::due(clock::time_point now, std::int64_t backlog,
-                                   bool shards_idle) const {
+periodic_work storage_cadence::due(clock::time_point now, std::int64_t backlog, bool shards_idle,
+                                   bool end_may_be_near) const {
   periodic_work work;
   work.reload_subscribers = now - last_reload_ >= subscriber_reload_;
   work.renew_ownership =
       now - last_renewal_ >= (handoff_awaited_ ? ownership_handoff_poll_ : ownership_renew_);
-  const auto check_every =
-      backlog_check_interval(backlog_timing_, backlog, shards_idle, last_count_took_);
+  const auto check_every = backlog_check_interval(backlog_timing_, backlog, shards_idle,
+                                                  last_count_took_, end_may_be_near);
   work.count_backlog = now - last_backlog_check_ >= check_every &&
                        first_count_due(claim_answered_, now - start_, first_count_wait_);
   return work;

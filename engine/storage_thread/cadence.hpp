@@ -31,8 +31,10 @@ class storage_cadence {
   void started(clock::time_point at) { start_ = at; }
 
   // What is due at `now` while the drain claims. `backlog` is the last count (-1 before the
-  // first); `shards_idle` says the shards hold no rows and no request is in flight.
-  periodic_work due(clock::time_point now, std::int64_t backlog, bool shards_idle) const;
+  // first); `shards_idle` says the shards hold no rows and no request is in flight;
+  // `end_may_be_near`: backlog_watch::end_may_be_near.
+  periodic_work due(clock::time_point now, std::int64_t backlog, bool shards_idle,
+                    bool end_may_be_near = false) const;
   // Whether to ask the database if another connection committed rows (0 interval: never).
   bool new_rows_check_due(clock::time_point now) const;
 

@@ -127,7 +127,7 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
           phase_ = phase::periodic_reload;
           const auto backlog = backlog_.estimate(finished_rows());
           counters_.backlog.store(backlog, std::memory_order_relaxed);
-          due_ = cadence_.due(now, backlog, shards_idle());
+          due_ = cadence_.due(now, backlog, shards_idle(), backlog_.end_may_be_near());
         } else {
           phase_ = phase::stopped;
         }
@@ -447,7 +447,8 @@ std::optional<storage_action> storage_core::count_step(clock::time_point now) {
     cadence_.backlog_checked(now);
     count_stage_ = 1;
     // Outcomes held for their commit (engine/storage_thread/commit_timing.hpp) would make this
-    // check skip; a check comes at most every few hundred milliseconds, so they are written now.
+    // check skip; a check comes at most every few hundred milliseconds (or twice in quick
+    // succession when the end may be near), so they are written now.
     start_outcomes(now, true);
     return std::nullopt;
   }

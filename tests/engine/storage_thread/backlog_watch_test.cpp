@@ -106,6 +106,28 @@ TEST(BacklogWatch, NotDrainedWhileWorkIsInFlightOrDueSoon) {
   EXPECT_TRUE(watch.drained(0, false));
 }
 
+TEST(BacklogWatch, TheEndMayBeNearAfterBusyShardsOrAQuietCheckNotAfterAnIdleCheckWithWorkLeft) {
+  backlog_watch watch(interval, start);
+  watch.observe(false, 0);  // the shards at work: they may run out before the next check
+  EXPECT_FALSE(watch.drained(0, false));
+  EXPECT_TRUE(watch.end_may_be_near());
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(0, true));  // idle, but a retry falls due within the wait
+  EXPECT_FALSE(watch.end_may_be_near());
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(0, false));  // the first quiet check: the second may come soon
+  EXPECT_TRUE(watch.end_may_be_near());
+  watch.interrupted();  // outcomes another session holds made the next check skip
+  EXPECT_FALSE(watch.end_may_be_near());
+  watch.observe(true, 0);
+  EXPECT_FALSE(watch.drained(3, false));  // idle, with rows left
+  EXPECT_FALSE(watch.end_may_be_near());
+  watch.observe(false, 0);
+  EXPECT_TRUE(watch.end_may_be_near());
+  watch.check_failed();
+  EXPECT_FALSE(watch.end_may_be_near());
+}
+
 TEST(BacklogWatch, PeriodicSweepWaitsOneIntervalFromTheStart) {
   backlog_watch watch(interval, start);
   EXPECT_FALSE(watch.periodic_sweep_due(start + interval - 1s));
@@ -132,14 +154,16 @@ TEST(BacklogCheckInterval, ASmallBacklogOrIdleShardsAreCheckedOften) {
 TEST(BacklogCheckInterval, WithTheEndInSightAnUntilDrainedDrainChecksSoon) {
   backlog_check_timing until_drained = timing;
   until_drained.end_in_sight = 25ms;
-  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 100us), clock::duration(25ms));
-  // Not while a shard still has work, nor while rows are known to be left.
-  EXPECT_EQ(backlog_check_interval(until_drained, 0, false, 100us), clock::duration(250ms));
-  EXPECT_EQ(backlog_check_interval(until_drained, 40, true, 100us), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 100us, true), clock::duration(25ms));
+  // Not while a shard still has work, nor while rows are known to be left, nor once an idle
+  // check found something that keeps the drain going (backlog_watch::end_may_be_near).
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, false, 100us, true), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(until_drained, 40, true, 100us, true), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 100us, false), clock::duration(250ms));
   // A drain that does not end on an empty queue keeps the drained-check interval.
-  EXPECT_EQ(backlog_check_interval(timing, 0, true, 100us), clock::duration(250ms));
+  EXPECT_EQ(backlog_check_interval(timing, 0, true, 100us, true), clock::duration(250ms));
   // The count's own cost still spaces the checks.
-  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 2ms), clock::duration(100ms));
+  EXPECT_EQ(backlog_check_interval(until_drained, 0, true, 2ms, true), clock::duration(100ms));
 }
 
 TEST(BacklogCheckInterval, ASlowCountSpacesTheNextOneOut) {

@@ -39,13 +39,16 @@ TEST(ClaimRound, MoreThanABatchOfOutcomesIsWrittenFirstThenTheClaimRuns) {
   EXPECT_EQ(round.step({.outcomes_over_one_batch = true}), next::run_cycle);
 }
 
-TEST(ClaimRound, ABackoffHoldsTheClaimUntilItEnds) {
+TEST(ClaimRound, ABackoffOrALostQueueHoldsTheClaimAndItStartsOver) {
   claim_round round(1);
   round.asked(0, {{.subscriber_id = 1, .rows = 4}});
   EXPECT_EQ(round.step({.backing_off = true}), next::nothing);
   EXPECT_EQ(round.step({.outcomes_over_one_batch = true}), next::write_outcomes_first);
-  // It began while the outcomes were written.
+  // It began while the outcomes were written: the claim starts over, outcomes first again.
   EXPECT_EQ(round.step({.backing_off = true}), next::nothing);
+  EXPECT_EQ(round.step({.outcomes_over_one_batch = true}), next::write_outcomes_first);
+  EXPECT_EQ(round.step({.queue_lost = true}), next::nothing);
+  EXPECT_EQ(round.step({.outcomes_over_one_batch = true}), next::write_outcomes_first);
   EXPECT_EQ(round.step(calm), next::run_cycle);
 }
 
@@ -100,6 +103,7 @@ TEST(ClaimRound, AStopAnswersEveryShardThatAskedWithItsOwnDemandAndNoRows) {
   claim_round round(2);
   round.asked(1, {{.subscriber_id = 2, .rows = 3}});
   round.asked(0, {{.subscriber_id = 1, .rows = 4}});
+  ASSERT_EQ(round.step({.outcomes_over_one_batch = true}), next::write_outcomes_first);
   const auto answers = round.answer_stopped();
   ASSERT_EQ(answers.size(), 2u);
   EXPECT_EQ(answers[0].shard, 1);
@@ -108,6 +112,9 @@ TEST(ClaimRound, AStopAnswersEveryShardThatAskedWithItsOwnDemandAndNoRows) {
   EXPECT_TRUE(answers[1].reply.rows.empty());
   EXPECT_FALSE(round.waiting());
   EXPECT_EQ(round.step(calm), next::nothing);
+  // The round starts over: a new ask has its outcomes written first again.
+  round.asked(0, {{.subscriber_id = 1, .rows = 4}});
+  EXPECT_EQ(round.step({.outcomes_over_one_batch = true}), next::write_outcomes_first);
 }
 
 }  // namespace
