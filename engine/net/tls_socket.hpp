@@ -5,7 +5,8 @@
 // two record buffers of its own between OpenSSL and the socket, about 70 KB per connection
 // held for as long as it is open and two more copies of every record; here an open connection
 // holds only the SSL object, and OpenSSL's record buffers while a record is under way
-// (SSL_MODE_RELEASE_BUFFERS). Not thread-safe: each connection lives on one shard.
+// (SSL_MODE_RELEASE_BUFFERS), reading ahead so that a response costs one read(). Not
+// thread-safe: each connection lives on one shard.
 #include <cstddef>
 #include <tuple>
 
