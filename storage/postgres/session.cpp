@@ -17,7 +17,13 @@
 namespace surge::storage::pg {
 
 session::session(std::string uri, session_limits limits) : uri_(std::move(uri)), limits_(limits) {
-  ensure_connected();
+  try {
+    ensure_connected();
+  } catch (...) {
+    // No destructor runs for an object whose constructor threw: the connection goes here.
+    drop_connection();
+    throw;
+  }
 }
 
 session::~session() {
