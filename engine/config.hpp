@@ -145,8 +145,9 @@ struct storage_worker_config {
   std::chrono::milliseconds wake_interval = 5ms;
   std::chrono::milliseconds subscriber_reload_interval = 3s;
   std::chrono::milliseconds drained_check_interval = 250ms;  // once the backlog is small
-  // With --until-drained, once the shards are idle and the backlog is estimated empty: the two
-  // quiet checks that end the drain come this soon, not a drained-check interval apart.
+  // With --until-drained, once the shards are idle, the backlog is estimated empty and the end
+  // may be near (engine/storage_thread/backlog_watch.hpp): the two quiet checks that end the
+  // drain come this soon, not a drained-check interval apart.
   std::chrono::milliseconds end_in_sight_check_interval = 25ms;
   // The first backlog count waits for the shards' first claims to be answered, or this long
   // when none is asked (engine/storage_thread/backlog_watch.hpp, first_count_due).
