@@ -4,8 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/storage_thread/storage_notices.hpp"
-
 namespace surge::engine {
 
 storage_core_config storage_core_config::of(const drain_config& drain) {
@@ -23,21 +21,19 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
     : config_(config),
       claim_(static_cast<std::size_t>(std::max(shards, 0))),
       counters_(counters),
-      log_(log),
+      report_(counters, log, config.repeated_warning_interval),
       pending_(config.storage.outcome_commits),
       quotas_(config.quota_write_interval),
       cadence_(config.storage, config.until_drained),
       backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
-               config.until_drained),
-      held_rows_warning_(config.repeated_warning_interval),
-      held_subscribers_warning_(config.repeated_warning_interval) {}
+               config.until_drained) {}
 
 void storage_core::begin(clock::time_point now) {
   backlog_.begin(now);
   cadence_.reloaded(now);
   cadence_.renewed(now);
   cadence_.started(now);
-  renewal_initial_ = true;
+  ownership_.renewing(true);
   initial_reload_ = true;
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   queued_.emplace_back(storage_do::reload_subscribers{.initial = true}, awaiting::reload);
@@ -149,7 +145,7 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
         phase_ = phase::periodic_count;
         if (due_.renew_ownership) {
           cadence_.renewed(now);
-          renewal_initial_ = false;
+          ownership_.renewing(false);
           awaiting_ = awaiting::renew;
           return storage_do::renew_ownership{};
         }
@@ -165,8 +161,7 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
         phase_ = phase::finishing;
         // Claiming stopped: the other drains may take the subscribers now, while this one's
         // attempts in flight finish (their rows stay fenced by their row leases).
-        if (!claiming_ && !ownership_released_) {
-          ownership_released_ = true;
+        if (!claiming_ && ownership_.release()) {
           awaiting_ = awaiting::release;
           return storage_do::release_ownership{};
         }
@@ -214,12 +209,12 @@ storage_do::run_cycle storage_core::cycle_action(clock::time_point now) {
 void storage_core::cycle_done(clock::time_point now, storage::cycle_result result) {
   awaiting_ = awaiting::nothing;
   if (claim_.with_outcomes()) {
-    note_written(result.written);
+    report_.written(result.written);
     if (pending_.written_with_claim(result.written, claim_.started())) {
-      warn_rows_held(now, result.written);
+      report_.rows_held(now, result.written);
     }
   }
-  note_held_subscribers(now, result.held_subscribers);
+  report_.subscribers_held(now, result.held_subscribers);
   cadence_.claim_answered();
   claim_.fitted();
   auto rows = std::move(result.claimed);
@@ -262,13 +257,7 @@ void storage_core::cycle_failed(clock::time_point now, const storage::error& err
 void storage_core::answer_claims(std::vector<storage::claimed_row> rows,
                                  std::vector<storage::token_grant> granted,
                                  std::vector<std::int64_t> more_due) {
-  for (const auto& grant : granted) {
-    // Said once per drain and subscriber: a writer that keeps writing such buckets would
-    // otherwise fill the log with one line per cycle.
-    if (!grant.repaired.empty() && bucket_repairs_said_.insert(grant.subscriber_id).second) {
-      say(log_level::warn, notice::bucket_repaired(grant.subscriber_id, grant.repaired));
-    }
-  }
+  report_.granted(granted);
   for (auto& answer : claim_.answer(std::move(rows), std::move(granted), std::move(more_due))) {
     outbox_.emplace_back(std::move(answer));
   }
@@ -285,34 +274,59 @@ bool storage_core::start_outcomes(clock::time_point now, bool force) {
 void storage_core::outcomes_written(clock::time_point now, const storage::write_report& report) {
   awaiting_ = awaiting::nothing;
   auto& run = pending_.run();
-  note_written(report);
+  report_.written(report);
   if (const auto* dead = run.settling()) {
     if (report.applied == 1) {
-      counters_.add(counters_.dead);
-      say(log_level::error, notice::dead_lettered(dead->delivery_id, run.settle_reason()));
+      report_.dead_lettered(dead->delivery_id, run.settle_reason());
     } else {
       quarantine(dead->delivery_id, run.settle_reason());
     }
     run.settled();
     return;
   }
-  if (pending_.batch_written(report)) warn_rows_held(now, report);
+  if (pending_.batch_written(report)) report_.rows_held(now, report);
 }
 
 void storage_core::quarantine(std::int64_t delivery_id, const std::string& reason) {
   refused_.quarantine(delivery_id, reason);
-  say(log_level::error, notice::quarantined(delivery_id, reason));
+  report_.quarantined(delivery_id, reason);
 }
 
 void storage_core::outcome_run_failed(clock::time_point now, const storage::error& error) {
   (void)now;
   const auto began = pending_.run_failed();
   if (stop_for_fault(error)) return;
-  counters_.add(counters_.storage_errors);
   retry_storage_after_ = began + config_.storage.error_backoff;
-  say(log_level::error,
-      std::string("writing outcomes failed, will retry and claim nothing meanwhile: ") +
-          error.what());
+  report_.failure(log_level::error,
+                  "writing outcomes failed, will retry and claim nothing meanwhile: ", error);
+}
+
+void storage_core::outcomes_failed(clock::time_point now, const storage::error& error) {
+  auto& run = pending_.run();
+  if (error.what_kind() != storage::error::kind::row_rejected) {
+    outcome_run_failed(now, error);
+    return;
+  }
+  if (const auto* dead = run.settling()) {
+    quarantine(dead->delivery_id, run.settle_reason());
+    run.settled();
+    return;
+  }
+  // A row's fault stays the row's: the batch is halved until the refused row is alone.
+  auto refusal = pending_.refused(error.what());
+  using kind = outcome_batches::refusal::kind;
+  switch (refusal.what) {
+    case kind::smaller_batch: return;
+    case kind::deactivation_refused:
+      say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
+                                std::string(error.what()) + "); they stay active");
+      return;
+    case kind::dead_letter: report_.refused_outcome(); return;
+    case kind::quarantine:
+      report_.refused_outcome();
+      quarantine(refusal.delivery_id, refusal.reason);
+      return;
+  }
 }
 
 void storage_core::failed(clock::time_point now, const storage::error& error) {
@@ -320,40 +334,11 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
   switch (was) {
     case awaiting::nothing: return;
     case awaiting::cycle: cycle_failed(now, error); return;
-    case awaiting::outcomes: {
-      auto& run = pending_.run();
-      if (error.what_kind() != storage::error::kind::row_rejected) {
-        outcome_run_failed(now, error);
-        return;
-      }
-      if (const auto* dead = run.settling()) {
-        quarantine(dead->delivery_id, run.settle_reason());
-        run.settled();
-        return;
-      }
-      // A row's fault stays the row's: the batch is halved until the refused row is alone.
-      auto refusal = pending_.refused(error.what());
-      using kind = outcome_batches::refusal::kind;
-      switch (refusal.what) {
-        case kind::smaller_batch: return;
-        case kind::deactivation_refused:
-          say(log_level::error, "the database refused to deactivate subscribers after 410 Gone (" +
-                                    std::string(error.what()) + "); they stay active");
-          return;
-        case kind::dead_letter: counters_.add(counters_.refused_outcomes); return;
-        case kind::quarantine:
-          counters_.add(counters_.refused_outcomes);
-          quarantine(refusal.delivery_id, refusal.reason);
-          return;
-      }
-      return;
-    }
+    case awaiting::outcomes: outcomes_failed(now, error); return;
     case awaiting::quotas:
       // Kept for the next try, unless a newer announcement replaces it first.
-      counters_.add(counters_.storage_errors);
-      say(log_level::warn,
-          std::string("could not record the partners' announced quotas, will retry: ") +
-              error.what());
+      report_.failure(log_level::warn,
+                      "could not record the partners' announced quotas, will retry: ", error);
       quotas_.failed();
       return;
     case awaiting::check:
@@ -406,8 +391,7 @@ void storage_core::done(clock::time_point now) {
 void storage_core::storage_failure(log_level level, const std::string& what,
                                    const storage::error& error) {
   if (stop_for_fault(error)) return;
-  counters_.add(counters_.storage_errors);
-  say(level, what + error.what());
+  report_.failure(level, what, error);
 }
 
 void storage_core::subscribers_loaded(clock::time_point now,
@@ -427,19 +411,8 @@ void storage_core::ownership_renewed(clock::time_point now, const storage::owner
   awaiting_ = awaiting::nothing;
   cadence_.handoff_awaited(change.awaited > 0);
   counters_.owned_subscribers.store(owned, std::memory_order_relaxed);
-  if (!change.lost.empty()) {
-    say(log_level::warn, notice::ownership_lost(change.lost));
-  }
-  // The first renewal comes before any shard sent: their buckets were just seeded.
-  if (!renewal_initial_ && !change.taken.empty()) {
-    outbox_.emplace_back(storage_do::tell_owner_change{change.taken, true});
-  }
-  renewal_initial_ = false;
-  auto disowned = change.released;
-  disowned.insert(disowned.end(), change.lost.begin(), change.lost.end());
-  if (!disowned.empty()) {
-    outbox_.emplace_back(storage_do::tell_owner_change{std::move(disowned), false});
-  }
+  report_.ownership_lost(change.lost);
+  for (auto& tell : ownership_.renewed(change)) outbox_.emplace_back(std::move(tell));
 }
 
 std::optional<storage_action> storage_core::count_step(clock::time_point now) {
@@ -481,14 +454,7 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
                          const storage::malformed_rows& found) {
   (void)now;
   awaiting_ = awaiting::nothing;
-  if (orphans > 0) {
-    counters_.add(counters_.dead, orphans);
-    say(log_level::warn, notice::orphans_dead_lettered(orphans));
-  }
-  if (found.total() > 0) {
-    counters_.add(counters_.dead, found.total());
-    say(log_level::warn, notice::malformed_dead_lettered(found));
-  }
+  report_.swept(orphans, found);
   if (backlog_.swept()) {
     // The count again, without the rows just dead-lettered.
     queued_.emplace_back(storage_do::count_backlog{}, awaiting::count);
@@ -521,8 +487,7 @@ std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
       next_wake_ = now + config_.storage.error_backoff;
       return std::nullopt;
     case drain_end::step::release_ownership:
-      if (ownership_released_) return std::nullopt;
-      ownership_released_ = true;
+      if (!ownership_.release()) return std::nullopt;
       awaiting_ = awaiting::release;
       return storage_do::release_ownership{};
     case drain_end::step::give_up: {
@@ -547,30 +512,6 @@ void storage_core::queue_lost(std::string why) {
   // SQLite keeps writing to a file that was deleted or renamed over: outcomes would land in a
   // file nobody reads and the new file's rows would never be claimed.
   stop_with_failure(std::move(why));
-}
-
-void storage_core::note_written(const storage::write_report& report) {
-  for (const auto& stopped : report.keys_stopped) {
-    counters_.add(counters_.keys_stopped);
-    say(log_level::warn, notice::key_stopped(stopped));
-  }
-  if (report.lost_leases.empty()) return;
-  counters_.add(counters_.lost_leases, static_cast<std::int64_t>(report.lost_leases.size()));
-  if (auto deleted = notice::deleted_in_flight(report)) say(log_level::warn, std::move(*deleted));
-  if (auto taken = notice::leases_taken(report)) say(log_level::warn, std::move(*taken));
-}
-
-void storage_core::warn_rows_held(clock::time_point now, const storage::write_report& report) {
-  // An empty report does not end the episode: held rows are retried between writes that hold
-  // none, and the warning would come at every retry.
-  if (held_rows_warning_.due(now)) say(log_level::warn, notice::rows_held(report.held_rows));
-}
-
-void storage_core::note_held_subscribers(clock::time_point now,
-                                         const std::vector<std::int64_t>& held) {
-  // A cycle that did not ask for the held subscribers' tokens does not end the episode.
-  if (held.empty() || !held_subscribers_warning_.due(now)) return;
-  say(log_level::warn, notice::subscribers_held(held));
 }
 
 bool storage_core::stop_for_fault(const storage::error& failure) {

@@ -8,15 +8,14 @@
 // drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
 // the loop's rounds and what waits for what; each concern with state of its own is a small
 // machine it calls: claim_round (with claim_size), pending_outcomes (with outcome_batches),
-// refused_rows, announced_quotas, backlog_check, drain_end (and the pure until_drained rules, the
-// storage_notices wording).
+// refused_rows, announced_quotas, backlog_check, ownership_round, drain_end (and the pure
+// until_drained rules); storage_reporter counts and says what the database did.
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -30,9 +29,11 @@
 #include "engine/storage_thread/claim_round.hpp"
 #include "engine/storage_thread/drain_end.hpp"
 #include "engine/storage_thread/outcome_batches.hpp"
+#include "engine/storage_thread/ownership_round.hpp"
 #include "engine/storage_thread/pending_outcomes.hpp"
 #include "engine/storage_thread/refused_rows.hpp"
 #include "engine/storage_thread/storage_actions.hpp"
+#include "engine/storage_thread/storage_reporter.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
 #include "storage/maintenance.hpp"
@@ -40,24 +41,6 @@
 #include "storage/ownership.hpp"
 
 namespace surge::engine {
-
-// A warning about a condition that may last or come and go: said the first time, then at most
-// every `every`, so a log is not flooded by one warning per storage cycle or retry.
-class repeated_warning {
- public:
-  explicit repeated_warning(std::chrono::steady_clock::duration every) : every_(every) {}
-  bool due(std::chrono::steady_clock::time_point now) {
-    if (active_ && now - last_ < every_) return false;
-    active_ = true;
-    last_ = now;
-    return true;
-  }
-
- private:
-  std::chrono::steady_clock::duration every_;
-  bool active_ = false;
-  std::chrono::steady_clock::time_point last_{};
-};
 
 struct storage_core_config {
   storage_worker_config storage;
@@ -182,15 +165,14 @@ class storage_core {
   std::optional<storage_action> finish_step(clock::time_point now);
   // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
   bool start_outcomes(clock::time_point now, bool force);
+  // A write of outcomes failed: a refused row is looked for, anything else waits out a backoff.
+  void outcomes_failed(clock::time_point now, const storage::error& error);
   void outcome_run_failed(clock::time_point now, const storage::error& error);
   void quarantine(std::int64_t delivery_id, const std::string& reason);
   storage_do::run_cycle cycle_action(clock::time_point now);
   void cycle_failed(clock::time_point now, const storage::error& error);
   void answer_claims(std::vector<storage::claimed_row> rows,
                      std::vector<storage::token_grant> granted, std::vector<std::int64_t> more_due);
-  void note_written(const storage::write_report& report);
-  void warn_rows_held(clock::time_point now, const storage::write_report& report);
-  void note_held_subscribers(clock::time_point now, const std::vector<std::int64_t>& held);
   // For a fault the drain cannot outlast (storage::is_fatal): stops claiming and ends the drain
   // with the cause and its fix; true if `failure` was one.
   bool stop_for_fault(const storage::error& failure);
@@ -198,12 +180,12 @@ class storage_core {
   void storage_failure(log_level level, const std::string& what, const storage::error& error);
   std::int64_t finished_rows() const;
   bool shards_idle() const;
-  void say(log_level level, std::string message) { log_.write(level, std::move(message)); }
+  void say(log_level level, std::string message) { report_.say(level, std::move(message)); }
 
   storage_core_config config_;
   claim_round claim_;  // the shards' asks, the claim under way, and its answers
   drain_counters& counters_;
-  core_log& log_;  // where its lines go (engine/observe/log.hpp)
+  storage_reporter report_;  // what it counts and says about what the database did
 
   // Events not yet taken in.
   pending_outcomes pending_;  // outcomes and deactivations not yet written, and their runs
@@ -216,8 +198,7 @@ class storage_core {
   std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
   std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
   periodic_work due_;
-  bool initial_reload_ = false;   // begin()'s reload: no sweep with it
-  bool renewal_initial_ = false;  // begin()'s renewal: the buckets were just seeded
+  bool initial_reload_ = false;  // begin()'s reload: no sweep with it
   int count_stage_ = 0;
   std::vector<storage::unspent_tokens> tokens_in_flight_;
 
@@ -228,13 +209,10 @@ class storage_core {
   storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
   backlog_check backlog_;    // the backlog's periodic checks, their sweeps and --until-drained
   refused_rows refused_;     // rows dead-lettered or quarantined after a refused outcome
-  std::vector<std::pair<std::int64_t, bool>> sendable_;   // subscriber id, sends_now()
-  std::unordered_set<std::int64_t> bucket_repairs_said_;  // subscribers whose bucket was repaired
-  bool queue_lost_ = false;                               // stop_with_failure ran
-  bool ownership_released_ = false;
-  drain_end end_;  // the end's sequence, once the shards are done
-  repeated_warning held_rows_warning_;
-  repeated_warning held_subscribers_warning_;
+  std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
+  bool queue_lost_ = false;                              // stop_with_failure ran
+  ownership_round ownership_;  // renewals' answers for the shards, and the release
+  drain_end end_;              // the end's sequence, once the shards are done
 };
 
 }  // namespace surge::engine
