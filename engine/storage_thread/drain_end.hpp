@@ -7,6 +7,11 @@
 // passes (abandon()): then the report says how many were left to their leases. Pure state: the
 // storage core asks for the next step and performs it, skipping a step with nothing to do.
 #include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "storage/token_leases.hpp"
 
 namespace surge::engine {
 
@@ -26,7 +31,18 @@ class drain_end {
 
   // The drain ends once `shards_expected` shards have returned their tokens.
   void finish(int shards_expected) { shards_expected_ = shards_expected; }
-  void tokens_returned() { ++shards_returned_; }
+  // A shard finished and handed back the leased tokens it did not spend.
+  void tokens_returned(std::vector<storage::unspent_tokens> tokens) {
+    unspent_.insert(unspent_.end(), tokens.begin(), tokens.end());
+    ++shards_returned_;
+  }
+  // At give_back_tokens: the tokens to give back, the first time only (a retried end does not
+  // give them twice, and what a failed give-back loses is kept by nobody: the partner gets fewer
+  // requests for a moment). They stay here, where the action's span points, until the end.
+  std::span<const storage::unspent_tokens> tokens_to_give_back() {
+    if (std::exchange(tokens_given_, true)) return {};
+    return unspent_;
+  }
   // The stop's deadline passed: outcomes not yet written are left to their leases.
   void abandon() { abandoned_ = true; }
   void remaining_counted(std::int64_t remaining) { remaining_ = remaining; }
@@ -47,6 +63,8 @@ class drain_end {
   bool ended_ = false;
   stage stage_ = stage::outcomes;
   std::int64_t remaining_ = -1;
+  std::vector<storage::unspent_tokens> unspent_;
+  bool tokens_given_ = false;
 };
 
 }  // namespace surge::engine

@@ -51,8 +51,7 @@ void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
 }
 
 void storage_core::tokens_returned(std::vector<storage::unspent_tokens> tokens) {
-  pending_unspent_.insert(pending_unspent_.end(), tokens.begin(), tokens.end());
-  end_.tokens_returned();
+  end_.tokens_returned(std::move(tokens));
 }
 
 void storage_core::quotas_announced(std::vector<storage::partner_quota_row> rows) {
@@ -375,7 +374,6 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
     case awaiting::tokens:
       // Kept by nobody: the partner simply gets fewer requests for a moment.
       say(log_level::error, std::string("could not give unspent tokens back: ") + error.what());
-      tokens_in_flight_.clear();
       return;
   }
 }
@@ -385,7 +383,6 @@ void storage_core::done(clock::time_point now) {
   const auto was = std::exchange(awaiting_, awaiting::nothing);
   if (was == awaiting::release) counters_.owned_subscribers.store(0, std::memory_order_relaxed);
   if (was == awaiting::quotas) quotas_.written();
-  if (was == awaiting::tokens) tokens_in_flight_.clear();
 }
 
 void storage_core::storage_failure(log_level level, const std::string& what,
@@ -474,11 +471,12 @@ std::optional<storage_action> storage_core::finish_step(clock::time_point now) {
       if (!quotas_.any()) return std::nullopt;
       awaiting_ = awaiting::quotas;
       return storage_do::write_quotas{quotas_.take(now, true)};
-    case drain_end::step::give_back_tokens:
-      if (pending_unspent_.empty()) return std::nullopt;
-      tokens_in_flight_ = std::exchange(pending_unspent_, {});
+    case drain_end::step::give_back_tokens: {
+      const auto tokens = end_.tokens_to_give_back();
+      if (tokens.empty()) return std::nullopt;
       awaiting_ = awaiting::tokens;
-      return storage_do::give_back_tokens{tokens_in_flight_};
+      return storage_do::give_back_tokens{tokens};
+    }
     case drain_end::step::count_remaining:
       awaiting_ = awaiting::remaining;
       return storage_do::count_remaining{};

@@ -189,7 +189,6 @@ class storage_core {
 
   // Events not yet taken in.
   pending_outcomes pending_;  // outcomes and deactivations not yet written, and their runs
-  std::vector<storage::unspent_tokens> pending_unspent_;
   bool claiming_ = true;
 
   // The round in progress and the action whose result is awaited.
@@ -200,7 +199,6 @@ class storage_core {
   periodic_work due_;
   bool initial_reload_ = false;  // begin()'s reload: no sweep with it
   int count_stage_ = 0;
-  std::vector<storage::unspent_tokens> tokens_in_flight_;
 
   clock::time_point next_wake_{};
   clock::time_point last_ping_{};

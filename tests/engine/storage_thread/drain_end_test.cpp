@@ -16,9 +16,9 @@ TEST(DrainEnd, NothingEndsBeforeEveryShardReturnedItsTokens) {
   EXPECT_EQ(end.next(false), step::wait);  // no finish asked yet
   end.finish(2);
   EXPECT_EQ(end.next(false), step::wait);
-  end.tokens_returned();
+  end.tokens_returned({{.subscriber_id = 1, .tokens = 2.5}});
   EXPECT_EQ(end.next(false), step::wait);
-  end.tokens_returned();
+  end.tokens_returned({});  // a shard with nothing unspent still counts
   EXPECT_EQ(end.next(false), step::write_outcomes);
   EXPECT_FALSE(end.ended());
 }
@@ -26,13 +26,26 @@ TEST(DrainEnd, NothingEndsBeforeEveryShardReturnedItsTokens) {
 TEST(DrainEnd, WritesEverythingThenCountsReleasesAndReports) {
   drain_end end;
   end.finish(1);
-  end.tokens_returned();
+  end.tokens_returned({});
   std::vector<step> steps;
   while (!end.ended()) steps.push_back(end.next(false));
   EXPECT_EQ(steps,
             (std::vector<step>{step::write_outcomes, step::write_quotas, step::give_back_tokens,
                                step::count_remaining, step::release_ownership, step::report}));
   EXPECT_EQ(end.remaining(), -1);  // never counted
+}
+
+TEST(DrainEnd, EveryShardsUnspentTokensAreGivenBackTogetherOnce) {
+  drain_end end;
+  end.finish(2);
+  end.tokens_returned({{.subscriber_id = 1, .tokens = 2.5}});
+  end.tokens_returned({{.subscriber_id = 2, .tokens = 1}, {.subscriber_id = 3, .tokens = 0.5}});
+  const auto tokens = end.tokens_to_give_back();
+  ASSERT_EQ(tokens.size(), 3U);
+  EXPECT_EQ(tokens[0].subscriber_id, 1);
+  EXPECT_EQ(tokens[2].tokens, 0.5);
+  // A retried end (outcomes left) does not give them back twice.
+  EXPECT_TRUE(end.tokens_to_give_back().empty());
 }
 
 TEST(DrainEnd, TheReportSaysTheRowsCounted) {
