@@ -24,17 +24,11 @@ storage_core::storage_core(const storage_core_config& config, int shards, drain_
       report_(counters, log, config.repeated_warning_interval),
       pending_(config.storage.outcome_commits),
       quotas_(config.quota_write_interval),
-      cadence_(config.storage, config.until_drained),
-      backlog_(config.stuck_row_sweep_interval, config.until_drained_retry_wait,
-               config.until_drained) {}
+      reads_(config) {}
 
 void storage_core::begin(clock::time_point now) {
-  backlog_.begin(now);
-  cadence_.reloaded(now);
-  cadence_.renewed(now);
-  cadence_.started(now);
+  reads_.begin(now);
   ownership_.renewing(true);
-  initial_reload_ = true;
   // Before the first claim: a drain alone on the queue owns every subscriber from the start.
   queued_.emplace_back(storage_do::reload_subscribers{.initial = true}, awaiting::reload);
   queued_.emplace_back(storage_do::renew_ownership{}, awaiting::renew);
@@ -98,10 +92,7 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       case phase::idle: return std::nullopt;
       case phase::new_rows:
         phase_ = phase::claims;
-        if (claiming_ && cadence_.new_rows_check_due(now)) {
-          cadence_.new_rows_checked(now);
-          return storage_do::check_new_rows{};
-        }
+        if (claiming_ && reads_.new_rows_check(now)) return storage_do::check_new_rows{};
         break;
       case phase::claims:
         if (auto action = claims_step(now)) return action;
@@ -118,43 +109,14 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
         return storage_do::write_quotas{quotas_.take(now, false)};
       }
       case phase::check:
+        phase_ = phase::periodic;
         if (claiming_) {
-          phase_ = phase::periodic_reload;
-          const auto backlog = backlog_.estimate(finished_rows());
-          counters_.backlog.store(backlog, std::memory_order_relaxed);
-          due_ = cadence_.due(now, backlog, shards_idle(), backlog_.end_may_be_near());
-        } else {
-          phase_ = phase::stopped;
+          counters_.backlog.store(reads_.estimate(finished_rows()), std::memory_order_relaxed);
         }
-        if (now - last_ping_ >= config_.ping_interval) {
-          last_ping_ = now;
-          awaiting_ = awaiting::check;
-          return storage_do::check_database{.look_for_file = !queue_lost_};
-        }
+        reads_.start_round(now, claiming_, finished_rows(), shards_idle());
         break;
-      case phase::periodic_reload:
-        phase_ = phase::periodic_renew;
-        if (due_.reload_subscribers) {
-          cadence_.reloaded(now);
-          awaiting_ = awaiting::reload;
-          return storage_do::reload_subscribers{};
-        }
-        break;
-      case phase::periodic_renew:
-        phase_ = phase::periodic_count;
-        if (due_.renew_ownership) {
-          cadence_.renewed(now);
-          ownership_.renewing(false);
-          awaiting_ = awaiting::renew;
-          return storage_do::renew_ownership{};
-        }
-        break;
-      case phase::periodic_count:
-        if (!due_.count_backlog) {
-          phase_ = phase::stopped;
-          break;
-        }
-        if (auto action = count_step(now)) return action;
+      case phase::periodic:
+        if (auto action = periodic_step(now)) return action;
         break;
       case phase::stopped:
         phase_ = phase::finishing;
@@ -214,11 +176,10 @@ void storage_core::cycle_done(clock::time_point now, storage::cycle_result resul
     }
   }
   report_.subscribers_held(now, result.held_subscribers);
-  cadence_.claim_answered();
   claim_.fitted();
   auto rows = std::move(result.claimed);
   refused_.drop_from(rows);
-  backlog_.handed_out(rows.size());
+  reads_.claim_answered(rows.size());
   answer_claims(std::move(rows), std::move(result.granted), std::move(result.more_due));
 }
 
@@ -344,12 +305,11 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
       storage_failure(log_level::error, "database check failed: ", error);
       return;
     case awaiting::reload:
-      initial_reload_ = false;
+      reads_.reload_failed();
       storage_failure(log_level::error, "re-reading subscribers failed: ", error);
       return;
     case awaiting::sweep:
-      if (backlog_.sweep_failed()) {
-        count_stage_ = 0;
+      if (reads_.sweep_failed()) {
         storage_failure(log_level::error, "checking the backlog failed: ", error);
       } else {
         storage_failure(log_level::error, "re-reading subscribers failed: ", error);
@@ -366,8 +326,7 @@ void storage_core::failed(clock::time_point now, const storage::error& error) {
           std::string("could not release ownership leases at the stop: ") + error.what());
       return;
     case awaiting::count:
-      backlog_.count_failed();
-      count_stage_ = 0;
+      reads_.count_failed();
       storage_failure(log_level::error, "checking the backlog failed: ", error);
       return;
     case awaiting::remaining: end_.remaining_counted(-1); return;
@@ -393,11 +352,9 @@ void storage_core::storage_failure(log_level level, const std::string& what,
 
 void storage_core::subscribers_loaded(clock::time_point now,
                                       std::vector<std::pair<std::int64_t, bool>> sendable) {
-  const bool initial = std::exchange(initial_reload_, false);
   awaiting_ = awaiting::nothing;
   sendable_ = std::move(sendable);
-  // A drain that never idles sweeps for stuck rows with the reload, at the sweep's interval.
-  if (!initial && backlog_.periodic_sweep(now)) {
+  if (reads_.reloaded(now)) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
   }
 }
@@ -406,39 +363,38 @@ void storage_core::ownership_renewed(clock::time_point now, const storage::owner
                                      std::int64_t owned) {
   (void)now;
   awaiting_ = awaiting::nothing;
-  cadence_.handoff_awaited(change.awaited > 0);
+  reads_.renewed(change.awaited > 0);
   counters_.owned_subscribers.store(owned, std::memory_order_relaxed);
   report_.ownership_lost(change.lost);
   for (auto& tell : ownership_.renewed(change)) outbox_.emplace_back(std::move(tell));
 }
 
-std::optional<storage_action> storage_core::count_step(clock::time_point now) {
-  if (count_stage_ == 0) {
-    cadence_.backlog_checked(now);
-    count_stage_ = 1;
-    // Outcomes held for their commit (engine/storage_thread/commit_timing.hpp) would make this
-    // check skip; a check comes at most every few hundred milliseconds (or twice in quick
-    // succession when the end may be near), so they are written now.
-    start_outcomes(now, true);
-    return std::nullopt;
+std::optional<storage_action> storage_core::periodic_step(clock::time_point now) {
+  using read = periodic_reads::read;
+  switch (reads_.next(now, finished_rows(), !pending_.empty() || claim_.waiting())) {
+    case read::check_database:
+      awaiting_ = awaiting::check;
+      return storage_do::check_database{.look_for_file = !queue_lost_};
+    case read::reload_subscribers:
+      awaiting_ = awaiting::reload;
+      return storage_do::reload_subscribers{};
+    case read::renew_ownership:
+      ownership_.renewing(false);
+      awaiting_ = awaiting::renew;
+      return storage_do::renew_ownership{};
+    case read::write_outcomes_first: start_outcomes(now, true); return std::nullopt;
+    case read::count_backlog: awaiting_ = awaiting::count; return storage_do::count_backlog{};
+    case read::done: phase_ = phase::stopped; return std::nullopt;
   }
-  count_stage_ = 0;
-  phase_ = phase::stopped;
-  if (!pending_.empty() || claim_.waiting()) {
-    backlog_.interrupted();
-    return std::nullopt;
-  }
-  backlog_.counting(finished_rows());
-  awaiting_ = awaiting::count;
-  return storage_do::count_backlog{};
+  return std::nullopt;
 }
 
 void storage_core::backlog_counted(clock::time_point now, std::int64_t outstanding,
                                    std::optional<double> earliest_in, clock::duration took) {
   awaiting_ = awaiting::nothing;
   outstanding = refused_.finishable(outstanding);
-  if (!backlog_.recounting()) cadence_.backlog_counted(took);
-  const auto then = backlog_.counted(now, outstanding, earliest_in, shards_idle(), finished_rows());
+  const auto then =
+      reads_.counted(now, outstanding, earliest_in, took, shards_idle(), finished_rows());
   counters_.backlog.store(outstanding, std::memory_order_relaxed);
   if (then == backlog_check::then::sweep) {
     queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
@@ -452,7 +408,7 @@ void storage_core::swept(clock::time_point now, std::int64_t orphans,
   (void)now;
   awaiting_ = awaiting::nothing;
   report_.swept(orphans, found);
-  if (backlog_.swept()) {
+  if (reads_.swept()) {
     // The count again, without the rows just dead-lettered.
     queued_.emplace_back(storage_do::count_backlog{}, awaiting::count);
   }

@@ -8,8 +8,9 @@
 // drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
 // the loop's rounds and what waits for what; each concern with state of its own is a small
 // machine it calls: claim_round (with claim_size), pending_outcomes (with outcome_batches),
-// refused_rows, announced_quotas, backlog_check, ownership_round, drain_end (and the pure
-// until_drained rules); storage_reporter counts and says what the database did.
+// refused_rows, announced_quotas, periodic_reads (with storage_cadence and backlog_check),
+// ownership_round, drain_end (and the pure until_drained rules); storage_reporter counts and says
+// what the database did.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -24,15 +25,15 @@
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/storage_thread/announced_quotas.hpp"
-#include "engine/storage_thread/backlog_check.hpp"
-#include "engine/storage_thread/cadence.hpp"
 #include "engine/storage_thread/claim_round.hpp"
 #include "engine/storage_thread/drain_end.hpp"
 #include "engine/storage_thread/outcome_batches.hpp"
 #include "engine/storage_thread/ownership_round.hpp"
 #include "engine/storage_thread/pending_outcomes.hpp"
+#include "engine/storage_thread/periodic_reads.hpp"
 #include "engine/storage_thread/refused_rows.hpp"
 #include "engine/storage_thread/storage_actions.hpp"
+#include "engine/storage_thread/storage_core_config.hpp"
 #include "engine/storage_thread/storage_reporter.hpp"
 #include "storage/cycle.hpp"
 #include "storage/error.hpp"
@@ -41,26 +42,6 @@
 #include "storage/ownership.hpp"
 
 namespace surge::engine {
-
-struct storage_core_config {
-  storage_worker_config storage;
-  std::int64_t max_payload_bytes = INT64_MAX;  // rows with larger payloads are not claimed
-  bool until_drained = false;
-  std::chrono::milliseconds until_drained_retry_wait{0};
-  // Announced quotas are for an operator's eyes: once a second is fresh enough, and costs one
-  // short transaction however many partners announce.
-  std::chrono::milliseconds quota_write_interval = std::chrono::seconds(1);
-  // /healthz reports the database reachable only if something succeeded lately: with no claims
-  // or writes to make, a trivial read this often proves it (and the queue file is looked for).
-  std::chrono::milliseconds ping_interval = std::chrono::seconds(1);
-  // Rows of unknown subscribers and rows no claim can match: finding them reads every
-  // outstanding row, so it is done seldom (see backlog_watch).
-  std::chrono::milliseconds stuck_row_sweep_interval = std::chrono::seconds(30);
-  // How often a lasting condition (rows or subscribers locked by another session) is repeated.
-  std::chrono::milliseconds repeated_warning_interval = std::chrono::seconds(30);
-
-  static storage_core_config of(const drain_config& drain);
-};
 
 class storage_core {
  public:
@@ -137,9 +118,7 @@ class storage_core {
     outcomes,
     quotas,
     check,
-    periodic_reload,
-    periodic_renew,
-    periodic_count,
+    periodic,
     stopped,
     finishing,
     idle
@@ -161,7 +140,8 @@ class storage_core {
 
   std::optional<storage_action> step(clock::time_point now);
   std::optional<storage_action> claims_step(clock::time_point now);
-  std::optional<storage_action> count_step(clock::time_point now);
+  // The round's periodic reads (periodic_reads), each performed as the core's action.
+  std::optional<storage_action> periodic_step(clock::time_point now);
   std::optional<storage_action> finish_step(clock::time_point now);
   // Starts a run of outcome batches if outcomes are due (or `force`); true if one started.
   bool start_outcomes(clock::time_point now, bool force);
@@ -196,16 +176,11 @@ class storage_core {
   awaiting awaiting_ = awaiting::nothing;
   std::deque<storage_action> outbox_;  // answers and notices: performed, not answered
   std::deque<std::pair<storage_action, awaiting>> queued_;  // follow-ups whose result is awaited
-  periodic_work due_;
-  bool initial_reload_ = false;  // begin()'s reload: no sweep with it
-  int count_stage_ = 0;
 
   clock::time_point next_wake_{};
-  clock::time_point last_ping_{};
   clock::time_point retry_storage_after_{};
   announced_quotas quotas_;  // the partners' announced quotas, on their way to the database
-  storage_cadence cadence_;  // when reloads, renewals, new-row checks and counts fall due
-  backlog_check backlog_;    // the backlog's periodic checks, their sweeps and --until-drained
+  periodic_reads reads_;     // the database check, reloads, renewals and backlog checks
   refused_rows refused_;     // rows dead-lettered or quarantined after a refused outcome
   std::vector<std::pair<std::int64_t, bool>> sendable_;  // subscriber id, sends_now()
   bool queue_lost_ = false;                              // stop_with_failure ran
