@@ -4,8 +4,8 @@
 // the backlog between counts; once the shards have settled, the stuck-row sweep
 // runs first and the count is taken again without the rows it dead-lettered;
 // then, for --until-drained, backlog_watch decides from the count whether the
-// drain has ended (said once). Pure state: the storage core runs the count and
-// the sweep and performs what this answers.
+// drain has ended (said once). Pure state: periodic_reads asks for the count
+// and the sweep, which the storage core performs.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>

@@ -6,6 +6,7 @@
 // take yet are tried again after the error backoff, until it takes them or the stop's deadline
 // passes (abandon()): then the report says how many were left to their leases. Pure state: the
 // storage core asks for the next step and performs it, skipping a step with nothing to do.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -36,12 +37,13 @@ class drain_end {
     unspent_.insert(unspent_.end(), tokens.begin(), tokens.end());
     ++shards_returned_;
   }
-  // At give_back_tokens: the tokens to give back, the first time only (a retried end does not
+  // At give_back_tokens: the tokens returned since the last give-back (a retried end does not
   // give them twice, and what a failed give-back loses is kept by nobody: the partner gets fewer
-  // requests for a moment). They stay here, where the action's span points, until the end.
+  // requests for a moment). They stay here, where the action's span points, until the end; no
+  // shard returns tokens while the storage thread performs the action.
   std::span<const storage::unspent_tokens> tokens_to_give_back() {
-    if (std::exchange(tokens_given_, true)) return {};
-    return unspent_;
+    const auto from = std::exchange(tokens_given_, unspent_.size());
+    return std::span<const storage::unspent_tokens>(unspent_).subspan(from);
   }
   // The stop's deadline passed: outcomes not yet written are left to their leases.
   void abandon() { abandoned_ = true; }
@@ -64,7 +66,7 @@ class drain_end {
   stage stage_ = stage::outcomes;
   std::int64_t remaining_ = -1;
   std::vector<storage::unspent_tokens> unspent_;
-  bool tokens_given_ = false;
+  std::size_t tokens_given_ = 0;  // of unspent_, the tokens given back so far
 };
 
 }  // namespace surge::engine

@@ -20,7 +20,6 @@ class ownership_round {
   std::vector<storage_do::tell_owner_change> renewed(const storage::ownership_change& change);
   // Whether ownership is to be released now: true the first time only.
   bool release() { return !std::exchange(released_, true); }
-  bool released() const { return released_; }
 
  private:
   bool first_ = false;

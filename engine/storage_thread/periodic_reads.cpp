@@ -31,8 +31,8 @@ void periodic_reads::claim_answered(std::size_t rows) {
 
 void periodic_reads::start_round(clock::time_point now, bool claiming, std::int64_t finished,
                                  bool shards_idle) {
-  due_ = claiming ? cadence_.due(now, backlog_.estimate(finished), shards_idle,
-                                 backlog_.end_may_be_near())
+  estimate_ = backlog_.estimate(finished);
+  due_ = claiming ? cadence_.due(now, estimate_, shards_idle, backlog_.end_may_be_near())
                   : periodic_work{};
   ping_due_ = now - last_ping_ >= ping_interval_;
   stage_ = stage::ping;

@@ -45,8 +45,9 @@ class periodic_reads {
   // The round's next read. `finished` as above; `busy`: outcomes or claims wait, which a count
   // now would leave uncounted (the check is skipped, and said so to backlog_watch).
   read next(clock::time_point now, std::int64_t finished, bool busy);
-  // The backlog between counts, with `finished` rows finished so far; -1 before the first count.
-  std::int64_t estimate(std::int64_t finished) const { return backlog_.estimate(finished); }
+  // The backlog as start_round() estimated it (the last count less the rows finished since); -1
+  // before the first count.
+  std::int64_t round_estimate() const { return estimate_; }
 
   // Results.
   // The subscribers were reloaded: whether the stuck-row sweep runs now (not with begin()'s).
@@ -72,6 +73,7 @@ class periodic_reads {
   backlog_check backlog_;    // the backlog's checks, their sweeps and --until-drained's end
   stage stage_ = stage::done;
   periodic_work due_;
+  std::int64_t estimate_ = -1;
   bool ping_due_ = false;
   bool initial_reload_ = false;  // begin()'s reload: no sweep with it
   clock::time_point last_ping_{};

@@ -110,10 +110,8 @@ std::optional<storage_action> storage_core::step(clock::time_point now) {
       }
       case phase::check:
         phase_ = phase::periodic;
-        if (claiming_) {
-          counters_.backlog.store(reads_.estimate(finished_rows()), std::memory_order_relaxed);
-        }
         reads_.start_round(now, claiming_, finished_rows(), shards_idle());
+        if (claiming_) counters_.backlog.store(reads_.round_estimate(), std::memory_order_relaxed);
         break;
       case phase::periodic:
         if (auto action = periodic_step(now)) return action;

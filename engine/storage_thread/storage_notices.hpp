@@ -1,7 +1,7 @@
 #pragma once
 // What the storage thread tells an operator about what the database did with its writes and
 // claims: each line says what happened, what becomes of the rows, and what to do if anything.
-// Only words: when a line is said (once, at most every so often) is the storage core's rule.
+// Only words: when a line is said (once, at most every so often) is storage_reporter's rule.
 #include <cstdint>
 #include <optional>
 #include <string>

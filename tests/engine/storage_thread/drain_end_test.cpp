@@ -44,8 +44,12 @@ TEST(DrainEnd, EveryShardsUnspentTokensAreGivenBackTogetherOnce) {
   ASSERT_EQ(tokens.size(), 3U);
   EXPECT_EQ(tokens[0].subscriber_id, 1);
   EXPECT_EQ(tokens[2].tokens, 0.5);
-  // A retried end (outcomes left) does not give them back twice.
+  // A retried end (outcomes left) does not give them back twice, but gives back what came since.
   EXPECT_TRUE(end.tokens_to_give_back().empty());
+  end.tokens_returned({{.subscriber_id = 4, .tokens = 1}});
+  const auto later = end.tokens_to_give_back();
+  ASSERT_EQ(later.size(), 1U);
+  EXPECT_EQ(later[0].subscriber_id, 4);
 }
 
 TEST(DrainEnd, TheReportSaysTheRowsCounted) {

@@ -65,7 +65,9 @@ TEST(PeriodicReads, TheDatabaseIsPingedAtMostOncePerInterval) {
   reads.begin(t0);
   EXPECT_EQ(round_at(reads, t0 + 10ms), std::vector<read>{read::check_database});
   for (const auto seen : round_at(reads, t0 + 500ms)) EXPECT_NE(seen, read::check_database);
-  EXPECT_EQ(round_at(reads, t0 + 1010ms).front(), read::check_database);
+  const auto later = round_at(reads, t0 + 1010ms);
+  ASSERT_FALSE(later.empty());
+  EXPECT_EQ(later.front(), read::check_database);
 }
 
 TEST(PeriodicReads, AStoppedDrainOnlyPings) {
@@ -88,6 +90,27 @@ TEST(PeriodicReads, ACountWhileOutcomesOrClaimsWaitIsSkippedUntilTheNextCheck) {
       round_at(reads, t0 + 10s + 1ms),
       (std::vector<read>{read::check_database, read::reload_subscribers, read::renew_ownership,
                          read::write_outcomes_first, read::count_backlog}));
+}
+
+TEST(PeriodicReads, ASkippedCountEndsTheQuickChecksOfAnEndInSight) {
+  auto settings = config();
+  settings.until_drained = true;
+  periodic_reads reads(settings);
+  reads.begin(t0);
+  reads.claim_answered(0);
+  ASSERT_EQ(round_at(reads, t0 + 1ms).back(), read::count_backlog);
+  // The shards were at work and nothing is left: the end may be near.
+  EXPECT_EQ(reads.counted(t0 + 1ms, 0, std::nullopt, 100us, false, 0),
+            backlog_check::then::nothing);
+  // Idle and estimated empty, the next check comes 25 ms on, but work waits and it is skipped...
+  reads.start_round(t0 + 30ms, true, 0, true);
+  EXPECT_EQ(reads.next(t0 + 30ms, 0, true), read::write_outcomes_first);
+  EXPECT_EQ(reads.next(t0 + 30ms, 0, true), read::done);
+  // ...so the end is no longer taken to be near: the next waits the drained-check interval.
+  reads.start_round(t0 + 60ms, true, 0, true);
+  EXPECT_EQ(reads.next(t0 + 60ms, 0, false), read::done);
+  reads.start_round(t0 + 280ms, true, 0, true);
+  EXPECT_EQ(reads.next(t0 + 280ms, 0, false), read::write_outcomes_first);
 }
 
 TEST(PeriodicReads, AReloadBringsTheStuckRowSweepAtItsIntervalButBeginsOnesNever) {

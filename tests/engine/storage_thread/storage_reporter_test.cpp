@@ -43,6 +43,9 @@ TEST_F(StorageReporter, HeldRowsAreSaidTheFirstTimeThenAtMostEveryInterval) {
 }
 
 TEST_F(StorageReporter, HeldSubscribersHaveTheirOwnIntervalAndAnEmptyListSaysNothing) {
+  // An empty list is no episode: the first held subscriber after it is said at once.
+  report.subscribers_held(t0, {});
+  EXPECT_TRUE(log.lines.empty());
   storage::write_report held;
   held.held_rows = {8};
   report.rows_held(t0, held);
@@ -79,16 +82,22 @@ TEST_F(StorageReporter, EachFactMovesItsCounter) {
   EXPECT_TRUE(log.says("were deleted"));
   EXPECT_TRUE(log.says("lost the lease of 1 rows (first id 7)"));
 
+  const auto said = log.lines.size();
   report.dead_lettered(6, "why");
+  ASSERT_EQ(log.lines.size(), said + 1);
+  EXPECT_EQ(log.lines.back().level, log_level::error);
   report.swept(3, {.next_attempt_at = 1, .locked_until = 0, .far_lease = 0});
   EXPECT_EQ(counters.dead.load(), 1 + 3 + 1);
   // A quarantined row is not dead: its outcome was never written.
   report.quarantined(9, "why");
   EXPECT_EQ(counters.dead.load(), 5);
+  EXPECT_EQ(log.lines.back().level, log_level::error);
+  EXPECT_TRUE(log.says("row 9: why; even a dead-letter was refused"));
   report.refused_outcome();
   EXPECT_EQ(counters.refused_outcomes.load(), 1);
   report.failure(log_level::warn, "renewing failed: ", storage::error("boom"));
   EXPECT_EQ(counters.storage_errors.load(), 1);
+  EXPECT_EQ(log.lines.back().level, log_level::warn);
   EXPECT_TRUE(log.says("renewing failed: boom"));
 }
 
