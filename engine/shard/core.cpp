@@ -14,7 +14,6 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
     : index_(index),
       shard_count_(shard_count),
       config_(config),
-      retry_policy_(config.retry),
       row_checks_{
           .max_payload_bytes = config.scheduler.max_payload_bytes,
           .lease_margin =
@@ -32,11 +31,21 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       demand_(config.scheduler, subscribers_),
       slots_(config.scheduler, std::max(1, config.scheduler.max_in_flight / shard_count),
              now.steady),
+      settlement_({.retry = proto::retry_policy(config.retry),
+                   .retry_after_cap = config.retry_after_cap,
+                   .pause_release_threshold = config.scheduler.pause_release_threshold,
+                   .refused_target_hold = config.scheduler.refused_target_hold},
+                  {.rows = rows_,
+                   .slots = slots_,
+                   .demand = demand_,
+                   .wakes = wakes_,
+                   .metrics = metrics,
+                   .log = logger},
+                  seed),
       // The first demand goes at once: the first claims are what the first sends wait for.
       next_demand_at_(now.steady),
       next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
-      next_publish_at_(now.steady),
-      rng_(seed) {}
+      next_publish_at_(now.steady) {}
 
 void shard_core::clear_actions() {
   out_.claim.clear();

@@ -5,15 +5,14 @@
 // actions (claim these rows, send this request, let this write go, write these outcomes) and the
 // time it next wants to be woken. Each concern with state of its own is a small machine it owns:
 // the demand (demand_planner), the slots (shard_slots), the wakes (wake_schedule), the rows and
-// their outcomes (shard_rows), the attempts (attempt_book), and what an answer means
-// (subscriber_response). The reactor (engine/shard/shard.hpp) performs the actions with Asio; the
+// their outcomes (shard_rows), the attempts (attempt_book), and what an attempt's end does
+// (attempt_settlement). The reactor (engine/shard/shard.hpp) performs the actions with Asio; the
 // tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
 #include <chrono>
 #include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -31,12 +30,12 @@
 #include "engine/shard/delivery.hpp"
 #include "engine/shard/demand_planner.hpp"
 #include "engine/shard/scheduling.hpp"
+#include "engine/shard/settlement.hpp"
 #include "engine/shard/shard_rows.hpp"
 #include "engine/shard/slots.hpp"
 #include "engine/shard/subscriber.hpp"
 #include "engine/shard/wakes.hpp"
 #include "engine/handoff.hpp"
-#include "proto/retry_policy.hpp"
 
 namespace surge::engine {
 
@@ -44,7 +43,7 @@ class shard_core {
  public:
   using steady = std::chrono::steady_clock;
 
-  // `seed` drives the backoff jitter; what the core has to say goes to `logger`.
+  // `seed` drives the backoff's jitter; what the core has to say goes to `logger`.
   shard_core(int index, int shard_count, const drain_config& config, drain_metrics& metrics,
              core_log& logger, std::uint64_t seed, shard_time now);
   // Its machines hold references into it (its subscribers, its actions).
@@ -110,13 +109,8 @@ class shard_core {
   // Limits, a pause or the stop changed: the writers at the subscriber's gate look again.
   void notify_line(subscriber_state& sub) { wakes_.queue_line(sub); }
 
-  // Attempts (attempt.cpp).
+  // Attempts (attempt.cpp): settled by attempt_settlement, then ended here.
   void settle_attempt(attempt_state& attempt, const http_result& result);
-  // The subscriber answered 410 Gone: inactive until an operator enables it again.
-  void deactivate(subscriber_state& sub);
-  // A batch of `refused_rows` was refused as too large: the subscriber's batches are at most
-  // `fits` rows from now on.
-  void narrow_batches(subscriber_state& sub, std::size_t refused_rows, int fits);
   scheduling::pump_facts pump_facts_of(subscriber_state& sub);
   void send_next(subscriber_state& sub);
   // The planner's next claim, if it has one, goes out (demand.cpp).
@@ -125,12 +119,7 @@ class shard_core {
   // An ordered row finished: its outcome goes now and a claim follows it, so the key's next row
   // comes one storage cycle later instead of at the subscriber's idle poll.
   void claim_after_key_freed(subscriber_state& sub);
-  // Every resolved address of the subscriber's URL was refused by the target policy.
-  void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
-                               const std::string& refused, double now_unix);
   void attempt_ended(attempt_state& attempt);
-  void pause_subscriber(subscriber_state& sub, steady::duration pause, double now_unix,
-                        const char* reason);
   void hand_over_quotas();
   origin_state& origin_of(subscriber_state& sub) { return slots_.origin_of(sub, now_.steady); }
   void finish();
@@ -143,7 +132,6 @@ class shard_core {
   int index_;
   int shard_count_;
   drain_config config_;
-  proto::retry_policy retry_policy_;
   row_checks row_checks_;  // what every ready row is checked against before it may go
   drain_metrics& metrics_;
   drain_counters& counters_;
@@ -160,18 +148,17 @@ class shard_core {
 
   attempt_book attempts_;
   wake_schedule wakes_;  // pumps and wire lines to look at again, now or at a time
+  attempt_settlement settlement_;
   steady::time_point next_demand_at_;
   steady::time_point next_flush_at_;
   steady::time_point next_publish_at_;
 
   bool stopping_ = false;
   bool finished_ = false;
-  // Scratch kept between events, so that a steady stream allocates nothing: the outcomes of the
-  // attempt being settled, and the subscribers a claim's answer wakes.
-  std::vector<storage::outcome> settled_;
+  // Scratch kept between events, so that a steady stream allocates nothing: the subscribers a
+  // claim's answer wakes, and those its rows joined.
   std::vector<subscriber_state*> answered_scratch_;
-  std::vector<subscriber_state*> joined_scratch_;  // the subscribers a claim's rows joined
-  std::mt19937_64 rng_;
+  std::vector<subscriber_state*> joined_scratch_;
 };
 
 }  // namespace surge::engine

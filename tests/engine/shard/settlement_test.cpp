@@ -1,0 +1,333 @@
+// What an attempt's end does, on the shard's machines and without a core: rows never sent go back
+// uncounted, a refused URL holds its subscriber, a 410 deactivates it and its host stops counting
+// its rate, a 413 narrows its batches, a long Retry-After gives its ready rows back, and only an
+// answered exchange teaches its origin a latency. The clock is passed in.
+#include "engine/shard/settlement.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/subscriber_settings.hpp"
+#include "tests/engine/recorded_log.hpp"
+#include "tests/engine/shard/attempt_fixtures.hpp"
+
+namespace surge::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::answered;
+using steady = std::chrono::steady_clock;
+
+constexpr double unix0 = 1'700'000'000;
+
+class Settlement : public ::testing::Test {
+ protected:
+  Settlement() { config_.outcome_flush_rows = 1000; }
+
+  subscriber_state& add(std::int64_t id, std::int64_t batch_max = 1,
+                        std::optional<proto::order_rule> order = std::nullopt) {
+    storage::subscriber_row row;
+    row.id = id;
+    row.url = "http://partner.test/hook";
+    row.secret = "secret";
+    row.rate_per_sec = 20;
+    row.batch_max = batch_max;
+    row.order = std::move(order);
+    auto state =
+        std::make_unique<subscriber_state>(row, derive_settings(row, config_), t0, unix0, config_);
+    auto& sub = *state;
+    subscribers_.emplace(id, std::move(state));
+    demand_.add(sub);
+    slots_.recount_rates(subscribers_, t0);
+    return sub;
+  }
+
+  // Rows `first` to `last` of `sub` claimed into its ready queue, as a claim's answer brings them.
+  void claim(subscriber_state& sub, std::int64_t first, std::int64_t last) {
+    std::vector<storage::claimed_row> claimed;
+    for (auto id = first; id <= last; ++id) {
+      storage::claimed_row row;
+      row.id = id;
+      row.subscriber_id = sub.settings.id;
+      row.payload = '"' + std::string(98, 'x') + '"';  // a JSON value, so it may join a batch
+      row.payload_bytes = static_cast<std::int64_t>(row.payload.size());
+      row.created_at = unix0 - 10;
+      row.lease = unix0 + 60;
+      claimed.push_back(std::move(row));
+    }
+    std::vector<subscriber_state*> joined;
+    rows_.take_answer(claimed, subscribers_, false, joined);
+  }
+
+  // The next request of `sub`, taken from its ready queue with its slots, as the pump starts one.
+  // It is the one settle() settles next.
+  attempt_state& start(subscriber_state& sub) {
+    auto& attempt = attempts_.emplace_back();
+    attempt.sub = &sub;
+    attempt.origin = &slots_.origin_of(sub, t0);
+    attempt.started_unix = unix0;
+    attempt.slots = slots_.start(sub, *attempt.origin, t0);
+    if (sub.ready.empty()) {
+      ADD_FAILURE() << "nothing ready to start";
+      return attempt;
+    }
+    attempt.rows = take_request_rows(sub.ready, sub.batching(), {.max_payload_bytes = 1 << 20},
+                                     unix0, attempt.batched);
+    rows_.sent(static_cast<int>(attempt.rows.size()));
+    return attempt;
+  }
+
+  // The oldest attempt not yet settled ends with `result`, `after` the start.
+  bool settle(const http_result& result, steady::duration after = 250ms) {
+    if (attempts_.empty()) {
+      ADD_FAILURE() << "no attempt to settle";
+      return false;
+    }
+    auto attempt = std::move(attempts_.front());
+    attempts_.pop_front();
+    return settlement_.settle(attempt, result, {.steady = t0 + after, .wall = wall0 + after});
+  }
+
+  // The outcomes written since the last look, in order; the subscribers deactivated with them
+  // go to deactivated_.
+  std::vector<storage::outcome> written() {
+    rows_.flush();
+    std::vector<storage::outcome> out;
+    for (auto& write : writes_) {
+      for (auto& outcome : write.outcomes) out.push_back(outcome);
+      for (const auto id : write.deactivate) deactivated_.push_back(id);
+    }
+    writes_.clear();
+    return out;
+  }
+
+  const steady::time_point t0 = steady::time_point{} + 1h;
+  const std::chrono::system_clock::time_point wall0 =
+      std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000);
+  scheduler_config config_;
+  drain_metrics metrics_{1};
+  testing::recorded_log log_;
+  std::vector<outcome_write> writes_;
+  subscriber_map subscribers_;
+  shard_rows rows_{config_, 1, metrics_.counters, writes_};
+  demand_planner demand_{config_, subscribers_};
+  shard_slots slots_{config_, 100, t0};
+  wake_schedule wakes_;
+  attempt_settlement settlement_{{.refused_target_hold = 60s},
+                                 {.rows = rows_,
+                                  .slots = slots_,
+                                  .demand = demand_,
+                                  .wakes = wakes_,
+                                  .metrics = metrics_,
+                                  .log = log_},
+                                 1};
+  std::deque<attempt_state> attempts_;
+  std::vector<std::int64_t> deactivated_;
+};
+
+TEST_F(Settlement, AnUnsentAttemptCountsNoAttemptAndItsRowsGoBackWithTheirMemory) {
+  auto& sub = add(7);
+  claim(sub, 1, 1);
+  EXPECT_GT(rows_.memory().held_bytes(), 0);
+  start(sub);
+  http_result unsent;
+  unsent.not_sent = true;
+  EXPECT_FALSE(settle(unsent));
+  EXPECT_EQ(rows_.memory().held_bytes(), 0);
+  const auto out = written();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, storage::outcome_kind::release);
+  EXPECT_FALSE(out[0].has_attempt);
+  EXPECT_EQ(metrics_.counters.attempts.load(), 0);
+}
+
+TEST_F(Settlement, ARefusedTargetHoldsItsSubscriberSaysSoOnceAndAnAnswerEndsTheHold) {
+  auto& sub = add(7);
+  http_result refused;
+  refused.error = proto::transport_error::refused_target;
+  refused.detail = "127.0.0.1 (loopback)";
+  for (const std::int64_t id : {1, 2}) {
+    claim(sub, id, id);
+    start(sub);
+    EXPECT_FALSE(settle(refused));
+    EXPECT_EQ(sub.limits.paused_until(), t0 + 250ms + 60s);
+    const auto out = written();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].kind, storage::outcome_kind::retry);
+    EXPECT_DOUBLE_EQ(out[0].next_attempt_at, unix0 + 0.25 + 60);
+    EXPECT_EQ(out[0].last_error, "subscriber held: refused target: 127.0.0.1 (loopback)");
+  }
+  EXPECT_EQ(sub.refused_target, "127.0.0.1 (loopback)");
+  EXPECT_EQ(metrics_.counters.refused_target_holds.load(), 1);
+  ASSERT_EQ(log_.lines.size(), 1u);
+  EXPECT_EQ(log_.lines[0].level, log_level::warn);
+  EXPECT_TRUE(log_.says("tried again every 60 s"));
+  EXPECT_EQ(metrics_.counters.attempts.load(), 0);
+
+  claim(sub, 3, 3);
+  start(sub);
+  settle(answered(204), 61s);
+  EXPECT_TRUE(sub.refused_target.empty());
+  EXPECT_EQ(written().at(0).kind, storage::outcome_kind::done);
+}
+
+TEST_F(Settlement, A410DeactivatesOnceAndItsHostNoLongerCountsItsRate) {
+  auto& gone = add(7);
+  add(8);
+  auto& origin = slots_.origin_of(gone, t0);
+  EXPECT_DOUBLE_EQ(origin.rate_sum, 40);
+  claim(gone, 1, 3);
+  start(gone);
+  settle(answered(410));
+  EXPECT_FALSE(gone.settings.active);
+  EXPECT_TRUE(gone.gone);
+  EXPECT_TRUE(gone.ready.empty());  // the others go back to the queue
+  EXPECT_DOUBLE_EQ(origin.rate_sum, 20);
+  const auto out = written();
+  EXPECT_EQ(deactivated_, std::vector<std::int64_t>{7});
+  ASSERT_EQ(out.size(), 3u);
+  for (const auto& outcome : out) {
+    EXPECT_EQ(outcome.kind, outcome.delivery_id == 1 ? storage::outcome_kind::dead
+                                                     : storage::outcome_kind::release)
+        << outcome.delivery_id;
+  }
+  EXPECT_TRUE(log_.says("subscriber 7 answered 410 Gone: deactivated"));
+
+  // A second 410 from an attempt already in flight changes the host's sum no more.
+  claim(gone, 4, 4);
+  start(gone);
+  settle(answered(410));
+  EXPECT_DOUBLE_EQ(origin.rate_sum, 20);
+  EXPECT_EQ(log_.lines.size(), 1u);
+}
+
+TEST_F(Settlement, A413NarrowsTheBatchesAndSaysSoOnlyWhenTheyShrink) {
+  auto& sub = add(7, 10);
+  claim(sub, 1, 4);
+  ASSERT_TRUE(start(sub).batched);
+  claim(sub, 5, 8);
+  ASSERT_TRUE(start(sub).batched);  // both in flight, 4 rows each
+  settle(answered(413));
+  EXPECT_EQ(sub.batch_fits, 2);
+  EXPECT_EQ(sub.settings.batch_rows, 2);
+  EXPECT_TRUE(log_.says("answered 413 to a batch of 4 rows: its batches are now at most 2 rows"));
+  EXPECT_EQ(metrics_.counters.batch_posts.load(), 1);
+  EXPECT_EQ(metrics_.counters.batched_rows.load(), 4);
+  // The second batch's 413 says what the first did: nothing narrower, nothing said.
+  settle(answered(413));
+  EXPECT_EQ(sub.batch_fits, 2);
+  EXPECT_EQ(log_.lines.size(), 1u);
+
+  claim(sub, 9, 10);
+  ASSERT_TRUE(start(sub).batched);
+  settle(answered(413));
+  EXPECT_EQ(sub.batch_fits, 1);
+  EXPECT_EQ(log_.lines.size(), 2u);
+  claim(sub, 11, 11);
+  ASSERT_FALSE(start(sub).batched);
+  settle(answered(204));
+  EXPECT_EQ(sub.batch_fits, 1);
+  EXPECT_EQ(log_.lines.size(), 2u);
+}
+
+TEST_F(Settlement, ALongRetryAfterGivesTheReadyRowsBackAndAShortOneKeepsThem) {
+  auto& sub = add(7);
+  claim(sub, 1, 3);
+  start(sub);
+  settle(answered(429, "1"));
+  EXPECT_EQ(sub.limits.paused_until(), t0 + 250ms + 1s);
+  ASSERT_EQ(sub.ready.size(), 2u);
+  written();
+
+  start(sub);
+  settle(answered(429, "20"));
+  EXPECT_EQ(sub.limits.paused_until(), t0 + 250ms + 20s);
+  EXPECT_TRUE(sub.ready.empty());
+  const auto out = written();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].kind, storage::outcome_kind::retry);
+  EXPECT_DOUBLE_EQ(out[1].next_attempt_at, unix0 + 0.25 + 20);
+}
+
+TEST_F(Settlement, ASpentAnnouncedQuotaPausesTheSubscriberUntilItsResetAndGivesItsRowsBack) {
+  auto& sub = add(7);
+  claim(sub, 1, 2);
+  start(sub);
+  ++sub.in_flight;  // counted as the pump counts it
+  auto result = answered(204);
+  result.quota = {{proto::quota_field::x_limit, "100"},
+                  {proto::quota_field::x_remaining, "0"},
+                  {proto::quota_field::x_reset, "30"}};
+  settle(result);
+  EXPECT_GE(sub.limits.paused_until(), t0 + 29s);
+  EXPECT_LE(sub.limits.paused_until(), t0 + 31s);
+  EXPECT_TRUE(sub.ready.empty());  // 30 s is past the release threshold
+  const auto out = written();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].kind, storage::outcome_kind::retry);
+  EXPECT_EQ(out[1].kind, storage::outcome_kind::done);
+}
+
+TEST_F(Settlement, AnOpeningCircuitGivesTheReadyRowsBack) {
+  auto& sub = add(7);
+  const int threshold = config_.circuit.failure_threshold;
+  claim(sub, 1, threshold + 2);
+  for (int i = 1; i < threshold; ++i) {
+    start(sub);
+    settle(answered(500));
+  }
+  ASSERT_EQ(sub.ready.size(), 3u);
+  start(sub);
+  settle(answered(500));
+  EXPECT_TRUE(sub.ready.empty());
+  const auto out = written();
+  ASSERT_EQ(out.size(), static_cast<std::size_t>(threshold + 2));
+  const auto released = std::count_if(out.begin(), out.end(), [](const storage::outcome& o) {
+    return o.kind == storage::outcome_kind::release;
+  });
+  EXPECT_EQ(released, 2);
+}
+
+TEST_F(Settlement, OnlyAnAnsweredOrTimedOutExchangeTeachesItsOriginALatency) {
+  auto& sub = add(7);
+  const auto& limit = slots_.origin_of(sub, t0).limit;
+  const auto unmeasured = limit.best_latency();
+  claim(sub, 1, 3);
+  start(sub);
+  http_result refused_connection;
+  refused_connection.error = proto::transport_error::connect;
+  refused_connection.exchange_time = 5ms;
+  settle(refused_connection);
+  EXPECT_EQ(limit.best_latency(), unmeasured);
+
+  start(sub);
+  auto answer = answered(204);
+  answer.exchange_time = 80ms;
+  settle(answer);
+  EXPECT_EQ(limit.best_latency(), 80ms);
+
+  start(sub);
+  http_result timed_out;
+  timed_out.error = proto::transport_error::timeout;
+  timed_out.exchange_time = 40ms;
+  settle(timed_out);
+  EXPECT_EQ(limit.best_latency(), 40ms);
+}
+
+TEST_F(Settlement, AnOrderedRowFreesItsKeyOnlyWhenNothingElseOfItsSubscriberIsReady) {
+  auto& sub = add(7, 1, proto::order_rule{});
+  claim(sub, 1, 2);
+  start(sub);
+  EXPECT_FALSE(settle(answered(204)));
+  start(sub);
+  EXPECT_TRUE(settle(answered(204)));
+}
+
+}  // namespace
+}  // namespace surge::engine
