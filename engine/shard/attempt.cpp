@@ -20,7 +20,7 @@ std::optional<bool> shard_core::on_write_ready(attempt_id id, bool fresh_connect
 void shard_core::on_response(attempt_id id, const http_result& result, std::string request,
                              shard_time now) {
   if (!begin_event(now)) return;
-  request_buffers_.give_back(std::move(request));
+  pump_.give_back(std::move(request));
   settle_attempt(attempts_[id], result);
   attempts_.close(id);
   end_event();

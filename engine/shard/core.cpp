@@ -1,5 +1,5 @@
 // The core's events, its timer and queued looks, subscriber reloads, what it publishes, stop and
-// finish. Attempts are in attempt.cpp, claims in demand.cpp, the pump in pump.cpp.
+// finish. Attempts are in attempt.cpp, claims in demand.cpp.
 #include "engine/shard/core.hpp"
 
 #include "engine/shard/shard_view.hpp"
@@ -14,15 +14,6 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
     : index_(index),
       shard_count_(shard_count),
       config_(config),
-      row_checks_{
-          .max_payload_bytes = config.scheduler.max_payload_bytes,
-          .lease_margin =
-              std::chrono::duration<double>(config.http.attempt_timeout) + std::chrono::seconds(1),
-          // The seed001 shape's workers give a row up after its retry window.
-          .retry_window_seconds =
-              config.storage.shape == storage::queue_shape::seed001
-                  ? std::optional(std::chrono::duration<double>(config.retry.max_age).count())
-                  : std::nullopt},
       metrics_(metrics),
       counters_(metrics.counters),
       logger_(logger),
@@ -42,6 +33,25 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
                    .metrics = metrics,
                    .log = logger},
                   seed),
+      pump_({.checks = {.max_payload_bytes = config.scheduler.max_payload_bytes,
+                        .lease_margin = std::chrono::duration<double>(config.http.attempt_timeout) +
+                                        std::chrono::seconds(1),
+                        // The seed001 shape's workers give a row up after its retry window.
+                        .retry_window_seconds =
+                            config.storage.shape == storage::queue_shape::seed001
+                                ? std::optional(
+                                      std::chrono::duration<double>(config.retry.max_age).count())
+                                : std::nullopt},
+             .user_agent = config.http.user_agent},
+            {.rows = rows_,
+             .slots = slots_,
+             .wakes = wakes_,
+             .attempts = attempts_,
+             .sends = out_.sends,
+             .metrics = metrics},
+            [this](attempt_state& attempt, const http_result& result) {
+              settle_attempt(attempt, result);
+            }),
       // The first demand goes at once: the first claims are what the first sends wait for.
       next_demand_at_(now.steady),
       next_flush_at_(now.steady + config.scheduler.outcome_flush_interval),
@@ -58,7 +68,7 @@ void shard_core::clear_actions() {
 
 void shard_core::end_event() {
   wakes_.run_queued([this](subscriber_state& sub) { run_line(sub); },
-                    [this](subscriber_state& sub) { run_pump(sub); });
+                    [this](subscriber_state& sub) { pump_.run(sub, now_, stopping_); });
   finish_if_quiet();
 }
 

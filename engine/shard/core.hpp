@@ -5,9 +5,10 @@
 // actions (claim these rows, send this request, let this write go, write these outcomes) and the
 // time it next wants to be woken. Each concern with state of its own is a small machine it owns:
 // the demand (demand_planner), the slots (shard_slots), the wakes (wake_schedule), the rows and
-// their outcomes (shard_rows), the attempts (attempt_book), and what an attempt's end does
-// (attempt_settlement). The reactor (engine/shard/shard.hpp) performs the actions with Asio; the
-// tests drive the core on a simulated clock (tests/engine/shard/core_test.cpp).
+// their outcomes (shard_rows), the attempts (attempt_book), each subscriber's pump
+// (subscriber_pump), and what an attempt's end does (attempt_settlement). The reactor
+// (engine/shard/shard.hpp) performs the actions with Asio; the tests drive the core on a simulated
+// clock (tests/engine/shard/core_test.cpp).
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -20,7 +21,6 @@
 #include <vector>
 
 #include "engine/config.hpp"
-#include "engine/memory/buffer_pool.hpp"
 #include "engine/net/http_result.hpp"
 #include "engine/observe/counters.hpp"
 #include "engine/observe/log.hpp"
@@ -33,6 +33,7 @@
 #include "engine/shard/settlement.hpp"
 #include "engine/shard/shard_rows.hpp"
 #include "engine/shard/slots.hpp"
+#include "engine/shard/subscriber_pump.hpp"
 #include "engine/shard/subscriber.hpp"
 #include "engine/shard/wakes.hpp"
 #include "engine/handoff.hpp"
@@ -94,9 +95,6 @@ class shard_core {
 
   void update_subscribers(std::vector<storage::subscriber_row> rows,
                           std::vector<identity_lookup> identities);
-  // The pump (pump.cpp): gathers the facts, lets scheduling::next_pump_step decide, and carries
-  // the decision out until it has to wait.
-  void run_pump(subscriber_state& sub);
   // The subscriber's wire line at now_: verdicts out, and when to look again.
   void run_line(subscriber_state& sub);
   wire_line::gate_view gate_of(subscriber_state& sub) {
@@ -111,8 +109,6 @@ class shard_core {
 
   // Attempts (attempt.cpp): settled by attempt_settlement, then ended here.
   void settle_attempt(attempt_state& attempt, const http_result& result);
-  scheduling::pump_facts pump_facts_of(subscriber_state& sub);
-  void send_next(subscriber_state& sub);
   // The planner's next claim, if it has one, goes out (demand.cpp).
   void send_demand();
   void wake_subscribers(const std::vector<std::int64_t>& ids, bool all);
@@ -132,11 +128,9 @@ class shard_core {
   int index_;
   int shard_count_;
   drain_config config_;
-  row_checks row_checks_;  // what every ready row is checked against before it may go
   drain_metrics& metrics_;
   drain_counters& counters_;
   core_log& logger_;
-  buffer_pool request_buffers_;
   shard_time now_;
   shard_actions out_;
   shard_rows rows_;  // the rows buffered here and the outcomes they leave with
@@ -149,6 +143,7 @@ class shard_core {
   attempt_book attempts_;
   wake_schedule wakes_;  // pumps and wire lines to look at again, now or at a time
   attempt_settlement settlement_;
+  subscriber_pump pump_;
   steady::time_point next_demand_at_;
   steady::time_point next_flush_at_;
   steady::time_point next_publish_at_;

@@ -27,7 +27,7 @@
 namespace surge::engine {
 
 struct settlement_config {
-  proto::retry_policy retry;
+  proto::retry_policy retry{proto::retry_config{}};
   std::chrono::seconds retry_after_cap{std::chrono::hours(1)};
   // A pause at least this long gives the subscriber's ready rows back (rescheduled after it).
   std::chrono::milliseconds pause_release_threshold{std::chrono::seconds(5)};
