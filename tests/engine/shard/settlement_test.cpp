@@ -147,6 +147,20 @@ TEST_F(Settlement, AnUnsentAttemptCountsNoAttemptAndItsRowsGoBackWithTheirMemory
   EXPECT_EQ(metrics_.counters.attempts.load(), 0);
 }
 
+TEST_F(Settlement, AnUnsentProbeLeavesTheCircuitOpenWithTheNextProbeDueAtOnce) {
+  auto& sub = add(7);
+  for (int i = 0; i < config_.circuit.failure_threshold; ++i) sub.breaker.on_failure(t0);
+  ASSERT_EQ(sub.breaker.current(), circuit_breaker::state::open);
+  ASSERT_TRUE(sub.breaker.try_admit(t0 + 1h));  // its cool-down is over: the probe goes
+  claim(sub, 1, 1);
+  start(sub).probe = true;
+  http_result unsent;
+  unsent.not_sent = true;
+  settle(unsent, 1h + 1s);
+  EXPECT_EQ(sub.breaker.current(), circuit_breaker::state::open);
+  EXPECT_EQ(sub.breaker.next_probe_at(), t0 + 1h + 1s);
+}
+
 TEST_F(Settlement, ARefusedTargetHoldsItsSubscriberSaysSoOnceAndAnAnswerEndsTheHold) {
   auto& sub = add(7);
   http_result refused;
@@ -199,7 +213,7 @@ TEST_F(Settlement, A410DeactivatesOnceAndItsHostNoLongerCountsItsRate) {
   }
   EXPECT_TRUE(log_.says("subscriber 7 answered 410 Gone: deactivated"));
 
-  // A second 410 from an attempt already in flight changes the host's sum no more.
+  // A second 410 (as from an attempt that was in flight) changes the host's sum no more.
   claim(gone, 4, 4);
   start(gone);
   settle(answered(410));
@@ -217,6 +231,7 @@ TEST_F(Settlement, A413NarrowsTheBatchesAndSaysSoOnlyWhenTheyShrink) {
   EXPECT_EQ(sub.batch_fits, 2);
   EXPECT_EQ(sub.settings.batch_rows, 2);
   EXPECT_TRUE(log_.says("answered 413 to a batch of 4 rows: its batches are now at most 2 rows"));
+  EXPECT_EQ(log_.lines.at(0).level, log_level::info);
   EXPECT_EQ(metrics_.counters.batch_posts.load(), 1);
   EXPECT_EQ(metrics_.counters.batched_rows.load(), 4);
   // The second batch's 413 says what the first did: nothing narrower, nothing said.
@@ -272,6 +287,42 @@ TEST_F(Settlement, ASpentAnnouncedQuotaPausesTheSubscriberUntilItsResetAndGivesI
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].kind, storage::outcome_kind::retry);
   EXPECT_EQ(out[1].kind, storage::outcome_kind::done);
+}
+
+// The writers waiting at the subscriber's gate look again when a pause or a new limit changes
+// what it lets through.
+TEST_F(Settlement, APauseOrAnAnnouncedLimitWakesTheWritersWaitingAtTheGate) {
+  auto& sub = add(7);
+  // Writers arrive until the gate's burst is spent and one waits in line.
+  std::uint32_t writer = 90;
+  while (sub.line.arrive({.attempt = writer, .give_up_at = t0 + 1h}, sub.limits.gate(false), t0)) {
+    ASSERT_LT(++writer, 200u);
+  }
+  ASSERT_FALSE(sub.line.empty());
+  auto lines_woken = [&] {
+    int woken = 0;
+    wakes_.run_queued([&](subscriber_state&) { ++woken; }, [](subscriber_state&) {});
+    return woken;
+  };
+  ASSERT_EQ(lines_woken(), 0);
+  claim(sub, 1, 2);
+  start(sub);
+  settle(answered(204));
+  EXPECT_EQ(lines_woken(), 0);  // nothing changed at the gate
+
+  start(sub);
+  ++sub.in_flight;  // counted as the pump counts it
+  auto lower = answered(204);
+  lower.quota = {{proto::quota_field::x_limit, "5"},
+                 {proto::quota_field::x_remaining, "4"},
+                 {proto::quota_field::x_reset, "30"}};
+  settle(lower);
+  EXPECT_EQ(lines_woken(), 1);
+
+  claim(sub, 3, 3);
+  start(sub);
+  settle(answered(429, "1"));
+  EXPECT_EQ(lines_woken(), 1);
 }
 
 TEST_F(Settlement, AnOpeningCircuitGivesTheReadyRowsBack) {

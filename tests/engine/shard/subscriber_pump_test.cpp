@@ -119,6 +119,28 @@ TEST_F(SubscriberPump, AReadyRowWithATokenAndASlotStartsAnAttemptWithItsRequest)
   EXPECT_TRUE(unsendable_.empty());
 }
 
+// An announced limit ends at its reset: the writers waiting at the gate look again then.
+TEST_F(SubscriberPump, AnAnnouncedLimitThatEndsWakesTheWritersWaitingAtTheGate) {
+  auto& sub = add(7, 20, 10);
+  std::uint32_t writer = 90;
+  while (sub.line.arrive({.attempt = writer, .give_up_at = t0 + 1h}, sub.limits.gate(false), t0)) {
+    ASSERT_LT(++writer, 200u);
+  }
+  ASSERT_TRUE(sub.limits.on_announced({{proto::quota_field::x_limit, "5"},
+                                       {proto::quota_field::x_remaining, "4"},
+                                       {proto::quota_field::x_reset, "30"}},
+                                      0, std::nullopt, wall0, t0));
+  auto lines_woken = [&] {
+    int woken = 0;
+    wakes_.run_queued([&](subscriber_state&) { ++woken; }, [](subscriber_state&) {});
+    return woken;
+  };
+  run(sub, 10s);
+  EXPECT_EQ(lines_woken(), 0);
+  run(sub, 31s);
+  EXPECT_EQ(lines_woken(), 1);
+}
+
 TEST_F(SubscriberPump, AStoppingShardStartsNothing) {
   auto& sub = add(7);
   claim(sub, 1);
