@@ -13,59 +13,22 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/subscriber_settings.hpp"
 #include "tests/engine/recorded_log.hpp"
 #include "tests/engine/shard/attempt_fixtures.hpp"
+#include "tests/engine/shard/shard_machines.hpp"
 
 namespace surge::engine {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::answered;
-using steady = std::chrono::steady_clock;
+using testing::unix0;
 
-constexpr double unix0 = 1'700'000'000;
-
-class Settlement : public ::testing::Test {
+class Settlement : public testing::shard_machines {
  protected:
-  Settlement() { config_.outcome_flush_rows = 1000; }
+  Settlement() : shard_machines(100) {}
 
-  subscriber_state& add(std::int64_t id, std::int64_t batch_max = 1,
-                        std::optional<proto::order_rule> order = std::nullopt) {
-    storage::subscriber_row row;
-    row.id = id;
-    row.url = "http://partner.test/hook";
-    row.secret = "secret";
-    row.rate_per_sec = 20;
-    row.batch_max = batch_max;
-    row.order = std::move(order);
-    auto state =
-        std::make_unique<subscriber_state>(row, derive_settings(row, config_), t0, unix0, config_);
-    auto& sub = *state;
-    subscribers_.emplace(id, std::move(state));
-    demand_.add(sub);
-    slots_.recount_rates(subscribers_, t0);
-    return sub;
-  }
-
-  // Rows `first` to `last` of `sub` claimed into its ready queue, as a claim's answer brings them.
-  void claim(subscriber_state& sub, std::int64_t first, std::int64_t last) {
-    std::vector<storage::claimed_row> claimed;
-    for (auto id = first; id <= last; ++id) {
-      storage::claimed_row row;
-      row.id = id;
-      row.subscriber_id = sub.settings.id;
-      row.payload = '"' + std::string(98, 'x') + '"';  // a JSON value, so it may join a batch
-      row.payload_bytes = static_cast<std::int64_t>(row.payload.size());
-      row.created_at = unix0 - 10;
-      row.lease = unix0 + 60;
-      claimed.push_back(std::move(row));
-    }
-    std::vector<subscriber_state*> joined;
-    rows_.take_answer(claimed, subscribers_, false, joined);
-  }
-
-  // The next request of `sub`, taken from its ready queue with its slots, as the pump starts one.
+  // An attempt of `sub`, taken from its ready queue with its slots, as the pump starts one.
   // It is the one settle() settles next.
   attempt_state& start(subscriber_state& sub) {
     auto& attempt = attempts_.emplace_back();
@@ -91,34 +54,10 @@ class Settlement : public ::testing::Test {
     }
     auto attempt = std::move(attempts_.front());
     attempts_.pop_front();
-    return settlement_.settle(attempt, result, {.steady = t0 + after, .wall = wall0 + after});
+    return settlement_.settle(attempt, result, at(after));
   }
 
-  // The outcomes written since the last look, in order; the subscribers deactivated with them
-  // go to deactivated_.
-  std::vector<storage::outcome> written() {
-    rows_.flush();
-    std::vector<storage::outcome> out;
-    for (auto& write : writes_) {
-      for (auto& outcome : write.outcomes) out.push_back(outcome);
-      for (const auto id : write.deactivate) deactivated_.push_back(id);
-    }
-    writes_.clear();
-    return out;
-  }
-
-  const steady::time_point t0 = steady::time_point{} + 1h;
-  const std::chrono::system_clock::time_point wall0 =
-      std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000);
-  scheduler_config config_;
-  drain_metrics metrics_{1};
   testing::recorded_log log_;
-  std::vector<outcome_write> writes_;
-  subscriber_map subscribers_;
-  shard_rows rows_{config_, 1, metrics_.counters, writes_};
-  demand_planner demand_{config_, subscribers_};
-  shard_slots slots_{config_, 100, t0};
-  wake_schedule wakes_;
   attempt_settlement settlement_{{.refused_target_hold = 60s},
                                  {.rows = rows_,
                                   .slots = slots_,
@@ -128,11 +67,10 @@ class Settlement : public ::testing::Test {
                                   .log = log_},
                                  1};
   std::deque<attempt_state> attempts_;
-  std::vector<std::int64_t> deactivated_;
 };
 
 TEST_F(Settlement, AnUnsentAttemptCountsNoAttemptAndItsRowsGoBackWithTheirMemory) {
-  auto& sub = add(7);
+  auto& sub = add({});
   claim(sub, 1, 1);
   EXPECT_GT(rows_.memory().held_bytes(), 0);
   start(sub);
@@ -148,7 +86,7 @@ TEST_F(Settlement, AnUnsentAttemptCountsNoAttemptAndItsRowsGoBackWithTheirMemory
 }
 
 TEST_F(Settlement, AnUnsentProbeLeavesTheCircuitOpenWithTheNextProbeDueAtOnce) {
-  auto& sub = add(7);
+  auto& sub = add({});
   for (int i = 0; i < config_.circuit.failure_threshold; ++i) sub.breaker.on_failure(t0);
   ASSERT_EQ(sub.breaker.current(), circuit_breaker::state::open);
   ASSERT_TRUE(sub.breaker.try_admit(t0 + 1h));  // its cool-down is over: the probe goes
@@ -162,7 +100,7 @@ TEST_F(Settlement, AnUnsentProbeLeavesTheCircuitOpenWithTheNextProbeDueAtOnce) {
 }
 
 TEST_F(Settlement, ARefusedTargetHoldsItsSubscriberSaysSoOnceAndAnAnswerEndsTheHold) {
-  auto& sub = add(7);
+  auto& sub = add({});
   http_result refused;
   refused.error = proto::transport_error::refused_target;
   refused.detail = "127.0.0.1 (loopback)";
@@ -192,8 +130,8 @@ TEST_F(Settlement, ARefusedTargetHoldsItsSubscriberSaysSoOnceAndAnAnswerEndsTheH
 }
 
 TEST_F(Settlement, A410DeactivatesOnceAndItsHostNoLongerCountsItsRate) {
-  auto& gone = add(7);
-  add(8);
+  auto& gone = add({});
+  add({.id = 8});
   auto& origin = slots_.origin_of(gone, t0);
   EXPECT_DOUBLE_EQ(origin.rate_sum, 40);
   claim(gone, 1, 3);
@@ -222,7 +160,7 @@ TEST_F(Settlement, A410DeactivatesOnceAndItsHostNoLongerCountsItsRate) {
 }
 
 TEST_F(Settlement, A413NarrowsTheBatchesAndSaysSoOnlyWhenTheyShrink) {
-  auto& sub = add(7, 10);
+  auto& sub = add({.batch_max = 10});
   claim(sub, 1, 4);
   ASSERT_TRUE(start(sub).batched);
   claim(sub, 5, 8);
@@ -252,7 +190,7 @@ TEST_F(Settlement, A413NarrowsTheBatchesAndSaysSoOnlyWhenTheyShrink) {
 }
 
 TEST_F(Settlement, ALongRetryAfterGivesTheReadyRowsBackAndAShortOneKeepsThem) {
-  auto& sub = add(7);
+  auto& sub = add({});
   claim(sub, 1, 3);
   start(sub);
   settle(answered(429, "1"));
@@ -271,14 +209,12 @@ TEST_F(Settlement, ALongRetryAfterGivesTheReadyRowsBackAndAShortOneKeepsThem) {
 }
 
 TEST_F(Settlement, ASpentAnnouncedQuotaPausesTheSubscriberUntilItsResetAndGivesItsRowsBack) {
-  auto& sub = add(7);
+  auto& sub = add({});
   claim(sub, 1, 2);
   start(sub);
   ++sub.in_flight;  // counted as the pump counts it
   auto result = answered(204);
-  result.quota = {{proto::quota_field::x_limit, "100"},
-                  {proto::quota_field::x_remaining, "0"},
-                  {proto::quota_field::x_reset, "30"}};
+  result.quota = announced("100", "0", "30");
   settle(result);
   EXPECT_GE(sub.limits.paused_until(), t0 + 29s);
   EXPECT_LE(sub.limits.paused_until(), t0 + 31s);
@@ -292,18 +228,8 @@ TEST_F(Settlement, ASpentAnnouncedQuotaPausesTheSubscriberUntilItsResetAndGivesI
 // The writers waiting at the subscriber's gate look again when a pause or a new limit changes
 // what it lets through.
 TEST_F(Settlement, APauseOrAnAnnouncedLimitWakesTheWritersWaitingAtTheGate) {
-  auto& sub = add(7);
-  // Writers arrive until the gate's burst is spent and one waits in line.
-  std::uint32_t writer = 90;
-  while (sub.line.arrive({.attempt = writer, .give_up_at = t0 + 1h}, sub.limits.gate(false), t0)) {
-    ASSERT_LT(++writer, 200u);
-  }
-  ASSERT_FALSE(sub.line.empty());
-  auto lines_woken = [&] {
-    int woken = 0;
-    wakes_.run_queued([&](subscriber_state&) { ++woken; }, [](subscriber_state&) {});
-    return woken;
-  };
+  auto& sub = add({});
+  writer_waits_at_gate(sub);
   ASSERT_EQ(lines_woken(), 0);
   claim(sub, 1, 2);
   start(sub);
@@ -313,9 +239,7 @@ TEST_F(Settlement, APauseOrAnAnnouncedLimitWakesTheWritersWaitingAtTheGate) {
   start(sub);
   ++sub.in_flight;  // counted as the pump counts it
   auto lower = answered(204);
-  lower.quota = {{proto::quota_field::x_limit, "5"},
-                 {proto::quota_field::x_remaining, "4"},
-                 {proto::quota_field::x_reset, "30"}};
+  lower.quota = announced("5", "4", "30");
   settle(lower);
   EXPECT_EQ(lines_woken(), 1);
 
@@ -326,7 +250,7 @@ TEST_F(Settlement, APauseOrAnAnnouncedLimitWakesTheWritersWaitingAtTheGate) {
 }
 
 TEST_F(Settlement, AnOpeningCircuitGivesTheReadyRowsBack) {
-  auto& sub = add(7);
+  auto& sub = add({});
   const int threshold = config_.circuit.failure_threshold;
   claim(sub, 1, threshold + 2);
   for (int i = 1; i < threshold; ++i) {
@@ -346,7 +270,7 @@ TEST_F(Settlement, AnOpeningCircuitGivesTheReadyRowsBack) {
 }
 
 TEST_F(Settlement, OnlyAnAnsweredOrTimedOutExchangeTeachesItsOriginALatency) {
-  auto& sub = add(7);
+  auto& sub = add({});
   const auto& limit = slots_.origin_of(sub, t0).limit;
   const auto unmeasured = limit.best_latency();
   claim(sub, 1, 3);
@@ -372,7 +296,7 @@ TEST_F(Settlement, OnlyAnAnsweredOrTimedOutExchangeTeachesItsOriginALatency) {
 }
 
 TEST_F(Settlement, AnOrderedRowFreesItsKeyOnlyWhenNothingElseOfItsSubscriberIsReady) {
-  auto& sub = add(7, 1, proto::order_rule{});
+  auto& sub = add({.order = proto::order_rule{}});
   claim(sub, 1, 2);
   start(sub);
   EXPECT_FALSE(settle(answered(204)));

@@ -11,95 +11,44 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/subscriber_settings.hpp"
+#include "tests/engine/shard/shard_machines.hpp"
 
 namespace surge::engine {
 namespace {
 
 using namespace std::chrono_literals;
-using steady = std::chrono::steady_clock;
+using testing::unix0;
 
-constexpr double unix0 = 1'700'000'000;
-
-class SubscriberPump : public ::testing::Test {
+class SubscriberPump : public testing::shard_machines {
  protected:
-  subscriber_state& add(std::int64_t id, double rate = 20, double burst = 1,
-                        std::int64_t batch_max = 1, std::string url = "http://partner.test/hook") {
-    storage::subscriber_row row;
-    row.id = id;
-    row.url = std::move(url);
-    row.secret = "secret";
-    row.rate_per_sec = rate;
-    row.burst = burst;
-    row.batch_max = batch_max;
-    auto state =
-        std::make_unique<subscriber_state>(row, derive_settings(row, config_), t0, unix0, config_);
-    auto& sub = *state;
-    // This process's share of the persisted bucket, as a claim's answer grants it.
-    sub.limits.allowance().ask(rate, t0);
-    sub.limits.allowance().granted(100, t0, 0s);
-    subscribers_.emplace(id, std::move(state));
-    slots_.recount_rates(subscribers_, t0);
-    return sub;
-  }
+  SubscriberPump() : shard_machines(1) {}  // one request in flight at a time
 
-  // A row of `sub` claimed into its ready queue, as a claim's answer brings it.
-  void claim(subscriber_state& sub, std::int64_t id, std::size_t payload_bytes = 100,
-             double lease = unix0 + 60, double created_at = unix0 - 10) {
-    storage::claimed_row row;
-    row.id = id;
-    row.subscriber_id = sub.settings.id;
-    row.payload = '"' + std::string(payload_bytes - 2, 'x') + '"';
-    row.payload_bytes = static_cast<std::int64_t>(row.payload.size());
-    row.created_at = created_at;
-    row.lease = lease;
-    std::vector<storage::claimed_row> claimed{std::move(row)};
-    std::vector<subscriber_state*> joined;
-    rows_.take_answer(claimed, subscribers_, false, joined);
+  subscriber_pump pump_with(const row_checks& checks) {
+    return subscriber_pump(
+        {.checks = checks, .user_agent = "surge-test"},
+        {.rows = rows_,
+         .slots = slots_,
+         .wakes = wakes_,
+         .attempts = attempts_,
+         .sends = sends_,
+         .metrics = metrics_},
+        [this](attempt_state&, const http_result& result) { unsendable_.push_back(result); });
   }
 
   void run(subscriber_state& sub, steady::duration after = 0s, bool stopping = false) {
-    pump_.run(sub, {.steady = t0 + after, .wall = wall0 + after}, stopping);
+    pump_.run(sub, at(after), stopping);
   }
 
-  std::vector<storage::outcome> written() {
-    rows_.flush();
-    std::vector<storage::outcome> out;
-    for (auto& write : writes_) {
-      for (auto& outcome : write.outcomes) out.push_back(outcome);
-    }
-    writes_.clear();
-    return out;
-  }
-
-  const steady::time_point t0 = steady::time_point{} + 1h;
-  const std::chrono::system_clock::time_point wall0 =
-      std::chrono::system_clock::time_point{} + std::chrono::seconds(1'700'000'000);
-  scheduler_config config_;
-  drain_metrics metrics_{1};
-  std::vector<outcome_write> writes_;
-  subscriber_map subscribers_;
-  shard_rows rows_{config_, 1, metrics_.counters, writes_};
-  shard_slots slots_{config_, 1, t0};  // one request in flight at a time
-  wake_schedule wakes_;
   attempt_book attempts_;
   std::vector<send_action> sends_;
   std::vector<http_result> unsendable_;
   row_checks checks_{.max_payload_bytes = 1000, .lease_margin = std::chrono::seconds(31)};
-  subscriber_pump pump_{
-      {.checks = checks_, .user_agent = "surge-test"},
-      {.rows = rows_,
-       .slots = slots_,
-       .wakes = wakes_,
-       .attempts = attempts_,
-       .sends = sends_,
-       .metrics = metrics_},
-      [this](attempt_state&, const http_result& result) { unsendable_.push_back(result); }};
+  subscriber_pump pump_ = pump_with(checks_);
 };
 
 TEST_F(SubscriberPump, AReadyRowWithATokenAndASlotStartsAnAttemptWithItsRequest) {
-  auto& sub = add(7);
-  claim(sub, 1);
+  auto& sub = add({});
+  claim(sub, 1, 1);
   run(sub);
   ASSERT_EQ(sends_.size(), 1u);
   const auto& send = sends_[0];
@@ -121,20 +70,9 @@ TEST_F(SubscriberPump, AReadyRowWithATokenAndASlotStartsAnAttemptWithItsRequest)
 
 // An announced limit ends at its reset: the writers waiting at the gate look again then.
 TEST_F(SubscriberPump, AnAnnouncedLimitThatEndsWakesTheWritersWaitingAtTheGate) {
-  auto& sub = add(7, 20, 10);
-  std::uint32_t writer = 90;
-  while (sub.line.arrive({.attempt = writer, .give_up_at = t0 + 1h}, sub.limits.gate(false), t0)) {
-    ASSERT_LT(++writer, 200u);
-  }
-  ASSERT_TRUE(sub.limits.on_announced({{proto::quota_field::x_limit, "5"},
-                                       {proto::quota_field::x_remaining, "4"},
-                                       {proto::quota_field::x_reset, "30"}},
-                                      0, std::nullopt, wall0, t0));
-  auto lines_woken = [&] {
-    int woken = 0;
-    wakes_.run_queued([&](subscriber_state&) { ++woken; }, [](subscriber_state&) {});
-    return woken;
-  };
+  auto& sub = add({.burst = 10});
+  writer_waits_at_gate(sub);
+  ASSERT_TRUE(sub.limits.on_announced(announced("5", "4", "30"), 0, std::nullopt, wall0, t0));
   run(sub, 10s);
   EXPECT_EQ(lines_woken(), 0);
   run(sub, 31s);
@@ -142,8 +80,8 @@ TEST_F(SubscriberPump, AnAnnouncedLimitThatEndsWakesTheWritersWaitingAtTheGate) 
 }
 
 TEST_F(SubscriberPump, AStoppingShardStartsNothing) {
-  auto& sub = add(7);
-  claim(sub, 1);
+  auto& sub = add({});
+  claim(sub, 1, 1);
   run(sub, 0s, true);
   EXPECT_TRUE(sends_.empty());
   EXPECT_EQ(sub.ready.size(), 1u);
@@ -151,9 +89,9 @@ TEST_F(SubscriberPump, AStoppingShardStartsNothing) {
 
 TEST_F(SubscriberPump, WithoutATokenItWaitsArmedForTheTokenAndCountsTheWait) {
   slots_ = shard_slots(config_, 10, t0);
-  auto& sub = add(7, 20, 1);  // a token every 50 ms
-  claim(sub, 1);
-  claim(sub, 2);
+  auto& sub = add({.burst = 1});  // a token every 50 ms
+  claim(sub, 1, 1);
+  claim(sub, 2, 2);
   run(sub);
   ASSERT_EQ(sends_.size(), 1u);
   EXPECT_EQ(sub.token_wait_since, t0);
@@ -167,10 +105,10 @@ TEST_F(SubscriberPump, WithoutATokenItWaitsArmedForTheTokenAndCountsTheWait) {
 }
 
 TEST_F(SubscriberPump, AFullShardQueuesTheSubscriberForTheNextFreeSlot) {
-  auto& first = add(7, 100, 10);
-  auto& second = add(8, 100, 10);
-  claim(first, 1);
-  claim(second, 2);
+  auto& first = add({.rate = 100});
+  auto& second = add({.id = 8, .rate = 100});
+  claim(first, 1, 1);
+  claim(second, 2, 2);
   run(first);
   run(second);
   ASSERT_EQ(sends_.size(), 1u);
@@ -183,10 +121,10 @@ TEST_F(SubscriberPump, AFullShardQueuesTheSubscriberForTheNextFreeSlot) {
 }
 
 TEST_F(SubscriberPump, ABatchLingersWithItsTokenInTheBucketThenGoesAsOneRequest) {
-  auto& sub = add(7, 20, 1, 10);
+  auto& sub = add({.burst = 1, .batch_max = 10});
   sub.settings.batch_linger = 500ms;
-  claim(sub, 1);
-  claim(sub, 2);
+  claim(sub, 1, 1);
+  claim(sub, 2, 2);
   run(sub);
   EXPECT_TRUE(sends_.empty());
   EXPECT_EQ(sub.batch_wait_since, t0);
@@ -199,10 +137,10 @@ TEST_F(SubscriberPump, ABatchLingersWithItsTokenInTheBucketThenGoesAsOneRequest)
 }
 
 TEST_F(SubscriberPump, RowsThatCannotGoAreDeadLetteredOrGivenBack) {
-  auto& sub = add(7, 100, 10);
-  claim(sub, 1, 2000);                           // over max_payload_bytes
-  claim(sub, 2, 100, unix0 + 20);                // its lease ends before an attempt could
-  claim(sub, 3, 100, unix0 + 60, unix0 - 7200);  // fine here: no retry window
+  auto& sub = add({.rate = 100});
+  claim(sub, 1, 1, {.payload_bytes = 2000});       // over max_payload_bytes
+  claim(sub, 2, 2, {.lease = unix0 + 20});         // its lease ends before an attempt could
+  claim(sub, 3, 3, {.created_at = unix0 - 7200});  // fine here: no retry window
   run(sub);
   const auto out = written();
   ASSERT_EQ(out.size(), 2u);
@@ -217,17 +155,10 @@ TEST_F(SubscriberPump, RowsThatCannotGoAreDeadLetteredOrGivenBack) {
 
 TEST_F(SubscriberPump, ARowPastTheSeed001RetryWindowIsDeadLettered) {
   checks_.retry_window_seconds = 3600;
-  subscriber_pump pump({.checks = checks_, .user_agent = "surge-test"},
-                       {.rows = rows_,
-                        .slots = slots_,
-                        .wakes = wakes_,
-                        .attempts = attempts_,
-                        .sends = sends_,
-                        .metrics = metrics_},
-                       [](attempt_state&, const http_result&) {});
-  auto& sub = add(7);
-  claim(sub, 1, 100, unix0 + 60, unix0 - 7200);
-  pump.run(sub, {.steady = t0, .wall = wall0}, false);
+  auto pump = pump_with(checks_);
+  auto& sub = add({});
+  claim(sub, 1, 1, {.created_at = unix0 - 7200});
+  pump.run(sub, at(0s), false);
   EXPECT_TRUE(sends_.empty());
   const auto out = written();
   ASSERT_EQ(out.size(), 1u);
@@ -237,9 +168,9 @@ TEST_F(SubscriberPump, ARowPastTheSeed001RetryWindowIsDeadLettered) {
 }
 
 TEST_F(SubscriberPump, AnUnusableSubscribersRowsAreDeadLetteredWithTheReason) {
-  auto& sub = add(7, 20, 1, 1, "not a url");
-  claim(sub, 1);
-  claim(sub, 2);
+  auto& sub = add({.url = "not a url"});
+  claim(sub, 1, 1);
+  claim(sub, 2, 2);
   run(sub);
   EXPECT_TRUE(sends_.empty());
   const auto out = written();
