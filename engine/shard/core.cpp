@@ -12,7 +12,6 @@ namespace surge::engine {
 shard_core::shard_core(int index, int shard_count, const drain_config& config,
                        drain_metrics& metrics, core_log& logger, std::uint64_t seed, shard_time now)
     : index_(index),
-      shard_count_(shard_count),
       config_(config),
       metrics_(metrics),
       counters_(metrics.counters),

@@ -10,11 +10,9 @@
 // (engine/shard/shard.hpp) performs the actions with Asio; the tests drive the core on a simulated
 // clock (tests/engine/shard/core_test.cpp).
 #include <chrono>
-#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -117,16 +115,13 @@ class shard_core {
   void claim_after_key_freed(subscriber_state& sub);
   void attempt_ended(attempt_state& attempt);
   void hand_over_quotas();
-  origin_state& origin_of(subscriber_state& sub) { return slots_.origin_of(sub, now_.steady); }
   void finish();
   void finish_if_quiet();
   void publish_metrics();
-  // The core's log lines, through the logger it was handed.
-  void inform(std::string line) { logger_.write(log_level::info, std::move(line)); }
+  // The core's warnings, through the logger it was handed.
   void warn(std::string line) { logger_.write(log_level::warn, std::move(line)); }
 
   int index_;
-  int shard_count_;
   drain_config config_;
   drain_metrics& metrics_;
   drain_counters& counters_;
