@@ -32,6 +32,9 @@ class token_allowance {
     tokens_ -= 1;
     last_used_ = now;
   }
+  // A token spent for an attempt whose request never went on the wire (its connection failed,
+  // or it gave up at the wire gate) comes back: the partner never counted it.
+  void refund() { tokens_ += 1; }
   double tokens() const { return tokens_; }
 
   // Tokens to ask the persisted bucket for now, 0 for none: only at a positive rate, one ask

@@ -12,9 +12,15 @@ std::optional<bool> shard_core::on_write_ready(attempt_id id, bool fresh_connect
   const auto answer = sub.line.arrive(
       {.attempt = id, .give_up_at = attempt.give_up_at, .fresh_connection = fresh_connection},
       gate_of(sub), now_.steady);
+  if (answer) judged_at_gate(id, *answer);
   if (!answer) notify_line(sub);  // it waits: the line says when to look again
   end_event();
   return answer;
+}
+
+void shard_core::judged_at_gate(attempt_id id, bool go) {
+  // On the wire: the allowance's token is spent for good (the one fresh retry writes on it).
+  if (go) attempts_[id].refundable = false;
 }
 
 void shard_core::on_response(attempt_id id, const http_result& result, std::string request,
@@ -36,6 +42,7 @@ void shard_core::attempt_ended(attempt_state& attempt) {
   auto& sub = *attempt.sub;
   auto& origin = *attempt.origin;
   attempt.rows.clear();
+  if (std::exchange(attempt.refundable, false)) sub.limits.not_written();
   --sub.in_flight;
   counters_.add(counters_.in_flight, -1);
   notify(sub);

@@ -25,6 +25,9 @@ struct attempt_state {
   attempt_rows rows;
   bool batched = false;
   bool probe = false;  // the one request an open circuit lets out
+  // The token of its subscriber's allowance it took is refunded if its request never goes on the
+  // wire: the shared bucket is charged only for what the partner counts.
+  bool refundable = false;
   shard_slots::held slots;
   double started_unix = 0;
   // The rows' lease would run out before it could finish: it gives up at the wire gate then.

@@ -73,6 +73,7 @@ void shard_core::end_event() {
 
 void shard_core::run_line(subscriber_state& sub) {
   const auto wake = sub.line.advance(gate_of(sub), now_.steady, [this](attempt_id id, bool go) {
+    judged_at_gate(id, go);
     out_.verdicts.push_back({id, go});
   });
   wakes_.arm(sub, wake_schedule::kind::line, wake);

@@ -114,6 +114,8 @@ class shard_core {
   // comes one storage cycle later instead of at the subscriber's idle poll.
   void claim_after_key_freed(subscriber_state& sub);
   void attempt_ended(attempt_state& attempt);
+  // The gate's verdict for an attempt: one that goes on the wire keeps its allowance token.
+  void judged_at_gate(attempt_id id, bool go);
   void hand_over_quotas();
   void finish();
   void finish_if_quiet();

@@ -92,6 +92,9 @@ class subscriber_limits {
   // A token from both the admission bucket and this process's allowance, taken together; false
   // (nothing taken) when either has none.
   bool admit(steady::time_point now);
+  // The admitted attempt ended without its request going on the wire: the partner never saw
+  // it, so the allowance's token comes back (the admission bucket's pace is kept).
+  void not_written() { allowance_.refund(); }
   // How long until admit() could succeed.
   steady::duration token_wait(steady::time_point now) const {
     return std::max(bucket_.time_until_available(now), allowance_.wait());

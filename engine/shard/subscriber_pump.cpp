@@ -90,6 +90,7 @@ void subscriber_pump::send_next(subscriber_state& sub, shard_time time) {
   attempt.rows = take_request_rows(sub.ready, sub.batching(), config_.checks, time.unix_seconds(),
                                    attempt.batched);
   attempt.probe = probe;
+  attempt.refundable = true;
   attempt.started_unix = time.unix_seconds();
   on_.rows.sent(static_cast<int>(attempt.rows.size()));
   ++sub.in_flight;

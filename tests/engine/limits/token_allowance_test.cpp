@@ -34,6 +34,18 @@ TEST(TokenAllowance, AsksForAboutASecondOfRefillOnceAndSpendsOnlyWhatWasGranted)
   EXPECT_FALSE(allowance.has_token());
 }
 
+TEST(TokenAllowance, ARefundedTokenServesTheNextAttempt) {
+  token_allowance allowance({.lease_seconds = 1.0, .ask_ahead_seconds = 0.05});
+  ASSERT_EQ(allowance.ask(2, t0), 2);
+  allowance.granted(2, t0, {});
+  allowance.spend(t0);
+  allowance.spend(t0);
+  ASSERT_FALSE(allowance.has_token());
+  allowance.refund();  // the second attempt never wrote
+  EXPECT_TRUE(allowance.has_token());
+  EXPECT_EQ(allowance.take_unspent(), 1);
+}
+
 TEST(TokenAllowance, AsksAheadOnlyOnceLessThanTheRoundTripsRefillIsLeft) {
   token_allowance allowance({.lease_seconds = 1.0, .ask_ahead_seconds = 0.05});
   ASSERT_EQ(allowance.ask(200, t0), 200);

@@ -223,6 +223,10 @@ class simulation {
   std::function<answer(const received&)> partner = [](const received&) { return answer{}; };
   // How long the n-th request (from 0) takes to get its connection before it asks to write.
   std::function<steady::duration(int)> connect_delay = [](int) { return steady::duration{}; };
+  // Whether the n-th request's first write finds its kept-alive connection closed by the
+  // partner: it never arrives, and the client retries it once on a new connection, asking the
+  // wire gate again.
+  std::function<bool(int)> stale_connection = [](int) { return false; };
   steady::duration storage_round_trip = 2ms;
   // Set: outcomes are written on the storage thread's commit timing, not as soon as handed over.
   std::optional<commit_timing> commits;
@@ -275,7 +279,7 @@ class simulation {
       if (out.evict_idle) ++evictions;
       for (const auto& verdict : out.verdicts) {
         if (verdict.go) {
-          written(verdict.attempt, fresh_.at(verdict.attempt));
+          passed(verdict.attempt);
         } else {
           not_sent(verdict.attempt);
         }
@@ -283,6 +287,7 @@ class simulation {
       for (auto& send : out.sends) {
         const auto id = send.attempt;
         in_flight_[id] = std::move(send.request);
+        send_number_[id] = sends_;
         const auto delay = connect_delay(sends_++);
         // A request that waited for its connection writes first on a new one.
         fresh_[id] = delay != steady::duration::zero();
@@ -402,9 +407,19 @@ class simulation {
 
   void ready_to_write(attempt_id id) {
     const auto go = core_.on_write_ready(id, fresh_.at(id), now_);
-    if (go && *go) written(id, fresh_.at(id));
+    if (go && *go) passed(id);
     if (go && !*go) not_sent(id);
     perform();
+  }
+
+  // The gate let the write go: it arrives, or its stale connection sends it to the one retry.
+  void passed(attempt_id id) {
+    if (!fresh_.at(id) && stale_connection(send_number_.at(id))) {
+      fresh_[id] = true;
+      events_.emplace(now_.steady + 1ms, [this, id] { ready_to_write(id); });
+      return;
+    }
+    written(id, fresh_.at(id));
   }
 
   void written(attempt_id id, bool fresh_connection) {
@@ -454,6 +469,7 @@ class simulation {
   steady::time_point last_commit_{};
   std::map<attempt_id, std::string> in_flight_;
   std::map<attempt_id, bool> fresh_;
+  std::map<attempt_id, int> send_number_;
   bool performing_ = false;
 };
 

@@ -299,6 +299,49 @@ TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted
   }
 }
 
+// What the subscriber's shared bucket was charged over a finished run: the tokens it granted,
+// less those handed back (stale during the run, unspent at the end).
+double charged_to_shared_bucket(const simulation& sim, std::int64_t subscriber) {
+  double charged = 0;
+  for (const auto& claim : sim.claims) {
+    for (const auto& asked : claim) {
+      if (asked.subscriber_id == subscriber) charged += asked.tokens;
+    }
+  }
+  for (const auto& back : *sim.unspent) {
+    if (back.subscriber_id == subscriber) charged -= back.tokens;
+  }
+  return charged;
+}
+
+TEST(ShardCore, AnAttemptThatNeverWritesCostsTheSharedBucketNothing) {
+  simulation sim;
+  load_a_slow_first_connection(sim);
+  sim.run_for(600ms);  // the second attempt holds a token and waits at the gate
+  sim.begin_stop();
+  sim.run_for(1s);
+  ASSERT_TRUE(sim.core().finished());
+  ASSERT_EQ(sim.gave_up_at_gate, 1);
+  ASSERT_TRUE(sim.unspent.has_value());
+  EXPECT_DOUBLE_EQ(charged_to_shared_bucket(sim, 1), 1.0) << "one request went on the wire";
+}
+
+TEST(ShardCore, TheSharedBucketIsChargedOncePerAttemptThoughItsWriteIsRetried) {
+  simulation sim;
+  sim.stale_connection = [](int n) { return n % 2 == 1; };
+  auto row = simulation::subscriber(1, 50.0, 5);
+  sim.load({row});
+  for (int i = 0; i < 6; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 5s));
+  sim.begin_stop();
+  ASSERT_TRUE(sim.run_until([&] { return sim.core().finished(); }, 5s));
+  ASSERT_EQ(sim.requests.size(), 6u);
+  const auto retried = std::count_if(sim.requests.begin(), sim.requests.end(),
+                                     [](const received& r) { return r.fresh_connection; });
+  ASSERT_EQ(retried, 3) << "every second request was written again on a new connection";
+  EXPECT_DOUBLE_EQ(charged_to_shared_bucket(sim, 1), 6.0);
+}
+
 // Limits the table holds as text or out of range pause their subscriber: its rows stay queued,
 // unleased, and the warning is said once however often the subscribers are reloaded, and once
 // more when the limits are usable again.
