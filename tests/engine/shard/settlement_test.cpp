@@ -1,11 +1,13 @@
 // What an attempt's end does, on the shard's machines and without a core: rows never sent go back
 // uncounted, a refused URL holds its subscriber, a 410 deactivates it and its host stops counting
-// its rate, a 413 narrows its batches, a long Retry-After gives its ready rows back, and only an
-// answered exchange teaches its origin a latency. The clock is passed in.
+// its rate, a 413 narrows its batches, a long Retry-After gives its ready rows back, only an
+// answered exchange teaches its origin a latency, and the seed drives the backoff's jitter. The
+// clock is passed in.
 #include "engine/shard/settlement.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -302,6 +304,42 @@ TEST_F(Settlement, AnOrderedRowFreesItsKeyOnlyWhenNothingElseOfItsSubscriberIsRe
   EXPECT_FALSE(settle(answered(204)));
   start(sub);
   EXPECT_TRUE(settle(answered(204)));
+}
+
+TEST_F(Settlement, ItsSeedDrivesTheBackoffsJitter) {
+  // Three settlements on the same machines, two of them with one seed: each settles one
+  // attempt's 500, the row's first failure, whose retry is due 0.5 to 1 s later.
+  const auto seeded = [&](std::uint64_t seed) {
+    return attempt_settlement{{},
+                              {.rows = rows_,
+                               .slots = slots_,
+                               .demand = demand_,
+                               .wakes = wakes_,
+                               .metrics = metrics_,
+                               .log = log_},
+                              seed};
+  };
+  auto first = seeded(7);
+  auto again = seeded(7);
+  auto other = seeded(8);
+  auto& sub = add({.burst = 3});
+  claim(sub, 1, 3);
+  std::vector<double> due;
+  for (auto* settlement : {&first, &again, &other}) {
+    auto attempt = std::move(start(sub));
+    attempts_.pop_back();
+    settlement->settle(attempt, answered(500), at(250ms));
+    const auto out = written();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].kind, storage::outcome_kind::retry);
+    due.push_back(out[0].next_attempt_at);
+  }
+  EXPECT_EQ(due[0], due[1]) << "one seed, one jitter";
+  EXPECT_NE(due[0], due[2]) << "another seed, another jitter";
+  for (const double at : due) {
+    EXPECT_GE(at, unix0 + 0.25 + 0.5);
+    EXPECT_LE(at, unix0 + 0.25 + 1.0);
+  }
 }
 
 }  // namespace
