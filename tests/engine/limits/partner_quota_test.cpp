@@ -150,17 +150,18 @@ partner_run run_against_partner(int quota_units, int window_s, announced_as form
   };
   token_bucket bucket(configured.rate, configured.burst, configured.burst, s0 + start);
   partner_quota kept;
-  std::optional<steady::time_point> limited_until;
-  std::optional<steady::time_point> paused_until;
+  // time_point::max(): no reduced limit in force; time_point::min(): no pause.
+  auto limited_until = steady::time_point::max();
+  auto paused_until = steady::time_point::min();
   partner_run run;
   std::map<std::int64_t, int> counted;
   const auto step = 500us;
   for (auto now = s0 + start; now < s0 + length; now += step) {
-    if (limited_until && now >= *limited_until) {
+    if (now >= limited_until) {
       bucket.reconfigure(configured.rate, configured.burst, now);
-      limited_until.reset();
+      limited_until = steady::time_point::max();
     }
-    if (paused_until && now < *paused_until) continue;
+    if (now < paused_until) continue;
     if (!bucket.try_take(now)) continue;
     // The partner counts the request when it arrives and answers what is left after it.
     const auto arrival = wall(now + latency / 2);
@@ -198,7 +199,7 @@ partner_run run_against_partner(int quota_units, int window_s, announced_as form
     switch (pace->kind) {
       case proto::pace_kind::configured:
         bucket.reconfigure(configured.rate, configured.burst, answered);
-        limited_until.reset();
+        limited_until = steady::time_point::max();
         break;
       case proto::pace_kind::reduced:
         bucket.reconfigure(pace->rate, pace->burst, answered);
@@ -207,7 +208,7 @@ partner_run run_against_partner(int quota_units, int window_s, announced_as form
       case proto::pace_kind::paused:
         paused_until = until;
         bucket.reconfigure(configured.rate, configured.burst, answered);
-        limited_until.reset();
+        limited_until = steady::time_point::max();
         break;
     }
     now = answered;  // one in flight: the next request waits for this answer
