@@ -59,15 +59,18 @@ class Settlement : public testing::shard_machines {
     return settlement_.settle(attempt, result, at(after));
   }
 
+  // The machines a settlement acts on: the fixture's.
+  settlement_machines machines() {
+    return {.rows = rows_,
+            .slots = slots_,
+            .demand = demand_,
+            .wakes = wakes_,
+            .metrics = metrics_,
+            .log = log_};
+  }
+
   testing::recorded_log log_;
-  attempt_settlement settlement_{{.refused_target_hold = 60s},
-                                 {.rows = rows_,
-                                  .slots = slots_,
-                                  .demand = demand_,
-                                  .wakes = wakes_,
-                                  .metrics = metrics_,
-                                  .log = log_},
-                                 1};
+  attempt_settlement settlement_{{.refused_target_hold = 60s}, machines(), 1};
   std::deque<attempt_state> attempts_;
 };
 
@@ -309,16 +312,7 @@ TEST_F(Settlement, AnOrderedRowFreesItsKeyOnlyWhenNothingElseOfItsSubscriberIsRe
 TEST_F(Settlement, ItsSeedDrivesTheBackoffsJitter) {
   // Three settlements on the same machines, two of them with one seed: each settles one
   // attempt's 500, the row's first failure, whose retry is due 0.5 to 1 s later.
-  const auto seeded = [&](std::uint64_t seed) {
-    return attempt_settlement{{},
-                              {.rows = rows_,
-                               .slots = slots_,
-                               .demand = demand_,
-                               .wakes = wakes_,
-                               .metrics = metrics_,
-                               .log = log_},
-                              seed};
-  };
+  const auto seeded = [&](std::uint64_t seed) { return attempt_settlement{{}, machines(), seed}; };
   auto first = seeded(7);
   auto again = seeded(7);
   auto other = seeded(8);
