@@ -42,7 +42,12 @@ void shard_core::attempt_ended(attempt_state& attempt) {
   auto& sub = *attempt.sub;
   auto& origin = *attempt.origin;
   attempt.rows.clear();
-  if (std::exchange(attempt.refundable, false)) sub.limits.not_written();
+  if (std::exchange(attempt.refundable, false)) {
+    sub.limits.not_written();
+    // Watched again, so that the token goes back once unspent for a lease, whether or not the
+    // subscriber claims again (a pause, a deactivation).
+    demand_.watch_tokens(sub);
+  }
   --sub.in_flight;
   counters_.add(counters_.in_flight, -1);
   notify(sub);

@@ -416,6 +416,7 @@ class simulation {
   void passed(attempt_id id) {
     if (!fresh_.at(id) && stale_connection(send_number_.at(id))) {
       fresh_[id] = true;
+      retried_.insert(id);
       events_.emplace(now_.steady + 1ms, [this, id] { ready_to_write(id); });
       return;
     }
@@ -446,7 +447,13 @@ class simulation {
   void not_sent(attempt_id id) {
     ++gave_up_at_gate;
     http_result result;
-    result.not_sent = true;
+    if (retried_.contains(id)) {
+      // As the client does: on the fresh retry, the first write's failure stands.
+      result.error = proto::transport_error::reset_before_response;
+      result.detail = "the kept-alive connection was closed";
+    } else {
+      result.not_sent = true;
+    }
     respond(id, result);
   }
 
@@ -470,6 +477,7 @@ class simulation {
   std::map<attempt_id, std::string> in_flight_;
   std::map<attempt_id, bool> fresh_;
   std::map<attempt_id, int> send_number_;
+  std::set<attempt_id> retried_;  // on the fresh retry after a stale connection
   bool performing_ = false;
 };
 

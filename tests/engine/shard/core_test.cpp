@@ -326,6 +326,30 @@ TEST(ShardCore, AnAttemptThatNeverWritesCostsTheSharedBucketNothing) {
   EXPECT_DOUBLE_EQ(charged_to_shared_bucket(sim, 1), 1.0) << "one request went on the wire";
 }
 
+TEST(ShardCore, ATokenRefundedDuringALongPauseGoesBackToTheBucketALeaseLater) {
+  simulation sim;
+  // Two rows leave at once, on a lease of two tokens. The first is answered 429 for two
+  // minutes; the second's connection comes only after that, and it gives up at the gate.
+  sim.connect_delay = [](int n) { return n == 0 ? 0ms : 300ms; };
+  sim.partner = [](const received&) { return answer{.status = 429, .retry_after = "120"}; };
+  auto row = simulation::subscriber(1, 2.0, 2);
+  row.max_in_flight = 2;
+  sim.load({row});
+  sim.enqueue(1);
+  sim.enqueue(1);
+  sim.run_for(1s);
+  ASSERT_EQ(sim.requests.size(), 1u);
+  ASSERT_EQ(sim.gave_up_at_gate, 1);
+  sim.run_for(2s);  // the paused subscriber claims nothing, yet its refunded token goes back
+  double handed_back = 0;
+  for (const auto& claim : sim.claims) {
+    for (const auto& asked : claim) {
+      if (asked.subscriber_id == 1 && asked.tokens < 0) handed_back -= asked.tokens;
+    }
+  }
+  EXPECT_DOUBLE_EQ(handed_back, 1.0) << "another drainer may spend it meanwhile";
+}
+
 TEST(ShardCore, TheSharedBucketIsChargedOncePerAttemptThoughItsWriteIsRetried) {
   simulation sim;
   sim.stale_connection = [](int n) { return n % 2 == 1; };
