@@ -16,6 +16,7 @@
 #include "engine/net/http_client.hpp"
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
+#include "engine/observe/metrics_text.hpp"
 #include "engine/observe/live_page.hpp"
 #include "engine/observe/metrics_server.hpp"
 #include "engine/storage_thread/coalesce_sweeper.hpp"
@@ -325,19 +326,19 @@ drain_summary run_drain(const drain_config& input) {
   if (config.metrics_listen || status_line || config.progress) sampler.emplace(sampling, metrics);
   metrics.retry_max_age_seconds = static_cast<double>(config.retry.max_age.count());
   if (config.metrics_listen) {
-    server.emplace(control, *config.metrics_listen,
-                   metrics_server::handlers{
-                       .metrics = [&] { return metrics.render(config.metrics_top_subscribers); },
-                       .unhealthy_reason =
-                           [&] {
-                             return metrics.unhealthy_reason(std::chrono::seconds(10),
-                                                             std::chrono::seconds(2));
-                           },
-                       .partners_json =
-                           [&] {
-                             return partners_json(metrics.partners(), metrics.origins(),
-                                                  proto::unix_now());
-                           }});
+    server.emplace(
+        control, *config.metrics_listen,
+        metrics_server::handlers{
+            .metrics = [&] { return metrics_text(metrics, config.metrics_top_subscribers); },
+            .unhealthy_reason =
+                [&] {
+                  return metrics.unhealthy_reason(std::chrono::seconds(10),
+                                                  std::chrono::seconds(2));
+                },
+            .partners_json =
+                [&] {
+                  return partners_json(metrics.partners(), metrics.origins(), proto::unix_now());
+                }});
     log_info("metrics on http://" +
              config.metrics_listen->substr(0, config.metrics_listen->rfind(':')) + ":" +
              std::to_string(server->port()) + "/metrics");

@@ -1,7 +1,8 @@
 #pragma once
-// Prometheus metrics of a drain. Hot-path updates are relaxed atomic adds; per-subscriber series
-// are published by each shard once a second as a snapshot, so a scrape never touches a shard's
-// state and 10,000 subscribers cost only the top N series.
+// Prometheus metrics of a drain (engine/observe/metrics_text renders them). Hot-path updates are
+// relaxed atomic adds; per-subscriber series are published by each shard once a second as a
+// snapshot, so a scrape never touches a shard's state and 10,000 subscribers cost only the top N
+// series.
 #include <array>
 #include <chrono>
 #include <atomic>
@@ -99,14 +100,12 @@ struct drain_metrics {
   std::string unhealthy_reason(std::chrono::steady_clock::duration storage_max_age,
                                std::chrono::steady_clock::duration shard_max_age) const;
 
-  // Prometheus text exposition 0.0.4; per-subscriber series for the `top` busiest only.
-  std::string render(std::size_t top) const;
+  // The shards' latest snapshots, and the queue's latest sample (none before the first), as
+  // engine/observe/metrics_text renders them.
+  std::vector<shard_view> shard_views() const;
+  std::optional<queue_view> queue() const;
 
  private:
-  void render_queue(std::string& out, std::size_t top) const;
-  void render_announced(std::string& out,
-                        const std::vector<subscriber_snapshot>& subscribers) const;
-  void render_partners(std::string& out, std::size_t top) const;
   partner_inputs inputs() const;
 
   mutable std::mutex views_mutex_;

@@ -6,6 +6,7 @@
 #include <boost/json/parse.hpp>
 
 #include "engine/observe/metrics.hpp"
+#include "engine/observe/metrics_text.hpp"
 
 namespace surge::engine {
 namespace {
@@ -103,7 +104,7 @@ TEST(Metrics, EachPartnersStateAndEtaAreSeriesBesideTheHeldRows) {
   view.held.push_back({.id = 2, .kind = "deactivated", .reason = "answered 410 Gone"});
   metrics.publish(0, view);
   metrics.publish_queue({.subscribers = {{.id = 1, .queued = 40}, {.id = 2, .queued = 9}}});
-  const auto text = metrics.render(10);
+  const auto text = metrics_text(metrics, 10);
   EXPECT_NE(text.find("surge_subscriber_state{subscriber=\"1\",state=\"at_limit\"} 1"),
             std::string::npos)
       << text;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/observe/metrics_text.hpp"
 #include "engine/shard/core.hpp"
 #include "tests/engine/shard/core_simulation.hpp"
 
@@ -92,7 +93,7 @@ TEST(ShardCoreManyOrigins, OriginsBehindOneSharedQueueGetWhatItServesNotSlotsEac
   ASSERT_TRUE(sim.run_until([&] { return sim.count_rows(queue_row::state::done) == 4'000; }, 10s));
   const auto took = std::chrono::duration<double>(sim.now() - start).count();
   EXPECT_LE(count.peak, 200u) << "in flight grew past what the shared queue serves";
-  const auto text = sim.metrics().render(10);
+  const auto text = metrics_text(sim.metrics(), 10);
   const auto at = text.find("\nsurge_in_flight_limit ");
   ASSERT_NE(at, std::string::npos);
   EXPECT_LE(std::stod(text.substr(at + 23)), 200) << "the operator sees the limit in force";

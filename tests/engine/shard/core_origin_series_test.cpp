@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/observe/metrics_text.hpp"
 #include "engine/shard/core.hpp"
 #include "tests/engine/shard/core_simulation.hpp"
 
@@ -52,7 +53,7 @@ TEST(ShardCoreOriginSeries, EachHostShowsTheLatenciesItsLimitIsJudgedBy) {
     for (int i = 0; i < 60; ++i) sim.enqueue(id);
   }
   sim.run_for(3500ms);
-  const auto text = sim.metrics().render(10);
+  const auto text = metrics_text(sim.metrics(), 10);
   const char* steady_host = "http://steady.test:80";
   const char* varied_host = "http://varied.test:8080";
 
@@ -97,7 +98,7 @@ TEST(ShardCoreOriginSeries, SubscribersHeldBackByTheirHostAreCountedThere) {
     for (int i = 0; i < 50; ++i) sim.enqueue(id);
   }
   sim.run_for(1100ms);
-  const auto text = sim.metrics().render(10);
+  const auto text = metrics_text(sim.metrics(), 10);
   const char* host = "http://partner.test:80";
   const auto limit = sample(text, of("surge_origin_in_flight_limit", host));
   const auto in_flight = sample(text, of("surge_origin_in_flight_requests", host));
@@ -113,7 +114,7 @@ TEST(ShardCoreOriginSeries, SubscribersHeldBackByTheirHostAreCountedThere) {
   // Once every row is done, nobody waits for the host and nothing is in flight to it.
   ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
   sim.run_for(1100ms);
-  const auto after = sim.metrics().render(10);
+  const auto after = metrics_text(sim.metrics(), 10);
   EXPECT_EQ(sample(after, "surge_origin_waiting_subscribers{origin=\"" + std::string(host) +
                               "\",for=\"origin\"}"),
             0)
@@ -132,7 +133,7 @@ TEST(ShardCoreOriginSeries, ADeactivatedSubscriberLeavesItsHostsCountAndRate) {
   for (int i = 0; i < 20; ++i) sim.enqueue(1);
   sim.enqueue(2);
   sim.run_for(1100ms);
-  const auto text = sim.metrics().render(10);
+  const auto text = metrics_text(sim.metrics(), 10);
   const char* host = "http://partner.test:80";
   EXPECT_EQ(sample(text, of("surge_origin_subscribers", host)), 1) << text;
   EXPECT_EQ(sample(text, of("surge_origin_rate_limit", host)), 10);

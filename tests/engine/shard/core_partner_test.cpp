@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "engine/observe/metrics_text.hpp"
 #include "engine/shard/core.hpp"
 #include "tests/engine/shard/core_simulation.hpp"
 
@@ -435,7 +436,7 @@ TEST(ShardCorePartner, AnAnnouncedQuotaPacesWithoutARefusalAndIsPublished) {
   EXPECT_GT(refused(2), 0) << "the silent partner's wall was never reached";
   // Each window's quota is used, less what the reset's whole seconds cost.
   EXPECT_GE(sim.requests_of(1).size(), 4u * quota);
-  const auto text = sim.metrics().render(10);
+  const auto text = metrics_text(sim.metrics(), 10);
   EXPECT_NE(text.find("surge_subscriber_announced_quota{subscriber=\"1\"} 20"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("surge_subscriber_announced_quota{subscriber=\"2\"}"), std::string::npos);

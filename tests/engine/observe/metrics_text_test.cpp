@@ -1,6 +1,6 @@
 // The Prometheus text a drain serves, rendered from what the shards publish: which partner is
 // held, and why, as a labelled series an alert can name.
-#include "engine/observe/metrics.hpp"
+#include "engine/observe/metrics_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ TEST(Metrics, HeldSubscribersAreNamedWithTheirReasonAcrossShards) {
   metrics.publish(0, first);
   metrics.publish(1, second);
 
-  const auto text = metrics.render(10);
+  const auto text = metrics_text(metrics, 10);
   EXPECT_NE(text.find("# TYPE surge_subscriber_held gauge"), std::string::npos);
   EXPECT_NE(text.find("surge_subscriber_held{subscriber=\"4\",reason=\"paused\"} 1"),
             std::string::npos)
@@ -49,7 +49,7 @@ TEST(Metrics, TheShardsInFlightLimitsAreSummed) {
   second.in_flight_limit = 40;
   metrics.publish(0, first);
   metrics.publish(1, second);
-  const auto text = metrics.render(10);
+  const auto text = metrics_text(metrics, 10);
   EXPECT_NE(text.find("# TYPE surge_in_flight_limit gauge"), std::string::npos);
   EXPECT_NE(text.find("\nsurge_in_flight_limit 56\n"), std::string::npos) << text;
 }
@@ -59,7 +59,7 @@ TEST(Metrics, HeldSeriesAreBoundedByTheTopCount) {
   drain_metrics::shard_view view;
   for (std::int64_t id = 1; id <= 50; ++id) view.held.push_back({.id = id, .kind = "credentials"});
   metrics.publish(0, view);
-  const auto text = metrics.render(3);
+  const auto text = metrics_text(metrics, 3);
   EXPECT_EQ(occurrences(text, "surge_subscriber_held{"), 3u);
   EXPECT_NE(text.find("surge_subscriber_held{subscriber=\"1\""), std::string::npos);
   EXPECT_EQ(text.find("surge_subscriber_held{subscriber=\"4\""), std::string::npos);
@@ -95,7 +95,7 @@ TEST(Metrics, AnOriginSeenByTwoShardsIsMergedIntoOneSetOfSeries) {
                             .judged_by_usual = true});
   metrics.publish(0, first);
   metrics.publish(1, second);
-  const auto text = metrics.render(10);
+  const auto text = metrics_text(metrics, 10);
   const std::string origin = "{origin=\"https://partner.example:443\"}";
   for (const auto& expected : {
            "surge_origin_subscribers" + origin + " 5\n",
@@ -128,7 +128,7 @@ TEST(Metrics, OriginSeriesAreBoundedByTheTopCountBusiestFirst) {
         {.origin = "https://host-" + std::to_string(i) + ".test:443", .in_flight = i});
   }
   metrics.publish(0, view);
-  const auto text = metrics.render(3);
+  const auto text = metrics_text(metrics, 3);
   EXPECT_EQ(occurrences(text, "surge_origin_in_flight_requests{"), 3u);
   EXPECT_NE(text.find("surge_origin_in_flight_requests{origin=\"https://host-19.test:443\"} 19"),
             std::string::npos);
