@@ -299,6 +299,36 @@ TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted
   }
 }
 
+// Why an attempt starts on the admission bucket's schedule and not on the wire gate's tokens: a
+// far partner at 20/s, burst 1, whose every request opens a connection that takes 300 ms. The
+// bucket admits an attempt every 50 ms, so several connect at once and each finds its token at
+// the gate when its connection is ready. Admitting only what the gate holds at the start (at
+// most its burst, here one, between the start and the write) would send one request per connect
+// time: 3.3/s.
+TEST(ShardCore, AFarPartnersRequestsConnectWhileTheOnesBeforeThemWaitSoItKeepsItsRate) {
+  simulation sim;
+  sim.connect_delay = [](int) { return 300ms; };
+  sim.partner = [](const received&) { return answer{.latency = 200ms}; };
+  auto row = simulation::subscriber(1, 20.0, 1);
+  row.max_in_flight = 20;
+  sim.load({row});
+  for (int i = 0; i < 40; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 20s));
+  const auto sent = sim.requests_of(1);
+  ASSERT_EQ(sent.size(), 40u);
+  // One interval apart, plus the margin every write on a new connection pays at a burst of 1.
+  // Once: the origin's in-flight limit starts at 4, and the fifth waits for the first answer
+  // and then for its own connection.
+  const auto most = 50ms + wire_gate::margin_for(20.0, 1) + 1ms;
+  int longer = 0;
+  for (std::size_t i = 1; i < sent.size(); ++i) {
+    EXPECT_GE(sent[i].at - sent[i - 1].at, 50ms) << "request " << i;
+    if (sent[i].at - sent[i - 1].at > most) ++longer;
+  }
+  EXPECT_LE(longer, 1) << "the writes follow each other at the limit, not at the connect time";
+  EXPECT_EQ(sim.gave_up_at_gate, 0);
+}
+
 // What the subscriber's shared bucket was charged over a finished run: the tokens it granted,
 // less those handed back (stale during the run, unspent at the end).
 double charged_to_shared_bucket(const simulation& sim, std::int64_t subscriber) {
