@@ -9,7 +9,6 @@
 
 #include "engine/limits/adaptive_rate.hpp"
 #include "engine/limits/circuit_breaker.hpp"
-#include "engine/storage_thread/commit_timing.hpp"
 #include "engine/limits/origin_limit.hpp"
 #include "engine/limits/shard_limit.hpp"
 #include "engine/limits/token_allowance.hpp"
@@ -125,6 +124,17 @@ struct scheduler_config {
   token_lease_config token_lease;
 
   friend bool operator==(const scheduler_config&, const scheduler_config&) = default;
+};
+
+// When the storage thread commits the outcomes it holds (engine/storage_thread/commit_timing.hpp
+// says why these numbers).
+struct commit_timing {
+  // Outcomes are committed at least this often...
+  std::chrono::steady_clock::duration interval = std::chrono::milliseconds(100);
+  // ... or as soon as this many wait.
+  std::size_t rows = 1000;
+
+  friend bool operator==(const commit_timing&, const commit_timing&) = default;
 };
 
 struct storage_worker_config {

@@ -14,16 +14,9 @@
 #include <chrono>
 #include <cstddef>
 
+#include "engine/config.hpp"
+
 namespace surge::engine {
-
-struct commit_timing {
-  // Outcomes are committed at least this often...
-  std::chrono::steady_clock::duration interval = std::chrono::milliseconds(100);
-  // ... or as soon as this many wait.
-  std::size_t rows = 1000;
-
-  friend bool operator==(const commit_timing&, const commit_timing&) = default;
-};
 
 // Whether the outcomes waiting (and subscriber deactivations, which ride with them) should be
 // written now. `force`: the drain is ending or its end is being checked. `frees_key`: one of them
