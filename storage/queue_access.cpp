@@ -208,7 +208,9 @@ queue_stats read_stats(connection& db, double now, const proto::id_set& which) {
 std::int64_t count_outstanding(connection& db, double now, const proto::id_set& which) {
   return on_queue(
       db, [&](SQLite::Database& file) { return count_outstanding(file, now, which); },
-      [&](SQLite::Database& file) { return seed001::count_outstanding(file, now, which); },
+      [&](SQLite::Database& file) {
+        return count_outstanding(file, now, which, seed001_deliveries());
+      },
       [&](pg::session& server) { return pg::count_outstanding(server, now, which); });
 }
 

@@ -94,7 +94,6 @@ const sqlite_queue_shape& seed001_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<seed001::outcome_writer>(db);
       },
-      .count_outstanding = seed001::count_outstanding,
   };
   return shape;
 }

@@ -117,23 +117,6 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   return with_totals(by_subscriber);
 }
 
-std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which) {
-  // Due rows, then held rows not yet due, counted apart as on seed000 (the first count reads
-  // only the index).
-  const std::string filter = detail::id_filter(which, "subscriber_id");
-  SQLite::Statement query(db,
-                          "SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
-                          "AND next_attempt <= :now AND " +
-                              filter +
-                              ") + "
-                              "(SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' "
-                              "AND next_attempt > :now AND " +
-                              held_at(":now") + " AND " + filter + ")");
-  query.bind(":now", now);
-  query.executeStep();
-  return query.getColumn(0).getInt64();
-}
-
 }  // namespace surge::storage::sqlite::seed001
 
 namespace surge::storage::sqlite {

@@ -39,7 +39,6 @@ int migrate(SQLite::Database& db);
 std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::string_view payload,
                         double now, int count);
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which);
-std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which);
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which);
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id);

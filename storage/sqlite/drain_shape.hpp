@@ -28,8 +28,6 @@ struct sqlite_queue_shape {
   const change_statements& new_rows;
   const delivery_table& deliveries;
   std::unique_ptr<outcome_applier> (*make_writer)(SQLite::Database& db);
-  std::vector<subscriber_row> (*load_subscribers)(SQLite::Database& db, const proto::id_set& which);
-  std::int64_t (*count_outstanding)(SQLite::Database& db, double now, const proto::id_set& which);
 };
 
 // seed000's (storage/sqlite/drain_store.cpp) and seed001's (storage/seed001/drain_shape.cpp).

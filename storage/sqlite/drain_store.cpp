@@ -123,7 +123,8 @@ class sqlite_drain_store final : public drain_store {
     });
   }
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
-    return translated([&] { return shape_.count_outstanding(db_, now, which); });
+    return translated(
+        [&] { return sqlite::count_outstanding(db_, now, which, shape_.deliveries); });
   }
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
     return translated(
@@ -217,10 +218,6 @@ const sqlite_queue_shape& seed000_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<outcome_writer>(db);
       },
-      .count_outstanding =
-          [](SQLite::Database& db, double now, const proto::id_set& which) {
-            return count_outstanding(db, now, which);
-          },
   };
   return shape;
 }

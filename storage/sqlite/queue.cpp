@@ -120,21 +120,18 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
   return with_totals(by_subscriber);
 }
 
-std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which) {
-  // Due rows (leased or not) plus leased rows not yet due, counted apart: the first count reads
-  // only the due index, where `next_attempt_at <= now OR locked_until > now` made SQLite visit
-  // every pending row's table record for its lease (27 against 18 ms on 200,000 due rows, a
-  // count --until-drained repeats every 2 s on the storage thread).
+std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which,
+                               const delivery_table& table) {
+  // Due rows (leased or not) plus held rows not yet due, counted apart: the first count reads
+  // only the due index, where `due OR held` made SQLite visit every pending row's table record
+  // for its lease (27 against 18 ms on 200,000 due rows, a count --until-drained repeats every
+  // 2 s on the storage thread).
   const std::string filter = detail::id_filter(which, "subscriber_id");
-  SQLite::Statement query(
-      db,
-      "SELECT (SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
-      "AND next_attempt_at <= :now AND " +
-          filter +
-          ") + "
-          "(SELECT COUNT(*) FROM webhook_delivery WHERE status IN ('pending','retry') "
-          "AND next_attempt_at > :now AND locked_until > :now AND " +
-          filter + ")");
+  const std::string outstanding = std::string("SELECT COUNT(*) FROM ") + table.name + " WHERE " +
+                                  table.outstanding + " AND " + table.next_attempt;
+  SQLite::Statement query(db, "SELECT (" + outstanding + " <= :now AND " + filter + ") + (" +
+                                  outstanding + " > :now AND NOT (" + table.free_at(":now") +
+                                  ") AND " + filter + ")");
   query.bind(":now", now);
   query.executeStep();
   return query.getColumn(0).getInt64();

@@ -10,6 +10,7 @@
 
 #include "proto/id_set.hpp"
 #include "storage/connection.hpp"
+#include "storage/sqlite/delivery_table.hpp"
 #include "storage/queue.hpp"
 
 namespace surge::storage::sqlite {
@@ -26,6 +27,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
 
 // Rows of the chosen subscribers that are due now or still leased (by anyone): the drain is
 // finished when this is 0 and nothing is buffered or in flight.
-std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {});
+std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {},
+                               const delivery_table& table = seed000_deliveries());
 
 }  // namespace surge::storage::sqlite
