@@ -26,7 +26,6 @@ constexpr const char* dead_sql =
     "WHERE id = ? AND leased_until = ?";
 constexpr const char* release_sql =
     "UPDATE webhook_deliveries SET leased_until = 0 WHERE id = ? AND leased_until = ?";
-constexpr const char* deactivate_sql = "UPDATE webhook_subscribers SET active = 0 WHERE id = ?";
 
 // The shape's next_attempt is whole seconds: rounded up, so no retry goes before its delay (a
 // Retry-After included) has passed.
@@ -37,66 +36,39 @@ std::int64_t whole_second_at_or_after(double unix_seconds) {
 }  // namespace
 
 outcome_writer::outcome_writer(SQLite::Database& db)
-    : outcome_applier(db),
+    : outcome_applier(db, seed001_deliveries()),
       delivered_(db, delivered_sql),
       retry_(db, retry_sql),
       dead_(db, dead_sql),
       release_(db, release_sql),
-      note_(db, note_sql),
-      attempts_(db),
-      deactivate_(db, deactivate_sql),
-      exists_(db, "SELECT 1 FROM webhook_deliveries WHERE id = ?") {}
+      note_(db, note_sql) {}
 
 outcome_writer::~outcome_writer() = default;
 
-write_report outcome_writer::apply(std::span<const outcome> batch,
-                                   std::span<const std::int64_t> deactivate) {
-  write_report report;
-  std::vector<const attempt_record*> attempts;
-  attempts.reserve(batch.size());
-  for (const auto& item : batch) {
-    int changed = 0;
-    switch (item.kind) {
-      case outcome_kind::done:
-        changed = fenced(delivered_, item,
-                         [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
-        break;
-      case outcome_kind::retry:
-        changed = fenced(retry_, item, [&](SQLite::Statement& s, int& next) {
-          s.bind(next++, item.attempts);
-          s.bind(next++, whole_second_at_or_after(item.next_attempt_at));
-        });
-        break;
-      case outcome_kind::dead:
-        changed = fenced(dead_, item,
-                         [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
-        break;
-      // A coalesced row would end done without being sent, which this shape cannot say; its
-      // subscribers never coalesce (storage/seed001/queue.hpp), so none comes, and were one to,
-      // the row is only given back.
-      case outcome_kind::coalesced:
-      case outcome_kind::release:
-        changed = fenced(release_, item, [](SQLite::Statement&, int&) {});
-        break;
-    }
-    if (changed > 0) {
-      ++report.applied;
-      stop_key_if_asked(item, report);
-      if (item.kind == outcome_kind::retry || item.kind == outcome_kind::dead) write_note(item);
-    } else {
-      report.lost_leases.push_back(item.delivery_id);
-      if (!row_exists(item.delivery_id)) report.deleted.push_back(item.delivery_id);
-    }
-    // Recorded even when the fence failed: the request was still sent and the partner saw it.
-    if (item.has_attempt) attempts.push_back(&item.attempt);
+int outcome_writer::write_fenced(const outcome& item) {
+  switch (item.kind) {
+    case outcome_kind::done:
+      return fenced(delivered_, item,
+                    [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
+    case outcome_kind::retry:
+      return fenced(retry_, item, [&](SQLite::Statement& s, int& next) {
+        s.bind(next++, item.attempts);
+        s.bind(next++, whole_second_at_or_after(item.next_attempt_at));
+      });
+    case outcome_kind::dead:
+      return fenced(dead_, item,
+                    [&](SQLite::Statement& s, int& next) { s.bind(next++, item.attempts); });
+    // A coalesced row would end done without being sent, which this shape cannot say; its
+    // subscribers never coalesce (storage/seed001/queue.hpp), so none comes, and were one to,
+    // the row is only given back.
+    case outcome_kind::coalesced:
+    case outcome_kind::release: break;
   }
-  attempts_.insert(attempts);
-  for (const std::int64_t id : deactivate) {
-    detail::statement_use use(deactivate_);
-    deactivate_.bind(1, id);
-    deactivate_.exec();
-  }
-  return report;
+  return fenced(release_, item, [](SQLite::Statement&, int&) {});
+}
+
+void outcome_writer::landed(const outcome& item) {
+  if (item.kind == outcome_kind::retry || item.kind == outcome_kind::dead) write_note(item);
 }
 
 template <class BindFields>
@@ -125,12 +97,6 @@ void outcome_writer::write_note(const outcome& item) {
   }
   note_.bind(4, item.has_attempt ? item.attempt.finished_at : item.finished_at);
   note_.exec();
-}
-
-bool outcome_writer::row_exists(std::int64_t delivery_id) {
-  detail::statement_use use(exists_);
-  exists_.bind(1, delivery_id);
-  return exists_.executeStep();
 }
 
 }  // namespace surge::storage::sqlite::seed001

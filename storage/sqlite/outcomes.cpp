@@ -42,7 +42,6 @@ std::string insert_attempts_sql(int rows) {
   for (int i = 0; i < rows; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
   return sql;
 }
-constexpr const char* deactivate_sql = "UPDATE webhook_subscriber SET active = 0 WHERE id = ?";
 
 // 0 and "" mean "none" in the structs; the columns say it with NULL.
 void bind_status(SQLite::Statement& statement, int index, int status) {
@@ -79,7 +78,12 @@ void bind_attempt(SQLite::Statement& statement, int first, const attempt_record&
 
 }  // namespace
 
-outcome_applier::outcome_applier(SQLite::Database& db) : db_(db) {}
+outcome_applier::outcome_applier(SQLite::Database& db, const delivery_table& table)
+    : db_(db),
+      attempts_(db),
+      deactivate_(db,
+                  std::string("UPDATE ") + table.subscriber_table + " SET active = 0 WHERE id = ?"),
+      exists_(db, std::string("SELECT 1 FROM ") + table.name + " WHERE id = ?") {}
 
 outcome_applier::~outcome_applier() = default;
 
@@ -114,95 +118,96 @@ attempt_recorder::attempt_recorder(SQLite::Database& db)
 
 attempt_recorder::~attempt_recorder() = default;
 
-outcome_writer::outcome_writer(SQLite::Database& db)
-    : outcome_applier(db),
-      done_(std::make_unique<SQLite::Statement>(db, done_sql)),
-      retry_(std::make_unique<SQLite::Statement>(db, retry_sql)),
-      dead_(std::make_unique<SQLite::Statement>(db, dead_sql)),
-      release_(std::make_unique<SQLite::Statement>(db, release_sql)),
-      coalesced_(std::make_unique<SQLite::Statement>(db, coalesced_sql)),
-      attempts_(db),
-      deactivate_(std::make_unique<SQLite::Statement>(db, deactivate_sql)),
-      exists_(
-          std::make_unique<SQLite::Statement>(db, "SELECT 1 FROM webhook_delivery WHERE id = ?")),
-      stands_for_(std::make_unique<SQLite::Statement>(db, stands_for_sql)) {}
-
-outcome_writer::~outcome_writer() = default;
-
-write_report outcome_writer::apply(std::span<const outcome> batch,
-                                   std::span<const std::int64_t> deactivate) {
+write_report outcome_applier::apply(std::span<const outcome> batch,
+                                    std::span<const std::int64_t> deactivate) {
   write_report report;
   std::vector<const attempt_record*> attempts;
   attempts.reserve(batch.size());
-  auto statement_for = [this](outcome_kind kind) -> SQLite::Statement& {
-    switch (kind) {
-      case outcome_kind::retry: return *retry_;
-      case outcome_kind::dead: return *dead_;
-      case outcome_kind::release: return *release_;
-      case outcome_kind::coalesced: return *coalesced_;
-      case outcome_kind::done: break;
-    }
-    return *done_;
-  };
   for (const auto& item : batch) {
-    SQLite::Statement& statement = statement_for(item.kind);
-    detail::statement_use use(statement);
-    int next = 1;
-    switch (item.kind) {
-      case outcome_kind::done:
-        statement.bind(next++, item.attempts);
-        bind_status(statement, next++, item.last_status);
-        statement.bind(next++, item.finished_at);
-        break;
-      case outcome_kind::retry:
-        statement.bind(next++, item.attempts);
-        statement.bind(next++, item.next_attempt_at);
-        bind_status(statement, next++, item.last_status);
-        bind_text(statement, next++, item.last_error);
-        break;
-      case outcome_kind::dead:
-        statement.bind(next++, item.attempts);
-        bind_status(statement, next++, item.last_status);
-        bind_text(statement, next++, item.last_error);
-        break;
-      case outcome_kind::release: break;
-      case outcome_kind::coalesced:
-        bind_text(statement, next++, item.last_error);
-        statement.bind(next++, item.coalesced_into);
-        break;
-    }
-    statement.bind(next++, item.delivery_id);
-    statement.bind(next, item.lease);
-    if (statement.exec() > 0) {
+    if (write_fenced(item) > 0) {
       ++report.applied;
       stop_key_if_asked(item, report);
-      if (item.kind == outcome_kind::coalesced) {
-        detail::statement_use chain(*stands_for_);
-        stands_for_->bind(1, item.coalesced_since);
-        stands_for_->bind(2, item.coalesced_into);
-        stands_for_->exec();
-      }
+      landed(item);
     } else {
       report.lost_leases.push_back(item.delivery_id);
       if (!row_exists(item.delivery_id)) report.deleted.push_back(item.delivery_id);
     }
-
     // Recorded even when the fence failed: the request was still sent and the partner saw it.
     if (item.has_attempt) attempts.push_back(&item.attempt);
   }
   attempts_.insert(attempts);
   for (const std::int64_t id : deactivate) {
-    detail::statement_use use(*deactivate_);
-    deactivate_->bind(1, id);
-    deactivate_->exec();
+    detail::statement_use use(deactivate_);
+    deactivate_.bind(1, id);
+    deactivate_.exec();
   }
   return report;
 }
 
-bool outcome_writer::row_exists(std::int64_t delivery_id) {
-  detail::statement_use use(*exists_);
-  exists_->bind(1, delivery_id);
-  return exists_->executeStep();
+bool outcome_applier::row_exists(std::int64_t delivery_id) {
+  detail::statement_use use(exists_);
+  exists_.bind(1, delivery_id);
+  return exists_.executeStep();
+}
+
+outcome_writer::outcome_writer(SQLite::Database& db)
+    : outcome_applier(db, seed000_deliveries()),
+      done_(db, done_sql),
+      retry_(db, retry_sql),
+      dead_(db, dead_sql),
+      release_(db, release_sql),
+      coalesced_(db, coalesced_sql),
+      stands_for_(db, stands_for_sql) {}
+
+outcome_writer::~outcome_writer() = default;
+
+int outcome_writer::write_fenced(const outcome& item) {
+  SQLite::Statement& statement = [&]() -> SQLite::Statement& {
+    switch (item.kind) {
+      case outcome_kind::retry: return retry_;
+      case outcome_kind::dead: return dead_;
+      case outcome_kind::release: return release_;
+      case outcome_kind::coalesced: return coalesced_;
+      case outcome_kind::done: break;
+    }
+    return done_;
+  }();
+  detail::statement_use use(statement);
+  int next = 1;
+  switch (item.kind) {
+    case outcome_kind::done:
+      statement.bind(next++, item.attempts);
+      bind_status(statement, next++, item.last_status);
+      statement.bind(next++, item.finished_at);
+      break;
+    case outcome_kind::retry:
+      statement.bind(next++, item.attempts);
+      statement.bind(next++, item.next_attempt_at);
+      bind_status(statement, next++, item.last_status);
+      bind_text(statement, next++, item.last_error);
+      break;
+    case outcome_kind::dead:
+      statement.bind(next++, item.attempts);
+      bind_status(statement, next++, item.last_status);
+      bind_text(statement, next++, item.last_error);
+      break;
+    case outcome_kind::release: break;
+    case outcome_kind::coalesced:
+      bind_text(statement, next++, item.last_error);
+      statement.bind(next++, item.coalesced_into);
+      break;
+  }
+  statement.bind(next++, item.delivery_id);
+  statement.bind(next, item.lease);
+  return statement.exec();
+}
+
+void outcome_writer::landed(const outcome& item) {
+  if (item.kind != outcome_kind::coalesced) return;
+  detail::statement_use chain(stands_for_);
+  stands_for_.bind(1, item.coalesced_since);
+  stands_for_.bind(2, item.coalesced_into);
+  stands_for_.exec();
 }
 
 void attempt_recorder::insert(std::span<const attempt_record* const> attempts) {
