@@ -97,22 +97,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
       counts.oldest_due_age = std::max(counts.oldest_due_age, now - query.getColumn(6).getDouble());
     }
   }
-  // The holders of leased rows: a lease a Surge claim recorded, or anyone else's (the worker's).
-  const bool recorded = db.tableExists("surge_lease");
-  const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) + "')"
-                                     : "'" + std::string(lease_owner_other) + "'";
-  SQLite::Statement holders(
-      db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) FROM webhook_deliveries d" +
-              (recorded ? " LEFT JOIN surge_lease l ON l.lease = d.leased_until" : "") +
-              " WHERE d.state = 'pending' AND d." + held_at(":now") + " AND " +
-              detail::id_filter(which, "d.subscriber_id") + " GROUP BY 1, 2");
-  holders.bind(":now", now);
-  while (holders.executeStep()) {
-    const std::int64_t id = holders.getColumn(0).getInt64();
-    subscriber_counts& counts = by_subscriber[id];
-    counts.subscriber_id = id;
-    counts.leased_by[holders.getColumn(1).getString()] += holders.getColumn(2).getInt64();
-  }
+  add_lease_holders(db, now, which, seed001_deliveries(), by_subscriber);
   snapshot.commit();
   return with_totals(by_subscriber);
 }

@@ -51,23 +51,21 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::
   return inserted;
 }
 
-namespace {
-
-// Leased rows grouped by lease value, named through surge_lease. The status condition lets
-// SQLite walk idx_delivery_due instead of the whole table (done/dead rows are never leased).
 void add_lease_holders(SQLite::Database& db, double now, const proto::id_set& which,
+                       const delivery_table& table,
                        std::map<std::int64_t, subscriber_counts>& by_subscriber) {
   const std::string filter = detail::id_filter(which, "d.subscriber_id");
   // A file Surge has not migrated to version 2 yet: no Surge claimer can have leased anything.
   const bool recorded = db.tableExists("surge_lease");
   const std::string owner = recorded ? "COALESCE(l.owner, '" + std::string(lease_owner_other) + "')"
                                      : "'" + std::string(lease_owner_other) + "'";
-  const std::string join = recorded ? " LEFT JOIN surge_lease l ON l.lease = d.locked_until" : "";
-  SQLite::Statement query(db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) " +
-                                  "FROM webhook_delivery d" + join +
-                                  " WHERE d.status IN ('pending','retry') "
-                                  "AND d.locked_until > :now AND " +
-                                  filter + " GROUP BY 1, 2");
+  const std::string join =
+      recorded ? std::string(" LEFT JOIN surge_lease l ON l.lease = d.") + table.lease : "";
+  // The outstanding condition lets SQLite walk the due index instead of the whole table
+  // (finished rows are never leased). surge_lease has none of the delivery table's columns.
+  SQLite::Statement query(db, "SELECT d.subscriber_id, " + owner + ", COUNT(*) FROM " + table.name +
+                                  " d" + join + " WHERE " + table.outstanding + " AND NOT (" +
+                                  table.free_at(":now") + ") AND " + filter + " GROUP BY 1, 2");
   query.bind(":now", now);
   while (query.executeStep()) {
     const std::int64_t id = query.getColumn(0).getInt64();
@@ -76,8 +74,6 @@ void add_lease_holders(SQLite::Database& db, double now, const proto::id_set& wh
     counts.leased_by[query.getColumn(1).getString()] += query.getColumn(2).getInt64();
   }
 }
-
-}  // namespace
 
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which) {
   // A read transaction: both queries see one snapshot, so leased_by adds up to leased.
@@ -114,7 +110,7 @@ queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& wh
     }
   }
 
-  add_lease_holders(db, now, which, by_subscriber);
+  add_lease_holders(db, now, which, seed000_deliveries(), by_subscriber);
   snapshot.commit();
 
   return with_totals(by_subscriber);

@@ -25,6 +25,12 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::
 // on its own connection or rarely, not between claims and outcomes.
 queue_stats read_stats(SQLite::Database& db, double now, const proto::id_set& which = {});
 
+// Adds to each subscriber's counts who holds its leased rows: a lease a Surge claim recorded
+// (surge_lease names its owner), or anyone else's.
+void add_lease_holders(SQLite::Database& db, double now, const proto::id_set& which,
+                       const delivery_table& table,
+                       std::map<std::int64_t, subscriber_counts>& by_subscriber);
+
 // Rows of the chosen subscribers that are due now or still leased (by anyone): the drain is
 // finished when this is 0 and nothing is buffered or in flight.
 std::int64_t count_outstanding(SQLite::Database& db, double now, const proto::id_set& which = {},

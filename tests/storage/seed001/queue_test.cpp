@@ -153,6 +153,22 @@ TEST_F(Seed001Queue, SurgesLeaseHoldsAgainstTheWorkersGrabInWholeSeconds) {
   EXPECT_EQ(worker_grab(last_held + 1, last_held + 31).size(), 4u);
 }
 
+TEST_F(Seed001Queue, StatsNameWhoHoldsTheLeasedRows) {
+  produce(4);
+  auto store = surge();
+  const subscriber_demand demand{.subscriber_id = subscriber, .rows = 2};
+  ASSERT_EQ(store->write_and_claim({}, {}, {&demand, 1}, t0, 60, 1 << 20).claimed.size(), 2u);
+  ASSERT_EQ(worker_grab(t0, t0 + 30).size(), 2u);
+  connection db({.location = path, .create_if_missing = false});
+  const auto stats = read_stats(db, t0 + 10.0);
+  EXPECT_EQ(stats.total.leased, 4);
+  ASSERT_EQ(stats.total.leased_by.size(), 2u);
+  EXPECT_EQ(stats.total.leased_by.at(lease_owner_other), 2) << "the worker's";
+  for (const auto& [owner, rows] : stats.total.leased_by) {
+    if (owner != lease_owner_other) EXPECT_EQ(rows, 2) << owner;
+  }
+}
+
 TEST_F(Seed001Queue, TheWorkersLeaseHoldsAgainstSurgeThroughItsLastSecond) {
   produce(4);
   const auto grabbed = worker_grab(t0, t0 + 30);
