@@ -54,8 +54,11 @@ struct renew_ownership {};
 struct release_ownership {};
 // Count the due rows of the subscribers --until-drained waits for; answered by backlog_counted.
 struct count_backlog {};
-// Dead-letter rows of unknown subscribers and rows no claim can match; answered by swept.
-struct sweep_stuck_rows {};
+// Dead-letter rows of unknown subscribers and rows no claim can match, among them rows held
+// further ahead than now + `lease_horizon`, which is no lease anyone takes; answered by swept.
+struct sweep_stuck_rows {
+  std::chrono::duration<double> lease_horizon{};
+};
 // The rows still due or leased at the end, for the report; answered by remaining_counted.
 struct count_remaining {};
 // Answered by done or failed.

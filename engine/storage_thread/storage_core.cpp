@@ -353,7 +353,7 @@ void storage_core::subscribers_loaded(clock::time_point now,
   awaiting_ = awaiting::nothing;
   sendable_ = std::move(sendable);
   if (reads_.reloaded(now)) {
-    queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
+    queued_.emplace_back(sweep(), awaiting::sweep);
   }
 }
 
@@ -365,6 +365,14 @@ void storage_core::ownership_renewed(clock::time_point now, const storage::owner
   counters_.owned_subscribers.store(owned, std::memory_order_relaxed);
   report_.ownership_lost(change.lost);
   for (auto& tell : ownership_.renewed(change)) outbox_.emplace_back(std::move(tell));
+}
+
+storage_do::sweep_stuck_rows storage_core::sweep() const {
+  // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no lease:
+  // text, a unit mix-up or a typo in the column, which would hold its row for ever.
+  const auto longest =
+      std::max<std::chrono::milliseconds>(config_.storage.lease, std::chrono::seconds(30));
+  return {.lease_horizon = longest + config_.storage.max_lease_overrun};
 }
 
 std::optional<storage_action> storage_core::periodic_step(clock::time_point now) {
@@ -395,7 +403,7 @@ void storage_core::backlog_counted(clock::time_point now, std::int64_t outstandi
       reads_.counted(now, outstanding, earliest_in, took, shards_idle(), finished_rows());
   counters_.backlog.store(outstanding, std::memory_order_relaxed);
   if (then == backlog_check::then::sweep) {
-    queued_.emplace_back(storage_do::sweep_stuck_rows{}, awaiting::sweep);
+    queued_.emplace_back(sweep(), awaiting::sweep);
   } else if (then == backlog_check::then::drained) {
     outbox_.emplace_back(storage_do::drained{});
   }

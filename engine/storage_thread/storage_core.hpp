@@ -140,6 +140,8 @@ class storage_core {
 
   std::optional<storage_action> step(clock::time_point now);
   std::optional<storage_action> claims_step(clock::time_point now);
+  // The sweep, with the lease horizon beyond which a held row is stuck.
+  storage_do::sweep_stuck_rows sweep() const;
   // The round's periodic reads (periodic_reads), each performed as the core's action.
   std::optional<storage_action> periodic_step(clock::time_point now);
   std::optional<storage_action> finish_step(clock::time_point now);

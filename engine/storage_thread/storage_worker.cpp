@@ -199,14 +199,8 @@ void storage_worker::perform(storage_action& action) {
           } else if constexpr (std::is_same_v<kind, storage_do::sweep_stuck_rows>) {
             const double now = proto::unix_now();
             const auto orphans = db_->dead_letter_orphans(now, config_.subscribers);
-            // A lease longer than ours or the other drainer's 30 s, by a generous margin, is no
-            // lease.
-            const auto longest = std::max<std::chrono::milliseconds>(config_.storage.lease,
-                                                                     std::chrono::seconds(30));
-            const double horizon =
-                now +
-                std::chrono::duration<double>(longest + config_.storage.max_lease_overrun).count();
-            const auto found = db_->dead_letter_malformed(now, horizon, config_.subscribers);
+            const auto found = db_->dead_letter_malformed(now, now + act.lease_horizon.count(),
+                                                          config_.subscribers);
             core_->swept(steady::now(), orphans, found);
           } else if constexpr (std::is_same_v<kind, storage_do::count_remaining>) {
             core_->remaining_counted(

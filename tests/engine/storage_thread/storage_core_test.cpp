@@ -361,6 +361,21 @@ storage_core_config until_drained_config() {
   return config;
 }
 
+// A row held further ahead than any lease anyone takes (text, a unit mix-up, a typo in the
+// column) would wait for ever: the sweep dead-letters it. Its horizon is the longest lease,
+// ours or the other drainer's 30 s, plus the configured overrun.
+TEST(StorageCore, TheSweepCountsARowHeldBeyondTheLongestLeaseAndItsOverrunAsStuck) {
+  for (const auto& [lease, longest] : {std::pair{60s, 60s}, std::pair{10s, 30s}}) {
+    auto config = storage_simulation::default_config();
+    config.storage.lease = lease;
+    config.storage.max_lease_overrun = 1h;
+    storage_simulation sim(config);
+    sim.run_for(config.stuck_row_sweep_interval + 5s, 100ms);
+    ASSERT_FALSE(sim.sweeps.empty()) << "lease " << lease.count() << " s";
+    for (const auto horizon : sim.sweeps) EXPECT_EQ(horizon, longest + 1h);
+  }
+}
+
 TEST(StorageCore, UntilDrainedEndsWithinAFewChecksOfTheLastOutcome) {
   // The drain ends once two checks in a row find nothing left. With the end in sight (the shards
   // idle, the backlog estimated empty) they come at the short interval, not the drained-check

@@ -133,6 +133,7 @@ class storage_simulation {
   std::vector<std::string> stops;
   int drained = 0;
   int renewals = 0;
+  std::vector<std::chrono::duration<double>> sweeps;  // each sweep's lease horizon
   int releases = 0;
   int counts = 0;
   std::vector<storage::unspent_tokens> given_back;
@@ -260,6 +261,7 @@ class storage_simulation {
             if (earliest) earliest_in = *earliest - unix_now();
             core_.backlog_counted(now_, outstanding, earliest_in, 1ms);
           } else if constexpr (std::is_same_v<kind, storage_do::sweep_stuck_rows>) {
+            sweeps.push_back(act.lease_horizon);
             core_.swept(now_, 0, {});
           } else if constexpr (std::is_same_v<kind, storage_do::count_remaining>) {
             std::int64_t left = 0;
