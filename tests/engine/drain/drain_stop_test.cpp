@@ -55,23 +55,25 @@ void wait_for_first_delivery(test_queue& queue) {
   ASSERT_GT(done_rows(queue), 0) << "the drain delivered nothing";
 }
 
-// After a stop that left outcomes unwritten: once their leases (5 s) expire, a new drain
-// delivers every row, so nothing was lost.
-void drain_again_once_leases_expire(const temp_dir& dir, test_queue& queue, std::size_t rows) {
-  std::this_thread::sleep_for(5500ms);
-  const auto rest =
-      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
-                      "--progress-interval", "0", "--per-subscriber-in-flight", "50"});
-  ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows));
-}
-
 // Rows still leased now: none after a graceful stop.
 std::int64_t leases_left(test_queue& queue) {
   SQLite::Statement leased(queue.db(),
                            "SELECT COUNT(*) FROM webhook_delivery WHERE locked_until > ?");
   leased.bind(1, proto::unix_now());
   return leased.executeStep() ? leased.getColumn(0).getInt64() : -1;
+}
+
+// After a stop that left outcomes unwritten: once their leases (5 s from each claim) expire, a
+// new drain delivers every row, so nothing was lost.
+void drain_again_once_leases_expire(const temp_dir& dir, test_queue& queue, std::size_t rows) {
+  const auto until = steady::now() + 15s;
+  while (leases_left(queue) > 0 && steady::now() < until) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(leases_left(queue), 0) << "a lease outlived its 5 s";
+  const auto rest =
+      run_surge(dir, {"drain", "--db", queue.path(), "--until-drained", "--allow-private-targets",
+                      "--progress-interval", "0", "--per-subscriber-in-flight", "50"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(done_rows(queue), static_cast<std::int64_t>(rows));
 }
 
 TEST(DrainStop, TheGracePeriodBoundsTheStopWhileAnotherProcessHoldsTheWriteLock) {
