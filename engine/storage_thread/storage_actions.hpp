@@ -57,7 +57,8 @@ struct count_backlog {};
 // Dead-letter rows of unknown subscribers and rows no claim can match, among them rows held
 // further ahead than now + `lease_horizon`, which is no lease anyone takes; answered by swept.
 struct sweep_stuck_rows {
-  std::chrono::duration<double> lease_horizon{};
+  // Unset, no lease is too far: a sweep built without one dead-letters no leased row.
+  std::chrono::duration<double> lease_horizon = std::chrono::duration<double>::max();
 };
 // The rows still due or leased at the end, for the report; answered by remaining_counted.
 struct count_remaining {};
