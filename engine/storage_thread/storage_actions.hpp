@@ -1,6 +1,6 @@
 #pragma once
 // The storage core's actions (engine/storage_thread/storage_core.hpp): what the storage thread
-// (storage_worker) performs against the queue and the shards, and which result each is answered
+// (storage_executor) performs against the queue and the shards, and which result each is answered
 // with.
 #include <chrono>
 #include <cstdint>

@@ -2,10 +2,10 @@
 // The storage thread's rules without its I/O: which claims to answer and when, when outcomes are
 // committed, what a failure costs (backoff, a smaller claim after a statement timeout, a refused
 // row set apart), when the periodic reads fall due, and how the drain ends. Events come in with
-// `now`; actions come out of next_action() for the storage thread (storage_worker) to perform
-// against the queue, and it hands each action's result or storage::error back. Logs leave
-// through the sink handed in; counters are relaxed atomics. No clock is read here, so the tests
-// drive it on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
+// `now`; actions come out of next_action() for storage_executor to perform against the queue,
+// and it hands each action's result or storage::error back. Logs leave through the sink handed
+// in; counters are relaxed atomics. No clock is read here, so the tests drive it and its
+// executor on a simulated one (tests/engine/storage_thread/storage_core_test.cpp). The core keeps
 // the loop's rounds and what waits for what; each concern with state of its own is a small
 // machine it calls: claim_round (with claim_size), pending_outcomes (with outcome_batches),
 // refused_rows, announced_quotas, periodic_reads (with storage_cadence and backlog_check),

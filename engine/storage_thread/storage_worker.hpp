@@ -2,8 +2,9 @@
 // The storage thread: the one connection of a drain that claims and writes
 // (storage/drain_store.hpp, a SQLite file or PostgreSQL). Shards hand it claim requests and outcome
 // batches (engine/handoff.hpp); what to do with them, and when, is storage_core's
-// (engine/storage_thread/storage_core.hpp). This thread reads the clocks, feeds the core its events
-// and performs the actions it answers with.
+// (engine/storage_thread/storage_core.hpp). This thread takes the shards' hand-offs in, feeds them
+// to the core as events with the clock's now, and has storage_executor perform the actions the
+// core answers with.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "engine/observe/log.hpp"
 #include "engine/observe/metrics.hpp"
 #include "engine/storage_thread/storage_core.hpp"
+#include "engine/storage_thread/storage_executor.hpp"
 #include "engine/storage_thread/sweep_judgement.hpp"
 #include "storage/claims.hpp"
 #include "storage/database.hpp"
@@ -70,7 +72,7 @@ class storage_worker final : public storage_endpoint {
     fatal_callback_ = std::move(callback);
   }
   // After join(): rows of the chosen subscribers still due or leased (-1 if unknown).
-  std::int64_t remaining() const { return remaining_; }
+  std::int64_t remaining() const { return ended() ? ended()->remaining : -1; }
   // After join(): rows whose outcome the database refused, even as a dead-letter, by id with
   // the reason: this drain claimed them no more (settle_refused).
   const std::map<std::int64_t, std::string>& quarantined() const {
@@ -78,28 +80,23 @@ class storage_worker final : public storage_endpoint {
     return core_ ? core_->quarantined() : none;
   }
   // After join(): outcomes abandoned at the stop's deadline; their rows wait for their leases.
-  std::int64_t unwritten() const { return unwritten_; }
+  std::int64_t unwritten() const { return ended() ? ended()->unwritten : 0; }
   // After join(): what was done about a queue file's write-ahead log deleted under the drain
   // (storage::drain_store::rescue_lost_log); empty if it was not.
-  const std::string& rescue_report() const { return rescue_report_; }
+  const std::string& rescue_report() const {
+    static const std::string none;
+    return executor_ ? executor_->rescue_report() : none;
+  }
 
  private:
   void run();
-  // Performs one of the core's actions against the queue and hands its result back.
-  void perform(storage_action& action);
-  void reload_subscribers(bool initial);
-  void count_backlog();
-  void check_new_rows();
-  // Rows of the chosen subscribers that --until-drained waits for (update_drainable).
-  proto::id_set drainable() const;
-  // `ids` by the shard each belongs to (engine/handoff.hpp: shard_of).
-  std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
-  void publish_wal_counters();
-  void note_written(std::size_t rows, std::chrono::steady_clock::duration took);
+  const std::optional<storage_do::finish>& ended() const {
+    static const std::optional<storage_do::finish> none;
+    return executor_ ? executor_->ended() : none;
+  }
 
   drain_config config_;
   drain_metrics& metrics_;
-  drain_counters& counters_;
   std::vector<shard_endpoint*> shards_;
   std::thread thread_;
   std::function<void()> drained_callback_;
@@ -124,11 +121,9 @@ class storage_worker final : public storage_endpoint {
 
   // Owned by the storage thread only.
   stderr_log log_;  // where the core's lines go
-  std::unique_ptr<storage_core> core_;
-  std::int64_t remaining_ = -1;
-  std::int64_t unwritten_ = 0;
-  std::string rescue_report_;
   std::unique_ptr<storage::drain_store> db_;
+  std::unique_ptr<storage_core> core_;
+  std::unique_ptr<storage_executor> executor_;
 };
 
 }  // namespace surge::engine

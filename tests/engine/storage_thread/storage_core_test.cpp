@@ -13,8 +13,8 @@ using kind = storage::error::kind;
 
 TEST(StorageCore, StartsWithAReloadAndARenewalBeforeAnyClaim) {
   storage_simulation sim;
-  EXPECT_EQ(sim.renewals, 1);
-  EXPECT_TRUE(sim.cycles.empty());
+  EXPECT_EQ(sim.store.renewals, 1);
+  EXPECT_TRUE(sim.store.cycles.empty());
   EXPECT_EQ(sim.core().sendable().size(), 2U);
 }
 
@@ -25,8 +25,8 @@ TEST(StorageCore, AnswersAClaimWithTheRowsOfTheSubscriberAsked) {
   sim.ask(1, 1, 10);
   sim.ask(0, 2, 1);
   sim.round();
-  ASSERT_EQ(sim.cycles.size(), 1U);
-  EXPECT_EQ(sim.cycles[0].size(), 2U);  // both shards' demand in one cycle
+  ASSERT_EQ(sim.store.cycles.size(), 1U);
+  EXPECT_EQ(sim.store.cycles[0].size(), 2U);  // both shards' demand in one cycle
   EXPECT_EQ(sim.take_rows(1).size(), 3U);
   EXPECT_EQ(sim.take_rows(0).size(), 1U);
 }
@@ -47,10 +47,10 @@ TEST(StorageCore, AFailedClaimBacksOffAndClaimsNothingMeanwhile) {
   // Asked again within the backoff: held, not tried.
   sim.ask(0, 1, 5);
   sim.run_for(490ms);
-  EXPECT_EQ(sim.cycles.size(), 1U);
+  EXPECT_EQ(sim.store.cycles.size(), 1U);
   EXPECT_TRUE(sim.core().backing_off(sim.now()));
   sim.run_for(20ms);
-  EXPECT_EQ(sim.cycles.size(), 2U);
+  EXPECT_EQ(sim.store.cycles.size(), 2U);
   EXPECT_EQ(sim.take_rows().size(), 5U);
 }
 
@@ -74,7 +74,7 @@ TEST(StorageCore, AFailedOutcomeWriteIsRetriedAfterTheBackoffAndNotWrittenTwice)
   EXPECT_EQ(sim.counters.storage_errors.load(), 2);
   sim.run_for(config.storage.error_backoff + 10ms);
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 8);
-  for (const auto& [id, row] : sim.rows) EXPECT_EQ(row.written.size(), 1U) << id;
+  for (const auto& [id, row] : sim.store.rows) EXPECT_EQ(row.written.size(), 1U) << id;
   EXPECT_EQ(sim.counters.lost_leases.load(), 0);
 }
 
@@ -89,12 +89,12 @@ TEST(StorageCore, AStatementTimeoutHalvesTheClaimUntilItFits) {
   // No backoff: the smaller claim goes at once.
   sim.ask(0, 1, 100);
   sim.round();
-  ASSERT_EQ(sim.cycles.size(), 2U);
-  EXPECT_EQ(sim.cycles[1][0].rows, 50);
+  ASSERT_EQ(sim.store.cycles.size(), 2U);
+  EXPECT_EQ(sim.store.cycles[1][0].rows, 50);
   EXPECT_EQ(sim.core().claim_rows_cap(), 25U);
   sim.ask(0, 1, 100);
   sim.round();
-  EXPECT_EQ(sim.cycles[2][0].rows, 25);
+  EXPECT_EQ(sim.store.cycles[2][0].rows, 25);
   EXPECT_EQ(sim.take_rows().size(), 25U);
   // A claim that fit lets the cap grow back.
   EXPECT_EQ(sim.core().claim_rows_cap(), 50U);
@@ -110,8 +110,8 @@ TEST(StorageCore, ARefusedOutcomeIsDeadLetteredWithTheReasonAndTheOthersGoOn) {
   sim.submit(sent);
   sim.run_for(50ms);
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 7);
-  EXPECT_EQ(sim.rows.at(sent[5].id).now, stored_row::state::dead);
-  EXPECT_EQ(sim.rows.at(sent[5].id).written,
+  EXPECT_EQ(sim.store.rows.at(sent[5].id).now, stored_row::state::dead);
+  EXPECT_EQ(sim.store.rows.at(sent[5].id).written,
             std::vector<storage::outcome_kind>{storage::outcome_kind::dead});
   EXPECT_EQ(sim.counters.refused_outcomes.load(), 1);
   EXPECT_EQ(sim.counters.dead.load(), 1);
@@ -135,13 +135,13 @@ TEST(StorageCore, ARowRefusedEvenAsDeadIsQuarantinedAndNeverClaimedAgain) {
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
   ASSERT_EQ(sim.core().quarantined().count(bad), 1U);
   EXPECT_TRUE(sim.log.says("quarantined"));
-  EXPECT_TRUE(sim.rows.at(bad).written.empty());
+  EXPECT_TRUE(sim.store.rows.at(bad).written.empty());
 
   // Its lease runs out and it is due again: claimed by the database, never handed to a shard.
   sim.run_for(3s, 50ms);
   sim.ask(0, 1, 4);
   sim.round();
-  EXPECT_GE(sim.cycles.size(), 2U);
+  EXPECT_GE(sim.store.cycles.size(), 2U);
   EXPECT_TRUE(sim.take_rows().empty());
 }
 
@@ -158,7 +158,7 @@ TEST(StorageCore, ARefusedRowInAClaimsCycleIsSettledAndTheClaimGoesOn) {
   sim.ask(0, 2, 3);
   sim.round();
   EXPECT_EQ(sim.take_rows().size(), 3U);  // the claim went on after the outcomes were settled
-  EXPECT_EQ(sim.rows.at(sent[0].id).now, stored_row::state::dead);
+  EXPECT_EQ(sim.store.rows.at(sent[0].id).now, stored_row::state::dead);
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
 }
 
@@ -175,20 +175,20 @@ TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
   sim.submit({sent.begin(), sent.begin() + 1});
   sim.advance(1ms);
   sim.round();
-  ASSERT_EQ(sim.writes.size(), 1U);
+  ASSERT_EQ(sim.store.writes.size(), 1U);
   // Three wait for the interval since that commit.
   sim.submit({sent.begin() + 1, sent.begin() + 4});
   sim.run_for(15ms);
-  EXPECT_EQ(sim.writes.size(), 1U);
+  EXPECT_EQ(sim.store.writes.size(), 1U);
   sim.run_for(10ms);
-  ASSERT_EQ(sim.writes.size(), 2U);
-  EXPECT_EQ(sim.writes[1], 3U);
+  ASSERT_EQ(sim.store.writes.size(), 2U);
+  EXPECT_EQ(sim.store.writes[1], 3U);
   // Ten at once go without waiting.
   sim.submit({sent.begin() + 4, sent.begin() + 14});
   sim.advance(1ms);
   sim.round();
-  ASSERT_EQ(sim.writes.size(), 3U);
-  EXPECT_EQ(sim.writes[2], 10U);
+  ASSERT_EQ(sim.store.writes.size(), 3U);
+  EXPECT_EQ(sim.store.writes[2], 10U);
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 14);
 }
 
@@ -197,7 +197,7 @@ TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
 // while it lasts, not at each ask between cycles that do not ask for it.
 TEST(StorageCore, ALockedSubscriberRowIsWarnedAboutOncePerIntervalNotAtEachAsk) {
   storage_simulation sim;
-  sim.locked_subscribers.insert(1);
+  sim.store.locked_subscribers.insert(1);
   sim.add_rows(2, 200);
   for (int i = 0; i < 120; ++i) {  // 60 s
     sim.core().claims_asked(0, {{.subscriber_id = 1, .tokens = 5}});
@@ -242,7 +242,7 @@ TEST(StorageCore, OutcomesDueRideWithTheClaim) {
   sim.advance(30ms);
   sim.ask(0, 1, 3);
   sim.round();
-  EXPECT_TRUE(sim.writes.empty());  // no write of their own
+  EXPECT_TRUE(sim.store.writes.empty());  // no write of their own
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
   EXPECT_EQ(sim.take_rows().size(), 3U);
 }
@@ -252,25 +252,30 @@ TEST(StorageCore, RenewsOwnershipAndTellsTheShardsWhatChanged) {
   config.storage.ownership_renew = 1s;
   config.storage.ownership_handoff_poll = 100ms;
   storage_simulation sim(config, 2);
-  EXPECT_EQ(sim.renewals, 1);
+  EXPECT_EQ(sim.store.renewals, 1);
   sim.run_for(900ms);
-  EXPECT_EQ(sim.renewals, 1);
-  sim.ownership.push_back({.taken = {4, 5}, .released = {}, .lost = {}, .awaited = 1});
+  EXPECT_EQ(sim.store.renewals, 1);
+  sim.store.ownership.push_back({.taken = {4, 5}, .released = {}, .lost = {}, .awaited = 1});
   sim.run_for(150ms);
-  EXPECT_EQ(sim.renewals, 2);
-  ASSERT_EQ(sim.owner_changes.size(), 1U);
-  EXPECT_TRUE(sim.owner_changes[0].taken);
-  EXPECT_EQ(sim.owner_changes[0].subscribers, (std::vector<std::int64_t>{4, 5}));
-  // A subscriber awaited from another drain: the next renewal comes after the handoff poll.
-  sim.ownership.push_back({.taken = {}, .released = {7}, .lost = {9}, .awaited = 0});
-  sim.run_for(110ms);
-  EXPECT_EQ(sim.renewals, 3);
+  EXPECT_EQ(sim.store.renewals, 2);
+  // Each shard hears of its own subscribers (engine/handoff.hpp: shard_of).
   ASSERT_EQ(sim.owner_changes.size(), 2U);
-  EXPECT_FALSE(sim.owner_changes[1].taken);
-  EXPECT_EQ(sim.owner_changes[1].subscribers, (std::vector<std::int64_t>{7, 9}));
+  for (int shard : {0, 1}) {
+    EXPECT_EQ(sim.owner_changes[shard].shard, shard);
+    EXPECT_TRUE(sim.owner_changes[shard].taken);
+    EXPECT_EQ(sim.owner_changes[shard].subscribers, (std::vector<std::int64_t>{4 + shard}));
+  }
+  // A subscriber awaited from another drain: the next renewal comes after the handoff poll.
+  sim.store.ownership.push_back({.taken = {}, .released = {7}, .lost = {9}, .awaited = 0});
+  sim.run_for(110ms);
+  EXPECT_EQ(sim.store.renewals, 3);
+  ASSERT_EQ(sim.owner_changes.size(), 3U);
+  EXPECT_EQ(sim.owner_changes[2].shard, 1);
+  EXPECT_FALSE(sim.owner_changes[2].taken);
+  EXPECT_EQ(sim.owner_changes[2].subscribers, (std::vector<std::int64_t>{7, 9}));
   EXPECT_TRUE(sim.log.says("lost ownership of 1 subscribers"));
   sim.run_for(500ms);
-  EXPECT_EQ(sim.renewals, 3);  // back to the full interval
+  EXPECT_EQ(sim.store.renewals, 3);  // back to the full interval
 }
 
 TEST(StorageCore, AStopReleasesOwnershipAndAnswersClaimsEmpty) {
@@ -279,12 +284,12 @@ TEST(StorageCore, AStopReleasesOwnershipAndAnswersClaimsEmpty) {
   sim.core().stop_claiming();
   sim.ask(0, 1, 3);
   sim.round();
-  EXPECT_EQ(sim.releases, 1);
-  EXPECT_TRUE(sim.cycles.empty());
+  EXPECT_EQ(sim.store.releases, 1);
+  EXPECT_TRUE(sim.store.cycles.empty());
   ASSERT_EQ(sim.answers.size(), 1U);
   EXPECT_TRUE(sim.answers[0].reply.rows.empty());
   sim.run_for(50ms);
-  EXPECT_EQ(sim.releases, 1);
+  EXPECT_EQ(sim.store.releases, 1);
   EXPECT_EQ(sim.counters.owned_subscribers.load(), 0);
 }
 
@@ -299,8 +304,31 @@ TEST(StorageCore, AFaultTheDrainCannotOutlastEndsIt) {
   EXPECT_EQ(sim.answers.size(), 1U);
   sim.ask(0, 1, 3);
   sim.run_for(20ms);
-  EXPECT_EQ(sim.cycles.size(), 1U);  // no claim after it
-  EXPECT_EQ(sim.stops.size(), 1U);   // said once
+  EXPECT_EQ(sim.store.cycles.size(), 1U);  // no claim after it
+  EXPECT_EQ(sim.stops.size(), 1U);         // said once
+}
+
+TEST(StorageCore, AQueueFileDeletedUnderTheDrainEndsItAndTheEndRescuesItsLog) {
+  storage_simulation sim;
+  sim.add_rows(1, 3);
+  sim.ask(0, 1, 3);
+  sim.round();
+  const auto sent = sim.take_rows();
+  ASSERT_EQ(sent.size(), 3U);
+  sim.store.missing = "queue.db-wal was deleted";
+  sim.run_for(1100ms);  // the next check of the database looks for the file
+  ASSERT_EQ(sim.stops.size(), 1U);
+  EXPECT_NE(sim.stops[0].find("queue.db-wal was deleted"), std::string::npos) << sim.stops[0];
+  EXPECT_FALSE(sim.core().claiming());
+  // The outcomes of the rows sent before are still written, and the end rescues the log.
+  sim.submit(sent);
+  sim.core().finish(0);
+  sim.run_for(50ms);
+  ASSERT_TRUE(sim.finished());
+  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.rescue_report(), "copied 7 pages of the lost log into the queue file");
+  sim.run_for(2s);
+  EXPECT_EQ(sim.stops.size(), 1U);  // said once
 }
 
 TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
@@ -314,14 +342,14 @@ TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
   sim.core().finish(1);
   sim.advance(1ms);
   sim.round();
-  ASSERT_TRUE(sim.finished);
+  ASSERT_TRUE(sim.finished());
   EXPECT_TRUE(sim.core().finished());
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
-  EXPECT_EQ(sim.finished->remaining, 1);
-  EXPECT_EQ(sim.finished->unwritten, 0);
-  ASSERT_EQ(sim.given_back.size(), 1U);
-  EXPECT_EQ(sim.given_back[0].tokens, 2.5);
-  EXPECT_EQ(sim.releases, 1);
+  EXPECT_EQ(sim.finished()->remaining, 1);
+  EXPECT_EQ(sim.finished()->unwritten, 0);
+  ASSERT_EQ(sim.store.given_back.size(), 1U);
+  EXPECT_EQ(sim.store.given_back[0].tokens, 2.5);
+  EXPECT_EQ(sim.store.releases, 1);
 }
 
 TEST(StorageCore, TheEndWaitsForADatabaseThatRefusesWritesUntilItIsAbandoned) {
@@ -336,20 +364,20 @@ TEST(StorageCore, TheEndWaitsForADatabaseThatRefusesWritesUntilItIsAbandoned) {
   sim.core().stop_claiming();
   sim.core().finish(0);
   sim.round();
-  EXPECT_FALSE(sim.finished);
+  EXPECT_FALSE(sim.finished());
   // It tries again each backoff, no sooner.
   EXPECT_EQ(sim.core().next_wake(), sim.now() + 500ms);
-  const auto tried = sim.writes.size();
+  const auto tried = sim.store.writes.size();
   sim.advance(500ms);
   sim.round();
-  EXPECT_EQ(sim.writes.size(), tried + 1);
-  EXPECT_FALSE(sim.finished);
+  EXPECT_EQ(sim.store.writes.size(), tried + 1);
+  EXPECT_FALSE(sim.finished());
   sim.core().abandon();
   sim.advance(1ms);
   sim.round();
-  ASSERT_TRUE(sim.finished);
-  EXPECT_EQ(sim.finished->unwritten, 3);
-  EXPECT_GT(sim.finished->last_lease, sim.unix_now());
+  ASSERT_TRUE(sim.finished());
+  EXPECT_EQ(sim.finished()->unwritten, 3);
+  EXPECT_GT(sim.finished()->last_lease, sim.unix_now());
   EXPECT_EQ(sim.rows_in(stored_row::state::done), 0);
 }
 
@@ -371,8 +399,10 @@ TEST(StorageCore, TheSweepCountsARowHeldBeyondTheLongestLeaseAndItsOverrunAsStuc
     config.storage.max_lease_overrun = 1h;
     storage_simulation sim(config);
     sim.run_for(config.stuck_row_sweep_interval + 5s, 100ms);
-    ASSERT_FALSE(sim.sweeps.empty()) << "lease " << lease.count() << " s";
-    for (const auto horizon : sim.sweeps) EXPECT_EQ(horizon, longest + 1h);
+    ASSERT_FALSE(sim.store.sweeps.empty()) << "lease " << lease.count() << " s";
+    for (const auto horizon : sim.store.sweeps) {
+      EXPECT_NEAR(horizon, std::chrono::duration<double>(longest + 1h).count(), 1e-3);
+    }
   }
 }
 
@@ -398,11 +428,24 @@ TEST(StorageCore, UntilDrainedEndsWithinAFewChecksOfTheLastOutcome) {
   EXPECT_EQ(sim.drained, 1);  // said once
 }
 
+TEST(StorageCore, UntilDrainedLeavesTheRowsOfASubscriberThatCannotSendInTheQueue) {
+  auto config = until_drained_config();
+  config.storage.subscriber_reload_interval = 500ms;
+  storage_simulation sim(config);
+  sim.add_rows(2, 3);
+  sim.store.subscribers = {{1, true}, {2, false}};  // subscriber 2 is deactivated
+  sim.run_for(400ms);
+  EXPECT_EQ(sim.drained, 0);  // its rows are waited for until the next reload says so
+  sim.run_for(2s);
+  EXPECT_EQ(sim.drained, 1);
+  EXPECT_EQ(sim.rows_in(stored_row::state::pending), 3);
+}
+
 TEST(StorageCore, UntilDrainedWaitsWhileTheShardsHaveWork) {
   storage_simulation sim(until_drained_config());
   sim.counters.in_flight.store(1);
   sim.run_for(2s);
-  EXPECT_GE(sim.counts, 2);
+  EXPECT_GE(sim.store.backlog_counts, 2);
   EXPECT_EQ(sim.drained, 0);
   sim.counters.in_flight.store(0);
   sim.run_for(1s);
@@ -437,7 +480,7 @@ TEST(StorageCore, WhileARetryDueWithinTheWaitHoldsTheEndTheChecksComeAtTheDraine
   sim.add_rows(1, 1, 3.0);
   sim.run_for(2s);
   EXPECT_EQ(sim.drained, 0);
-  EXPECT_LE(sim.counts, 10);
+  EXPECT_LE(sim.store.backlog_counts, 10);
 }
 
 TEST(StorageCore, UntilDrainedDoesNotWaitForQuarantinedRows) {
@@ -456,8 +499,9 @@ TEST(StorageCore, UntilDrainedDoesNotWaitForQuarantinedRows) {
 TEST(StorageCore, WithoutUntilDrainedNothingEnds) {
   storage_simulation sim;
   sim.run_for(2s);
-  EXPECT_GE(sim.counts, 2);
-  EXPECT_LE(sim.counts, 10);  // at the drained-check interval: nothing waits for the end
+  EXPECT_GE(sim.store.backlog_counts, 2);
+  EXPECT_LE(sim.store.backlog_counts,
+            10);  // at the drained-check interval: nothing waits for the end
   EXPECT_EQ(sim.drained, 0);
 }
 

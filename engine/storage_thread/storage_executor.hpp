@@ -1,0 +1,84 @@
+#pragma once
+// Performs the storage core's actions (engine/storage_thread/storage_core.hpp): each one against
+// the queue (storage::drain_store) or the shards (engine/handoff.hpp), with its result or
+// storage::error handed back to the core. It keeps no rule of its own. The storage thread
+// (storage_worker) runs it on the real clocks; the core's tests run it on a simulated clock
+// against a queue kept in memory (tests/engine/storage_thread/storage_simulation.hpp).
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/handoff.hpp"
+#include "engine/observe/log.hpp"
+#include "engine/observe/metrics.hpp"
+#include "engine/storage_thread/storage_actions.hpp"
+#include "engine/storage_thread/storage_core.hpp"
+#include "engine/storage_thread/until_drained.hpp"
+#include "proto/id_set.hpp"
+#include "storage/drain_store.hpp"
+
+namespace surge::engine {
+
+// The two clocks the executor reads: the core's (steady) and the queue's (unix seconds).
+struct storage_clocks {
+  std::function<std::chrono::steady_clock::time_point()> steady;
+  std::function<double()> unix;
+
+  static storage_clocks real();
+};
+
+struct storage_executor_config {
+  proto::id_set subscribers;  // --subscribers: what reloads, sweeps and counts cover
+  until_drained_wait until_drained;
+};
+
+class storage_executor {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // `shards` by index (engine/handoff.hpp: shard_of); every reference must outlive the executor.
+  storage_executor(storage_executor_config config, storage_core& core, storage::drain_store& db,
+                   std::vector<shard_endpoint*> shards, drain_metrics& metrics, core_log& log,
+                   storage_clocks clocks);
+
+  // Performs the core's actions until it has none at the clock's now.
+  void perform_due();
+  // Performs one action. A storage::error goes back to the core, except a failed first reload
+  // of subscribers, which is thrown: a queue that cannot be read fails the start.
+  void perform(storage_action& action);
+  // The store's write counters, into the drain's counters.
+  void publish_wal_counters();
+
+  // Called each time the core says --until-drained has nothing more to send.
+  std::function<void()> on_drained;
+  // Called with the cause of a fault the drain cannot outlast.
+  std::function<void(std::string)> on_fatal;
+
+  // Once the core has finished: what it left behind, and what was done about a lost WAL.
+  const std::optional<storage_do::finish>& ended() const { return ended_; }
+  const std::string& rescue_report() const { return rescue_report_; }
+
+ private:
+  void reload_subscribers();
+  void count_backlog();
+  void check_new_rows();
+  void finish(const storage_do::finish& end);
+  // `ids` by the shard each belongs to (engine/handoff.hpp: shard_of).
+  std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
+  void note_written(std::size_t rows, clock::duration took);
+
+  storage_executor_config config_;
+  storage_core& core_;
+  storage::drain_store& db_;
+  std::vector<shard_endpoint*> shards_;
+  drain_metrics& metrics_;
+  core_log& log_;
+  storage_clocks clocks_;
+  std::optional<storage_do::finish> ended_;
+  std::string rescue_report_;
+};
+
+}  // namespace surge::engine
