@@ -32,80 +32,11 @@ void storage_executor::perform_due() {
 void storage_executor::perform(storage_action& action) {
   std::visit(
       [this](auto& act) {
-        using kind = std::decay_t<decltype(act)>;
-        const auto started = clocks_.steady();
         try {
-          if constexpr (std::is_same_v<kind, storage_do::check_new_rows>) {
-            check_new_rows();
-          } else if constexpr (std::is_same_v<kind, storage_do::run_cycle>) {
-            auto result = db_.write_and_claim(
-                act.outcomes, act.deactivate, act.demand, clocks_.unix(),
-                std::chrono::duration<double>(act.lease).count(), act.max_payload_bytes);
-            const auto took = clocks_.steady() - started;
-            if (!act.outcomes.empty() || !act.deactivate.empty()) {
-              note_written(act.outcomes.size(), took);
-            }
-            metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
-            metrics_.claim_rows.observe(static_cast<double>(result.claimed.size()));
-            metrics_.beat_storage();
-            core_.cycle_done(clocks_.steady(), std::move(result));
-          } else if constexpr (std::is_same_v<kind, storage_do::write_outcomes>) {
-            const auto report = db_.write_outcomes(act.outcomes, act.deactivate);
-            note_written(act.outcomes.size(), clocks_.steady() - started);
-            core_.outcomes_written(clocks_.steady(), report);
-          } else if constexpr (std::is_same_v<kind, storage_do::write_quotas>) {
-            db_.record_partner_quotas(act.rows);
-            core_.done(clocks_.steady());
-          } else if constexpr (std::is_same_v<kind, storage_do::check_database>) {
-            if (act.look_for_file) {
-              if (auto lost = db_.missing_file(); !lost.empty()) core_.queue_lost(lost);
-            }
-            db_.ping();
-            metrics_.beat_storage();
-            core_.done(clocks_.steady());
-          } else if constexpr (std::is_same_v<kind, storage_do::reload_subscribers>) {
-            reload_subscribers();
-          } else if constexpr (std::is_same_v<kind, storage_do::renew_ownership>) {
-            const auto change = db_.renew_ownership(clocks_.unix());
-            const auto owned = static_cast<std::int64_t>(db_.owned_count(clocks_.unix()));
-            core_.ownership_renewed(clocks_.steady(), change, owned);
-          } else if constexpr (std::is_same_v<kind, storage_do::release_ownership>) {
-            db_.release_ownership();
-            core_.done(clocks_.steady());
-          } else if constexpr (std::is_same_v<kind, storage_do::count_backlog>) {
-            count_backlog();
-          } else if constexpr (std::is_same_v<kind, storage_do::sweep_stuck_rows>) {
-            const double now = clocks_.unix();
-            const auto orphans = db_.dead_letter_orphans(now, config_.subscribers);
-            const auto found = db_.dead_letter_malformed(now, now + act.lease_horizon.count(),
-                                                         config_.subscribers);
-            core_.swept(clocks_.steady(), orphans, found);
-          } else if constexpr (std::is_same_v<kind, storage_do::count_remaining>) {
-            core_.remaining_counted(db_.count_outstanding(clocks_.unix(), config_.subscribers));
-          } else if constexpr (std::is_same_v<kind, storage_do::give_back_tokens>) {
-            db_.give_back_tokens(act.tokens, clocks_.unix());
-            core_.done(clocks_.steady());
-          } else if constexpr (std::is_same_v<kind, storage_do::answer_shard>) {
-            shards_[static_cast<std::size_t>(act.shard)]->on_claimed(std::move(act.reply));
-          } else if constexpr (std::is_same_v<kind, storage_do::tell_owner_change>) {
-            auto per_shard = split_by_shard(act.subscribers);
-            for (std::size_t i = 0; i < shards_.size(); ++i) {
-              if (per_shard[i].empty()) continue;
-              if (act.taken) {
-                shards_[i]->on_taken(std::move(per_shard[i]));
-              } else {
-                shards_[i]->on_disowned(std::move(per_shard[i]));
-              }
-            }
-          } else if constexpr (std::is_same_v<kind, storage_do::stop_drain>) {
-            if (on_fatal) on_fatal(std::move(act.why));
-          } else if constexpr (std::is_same_v<kind, storage_do::drained>) {
-            if (on_drained) on_drained();
-          } else if constexpr (std::is_same_v<kind, storage_do::finish>) {
-            finish(act);
-          }
+          execute(act);
         } catch (const storage::error& error) {
-          if constexpr (std::is_same_v<kind, storage_do::reload_subscribers>) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(act)>,
+                                       storage_do::reload_subscribers>) {
             if (act.initial) throw;
           }
           core_.failed(clocks_.steady(), error);
@@ -114,22 +45,7 @@ void storage_executor::perform(storage_action& action) {
       action);
 }
 
-void storage_executor::reload_subscribers() {
-  auto rows = db_.load_subscribers(config_.subscribers);
-  std::vector<std::pair<std::int64_t, bool>> sendable;
-  sendable.reserve(rows.size());
-  for (const auto& row : rows) sendable.emplace_back(row.id, sends_now(row));
-  std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
-  for (auto& row : rows) {
-    per_shard[shard_of(row.id, shards_.size())].push_back(std::move(row));
-  }
-  for (std::size_t i = 0; i < shards_.size(); ++i) {
-    shards_[i]->on_subscribers(std::move(per_shard[i]));
-  }
-  core_.subscribers_loaded(clocks_.steady(), std::move(sendable));
-}
-
-void storage_executor::check_new_rows() {
+void storage_executor::execute(const storage_do::check_new_rows&) {
   try {
     auto found = db_.check_new_rows(clocks_.unix());
     if (!found.any()) return;
@@ -146,7 +62,67 @@ void storage_executor::check_new_rows() {
   }
 }
 
-void storage_executor::count_backlog() {
+void storage_executor::execute(const storage_do::run_cycle& act) {
+  const auto started = clocks_.steady();
+  auto result =
+      db_.write_and_claim(act.outcomes, act.deactivate, act.demand, clocks_.unix(),
+                          std::chrono::duration<double>(act.lease).count(), act.max_payload_bytes);
+  const auto took = clocks_.steady() - started;
+  if (!act.outcomes.empty() || !act.deactivate.empty()) note_written(act.outcomes.size(), took);
+  metrics_.claim_duration.observe(std::chrono::duration<double>(took).count());
+  metrics_.claim_rows.observe(static_cast<double>(result.claimed.size()));
+  metrics_.beat_storage();
+  core_.cycle_done(clocks_.steady(), std::move(result));
+}
+
+void storage_executor::execute(const storage_do::write_outcomes& act) {
+  const auto started = clocks_.steady();
+  const auto report = db_.write_outcomes(act.outcomes, act.deactivate);
+  note_written(act.outcomes.size(), clocks_.steady() - started);
+  core_.outcomes_written(clocks_.steady(), report);
+}
+
+void storage_executor::execute(const storage_do::write_quotas& act) {
+  db_.record_partner_quotas(act.rows);
+  core_.done(clocks_.steady());
+}
+
+void storage_executor::execute(const storage_do::check_database& act) {
+  if (act.look_for_file) {
+    if (auto lost = db_.missing_file(); !lost.empty()) core_.queue_lost(lost);
+  }
+  db_.ping();
+  metrics_.beat_storage();
+  core_.done(clocks_.steady());
+}
+
+void storage_executor::execute(const storage_do::reload_subscribers&) {
+  auto rows = db_.load_subscribers(config_.subscribers);
+  std::vector<std::pair<std::int64_t, bool>> sendable;
+  sendable.reserve(rows.size());
+  for (const auto& row : rows) sendable.emplace_back(row.id, sends_now(row));
+  std::vector<std::vector<storage::subscriber_row>> per_shard(shards_.size());
+  for (auto& row : rows) {
+    per_shard[shard_of(row.id, shards_.size())].push_back(std::move(row));
+  }
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    shards_[i]->on_subscribers(std::move(per_shard[i]));
+  }
+  core_.subscribers_loaded(clocks_.steady(), std::move(sendable));
+}
+
+void storage_executor::execute(const storage_do::renew_ownership&) {
+  const auto change = db_.renew_ownership(clocks_.unix());
+  const auto owned = static_cast<std::int64_t>(db_.owned_count(clocks_.unix()));
+  core_.ownership_renewed(clocks_.steady(), change, owned);
+}
+
+void storage_executor::execute(const storage_do::release_ownership&) {
+  db_.release_ownership();
+  core_.done(clocks_.steady());
+}
+
+void storage_executor::execute(const storage_do::count_backlog&) {
   const double now = clocks_.unix();
   // The rows of the chosen subscribers that --until-drained waits for.
   const auto which = drainable_subscribers(config_.subscribers, config_.until_drained, now,
@@ -164,7 +140,48 @@ void storage_executor::count_backlog() {
   core_.backlog_counted(clocks_.steady(), outstanding, earliest_in, took);
 }
 
-void storage_executor::finish(const storage_do::finish& end) {
+void storage_executor::execute(const storage_do::sweep_stuck_rows& act) {
+  const double now = clocks_.unix();
+  const auto orphans = db_.dead_letter_orphans(now, config_.subscribers);
+  const auto found =
+      db_.dead_letter_malformed(now, now + act.lease_horizon.count(), config_.subscribers);
+  core_.swept(clocks_.steady(), orphans, found);
+}
+
+void storage_executor::execute(const storage_do::count_remaining&) {
+  core_.remaining_counted(db_.count_outstanding(clocks_.unix(), config_.subscribers));
+}
+
+void storage_executor::execute(const storage_do::give_back_tokens& act) {
+  db_.give_back_tokens(act.tokens, clocks_.unix());
+  core_.done(clocks_.steady());
+}
+
+void storage_executor::execute(storage_do::answer_shard& act) {
+  shards_[static_cast<std::size_t>(act.shard)]->on_claimed(std::move(act.reply));
+}
+
+void storage_executor::execute(const storage_do::tell_owner_change& act) {
+  auto per_shard = split_by_shard(act.subscribers);
+  for (std::size_t i = 0; i < shards_.size(); ++i) {
+    if (per_shard[i].empty()) continue;
+    if (act.taken) {
+      shards_[i]->on_taken(std::move(per_shard[i]));
+    } else {
+      shards_[i]->on_disowned(std::move(per_shard[i]));
+    }
+  }
+}
+
+void storage_executor::execute(storage_do::stop_drain& act) {
+  if (on_fatal) on_fatal(std::move(act.why));
+}
+
+void storage_executor::execute(const storage_do::drained&) {
+  if (on_drained) on_drained();
+}
+
+void storage_executor::execute(const storage_do::finish& end) {
   ended_ = end;
   if (end.unwritten > 0) {
     const auto wait = std::max(0.0, end.last_lease - clocks_.unix());

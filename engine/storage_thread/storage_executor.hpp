@@ -62,10 +62,24 @@ class storage_executor {
   const std::string& rescue_report() const { return rescue_report_; }
 
  private:
-  void reload_subscribers();
-  void count_backlog();
-  void check_new_rows();
-  void finish(const storage_do::finish& end);
+  // One per action kind: the queue's or the shards' call, and the core's event with its result.
+  void execute(const storage_do::check_new_rows&);
+  void execute(const storage_do::run_cycle& act);
+  void execute(const storage_do::write_outcomes& act);
+  void execute(const storage_do::write_quotas& act);
+  void execute(const storage_do::check_database& act);
+  void execute(const storage_do::reload_subscribers&);
+  void execute(const storage_do::renew_ownership&);
+  void execute(const storage_do::release_ownership&);
+  void execute(const storage_do::count_backlog&);
+  void execute(const storage_do::sweep_stuck_rows& act);
+  void execute(const storage_do::count_remaining&);
+  void execute(const storage_do::give_back_tokens& act);
+  void execute(storage_do::answer_shard& act);
+  void execute(const storage_do::tell_owner_change& act);
+  void execute(storage_do::stop_drain& act);
+  void execute(const storage_do::drained&);
+  void execute(const storage_do::finish& end);
   // `ids` by the shard each belongs to (engine/handoff.hpp: shard_of).
   std::vector<std::vector<std::int64_t>> split_by_shard(const std::vector<std::int64_t>& ids) const;
   void note_written(std::size_t rows, clock::duration took);
