@@ -244,7 +244,7 @@ std::int64_t add_subscriber(connection& db, const subscriber_row& row,
   return on_queue(
       db,
       [&](SQLite::Database& file) {
-        detail::write_transaction step(file);
+        sqlite::write_transaction step(file);
         const auto id = add_subscriber(file, row);
         if (replace) set_subscriber_credentials(file, with_id(id));
         if (ordering) set_subscriber_order(file, id, row.order, seed000_ordered_index());
@@ -252,7 +252,7 @@ std::int64_t add_subscriber(connection& db, const subscriber_row& row,
         return id;
       },
       [&](SQLite::Database& file) {
-        detail::write_transaction step(file);
+        sqlite::write_transaction step(file);
         const auto id = seed001::add_subscriber(file, row);
         if (replace) set_subscriber_credentials(file, with_id(id));
         if (ordering) set_subscriber_order(file, id, row.order, seed001::ordered_claim_index());
@@ -281,7 +281,7 @@ bool update_subscriber(connection& db, const subscriber_row& row, credentials_wr
   return on_queue(
       db,
       [&](SQLite::Database& file) {
-        detail::write_transaction step(file);
+        sqlite::write_transaction step(file);
         const bool found = update_subscriber(file, row);
         if (found && replace) set_subscriber_credentials(file, row);
         if (found && ordering)
@@ -290,7 +290,7 @@ bool update_subscriber(connection& db, const subscriber_row& row, credentials_wr
         return found;
       },
       [&](SQLite::Database& file) {
-        detail::write_transaction step(file);
+        sqlite::write_transaction step(file);
         const bool found = seed001::update_subscriber(file, row);
         if (found && replace) set_subscriber_credentials(file, row);
         if (found && ordering) {

@@ -74,7 +74,7 @@ void outcome_writer::landed(const outcome& item) {
 template <class BindFields>
 int outcome_writer::fenced(SQLite::Statement& statement, const outcome& item,
                            BindFields&& bind_fields) {
-  detail::statement_use use(statement);
+  sqlite::statement_use use(statement);
   int next = 1;
   bind_fields(statement, next);
   statement.bind(next++, item.delivery_id);
@@ -83,7 +83,7 @@ int outcome_writer::fenced(SQLite::Statement& statement, const outcome& item,
 }
 
 void outcome_writer::write_note(const outcome& item) {
-  detail::statement_use use(note_);
+  sqlite::statement_use use(note_);
   note_.bind(1, item.delivery_id);
   if (item.last_status == 0) {
     note_.bind(2);

@@ -59,7 +59,7 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::
     insert.bind(1, row.id);
     insert.bind(4, row.signature);
     for (int copy = 0; copy < count; ++copy) {
-      detail::statement_use use(insert);
+      sqlite::statement_use use(insert);
       inserted += insert.exec();
     }
   }

@@ -78,11 +78,11 @@ bool complete(SQLite::Database& db) {
   if (!index.executeStep()) return false;
   SQLite::Statement trigger(db, "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?");
   for (const char* name : {credential_trigger, order_trigger}) {
-    detail::statement_use use(trigger);
+    sqlite::statement_use use(trigger);
     trigger.bind(1, name);
     if (!trigger.executeStep()) return false;
   }
-  return detail::credentials_have_proxy(db);
+  return sqlite::credentials_have_proxy(db);
 }
 
 }  // namespace
@@ -93,7 +93,7 @@ int migrate(SQLite::Database& db) {
   SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
   db.exec(surge_ddl);
   // A credentials table made before the proxy column: the column is added (schema 10).
-  if (!detail::credentials_have_proxy(db)) {
+  if (!sqlite::credentials_have_proxy(db)) {
     db.exec("ALTER TABLE surge_subscriber_credential ADD COLUMN proxy TEXT NOT NULL DEFAULT ''");
   }
   db.exec(ordered_tables_ddl("webhook_subscribers"));

@@ -26,7 +26,7 @@ std::string select_columns(SQLite::Database& db) {
     return std::string(base_columns) + from_tables;
   }
   return std::string(base_columns) +
-         detail::credential_columns(detail::credentials_have_proxy(db)) + from_tables +
+         detail::credential_columns(sqlite::credentials_have_proxy(db)) + from_tables +
          detail::credential_join("s.id");
 }
 
@@ -36,7 +36,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
   row.url = query.getColumn(1).getString();
   row.secret = query.getColumn(2).getString();
   row.event_types = query.getColumn(3).getString();
-  detail::read_limits(query, 4, 60.0, " (rate_per_min)", row);
+  sqlite::read_limits(query, 4, 60.0, " (rate_per_min)", row);
   const bool has_bucket = !query.getColumn(6).isNull();
   row.tokens = has_bucket ? query.getColumn(6).getDouble() : static_cast<double>(row.burst);
   row.tokens_updated_at = has_bucket ? query.getColumn(7).getDouble() : 0;
@@ -45,7 +45,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
   // Signed by the producer at enqueue; the shape knows no batches, coalescing or caps of
   // Surge's, so those keep their off values.
   row.signing = "stored";
-  if (query.getColumnCount() > 10) detail::read_credentials(query, 10, row);
+  if (query.getColumnCount() > 10) sqlite::read_credentials(query, 10, row);
   return row;
 }
 
@@ -82,15 +82,15 @@ const ordered_index& ordered_claim_index() {
 }
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
-  return detail::load_rows(db, select_columns(db), "s.id", which, read_row);
+  return sqlite::load_rows(db, select_columns(db), "s.id", which, read_row);
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  return detail::load_row(db, select_columns(db), "s.id", id, read_row);
+  return sqlite::load_row(db, select_columns(db), "s.id", id, read_row);
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  return detail::insert_row(db,
+  return sqlite::insert_row(db,
                             "INSERT INTO webhook_subscribers(endpoint, secret, events, "
                             "rate_per_min, burst, region, active, id) "
                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -99,7 +99,7 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  detail::write_transaction transaction(db);
+  sqlite::write_transaction transaction(db);
   SQLite::Statement update(db,
                            "UPDATE webhook_subscribers SET endpoint = ?, secret = ?, events = ?, "
                            "rate_per_min = ?, burst = ?, region = ?, active = ? WHERE id = ?");
@@ -111,7 +111,7 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
-  return detail::set_active(db, "webhook_subscribers", id, active);
+  return sqlite::set_active(db, "webhook_subscribers", id, active);
 }
 
 }  // namespace surge::storage::sqlite::seed001

@@ -15,7 +15,7 @@ constexpr const char* added_sql =
     "FROM webhook_delivery WHERE id > :after ORDER BY id LIMIT :limit";
 
 std::int64_t single_int(SQLite::Statement& statement) {
-  detail::statement_use use(statement);
+  sqlite::statement_use use(statement);
   statement.executeStep();
   return statement.getColumn(0).getInt64();
 }
@@ -55,7 +55,7 @@ new_rows change_watch::check(double now) {
     return found;
   }
   auto& statement = *added_;
-  detail::statement_use use(statement);
+  sqlite::statement_use use(statement);
   statement.bind(":now", now);
   statement.bind(":after", highest_id_);
   statement.bind(":limit", static_cast<std::int64_t>(max_rows_) + 1);

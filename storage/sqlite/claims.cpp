@@ -240,7 +240,7 @@ std::vector<claimed_row> claimer::claim_within(std::span<const subscriber_demand
     const std::size_t first = rows.size();
     {
       // Read to the end and reset before writing the same table.
-      detail::statement_use use(read);
+      sqlite::statement_use use(read);
       read.bind(max_payload_index, max_payload_bytes);
       read.bind(subscriber_index, entry.subscriber_id);
       read.bind(now_index, now);
@@ -267,7 +267,7 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
   }
   std::set<std::string, std::less<>> stopped;
   {
-    detail::statement_use use(*stopped_keys_statement_);
+    sqlite::statement_use use(*stopped_keys_statement_);
     stopped_keys_statement_->bind(1, entry.subscriber_id);
     while (stopped_keys_statement_->executeStep()) {
       stopped.insert(stopped_keys_statement_->getColumn(0).getString());
@@ -278,7 +278,7 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
       .page =
           [&](std::int64_t after, std::int64_t limit, std::vector<unfinished_row>& page) {
             auto& read = *ordered_rows_statement_;
-            detail::statement_use use(read);
+            sqlite::statement_use use(read);
             read.bind(":max_payload", std::min(max_payload_bytes, ordered_page_payload_bytes));
             read.bind(":sid", entry.subscriber_id);
             read.bind(":now", now);
@@ -293,7 +293,7 @@ void claimer::claim_ordered(const subscriber_demand& entry, double now, double l
           },
       .payload_of =
           [&](std::int64_t id) {
-            detail::statement_use use(*payload_of_statement_);
+            sqlite::statement_use use(*payload_of_statement_);
             payload_of_statement_->bind(1, id);
             return payload_of_statement_->executeStep()
                        ? payload_of_statement_->getColumn(0).getString()
@@ -358,7 +358,7 @@ claimer::window_outcome claimer::sweep_window(std::unordered_map<std::int64_t, i
                                               std::int64_t max_payload_bytes,
                                               std::vector<claimed_row>& rows) {
   auto& scan = *sweep_statement_;
-  detail::statement_use use(scan);
+  sqlite::statement_use use(scan);
   const auto from = sweep_.cursor();
   // Swept subscribers move through the table together, a window at a time: each takes what it
   // wants of the window and no more, so the rows in flight, and the outcomes written together,
@@ -399,7 +399,7 @@ claimer::window_outcome claimer::sweep_window(std::unordered_map<std::int64_t, i
   if (left_at != 0) next = left_at;
   bool at_end = false;
   if (!stopped && left_at == 0) {
-    detail::statement_use top(*last_id_statement_);
+    sqlite::statement_use top(*last_id_statement_);
     if (last_id_statement_->executeStep()) {
       const auto end = last_id_statement_->getColumn(0).getInt64() + 1;
       at_end = next >= end;
@@ -432,7 +432,7 @@ void claimer::lease_from(std::vector<claimed_row>& rows, std::size_t first, doub
 
 bool claimer::lease_one(std::int64_t id, double lease, double now) {
   auto& write = *lease_row_statement_;
-  detail::statement_use use(write);
+  sqlite::statement_use use(write);
   write.bind(1, lease);
   write.bind(2, id);
   write.bind(3, now);
@@ -443,7 +443,7 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
                             double now, std::vector<bool>& leased, std::size_t leased_from) {
   {
     auto& write = *lease_rows_statement_;
-    detail::statement_use use(write);
+    sqlite::statement_use use(write);
     write.bind(1, lease);
     write.bind(2, now);
     for (int i = 0; i < rows_per_lease; ++i) write.bind(i + 3, rows[first + i].id);
@@ -454,7 +454,7 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
     }
   }
   auto& check = *leased_rows_statement_;
-  detail::statement_use use(check);
+  sqlite::statement_use use(check);
   check.bind(1, lease);
   for (int i = 0; i < rows_per_lease; ++i) check.bind(i + 2, rows[first + i].id);
   while (check.executeStep()) {
@@ -468,7 +468,7 @@ void claimer::lease_sixteen(const std::vector<claimed_row>& rows, std::size_t fi
 void claimer::record_lease(double lease, double now) {
   {
     auto& statement = *record_lease_statement_;
-    detail::statement_use use(statement);
+    sqlite::statement_use use(statement);
     statement.bind(1, lease);
     statement.bind(2, owner_);
     statement.bind(3, now);
@@ -477,7 +477,7 @@ void claimer::record_lease(double lease, double now) {
   if (claims_until_prune_-- > 0) return;
   claims_until_prune_ = claims_between_prunes - 1;
   auto& statement = *prune_leases_statement_;
-  detail::statement_use use(statement);
+  sqlite::statement_use use(statement);
   statement.bind(1, now - lease_record_keep_seconds);
   statement.exec();
 }
@@ -488,7 +488,7 @@ int claimer::release(std::span<const lease_ref> leases) {
   SQLite::Transaction transaction(db_, SQLite::TransactionBehavior::IMMEDIATE);
   auto& statement = *release_statement_;
   for (const auto& lease : leases) {
-    detail::statement_use use(statement);
+    sqlite::statement_use use(statement);
     statement.bind(1, lease.delivery_id);
     statement.bind(2, lease.lease);
     released += statement.exec();

@@ -58,13 +58,13 @@ int mark_coalesced(SQLite::Database& db, std::span<const replacement> rows, doub
   int marked = 0;
   for (const auto& row : rows) {
     {
-      detail::statement_use use(stands_for);
+      sqlite::statement_use use(stands_for);
       stands_for.bind(":since", row.stands_since);
       stands_for.bind(":by", row.replaced_by);
       stands_for.bind(":now", now);
       if (stands_for.exec() == 0) continue;
     }
-    detail::statement_use use(update);
+    sqlite::statement_use use(update);
     update.bind(":by", row.replaced_by);
     update.bind(":id", row.id);
     update.bind(":now", now);

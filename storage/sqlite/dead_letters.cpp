@@ -102,7 +102,7 @@ replay_report replay_dead(SQLite::Database& db, const dead_selection& which, dou
   SQLite::Statement active(
       db, "SELECT active FROM " + std::string(table.subscriber_table) + " WHERE id = ?");
   for (const std::int64_t id : subscribers) {
-    detail::statement_use use(active);
+    sqlite::statement_use use(active);
     active.bind(1, id);
     if (!active.executeStep() || active.getColumn(0).getInt() == 0) {
       report.inactive_subscribers.push_back(id);

@@ -43,13 +43,13 @@ class dead_letterer {
 
   void dead(std::int64_t id, const std::string& why) {
     {
-      detail::statement_use use(update_);
+      sqlite::statement_use use(update_);
       update_.bind(1, id);
       if (!note_) update_.bind(2, why);
       update_.exec();
     }
     if (!note_) return;
-    detail::statement_use use(*note_);
+    sqlite::statement_use use(*note_);
     note_->bind(1, id);
     note_->bind(2);  // no response
     note_->bind(3, why);
@@ -120,7 +120,7 @@ malformed_rows dead_letter_malformed(SQLite::Database& db, double now, double le
   for (const std::int64_t id : ids) {
     std::string why;
     {
-      detail::statement_use use(reason);
+      sqlite::statement_use use(reason);
       reason.bind(1, now);
       reason.bind(2, lease_horizon);
       reason.bind(3, id);

@@ -40,7 +40,7 @@ const ordered_index& seed000_ordered_index() {
 void set_subscriber_order(SQLite::Database& db, std::int64_t subscriber_id,
                           const std::optional<proto::order_rule>& rule,
                           const ordered_index& index) {
-  detail::write_transaction transaction(db);
+  sqlite::write_transaction transaction(db);
   if (rule) {
     SQLite::Statement upsert(db,
                              "INSERT OR REPLACE INTO surge_subscriber_order(subscriber_id, "
@@ -101,7 +101,7 @@ std::vector<stopped_key> list_stopped_keys(SQLite::Database& db, const proto::id
 int resume_stopped_keys(SQLite::Database& db, std::int64_t subscriber_id,
                         const std::optional<std::string>& key) {
   if (!db.tableExists("surge_stopped_key")) return 0;
-  detail::write_transaction transaction(db);
+  sqlite::write_transaction transaction(db);
   SQLite::Statement remove(db, key ? "DELETE FROM surge_stopped_key WHERE subscriber_id = ? AND "
                                      "order_key = ?"
                                    : "DELETE FROM surge_stopped_key WHERE subscriber_id = ?");
@@ -116,7 +116,7 @@ void resume_keys_stopped_by(SQLite::Database& db, std::span<const std::int64_t> 
   if (delivery_ids.empty() || !db.tableExists("surge_stopped_key")) return;
   SQLite::Statement remove(db, "DELETE FROM surge_stopped_key WHERE delivery_id = ?");
   for (const auto id : delivery_ids) {
-    detail::statement_use use(remove);
+    sqlite::statement_use use(remove);
     remove.bind(1, id);
     remove.exec();
   }

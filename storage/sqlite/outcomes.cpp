@@ -90,7 +90,7 @@ outcome_applier::~outcome_applier() = default;
 void outcome_applier::stop_key_if_asked(const outcome& item, write_report& report) {
   if (item.kind != outcome_kind::dead || !item.stops_key) return;
   if (!stop_key_) stop_key_ = std::make_unique<SQLite::Statement>(db_, stop_key_sql);
-  detail::statement_use use(*stop_key_);
+  sqlite::statement_use use(*stop_key_);
   stop_key_->bind(1, item.stops_key->subscriber_id);
   stop_key_->bind(2, item.stops_key->key);
   stop_key_->bind(3, item.delivery_id);
@@ -137,7 +137,7 @@ write_report outcome_applier::apply(std::span<const outcome> batch,
   }
   attempts_.insert(attempts);
   for (const std::int64_t id : deactivate) {
-    detail::statement_use use(deactivate_);
+    sqlite::statement_use use(deactivate_);
     deactivate_.bind(1, id);
     deactivate_.exec();
   }
@@ -145,7 +145,7 @@ write_report outcome_applier::apply(std::span<const outcome> batch,
 }
 
 bool outcome_applier::row_exists(std::int64_t delivery_id) {
-  detail::statement_use use(exists_);
+  sqlite::statement_use use(exists_);
   exists_.bind(1, delivery_id);
   return exists_.executeStep();
 }
@@ -172,7 +172,7 @@ int outcome_writer::write_fenced(const outcome& item) {
     }
     return done_;
   }();
-  detail::statement_use use(statement);
+  sqlite::statement_use use(statement);
   int next = 1;
   switch (item.kind) {
     case outcome_kind::done:
@@ -204,7 +204,7 @@ int outcome_writer::write_fenced(const outcome& item) {
 
 void outcome_writer::landed(const outcome& item) {
   if (item.kind != outcome_kind::coalesced) return;
-  detail::statement_use chain(stands_for_);
+  sqlite::statement_use chain(stands_for_);
   stands_for_.bind(1, item.coalesced_since);
   stands_for_.bind(2, item.coalesced_into);
   stands_for_.exec();
@@ -213,7 +213,7 @@ void outcome_writer::landed(const outcome& item) {
 void attempt_recorder::insert(std::span<const attempt_record* const> attempts) {
   std::size_t at = 0;
   for (; attempts.size() - at >= attempts_per_insert; at += attempts_per_insert) {
-    detail::statement_use use(*many_);
+    sqlite::statement_use use(*many_);
     for (int i = 0; i < attempts_per_insert; ++i) {
       const auto& attempt = *attempts[at + static_cast<std::size_t>(i)];
       bind_attempt(*many_, 1 + i * attempt_columns, attempt);
@@ -221,7 +221,7 @@ void attempt_recorder::insert(std::span<const attempt_record* const> attempts) {
     many_->exec();
   }
   for (; at < attempts.size(); ++at) {
-    detail::statement_use use(*one_);
+    sqlite::statement_use use(*one_);
     bind_attempt(*one_, 1, *attempts[at]);
     one_->exec();
   }

@@ -16,7 +16,7 @@ void record_partner_quotas(SQLite::Database& db, std::span<const partner_quota_r
       "remaining, reset_at, seen_at, paced_rate, paced_burst, paced_until) "
       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const auto& row : rows) {
-    detail::statement_use use(upsert);
+    sqlite::statement_use use(upsert);
     upsert.bind(1, row.subscriber_id);
     upsert.bind(2, row.form);
     if (row.quota) {

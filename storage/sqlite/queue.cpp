@@ -43,7 +43,7 @@ std::int64_t emit_event(SQLite::Database& db, std::string_view event_type, std::
   for (const std::int64_t id : targets) {
     insert.bind(1, id);
     for (int copy = 0; copy < count; ++copy) {
-      detail::statement_use use(insert);
+      sqlite::statement_use use(insert);
       inserted += insert.exec();
     }
   }

@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the SQLite sources; not part of the storage API.
+// Helpers shared by the SQLite sources (storage/sqlite/ and storage/seed001/), in the backend's
+// namespace: not part of the storage API.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -15,7 +16,7 @@
 #include "storage/sql_support.hpp"
 #include "storage/subscribers.hpp"
 
-namespace surge::storage::detail {
+namespace surge::storage::sqlite {
 
 // Resets a reused prepared statement when a use of it ends, however it ends. A statement left
 // mid-step would keep its read snapshot open; and SQLiteCpp's reset() rethrows the error of a
@@ -67,4 +68,4 @@ inline bool credentials_have_proxy(SQLite::Database& db) {
   return query.executeStep();
 }
 
-}  // namespace surge::storage::detail
+}  // namespace surge::storage::sqlite

@@ -6,7 +6,7 @@
 
 #include "storage/sqlite/ordered_keys.hpp"
 
-namespace surge::storage::detail {
+namespace surge::storage::sqlite {
 
 namespace {
 
@@ -42,8 +42,8 @@ void read_limits(const SQLite::Statement& query, int rate_column, double rate_un
 std::vector<subscriber_row> load_rows(SQLite::Database& db, const std::string& select,
                                       std::string_view id_column, const proto::id_set& which,
                                       subscriber_reader read) {
-  SQLite::Statement query(
-      db, select + "WHERE " + id_filter(which, id_column) + " ORDER BY " + std::string(id_column));
+  SQLite::Statement query(db, select + "WHERE " + detail::id_filter(which, id_column) +
+                                  " ORDER BY " + std::string(id_column));
   std::vector<subscriber_row> rows;
   while (query.executeStep()) rows.push_back(read(query));
   sqlite::read_subscriber_orders(db, rows);
@@ -71,4 +71,4 @@ bool set_active(SQLite::Database& db, std::string_view table, std::int64_t id, b
   return changed > 0;
 }
 
-}  // namespace surge::storage::detail
+}  // namespace surge::storage::sqlite

@@ -16,7 +16,7 @@
 #include "storage/sqlite/sql_support.hpp"
 #include "storage/subscribers.hpp"
 
-namespace surge::storage::detail {
+namespace surge::storage::sqlite {
 
 // The rate at column `rate_column`, in requests per `rate_unit_seconds` (60 for a per-minute
 // column), and the burst in the next column, into `row`. A value that is not a number reads NaN
@@ -58,4 +58,4 @@ std::int64_t insert_row(SQLite::Database& db, const char* insert_sql, int id_ind
 // Sets `active` of subscriber `id` in `table`; false when there is no such subscriber.
 bool set_active(SQLite::Database& db, std::string_view table, std::int64_t id, bool active);
 
-}  // namespace surge::storage::detail
+}  // namespace surge::storage::sqlite

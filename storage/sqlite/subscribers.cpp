@@ -23,7 +23,7 @@ std::string select_columns(SQLite::Database& db) {
   sql += batch_columns;
   // Added by schema 8.
   if (!db.tableExists("surge_subscriber_credential")) return sql + " FROM webhook_subscriber ";
-  return sql + detail::credential_columns(detail::credentials_have_proxy(db)) +
+  return sql + detail::credential_columns(sqlite::credentials_have_proxy(db)) +
          " FROM webhook_subscriber" + detail::credential_join("webhook_subscriber.id");
 }
 
@@ -33,7 +33,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
   row.url = query.getColumn(1).getString();
   row.secret = query.getColumn(2).getString();
   row.event_types = query.getColumn(3).getString();
-  detail::read_limits(query, 4, 1.0, "", row);
+  sqlite::read_limits(query, 4, 1.0, "", row);
   row.tokens = query.getColumn(6).getDouble();
   row.tokens_updated_at = query.getColumn(7).getDouble();
   row.active = query.getColumn(8).getInt64() != 0;
@@ -47,7 +47,7 @@ subscriber_row read_row(const SQLite::Statement& query) {
     row.coalesce_window = query.getColumn(15).getDouble();
     row.coalesce_events = query.getColumn(16).getString();
   }
-  if (query.getColumnCount() > 17) detail::read_credentials(query, 17, row);
+  if (query.getColumnCount() > 17) sqlite::read_credentials(query, 17, row);
   return row;
 }
 
@@ -72,15 +72,15 @@ void bind_settings(SQLite::Statement& statement, const subscriber_row& row) {
 }  // namespace
 
 std::vector<subscriber_row> load_subscribers(SQLite::Database& db, const proto::id_set& which) {
-  return detail::load_rows(db, select_columns(db), "id", which, read_row);
+  return sqlite::load_rows(db, select_columns(db), "id", which, read_row);
 }
 
 std::optional<subscriber_row> load_subscriber(SQLite::Database& db, std::int64_t id) {
-  return detail::load_row(db, select_columns(db), "id", id, read_row);
+  return sqlite::load_row(db, select_columns(db), "id", id, read_row);
 }
 
 std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  return detail::insert_row(
+  return sqlite::insert_row(
       db,
       "INSERT INTO webhook_subscriber(url, secret, event_types, rate_per_sec, burst, active, "
       "signing, max_in_flight, batch_max, batch_bytes, batch_linger, coalesce_key, "
@@ -94,7 +94,7 @@ std::int64_t add_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
-  detail::write_transaction transaction(db);
+  sqlite::write_transaction transaction(db);
   SQLite::Statement update(
       db,
       "UPDATE webhook_subscriber SET url = ?, secret = ?, event_types = ?, rate_per_sec = ?, "
@@ -109,7 +109,7 @@ bool update_subscriber(SQLite::Database& db, const subscriber_row& row) {
 }
 
 void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row) {
-  detail::write_transaction transaction(db);
+  sqlite::write_transaction transaction(db);
   if (row.extra_headers.empty() && row.client_cert_file.empty() && row.client_key_file.empty() &&
       row.proxy.empty()) {
     SQLite::Statement remove(db, "DELETE FROM surge_subscriber_credential WHERE subscriber_id = ?");
@@ -130,7 +130,7 @@ void set_subscriber_credentials(SQLite::Database& db, const subscriber_row& row)
 }
 
 bool set_subscriber_active(SQLite::Database& db, std::int64_t id, bool active) {
-  return detail::set_active(db, "webhook_subscriber", id, active);
+  return sqlite::set_active(db, "webhook_subscriber", id, active);
 }
 
 }  // namespace surge::storage::sqlite

@@ -46,7 +46,7 @@ bool read_bucket(SQLite::Statement& read, std::int64_t id, proto::persisted_buck
 // Returns the stamp written.
 double write_bucket(SQLite::Statement& write, std::int64_t id, double tokens,
                     const proto::persisted_bucket& read, double now) {
-  detail::statement_use use(write);
+  sqlite::statement_use use(write);
   const double stamp = proto::stamp_for_write(read, now);
   write.bind(1, tokens);
   write.bind(2, stamp);
@@ -75,7 +75,7 @@ std::vector<token_grant> token_leaser::lease(std::span<const subscriber_demand> 
     proto::persisted_bucket stored;
     std::string repaired;
     {
-      detail::statement_use use(read_);
+      sqlite::statement_use use(read_);
       if (!read_bucket(read_, entry.subscriber_id, bucket, now, &repaired, &stored)) {
         if (entry.tokens > 0) grants.push_back({.subscriber_id = entry.subscriber_id});
         continue;
@@ -117,7 +117,7 @@ void give_back_tokens(SQLite::Database& db, std::span<const unspent_tokens> toke
     if (entry.tokens <= 0) continue;
     proto::persisted_bucket bucket;
     {
-      detail::statement_use use(read);
+      sqlite::statement_use use(read);
       if (!read_bucket(read, entry.subscriber_id, bucket, now)) continue;
     }
     write_bucket(write, entry.subscriber_id, proto::give_back(bucket, entry.tokens, now), bucket,
