@@ -11,7 +11,7 @@ namespace surge::engine {
 
 storage_clocks storage_clocks::real() {
   return {.steady = [] { return std::chrono::steady_clock::now(); },
-          .unix = [] { return proto::unix_now(); }};
+          .wall = [] { return proto::unix_now(); }};
 }
 
 storage_executor::storage_executor(storage_executor_config config, storage_core& core,
@@ -47,7 +47,7 @@ void storage_executor::perform(storage_action& action) {
 
 void storage_executor::execute(const storage_do::check_new_rows&) {
   try {
-    auto found = db_.check_new_rows(clocks_.unix());
+    auto found = db_.check_new_rows(clocks_.wall());
     if (!found.any()) return;
     metrics_.counters.add(metrics_.counters.new_row_wakes);
     auto per_shard = split_by_shard(found.subscribers);
@@ -65,7 +65,7 @@ void storage_executor::execute(const storage_do::check_new_rows&) {
 void storage_executor::execute(const storage_do::run_cycle& act) {
   const auto started = clocks_.steady();
   auto result =
-      db_.write_and_claim(act.outcomes, act.deactivate, act.demand, clocks_.unix(),
+      db_.write_and_claim(act.outcomes, act.deactivate, act.demand, clocks_.wall(),
                           std::chrono::duration<double>(act.lease).count(), act.max_payload_bytes);
   const auto took = clocks_.steady() - started;
   if (!act.outcomes.empty() || !act.deactivate.empty()) note_written(act.outcomes.size(), took);
@@ -112,8 +112,8 @@ void storage_executor::execute(const storage_do::reload_subscribers&) {
 }
 
 void storage_executor::execute(const storage_do::renew_ownership&) {
-  const auto change = db_.renew_ownership(clocks_.unix());
-  const auto owned = static_cast<std::int64_t>(db_.owned_count(clocks_.unix()));
+  const auto change = db_.renew_ownership(clocks_.wall());
+  const auto owned = static_cast<std::int64_t>(db_.owned_count(clocks_.wall()));
   core_.ownership_renewed(clocks_.steady(), change, owned);
 }
 
@@ -123,7 +123,7 @@ void storage_executor::execute(const storage_do::release_ownership&) {
 }
 
 void storage_executor::execute(const storage_do::count_backlog&) {
-  const double now = clocks_.unix();
+  const double now = clocks_.wall();
   // The rows of the chosen subscribers that --until-drained waits for.
   const auto which = drainable_subscribers(config_.subscribers, config_.until_drained, now,
                                            core_.sendable(), metrics_.held_subscribers());
@@ -141,7 +141,7 @@ void storage_executor::execute(const storage_do::count_backlog&) {
 }
 
 void storage_executor::execute(const storage_do::sweep_stuck_rows& act) {
-  const double now = clocks_.unix();
+  const double now = clocks_.wall();
   const auto orphans = db_.dead_letter_orphans(now, config_.subscribers);
   const auto found =
       db_.dead_letter_malformed(now, now + act.lease_horizon.count(), config_.subscribers);
@@ -149,11 +149,11 @@ void storage_executor::execute(const storage_do::sweep_stuck_rows& act) {
 }
 
 void storage_executor::execute(const storage_do::count_remaining&) {
-  core_.remaining_counted(db_.count_outstanding(clocks_.unix(), config_.subscribers));
+  core_.remaining_counted(db_.count_outstanding(clocks_.wall(), config_.subscribers));
 }
 
 void storage_executor::execute(const storage_do::give_back_tokens& act) {
-  db_.give_back_tokens(act.tokens, clocks_.unix());
+  db_.give_back_tokens(act.tokens, clocks_.wall());
   core_.done(clocks_.steady());
 }
 
@@ -184,7 +184,7 @@ void storage_executor::execute(const storage_do::drained&) {
 void storage_executor::execute(const storage_do::finish& end) {
   ended_ = end;
   if (end.unwritten > 0) {
-    const auto wait = std::max(0.0, end.last_lease - clocks_.unix());
+    const auto wait = std::max(0.0, end.last_lease - clocks_.wall());
     log_.write(log_level::error, "stopped before the database took the outcomes of " +
                                      std::to_string(end.unwritten) +
                                      " rows; their leases end within " +

@@ -1,9 +1,12 @@
 #pragma once
 // Performs the storage core's actions (engine/storage_thread/storage_core.hpp): each one against
 // the queue (storage::drain_store) or the shards (engine/handoff.hpp), with its result or
-// storage::error handed back to the core. It keeps no rule of its own. The storage thread
-// (storage_worker) runs it on the real clocks; the core's tests run it on a simulated clock
-// against a queue kept in memory (tests/engine/storage_thread/storage_simulation.hpp).
+// storage::error handed back to the core. When to do what is the core's; the executor carries
+// only what an answer cannot wait for the core to say: a failed first reload fails the start,
+// new rows it cannot look for are left to the shards' idle polls, and the backlog count covers
+// the subscribers --until-drained waits for. The storage thread (storage_worker) runs it on the
+// real clocks; the core's tests run it on a simulated clock against a queue kept in memory
+// (tests/engine/storage_thread/memory_drain_store.hpp).
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -22,10 +25,10 @@
 
 namespace surge::engine {
 
-// The two clocks the executor reads: the core's (steady) and the queue's (unix seconds).
+// The two clocks the executor reads: the core's (steady) and the queue's (wall: unix seconds).
 struct storage_clocks {
   std::function<std::chrono::steady_clock::time_point()> steady;
-  std::function<double()> unix;
+  std::function<double()> wall;
 
   static storage_clocks real();
 };

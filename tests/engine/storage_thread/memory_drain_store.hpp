@@ -126,22 +126,26 @@ class memory_drain_store final : public storage::drain_store {
     }
     return outstanding;
   }
+  // The earliest due time among rows no lease holds, overdue ones included
+  // (storage/maintenance.hpp).
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
     ++backlog_counts;
     std::optional<double> earliest;
     for (const auto& [id, row] : rows) {
       if (row.now != stored_row::state::pending || !which.contains(row.subscriber)) continue;
-      if (row.due > now && row.lease <= now && (!earliest || row.due < *earliest)) {
-        earliest = row.due;
-      }
+      if (row.lease <= now && (!earliest || row.due < *earliest)) earliest = row.due;
     }
     return earliest;
   }
 
   void ping() override { throw_if_failing(db_call::check); }
-  std::string missing_file() override { return missing; }
+  std::string missing_file() override {
+    log_lost_ = log_lost_ || !missing.empty();
+    return missing;
+  }
+  // As the SQLite store: only a log that missing_file() found gone is rescued.
   std::string rescue_lost_log() override {
-    return missing.empty() ? "" : "copied 7 pages of the lost log into the queue file";
+    return log_lost_ ? "copied 7 pages of the lost log into the queue file" : "";
   }
   storage::new_rows check_new_rows(double) override { return {}; }
 
@@ -201,6 +205,7 @@ class memory_drain_store final : public storage::drain_store {
   }
 
   std::string owner_ = "surge@test:1";
+  bool log_lost_ = false;
   std::map<db_call, std::deque<storage::error::kind>> faults_;
   std::map<std::int64_t, bool> refused_;  // row id, refused even as dead
 };

@@ -331,6 +331,47 @@ TEST(StorageCore, AQueueFileDeletedUnderTheDrainEndsItAndTheEndRescuesItsLog) {
   EXPECT_EQ(sim.stops.size(), 1U);  // said once
 }
 
+TEST(StorageCore, AQueueThatCannotBeReadAtTheStartFailsTheStart) {
+  EXPECT_THROW(storage_simulation(
+                   storage_simulation::default_config(), 1,
+                   [](memory_drain_store& store) { store.fail(db_call::reload, kind::busy); }),
+               storage::error);
+}
+
+TEST(StorageCore, AFailedReloadRenewalOrPingLaterIsCountedAndTriedAgainAndEndsNothing) {
+  auto config = storage_simulation::default_config();
+  config.storage.error_backoff = 100ms;
+  storage_simulation sim(config);
+  sim.add_rows(1, 2);
+  sim.fail(db_call::reload, kind::busy);
+  sim.fail(db_call::renew, kind::busy);
+  sim.fail(db_call::check, kind::busy);
+  const int renewals = sim.store.renewals;
+  sim.run_for(7s, 10ms);
+  EXPECT_EQ(sim.counters.storage_errors.load(), 3);
+  EXPECT_TRUE(sim.stops.empty());
+  EXPECT_TRUE(sim.core().claiming());
+  EXPECT_GE(sim.store.renewals, renewals + 3);  // the failed one and those after it
+  sim.ask(0, 1, 2);
+  sim.round();
+  EXPECT_EQ(sim.take_rows().size(), 2U);
+}
+
+// Unspent tokens the database does not take back are kept by nobody: the partner gets fewer
+// requests for a moment. The end says so and goes on rather than wait on them.
+TEST(StorageCore, TokensTheDatabaseWillNotTakeBackAreSaidLostAndTheEndGoesOn) {
+  storage_simulation sim;
+  sim.fail(db_call::tokens, kind::busy);
+  sim.core().stop_claiming();
+  sim.core().tokens_returned({{.subscriber_id = 1, .tokens = 2.5}});
+  sim.core().finish(1);
+  sim.run_for(50ms);
+  ASSERT_TRUE(sim.finished());
+  EXPECT_TRUE(sim.store.given_back.empty());
+  EXPECT_TRUE(sim.log.says("could not give unspent tokens back")) << sim.log.lines.size();
+  EXPECT_EQ(sim.store.releases, 1);
+}
+
 TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
   storage_simulation sim;
   sim.add_rows(1, 4);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -55,16 +56,19 @@ class recorded_shard final : public shard_endpoint {
 
 class storage_simulation {
  public:
-  explicit storage_simulation(storage_core_config config = default_config(), int shards = 1)
+  // `prepare` sets the queue up before the start's first reload and renewal.
+  explicit storage_simulation(storage_core_config config = default_config(), int shards = 1,
+                              const std::function<void(memory_drain_store&)>& prepare = {})
       : config_(std::move(config)),
         core_(config_, shards, counters, log),
         start_(steady::time_point{} + 1000s),
         now_(start_),
         executor_({.until_drained = {.retry_wait = config_.until_drained_retry_wait}}, core_, store,
                   endpoints(shards), metrics, log,
-                  {.steady = [this] { return now_; }, .unix = [this] { return unix_now(); }}) {
+                  {.steady = [this] { return now_; }, .wall = [this] { return unix_now(); }}) {
     executor_.on_drained = [this] { ++drained; };
     executor_.on_fatal = [this](std::string why) { stops.push_back(std::move(why)); };
+    if (prepare) prepare(store);
     core_.begin(now_);
     executor_.perform_due();
   }
