@@ -1,5 +1,5 @@
-// The storage core's rules on a simulated clock
-// (tests/engine/storage_thread/storage_simulation.hpp).
+// The storage core's rules, carried out by its executor, on a simulated clock against a queue kept
+// in memory (tests/engine/storage_thread/storage_simulation.hpp).
 #include "engine/storage_thread/storage_core.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +10,12 @@ namespace surge::engine::testing {
 namespace {
 
 using kind = storage::error::kind;
+
+storage_core_config with_backoff(std::chrono::milliseconds backoff) {
+  auto config = storage_simulation::default_config();
+  config.storage.error_backoff = backoff;
+  return config;
+}
 
 TEST(StorageCore, StartsWithAReloadAndARenewalBeforeAnyClaim) {
   storage_simulation sim;
@@ -32,9 +38,7 @@ TEST(StorageCore, AnswersAClaimWithTheRowsOfTheSubscriberAsked) {
 }
 
 TEST(StorageCore, AFailedClaimBacksOffAndClaimsNothingMeanwhile) {
-  auto config = storage_simulation::default_config();
-  config.storage.error_backoff = 500ms;
-  storage_simulation sim(config);
+  storage_simulation sim(with_backoff(500ms));
   sim.add_rows(1, 5);
   sim.fail(db_call::cycle, kind::busy);
   sim.ask(0, 1, 5);
@@ -58,10 +62,7 @@ TEST(StorageCore, AFailedOutcomeWriteIsRetriedAfterTheBackoffAndNotWrittenTwice)
   auto config = storage_simulation::default_config();
   config.storage.outcome_commits.rows = 4;
   storage_simulation sim(config);
-  sim.add_rows(1, 8);
-  sim.ask(0, 1, 8);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 8);
   ASSERT_EQ(sent.size(), 8U);
   sim.submit(sent);
   sim.fail(db_call::write, kind::busy);
@@ -102,10 +103,7 @@ TEST(StorageCore, AStatementTimeoutHalvesTheClaimUntilItFits) {
 
 TEST(StorageCore, ARefusedOutcomeIsDeadLetteredWithTheReasonAndTheOthersGoOn) {
   storage_simulation sim;
-  sim.add_rows(1, 8);
-  sim.ask(0, 1, 8);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 8);
   sim.refuse(sent[5].id, false);
   sim.submit(sent);
   sim.run_for(50ms);
@@ -123,10 +121,7 @@ TEST(StorageCore, ARowRefusedEvenAsDeadIsQuarantinedAndNeverClaimedAgain) {
   auto config = storage_simulation::default_config();
   config.storage.lease = 2s;
   storage_simulation sim(config);
-  sim.add_rows(1, 4);
-  sim.ask(0, 1, 4);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 4);
   ASSERT_EQ(sent.size(), 4U);
   const auto bad = sent[2].id;
   sim.refuse(bad, true);
@@ -222,10 +217,7 @@ TEST(StorageCore, OnlyArrivingOutcomesMakeACommitDueAtOnce) {
   auto config = storage_simulation::default_config();
   config.storage.outcome_commits = {.interval = 20ms, .rows = 10};
   storage_simulation sim(config);
-  sim.add_rows(1, 12);
-  sim.ask(0, 1, 12);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 12);
   ASSERT_EQ(sent.size(), 12U);
   sim.submit(sent);  // handed in, not yet written: no round has run
   ASSERT_EQ(sim.core().outcomes_waiting(), 12U);
@@ -310,10 +302,7 @@ TEST(StorageCore, AFaultTheDrainCannotOutlastEndsIt) {
 
 TEST(StorageCore, AQueueFileDeletedUnderTheDrainEndsItAndTheEndRescuesItsLog) {
   storage_simulation sim;
-  sim.add_rows(1, 3);
-  sim.ask(0, 1, 3);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 3);
   ASSERT_EQ(sent.size(), 3U);
   sim.store.missing = "queue.db-wal was deleted";
   sim.run_for(1100ms);  // the next check of the database looks for the file
@@ -339,9 +328,7 @@ TEST(StorageCore, AQueueThatCannotBeReadAtTheStartFailsTheStart) {
 }
 
 TEST(StorageCore, AFailedReloadRenewalOrPingLaterIsCountedAndTriedAgainAndEndsNothing) {
-  auto config = storage_simulation::default_config();
-  config.storage.error_backoff = 100ms;
-  storage_simulation sim(config);
+  storage_simulation sim(with_backoff(100ms));
   sim.add_rows(1, 2);
   sim.fail(db_call::reload, kind::busy);
   sim.fail(db_call::renew, kind::busy);
@@ -394,13 +381,8 @@ TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
 }
 
 TEST(StorageCore, TheEndWaitsForADatabaseThatRefusesWritesUntilItIsAbandoned) {
-  auto config = storage_simulation::default_config();
-  config.storage.error_backoff = 500ms;
-  storage_simulation sim(config);
-  sim.add_rows(1, 3);
-  sim.ask(0, 1, 3);
-  sim.round();
-  sim.submit(sim.take_rows());
+  storage_simulation sim(with_backoff(500ms));
+  sim.submit(sim.claim_new(1, 3));
   sim.fail(db_call::write, kind::busy, 100);
   sim.core().stop_claiming();
   sim.core().finish(0);
@@ -452,10 +434,7 @@ TEST(StorageCore, UntilDrainedEndsWithinAFewChecksOfTheLastOutcome) {
   // idle, the backlog estimated empty) they come at the short interval, not the drained-check
   // one: a drain of 20 s should not spend half a second more finding out that it is done.
   storage_simulation sim(until_drained_config());
-  sim.add_rows(1, 2);
-  sim.ask(0, 1, 2);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 2);
   sim.counters.in_flight.store(2);  // as the shard counts the requests it sends
   sim.run_for(1s);
   EXPECT_EQ(sim.drained, 0);  // two rows leased, not finished
@@ -526,10 +505,7 @@ TEST(StorageCore, WhileARetryDueWithinTheWaitHoldsTheEndTheChecksComeAtTheDraine
 
 TEST(StorageCore, UntilDrainedDoesNotWaitForQuarantinedRows) {
   storage_simulation sim(until_drained_config());
-  sim.add_rows(1, 2);
-  sim.ask(0, 1, 2);
-  sim.round();
-  const auto sent = sim.take_rows();
+  const auto sent = sim.claim_new(1, 2);
   sim.refuse(sent[0].id, true);
   sim.submit(sent);
   sim.run_for(2s);

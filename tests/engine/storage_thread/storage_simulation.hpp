@@ -133,6 +133,14 @@ class storage_simulation {
   }
   void advance(steady::duration by) { now_ += by; }
 
+  // Queues `count` due rows for `subscriber`, has shard 0 ask for them in one round, and
+  // returns the rows it was handed.
+  std::vector<storage::claimed_row> claim_new(std::int64_t subscriber, int count) {
+    add_rows(subscriber, count);
+    ask(0, subscriber, count);
+    round();
+    return take_rows();
+  }
   // The rows handed to shard `shard` since the last call.
   std::vector<storage::claimed_row> take_rows(int shard = 0) {
     std::vector<storage::claimed_row> out;
