@@ -6,6 +6,7 @@
 // asked of it.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -45,6 +46,9 @@ class memory_drain_store final : public storage::drain_store {
   std::set<std::int64_t> locked;  // rows another session holds locked: their outcomes wait
   // Subscribers whose row another session holds locked: their tokens cannot be leased.
   std::set<std::int64_t> locked_subscribers;
+  // Called as a count of outstanding rows starts: the simulation moves its clock on by what the
+  // count takes.
+  std::function<void()> while_counting;
   // What is gone of the queue's files (drain_store::missing_file); empty: nothing.
   std::string missing;
 
@@ -119,6 +123,7 @@ class memory_drain_store final : public storage::drain_store {
   // Due rows and leased ones, as storage/queue.hpp counts them.
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
     throw_if_failing(db_call::count);
+    if (while_counting) while_counting();
     std::int64_t outstanding = 0;
     for (const auto& [id, row] : rows) {
       if (row.now != stored_row::state::pending || !which.contains(row.subscriber)) continue;

@@ -513,6 +513,16 @@ TEST(StorageCore, UntilDrainedDoesNotWaitForQuarantinedRows) {
   EXPECT_EQ(sim.drained, 1);
 }
 
+// A count reads every due row: one that takes long spaces the next by 50 times its cost, so a
+// large queue is not read over and over (engine/storage_thread/backlog_watch.hpp).
+TEST(StorageCore, ABacklogCountThatTakesLongSpacesTheNextByItsCost) {
+  storage_simulation sim;
+  sim.count_takes = 40ms;
+  sim.run_for(10s, 10ms);
+  EXPECT_GE(sim.store.backlog_counts, 3);
+  EXPECT_LE(sim.store.backlog_counts, 6);  // one every 2 s; at the 250 ms interval, about 40
+}
+
 TEST(StorageCore, WithoutUntilDrainedNothingEnds) {
   storage_simulation sim;
   sim.run_for(2s);

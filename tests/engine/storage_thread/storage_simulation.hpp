@@ -68,6 +68,7 @@ class storage_simulation {
                   {.steady = [this] { return now_; }, .wall = [this] { return unix_now(); }}) {
     executor_.on_drained = [this] { ++drained; };
     executor_.on_fatal = [this](std::string why) { stops.push_back(std::move(why)); };
+    store.while_counting = [this] { now_ += count_takes; };
     if (prepare) prepare(store);
     core_.begin(now_);
     executor_.perform_due();
@@ -162,7 +163,8 @@ class storage_simulation {
   const std::string& rescue_report() const { return executor_.rescue_report(); }
 
   drain_metrics metrics;
-  memory_drain_store store;  // the queue, and what was asked of it
+  steady::duration count_takes{0};  // how long each count of outstanding rows takes
+  memory_drain_store store;         // the queue, and what was asked of it
   drain_counters& counters = metrics.counters;
   recorded_log log;
   // What the shards and the drain were told.
