@@ -1,13 +1,10 @@
+// The one place a location picks its backend, for a tool's connection and a drain's store.
 #include "storage/connection.hpp"
 
-#include <sqlite3.h>
-
-#include "storage/sqlite/backend.hpp"
-#include "storage/sqlite/database.hpp"
+#include "storage/drain_store.hpp"
+#include "storage/queue_backend.hpp"
 
 namespace surge::storage {
-// The door: the neutral API's calls reach the SQLite backend's overloads from here only.
-using namespace surge::storage::sqlite;
 
 bool is_postgres_location(std::string_view location) {
   return location.starts_with("postgresql://") || location.starts_with("postgres://");
@@ -27,51 +24,26 @@ std::string printable_location(const std::string& location) {
 connection::connection(const connection_config& config)
     : location_(config.location),
       named_shape_(config.shape),
-      backend_(std::make_unique<backend>()) {
-  if (is_postgres_location(config.location)) {
-    backend_->postgres = std::make_unique<pg::session>(
-        config.location, pg::session_limits{.interrupt = config.lock_wait});
-    return;
-  }
-  try {
-    backend_->sqlite.emplace(open_database({.path = config.location,
-                                            .busy_timeout = config.busy_timeout,
-                                            .create_if_missing = config.create_if_missing,
-                                            .read_only = config.read_only,
-                                            .cache_kib = config.cache_kib,
-                                            .lock_wait = config.lock_wait}));
-  } catch (const SQLite::Exception& failure) {
-    throw from_sqlite(failure);
-  }
-}
+      backend_(is_postgres_location(config.location) ? pg::open_queue_backend(config)
+                                                     : sqlite::open_queue_backend(config)) {}
 
 connection::~connection() = default;
 connection::connection(connection&&) noexcept = default;
 
-bool connection::is_postgres() const { return backend_->postgres != nullptr; }
+bool connection::is_postgres() const { return backend_->is_postgres(); }
 
-error from_sqlite(const SQLite::Exception& failure) {
-  const int code = failure.getErrorCode() & 0xff;
-  const std::string_view message = failure.what();
-  switch (code) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: return error(failure.what(), error::kind::busy);
-    case SQLITE_FULL: return error(failure.what(), error::kind::disk_full);
-    case SQLITE_READONLY:
-    case SQLITE_PERM: return error(failure.what(), error::kind::read_only);
-    // A constraint or trigger (RAISE) refused the row, or a value does not fit.
-    case SQLITE_CONSTRAINT:
-    case SQLITE_MISMATCH:
-    case SQLITE_TOOBIG:
-    case SQLITE_RANGE: return error(failure.what(), error::kind::row_rejected);
-    default: break;
+queue_backend& connection::queue() {
+  backend_->use_shape(shape());
+  return *backend_;
+}
+
+std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
+  if (is_postgres_location(config.location)) {
+    if (config.shape == queue_shape::seed001)
+      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
+    return pg::open_drain_store(config);
   }
-  // A prepared statement whose table was dropped fails when SQLite prepares it again.
-  if (code == SQLITE_ERROR &&
-      (message.starts_with("no such table") || message.starts_with("no such column"))) {
-    return error(failure.what(), error::kind::schema_missing);
-  }
-  return error(failure.what(), error::kind::other);
+  return sqlite::open_drain_store(config);
 }
 
 std::string with_remedy(const error& failure, const std::string& location) {
@@ -100,6 +72,10 @@ std::string with_remedy(const error& failure, const std::string& location) {
 void not_on_postgres(std::string_view what) {
   throw error(std::string(what) + " is not available on a PostgreSQL queue yet",
               error::kind::unsupported);
+}
+
+void not_on_seed001(std::string_view what) {
+  throw error(std::string(what) + " is not available on a seed001 queue", error::kind::unsupported);
 }
 
 }  // namespace surge::storage

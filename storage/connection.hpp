@@ -15,6 +15,8 @@
 
 namespace surge::storage {
 
+class queue_backend;
+
 struct connection_config {
   std::string location;  // a file path, or a postgresql:// (postgres://) URI
   std::chrono::milliseconds busy_timeout{std::chrono::seconds(10)};
@@ -51,14 +53,16 @@ class connection {
   queue_shape shape();
   std::optional<queue_shape> named_shape() const { return named_shape_; }
 
-  struct backend;  // storage/sqlite/backend.hpp, inside storage/ only
-  backend& get() { return *backend_; }
+  // The backend (storage/queue_backend.hpp, inside storage/ only): for what is the same in every
+  // shape, and for the rest, once shape() has read which shape the queue is.
+  queue_backend& database() { return *backend_; }
+  queue_backend& queue();
 
  private:
   std::string location_;
   std::optional<queue_shape> named_shape_;
   std::optional<queue_shape> shape_;  // once known
-  std::unique_ptr<backend> backend_;
+  std::unique_ptr<queue_backend> backend_;
 };
 
 }  // namespace surge::storage

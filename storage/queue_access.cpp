@@ -1,31 +1,16 @@
 // The queue functions the tools and the engine's side threads call on a storage::connection:
-// each runs the SQLite statements of the queue's shape or the PostgreSQL ones, whichever the
-// connection is, so callers outside storage/ never see which database or shape is behind it.
+// each forwards to the connection's backend (storage/queue_backend.hpp), which runs the
+// statements of the queue's shape on SQLite or PostgreSQL's, so callers outside storage/ never
+// see which database or shape is behind it. What is the same on every backend (which shape a
+// queue is, what migrate may create, what it reports) is decided here.
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "storage/postgres/queue.hpp"
-#include "storage/postgres/session.hpp"
-#include "storage/seed001/queue.hpp"
-#include "storage/sqlite/audit.hpp"
-#include "storage/sqlite/backend.hpp"
-#include "storage/sqlite/backlog.hpp"
-#include "storage/sqlite/coalescing.hpp"
-#include "storage/sqlite/dead_letters.hpp"
-#include "storage/sqlite/maintenance.hpp"
-#include "storage/sqlite/ordered_keys.hpp"
-#include "storage/sqlite/ownership.hpp"
-#include "storage/sqlite/partner_quotas.hpp"
-#include "storage/sqlite/queue.hpp"
-#include "storage/sqlite/retention.hpp"
-#include "storage/sqlite/schema.hpp"
-#include "storage/sqlite/sql_support.hpp"
-#include "storage/sqlite/subscribers.hpp"
+#include "storage/queue_backend.hpp"
+#include "storage/schema.hpp"
 
 namespace surge::storage {
-// The door: the neutral API's calls reach the SQLite backend's overloads from here only.
-using namespace surge::storage::sqlite;
 namespace {
 
 // What the database holds, and which shape that is.
@@ -37,9 +22,7 @@ struct shape_look {
 shape_look look_at(connection& db) {
   const auto where = printable_location(db.location());
   shape_look look;
-  look.tables = on_backend(
-      db, [](SQLite::Database& file) { return list_tables(file); },
-      [](pg::session& server) { return pg::list_tables(server); });
+  look.tables = db.database().list_tables();
   look.finding = classify_queue(look.tables, db.named_shape(), where);
   if (db.is_postgres() &&
       (db.named_shape() == queue_shape::seed001 || look.finding.shape == queue_shape::seed001)) {
@@ -57,25 +40,6 @@ bool may_create_seed000(connection& db, const shape_look& look) {
   return look.finding.empty || holds_table_of(look.tables, queue_shape::seed000);
 }
 
-// Runs `seed000(SQLite::Database&)` or `seed001(SQLite::Database&)` for the file's shape, or
-// `on_postgres(pg::session&)`, with SQLite's errors as storage::error.
-template <class Seed000, class Seed001, class OnPostgres>
-decltype(auto) on_queue(connection& db, Seed000&& seed000, Seed001&& seed001,
-                        OnPostgres&& on_postgres) {
-  const auto shape = db.shape();
-  return on_backend(
-      db,
-      [&](SQLite::Database& file) {
-        if (shape == queue_shape::seed001) return seed001(file);
-        return seed000(file);
-      },
-      std::forward<OnPostgres>(on_postgres));
-}
-
-[[noreturn]] void not_on_seed001(std::string_view what) {
-  throw error(std::string(what) + " is not available on a seed001 queue", error::kind::unsupported);
-}
-
 }  // namespace
 
 queue_shape connection::shape() {
@@ -83,20 +47,14 @@ queue_shape connection::shape() {
   return *shape_;
 }
 
-int schema_version(connection& db) {
-  return on_backend(
-      db, [](SQLite::Database& file) { return schema_version(file); },
-      [](pg::session& server) { return pg::schema_version(server); });
-}
+int schema_version(connection& db) { return db.database().schema_version(); }
 
 int migrate(connection& db, bool create_if_empty) {
   const auto look = look_at(db);
   if (create_if_empty && !look.finding.shape && may_create_seed000(db, look)) {
     // A new queue, or seed000 tables some of which are missing: the shared DDL creates what is
     // absent, then Surge's additions follow.
-    return on_backend(
-        db, [](SQLite::Database& file) { return migrate(file); },
-        [](pg::session& server) { return pg::migrate(server); });
+    return db.database().create_queue();
   }
   if (create_if_empty && look.finding.empty) {
     throw error(look.finding.problem +
@@ -105,10 +63,7 @@ int migrate(connection& db, bool create_if_empty) {
                 error::kind::bad_shape);
   }
   usable_shape(look.finding);
-  return on_queue(
-      db, [](SQLite::Database& file) { return migrate(file); },
-      [](SQLite::Database& file) { return seed001::migrate(file); },
-      [](pg::session& server) { return pg::migrate(server); });
+  return db.queue().migrate();
 }
 
 namespace {
@@ -121,15 +76,10 @@ struct schema_snapshot {
 
 schema_snapshot snapshot(connection& db) {
   schema_snapshot out;
-  const auto tables = on_backend(
-      db, [](SQLite::Database& file) { return list_tables(file); },
-      [](pg::session& server) { return pg::list_tables(server); });
-  for (const auto& table : tables) {
+  for (const auto& table : db.database().list_tables()) {
     out.tables[table.name] = table.columns;
   }
-  const auto others = on_backend(
-      db, [](SQLite::Database& file) { return list_indexes_and_triggers(file); },
-      [](pg::session& server) { return pg::list_indexes_and_triggers(server); });
+  const auto others = db.database().list_indexes_and_triggers();
   out.others.insert(others.begin(), others.end());
   return out;
 }
@@ -190,281 +140,114 @@ migration_report migrate_reporting(connection& db, bool create_if_empty) {
 
 std::int64_t emit_event(connection& db, std::string_view event_type, std::string_view payload,
                         double now, int count) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return emit_event(file, event_type, payload, now, count); },
-      [&](SQLite::Database& file) {
-        return seed001::emit_event(file, event_type, payload, now, count);
-      },
-      [&](pg::session& server) { return pg::emit_event(server, event_type, payload, now, count); });
+  return db.queue().emit_event(event_type, payload, now, count);
 }
 
 queue_stats read_stats(connection& db, double now, const proto::id_set& which) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return read_stats(file, now, which); },
-      [&](SQLite::Database& file) { return seed001::read_stats(file, now, which); },
-      [&](pg::session& server) { return pg::read_stats(server, now, which); });
+  return db.queue().read_stats(now, which);
 }
 
 std::int64_t count_outstanding(connection& db, double now, const proto::id_set& which) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return count_outstanding(file, now, which); },
-      [&](SQLite::Database& file) {
-        return count_outstanding(file, now, which, seed001_deliveries());
-      },
-      [&](pg::session& server) { return pg::count_outstanding(server, now, which); });
+  return db.queue().count_outstanding(now, which);
 }
 
 std::vector<subscriber_row> load_subscribers(connection& db, const proto::id_set& which) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return load_subscribers(file, which); },
-      [&](SQLite::Database& file) { return seed001::load_subscribers(file, which); },
-      [&](pg::session& server) { return pg::load_subscribers(server, which); });
+  return db.queue().load_subscribers(which);
 }
 
 std::optional<subscriber_row> load_subscriber(connection& db, std::int64_t id) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return load_subscriber(file, id); },
-      [&](SQLite::Database& file) { return seed001::load_subscriber(file, id); },
-      [&](pg::session& server) { return pg::load_subscriber(server, id); });
+  return db.queue().load_subscriber(id);
 }
 
 std::int64_t add_subscriber(connection& db, const subscriber_row& row,
                             credentials_write credentials, order_write order) {
-  // The credentials row names the id the insert was given.
-  const auto with_id = [&](std::int64_t id) {
-    auto added = row;
-    added.id = id;
-    return added;
-  };
-  const bool replace = credentials == credentials_write::replace;
-  const bool ordering = order == order_write::replace;
-  // On SQLite the shape's insert, the credentials and the order rule join one write transaction
-  // (each function opens its own only when none is open); on PostgreSQL one transaction holds
-  // them, and the order index follows it.
-  return on_queue(
-      db,
-      [&](SQLite::Database& file) {
-        sqlite::write_transaction step(file);
-        const auto id = add_subscriber(file, row);
-        if (replace) set_subscriber_credentials(file, with_id(id));
-        if (ordering) set_subscriber_order(file, id, row.order, seed000_ordered_index());
-        step.commit();
-        return id;
-      },
-      [&](SQLite::Database& file) {
-        sqlite::write_transaction step(file);
-        const auto id = seed001::add_subscriber(file, row);
-        if (replace) set_subscriber_credentials(file, with_id(id));
-        if (ordering) set_subscriber_order(file, id, row.order, seed001::ordered_claim_index());
-        step.commit();
-        return id;
-      },
-      [&](pg::session& server) {
-        bool none_ordered = false;
-        std::int64_t id = 0;
-        {
-          pg::transaction step(server);
-          id = pg::add_subscriber(server, row);
-          if (replace) pg::set_subscriber_credentials(server, with_id(id));
-          if (ordering) none_ordered = pg::write_subscriber_order(server, id, row.order);
-          step.commit();
-        }
-        if (ordering) pg::settle_order_index(server, row.order.has_value(), none_ordered);
-        return id;
-      });
+  return db.queue().add_subscriber(row, credentials, order);
 }
 
 bool update_subscriber(connection& db, const subscriber_row& row, credentials_write credentials,
                        order_write order) {
-  const bool replace = credentials == credentials_write::replace;
-  const bool ordering = order == order_write::replace;
-  return on_queue(
-      db,
-      [&](SQLite::Database& file) {
-        sqlite::write_transaction step(file);
-        const bool found = update_subscriber(file, row);
-        if (found && replace) set_subscriber_credentials(file, row);
-        if (found && ordering)
-          set_subscriber_order(file, row.id, row.order, seed000_ordered_index());
-        step.commit();
-        return found;
-      },
-      [&](SQLite::Database& file) {
-        sqlite::write_transaction step(file);
-        const bool found = seed001::update_subscriber(file, row);
-        if (found && replace) set_subscriber_credentials(file, row);
-        if (found && ordering) {
-          set_subscriber_order(file, row.id, row.order, seed001::ordered_claim_index());
-        }
-        step.commit();
-        return found;
-      },
-      [&](pg::session& server) {
-        bool found = false;
-        bool none_ordered = false;
-        {
-          pg::transaction step(server);
-          found = pg::update_subscriber(server, row);
-          if (found && replace) pg::set_subscriber_credentials(server, row);
-          if (found && ordering)
-            none_ordered = pg::write_subscriber_order(server, row.id, row.order);
-          step.commit();
-        }
-        if (found && ordering) pg::settle_order_index(server, row.order.has_value(), none_ordered);
-        return found;
-      });
+  return db.queue().update_subscriber(row, credentials, order);
 }
 
 bool set_subscriber_active(connection& db, std::int64_t id, bool active) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return set_subscriber_active(file, id, active); },
-      [&](SQLite::Database& file) { return seed001::set_subscriber_active(file, id, active); },
-      [&](pg::session& server) { return pg::set_subscriber_active(server, id, active); });
+  return db.queue().set_subscriber_active(id, active);
 }
 
 void set_subscriber_credentials(connection& db, const subscriber_row& row) {
-  // The same table on either SQLite shape.
-  on_backend(
-      db, [&](SQLite::Database& file) { set_subscriber_credentials(file, row); },
-      [&](pg::session& server) { pg::set_subscriber_credentials(server, row); });
+  db.database().set_subscriber_credentials(row);
 }
 
 void set_subscriber_order(connection& db, std::int64_t subscriber_id,
                           const std::optional<proto::order_rule>& rule) {
-  on_queue(
-      db,
-      [&](SQLite::Database& file) {
-        set_subscriber_order(file, subscriber_id, rule, seed000_ordered_index());
-      },
-      [&](SQLite::Database& file) {
-        set_subscriber_order(file, subscriber_id, rule, seed001::ordered_claim_index());
-      },
-      [&](pg::session& server) { pg::set_subscriber_order(server, subscriber_id, rule); });
+  db.queue().set_subscriber_order(subscriber_id, rule);
 }
 
 std::vector<stopped_key> list_stopped_keys(connection& db, const proto::id_set& which) {
-  // The same table on either SQLite shape.
-  return on_backend(
-      db, [&](SQLite::Database& file) { return list_stopped_keys(file, which); },
-      [&](pg::session& server) { return pg::list_stopped_keys(server, which); });
+  return db.database().list_stopped_keys(which);
 }
 
 int resume_stopped_keys(connection& db, std::int64_t subscriber_id,
                         const std::optional<std::string>& key) {
-  return on_backend(
-      db, [&](SQLite::Database& file) { return resume_stopped_keys(file, subscriber_id, key); },
-      [&](pg::session& server) { return pg::resume_stopped_keys(server, subscriber_id, key); });
+  return db.database().resume_stopped_keys(subscriber_id, key);
 }
 
 void record_partner_quotas(connection& db, std::span<const partner_quota_row> rows) {
-  on_backend(
-      db, [&](SQLite::Database& file) { record_partner_quotas(file, rows); },
-      [&](pg::session& server) { pg::record_partner_quotas(server, rows); });
+  db.database().record_partner_quotas(rows);
 }
 
 std::vector<partner_quota_row> load_partner_quotas(connection& db) {
-  return on_backend(
-      db, [](SQLite::Database& file) { return load_partner_quotas(file); },
-      [](pg::session& server) { return pg::load_partner_quotas(server); });
+  return db.database().load_partner_quotas();
 }
 
 std::vector<drainer_ownership> read_ownership(connection& db, double now) {
-  // Surge's own tables, the same in either shape.
-  return on_backend(
-      db, [&](SQLite::Database& file) { return read_ownership(file, now); },
-      [&](pg::session& server) { return pg::read_ownership(server, now); });
+  return db.database().read_ownership(now);
 }
 
 std::vector<lease_holder> other_live_owners(connection& db, double now, const proto::id_set& which,
                                             const std::string& self) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return other_live_owners(file, now, which, self); },
-      [&](SQLite::Database& file) {
-        return other_live_owners(file, now, which, self, seed001_deliveries());
-      },
-      [&](pg::session& server) { return pg::other_live_owners(server, now, which, self); });
+  return db.queue().other_live_owners(now, which, self);
 }
 
 std::vector<dead_row> list_dead(connection& db, const dead_selection& which) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return list_dead(file, which); },
-      [&](SQLite::Database& file) { return list_dead(file, which, seed001_deliveries()); },
-      [&](pg::session& server) { return pg::list_dead(server, which); });
+  return db.queue().list_dead(which);
 }
 
 replay_report replay_dead(connection& db, const dead_selection& which, double now) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return replay_dead(file, which, now); },
-      [&](SQLite::Database& file) { return replay_dead(file, which, now, seed001_deliveries()); },
-      [&](pg::session& server) { return pg::replay_dead(server, which, now); });
+  return db.queue().replay_dead(which, now);
 }
 
 std::optional<delivery_detail> find_delivery(connection& db, std::int64_t id) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return find_delivery(file, id); },
-      [&](SQLite::Database& file) { return find_delivery(file, id, seed001_deliveries()); },
-      [&](pg::session& server) { return pg::find_delivery(server, id); });
+  return db.queue().find_delivery(id);
 }
 
 std::vector<audit_entry> read_audit(connection& db, const proto::id_set& which,
                                     bool with_delivered) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return read_audit(file, which, with_delivered); },
-      [&](SQLite::Database& file) {
-        return read_audit(file, which, with_delivered, seed001_deliveries());
-      },
-      [&](pg::session& server) { return pg::read_audit(server, which, with_delivered); });
+  return db.queue().read_audit(which, with_delivered);
 }
 
 std::vector<subscriber_backlog> backlog_by_subscriber(connection& db, double overdue_before,
                                                       const proto::id_set& which) {
-  return on_queue(
-      db,
-      [&](SQLite::Database& file) { return backlog_by_subscriber(file, overdue_before, which); },
-      [&](SQLite::Database& file) {
-        return backlog_by_subscriber(file, overdue_before, which, seed001_deliveries());
-      },
-      [&](pg::session& server) {
-        return pg::backlog_by_subscriber(server, overdue_before, which);
-      });
+  return db.queue().backlog_by_subscriber(overdue_before, which);
 }
 
 unheld_backlog read_unheld_due_rows(connection& db, std::int64_t subscriber_id, double now,
                                     int limit, std::int64_t max_payload_bytes,
                                     std::int64_t max_total_bytes) {
-  // Coalescing marks rows done without sending them; seed001 has no such state.
-  return on_queue(
-      db,
-      [&](SQLite::Database& file) {
-        return read_unheld_due_rows(file, subscriber_id, now, limit, max_payload_bytes,
-                                    max_total_bytes);
-      },
-      [](SQLite::Database&) -> unheld_backlog { not_on_seed001("coalescing"); },
-      [&](pg::session& server) {
-        return pg::read_unheld_due_rows(server, subscriber_id, now, limit, max_payload_bytes,
-                                        max_total_bytes);
-      });
+  return db.queue().read_unheld_due_rows(subscriber_id, now, limit, max_payload_bytes,
+                                         max_total_bytes);
 }
 
 int mark_coalesced(connection& db, std::span<const replacement> rows, double now) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return mark_coalesced(file, rows, now); },
-      [](SQLite::Database&) -> int { not_on_seed001("coalescing"); },
-      [&](pg::session& server) { return pg::mark_coalesced(server, rows, now); });
+  return db.queue().mark_coalesced(rows, now);
 }
 
 prune_result prune(connection& db, const prune_options& options,
                    const std::function<void(const prune_result&)>& progress) {
-  return on_queue(
-      db, [&](SQLite::Database& file) { return prune(file, options, progress); },
-      [&](SQLite::Database& file) { return prune(file, options, progress, seed001_deliveries()); },
-      [](pg::session&) -> prune_result { not_on_postgres("surge prune"); });
+  return db.queue().prune(options, progress);
 }
 
 std::int64_t enable_incremental_vacuum(connection& db) {
-  return on_backend(
-      db, [&](SQLite::Database& file) { return enable_incremental_vacuum(file); },
-      [](pg::session&) -> std::int64_t { not_on_postgres("surge prune --enable-vacuum"); });
+  return db.database().enable_incremental_vacuum();
 }
 
 }  // namespace surge::storage

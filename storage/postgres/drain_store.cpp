@@ -13,6 +13,7 @@
 #include "proto/clock.hpp"
 #include "proto/persisted_bucket.hpp"
 #include "storage/drain_store.hpp"
+#include "storage/queue_backend.hpp"
 #include "storage/error.hpp"
 #include "storage/postgres/outcomes.hpp"
 #include "storage/postgres/ownership.hpp"
@@ -489,8 +490,11 @@ std::vector<claimed_row> postgres_drain_store::claim(std::span<const subscriber_
 
 }  // namespace
 
-std::unique_ptr<drain_store> open_postgres_drain_store(const drain_store_config& config) {
+namespace pg {
+std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
   return std::make_unique<postgres_drain_store>(config);
 }
+
+}  // namespace pg
 
 }  // namespace surge::storage

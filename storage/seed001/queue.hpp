@@ -1,7 +1,7 @@
 #pragma once
 // The second published queue shape ("seed 001") on SQLite: the queue functions that differ from
 // seed000's in more than names, with the same contracts (storage/queue.hpp, subscribers.hpp),
-// reached through storage::connection and storage/sqlite/drain_shape.hpp. What differs only in
+// reached through storage/sqlite/queue_shape.hpp. What differs only in
 // names (dead letters, the audit, maintenance, the backlog sample, retention) runs seed000's
 // statements on this shape's storage/sqlite/delivery_table.hpp. Private to storage/.
 //

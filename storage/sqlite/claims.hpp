@@ -67,7 +67,7 @@ class sweep_cursor {
 };
 
 // The statements a claimer runs: one set per queue shape (seed000's below, seed001's in
-// storage/seed001/drain_shape.cpp), so the claim's rules (the sweep, leases by id sixteen at a
+// storage/seed001/queue_shape.cpp), so the claim's rules (the sweep, leases by id sixteen at a
 // time, the fence) have one home. Every read returns, in this order: id, subscriber_id, event_type,
 // the payload ('' when over the cap), attempts, next_attempt_at, created_at, the payload's size,
 // coalesced_since, and optionally the stored signature; "free" and "due" mean what the shape's

@@ -83,4 +83,28 @@ SQLite::Database open_database(const database_config& config) {
   return db;
 }
 
+error from_sqlite(const SQLite::Exception& failure) {
+  const int code = failure.getErrorCode() & 0xff;
+  const std::string_view message = failure.what();
+  switch (code) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return error(failure.what(), error::kind::busy);
+    case SQLITE_FULL: return error(failure.what(), error::kind::disk_full);
+    case SQLITE_READONLY:
+    case SQLITE_PERM: return error(failure.what(), error::kind::read_only);
+    // A constraint or trigger (RAISE) refused the row, or a value does not fit.
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+    case SQLITE_TOOBIG:
+    case SQLITE_RANGE: return error(failure.what(), error::kind::row_rejected);
+    default: break;
+  }
+  // A prepared statement whose table was dropped fails when SQLite prepares it again.
+  if (code == SQLITE_ERROR &&
+      (message.starts_with("no such table") || message.starts_with("no such column"))) {
+    return error(failure.what(), error::kind::schema_missing);
+  }
+  return error(failure.what(), error::kind::other);
+}
+
 }  // namespace surge::storage::sqlite

@@ -8,8 +8,10 @@
 #include <sys/types.h>
 
 #include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
 
 #include "storage/database.hpp"
+#include "storage/error.hpp"
 
 namespace surge::storage::sqlite {
 
@@ -27,5 +29,9 @@ struct database_config {
 
 // WAL journal, synchronous=NORMAL, the busy timeout. Throws SQLite::Exception on failure.
 SQLite::Database open_database(const database_config& config);
+
+// SQLite's error as a storage::error. SQLITE_BUSY and SQLITE_LOCKED: another writer held the lock
+// past the wait; SQLITE_FULL: the disk (or max_page_count) refused to grow the file or its WAL.
+error from_sqlite(const SQLite::Exception& failure);
 
 }  // namespace surge::storage::sqlite

@@ -1,6 +1,6 @@
 // The drain's storage on a SQLite file: the embedded default. One connection
 // claims and writes; checkpoints run on their own connection and thread (storage/checkpointer).
-// What differs between the queue shapes comes from storage/sqlite/drain_shape.hpp.
+// What differs between the queue shapes comes from storage/sqlite/queue_shape.hpp.
 #include <sys/statvfs.h>
 
 #include <cstdint>
@@ -12,21 +12,17 @@
 #include <SQLiteCpp/Statement.h>
 
 #include "storage/drain_store.hpp"
-#include "storage/sqlite/backend.hpp"
+#include "storage/queue_backend.hpp"
 #include "storage/sqlite/checkpointer.hpp"
 #include "storage/sqlite/cycle.hpp"
 #include "storage/sqlite/database.hpp"
-#include "storage/sqlite/drain_shape.hpp"
+#include "storage/sqlite/maintenance.hpp"
+#include "storage/sqlite/queue_shape.hpp"
 #include "storage/sqlite/ownership.hpp"
 #include "storage/sqlite/partner_quotas.hpp"
 #include "storage/sqlite/queue.hpp"
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/wal_meter.hpp"
-
-namespace surge::storage {
-// storage/postgres/drain_store.cpp
-std::unique_ptr<drain_store> open_postgres_drain_store(const drain_store_config& config);
-}  // namespace surge::storage
 
 namespace surge::storage::sqlite {
 namespace {
@@ -209,26 +205,7 @@ class sqlite_drain_store final : public drain_store {
 
 }  // namespace
 
-const sqlite_queue_shape& seed000_sqlite_shape() {
-  static const sqlite_queue_shape shape{
-      .claims = seed000_claim_statements(),
-      .buckets = seed000_bucket_statements(),
-      .new_rows = seed000_change_statements(),
-      .deliveries = seed000_deliveries(),
-      .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
-        return std::make_unique<outcome_writer>(db);
-      },
-  };
-  return shape;
-}
-
-queue_shape shape_of_file(SQLite::Database& db, std::optional<queue_shape> named,
-                          const std::string& location) {
-  const auto tables = list_tables(db);
-  return usable_shape(classify_queue(tables, named, location));
-}
-
-std::unique_ptr<drain_store> open_sqlite_drain_store(const drain_store_config& config) {
+std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
   try {
     return std::make_unique<sqlite_drain_store>(config);
   } catch (const SQLite::Exception& failure) {
@@ -238,16 +215,3 @@ std::unique_ptr<drain_store> open_sqlite_drain_store(const drain_store_config& c
 }
 
 }  // namespace surge::storage::sqlite
-
-namespace surge::storage {
-
-std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
-  if (is_postgres_location(config.location)) {
-    if (config.shape == queue_shape::seed001)
-      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
-    return open_postgres_drain_store(config);
-  }
-  return sqlite::open_sqlite_drain_store(config);
-}
-
-}  // namespace surge::storage

@@ -13,7 +13,7 @@
 namespace surge::storage::sqlite {
 
 // Where a shape keeps its persisted buckets: seed000 in webhook_subscriber's own columns,
-// seed001 in webhook_buckets (storage/seed001/drain_shape.cpp).
+// seed001 in webhook_buckets (storage/seed001/queue_shape.cpp).
 struct bucket_statements {
   // ?1 subscriber id: tokens, updated_at (Unix seconds), refill per second, burst; no row when
   // there is no such subscriber.

@@ -10,7 +10,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <gtest/gtest.h>
 
-#include "storage/sqlite/backend.hpp"
+#include "storage/sqlite/database.hpp"
 #include "tests/storage/test_db.hpp"
 
 namespace surge::storage::sqlite {

@@ -1,11 +1,12 @@
-// What a drain's storage runs on a seed001 queue (storage/sqlite/drain_shape.hpp): the claim's
-// statements over webhook_deliveries, the persisted buckets in webhook_buckets, the new-row watch
-// and the outcome writer. The rules around them (the sweep, lease values and fences, token leases,
-// ownership) are seed000's, shared.
+// What Surge runs on a seed001 queue (storage/sqlite/queue_shape.hpp): the claim's statements
+// over webhook_deliveries, the persisted buckets in webhook_buckets, the new-row watch, the
+// outcome writer, and the shape's own migration, rows and subscribers (storage/seed001/queue.hpp).
+// The rules around them (the sweep, lease values and fences, token leases, ownership) are
+// seed000's, shared.
 #include "storage/seed001/outcomes.hpp"
 #include "storage/seed001/queue.hpp"
 #include "storage/seed001/sql.hpp"
-#include "storage/sqlite/drain_shape.hpp"
+#include "storage/sqlite/queue_shape.hpp"
 #include "storage/sqlite/sql_support.hpp"
 
 namespace surge::storage::sqlite {
@@ -94,6 +95,15 @@ const sqlite_queue_shape& seed001_sqlite_shape() {
       .make_writer = [](SQLite::Database& db) -> std::unique_ptr<outcome_applier> {
         return std::make_unique<seed001::outcome_writer>(db);
       },
+      .ordered_claims = seed001::ordered_claim_index(),
+      .migrate = &seed001::migrate,
+      .emit_event = &seed001::emit_event,
+      .read_stats = &seed001::read_stats,
+      .load_subscriber = &seed001::load_subscriber,
+      .add_subscriber = &seed001::add_subscriber,
+      .update_subscriber = &seed001::update_subscriber,
+      .set_subscriber_active = &seed001::set_subscriber_active,
+      .coalesces = false,
   };
   return shape;
 }
