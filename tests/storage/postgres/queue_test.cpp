@@ -14,6 +14,7 @@
 #include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
+#include "storage/retention.hpp"
 #include "storage/schema.hpp"
 #include "storage/sqlite/maintenance.hpp"
 #include "storage/sqlite/queue.hpp"
@@ -574,6 +575,29 @@ TEST(PostgresQueue, NewRowsAreNotifiedWithTheirSubscribers) {
   EXPECT_FALSE(found.all);
   EXPECT_EQ(found.subscribers, std::vector<std::int64_t>{b});
   (void)a;
+}
+
+// Retention is SQLite's so far: on a server it is refused by name and deletes nothing.
+TEST(PostgresQueue, PruneAndItsVacuumAreRefusedByNameAndDeleteNothing) {
+  SURGE_REQUIRE_POSTGRES(server);
+  pg_queue queue(*server);
+  const auto id = queue.subscriber();
+  queue.rows(id, 2);
+  queue.sql.exec("UPDATE webhook_delivery SET status = 'delivered'");
+  const auto refusal = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const error& failure) {
+      EXPECT_EQ(failure.what_kind(), error::kind::unsupported) << failure.what();
+      return failure.what();
+    }
+    return "no refusal";
+  };
+  EXPECT_EQ(refusal([&] { prune(queue.db, {.cutoff = proto::unix_now() + 60}); }),
+            "surge prune is not available on a PostgreSQL queue yet");
+  EXPECT_EQ(refusal([&] { enable_incremental_vacuum(queue.db); }),
+            "surge prune --enable-vacuum is not available on a PostgreSQL queue yet");
+  EXPECT_EQ(queue.sql.query("SELECT COUNT(*) FROM webhook_delivery").at(0).at(0), "2");
 }
 
 TEST(PostgresQueue, AWrongUriOrAMissingSchemaIsAClearError) {

@@ -15,6 +15,7 @@
 #include "proto/signing.hpp"
 #include "storage/audit.hpp"
 #include "storage/backlog.hpp"
+#include "storage/coalescing.hpp"
 #include "storage/connection.hpp"
 #include "storage/dead_letters.hpp"
 #include "storage/drain_store.hpp"
@@ -165,7 +166,9 @@ TEST_F(Seed001Queue, StatsNameWhoHoldsTheLeasedRows) {
   ASSERT_EQ(stats.total.leased_by.size(), 2u);
   EXPECT_EQ(stats.total.leased_by.at(lease_owner_other), 2) << "the worker's";
   for (const auto& [owner, rows] : stats.total.leased_by) {
-    if (owner != lease_owner_other) EXPECT_EQ(rows, 2) << owner;
+    if (owner != lease_owner_other) {
+      EXPECT_EQ(rows, 2) << owner;
+    }
   }
 }
 
@@ -401,6 +404,29 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
   store->give_back_tokens({&back, 1}, proto::unix_now());
   EXPECT_LE(query_double(worker, "SELECT tokens FROM webhook_buckets"), 10);
   EXPECT_GE(query_double(worker, "SELECT tokens FROM webhook_buckets"), 5.9);
+}
+
+TEST_F(Seed001Queue, CoalescingIsRefusedByNameForTheShapeHasNoStateForIt) {
+  const auto ids = produce(2);
+  connection db({.location = path, .create_if_missing = false});
+  const auto refusal = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const error& failure) {
+      EXPECT_EQ(failure.what_kind(), error::kind::unsupported) << failure.what();
+      return failure.what();
+    }
+    return "no refusal";
+  };
+  EXPECT_EQ(refusal([&] { read_unheld_due_rows(db, subscriber, t0, 10, 1 << 20, 1 << 20); }),
+            "coalescing is not available on a seed001 queue");
+  const replacement merged{.id = ids[0], .replaced_by = ids[1], .stands_since = double(t0)};
+  EXPECT_EQ(refusal([&] {
+              mark_coalesced(db, {&merged, 1}, t0);
+            }),
+            "coalescing is not available on a seed001 queue");
+  EXPECT_EQ(query_text(worker, of_row("state", ids[0])), "pending");
+  EXPECT_EQ(query_text(worker, of_row("state", ids[1])), "pending");
 }
 
 TEST_F(Seed001Queue, TheWorkersStatementsRunUnchangedOnAMigratedFile) {
