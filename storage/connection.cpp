@@ -40,7 +40,8 @@ queue_backend& connection::queue() {
 std::unique_ptr<drain_store> open_drain_store(const drain_store_config& config) {
   if (is_postgres_location(config.location)) {
     if (config.shape == queue_shape::seed001)
-      throw error(seed001_not_on_postgres(config.location), error::kind::bad_shape);
+      throw error(seed001_not_on_postgres(printable_location(config.location)),
+                  error::kind::bad_shape);
     return pg::open_drain_store(config);
   }
   return sqlite::open_drain_store(config);
