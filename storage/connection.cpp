@@ -32,6 +32,8 @@ connection::connection(connection&&) noexcept = default;
 
 bool connection::is_postgres() const { return backend_->is_postgres(); }
 
+queue_database& connection::database() { return *backend_; }
+
 queue_backend& connection::queue() {
   backend_->use_shape(shape());
   return *backend_;

@@ -15,6 +15,7 @@
 
 namespace surge::storage {
 
+class queue_database;
 class queue_backend;
 
 struct connection_config {
@@ -55,7 +56,7 @@ class connection {
 
   // The backend (storage/queue_backend.hpp, inside storage/ only): for what is the same in every
   // shape, and for the rest, once shape() has read which shape the queue is.
-  queue_backend& database() { return *backend_; }
+  queue_database& database();
   queue_backend& queue();
 
  private:

@@ -1,5 +1,5 @@
 #pragma once
-// One queue on one database, behind the interface the neutral functions that take a
+// One queue on one database, behind the interfaces the neutral functions that take a
 // storage::connection forward to (storage/queue.hpp, subscribers.hpp, ...): a SQLite file in the
 // statements of its shape (storage/sqlite/queue_backend.cpp, the shape from
 // storage/sqlite/queue_shape.hpp, as the drain's store has it), or a PostgreSQL server
@@ -32,13 +32,12 @@
 
 namespace surge::storage {
 
-class queue_backend {
+// What is the same whatever the queue's shape, and callable before it is known.
+class queue_database {
  public:
-  virtual ~queue_backend() = default;
+  virtual ~queue_database() = default;
 
   virtual bool is_postgres() const = 0;
-
-  // The same whatever the queue's shape, and callable before it is known.
   virtual std::vector<found_table> list_tables() = 0;
   virtual std::vector<std::pair<std::string, std::string>> list_indexes_and_triggers() = 0;
   virtual int schema_version() = 0;
@@ -52,9 +51,12 @@ class queue_backend {
   virtual std::vector<partner_quota_row> load_partner_quotas() = 0;
   virtual std::vector<drainer_ownership> read_ownership(double now) = 0;
   virtual std::int64_t enable_incremental_vacuum() = 0;
+};
 
-  // The shape the queue was found to be (storage::connection::shape()); the calls below run in
-  // its statements.
+// The rest, in the statements of the queue's shape.
+class queue_backend : public queue_database {
+ public:
+  // The shape the queue was found to be (storage::connection::shape()).
   virtual void use_shape(queue_shape shape) = 0;
 
   // Surge's additions to a queue of a known shape.

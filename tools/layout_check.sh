@@ -30,7 +30,7 @@ search() {
   exit 2
 }
 
-reach=$(search '#include *[<"](storage/(sqlite|postgres|seed001)/|SQLiteCpp/|sqlite3\.h|libpq-fe\.h|postgresql/)' \
+reach=$(search '#include *[<"](storage/(sqlite|postgres|seed001)/|storage/queue_backend\.hpp|SQLiteCpp/|sqlite3\.h|libpq-fe\.h|postgresql/)' \
   engine tools proto)
 [ -z "$reach" ] || breach "only storage/ reaches a storage backend, but $reach"
 sql=$(search '"[^"]*(SELECT |INSERT INTO |UPDATE [a-z_]+ SET |DELETE FROM )' engine tools proto)

@@ -31,7 +31,9 @@ struct sqlite_queue_shape {
   const delivery_table& deliveries;
   std::unique_ptr<outcome_applier> (*make_writer)(SQLite::Database& db);
   const ordered_index& ordered_claims;
-  // Surge's own tables and indexes at the latest version, in one transaction.
+  // Brings the file to the latest schema version (storage/sqlite/schema.hpp,
+  // storage/seed001/queue.hpp): seed000's also creates the shape's tables where missing, seed001's
+  // never touches them.
   int (*migrate)(SQLite::Database& db);
   std::int64_t (*emit_event)(SQLite::Database& db, std::string_view event_type,
                              std::string_view payload, double now, int count);

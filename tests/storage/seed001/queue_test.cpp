@@ -425,8 +425,6 @@ TEST_F(Seed001Queue, CoalescingIsRefusedByNameForTheShapeHasNoStateForIt) {
               mark_coalesced(db, {&merged, 1}, t0);
             }),
             "coalescing is not available on a seed001 queue");
-  EXPECT_EQ(query_text(worker, of_row("state", ids[0])), "pending");
-  EXPECT_EQ(query_text(worker, of_row("state", ids[1])), "pending");
 }
 
 TEST_F(Seed001Queue, TheWorkersStatementsRunUnchangedOnAMigratedFile) {
