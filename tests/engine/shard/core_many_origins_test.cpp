@@ -210,7 +210,7 @@ TEST(ShardCoreManyOrigins, HostsThatHangDoNotHoldTheShardsSlotsFromTheOthers) {
   ASSERT_TRUE(sim.run_until(
       [&] {
         int healthy = 0;
-        for (const auto& [id, row] : sim.rows_) {
+        for (const auto& [id, row] : sim.queue.rows) {
           healthy += row.row.subscriber_id > 40 && row.now == queue_row::state::done;
         }
         return healthy == 200;

@@ -92,7 +92,7 @@ TEST(ShardCorePartner, AFailingBatchGoesAgainAsAUnitAndIsDoneOnlyAfterA2xx) {
     // Equal jitter on a 1 s base: at least half of it after the first answer (20 ms).
     EXPECT_GE(tries[1].at - tries[0].at, 500ms + 20ms);
   }
-  for (const auto& [id, queued] : sim.rows_) {
+  for (const auto& [id, queued] : sim.queue.rows) {
     EXPECT_EQ(queued.outcomes,
               (std::vector{storage::outcome_kind::retry, storage::outcome_kind::done}))
         << "row " << id;
@@ -127,7 +127,7 @@ TEST(ShardCorePartner, TheByteCapHoldsAndAPayloadThatIsNotJsonGoesAlone) {
       continue;
     }
     std::size_t body = 1;  // "[", a comma between payloads, "]"
-    for (const auto id : r.rows) body += sim.rows_.at(id).row.payload.size() + 1;
+    for (const auto id : r.rows) body += sim.queue.rows.at(id).row.payload.size() + 1;
     EXPECT_LE(body, 1000u) << "batch starting " << r.rows.front();
     largest = std::max(largest, r.rows.size());
   }
@@ -212,8 +212,8 @@ TEST(ShardCorePartner, AnEventTypeThatInjectsARequestIsDeadLetteredAndNeverSent)
                0;
       },
       10s));
-  EXPECT_EQ(sim.rows_.at(hostile).now, queue_row::state::dead);
-  EXPECT_EQ(sim.rows_.at(hostile).row.attempts, 0) << "no attempt was made";
+  EXPECT_EQ(sim.queue.rows.at(hostile).now, queue_row::state::dead);
+  EXPECT_EQ(sim.queue.rows.at(hostile).row.attempts, 0) << "no attempt was made";
   for (const auto& o : sim.outcomes) {
     if (o.delivery_id == hostile) {
       EXPECT_NE(o.last_error.find("unsafe event_type: contains CR/LF"), std::string::npos)

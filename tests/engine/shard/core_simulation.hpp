@@ -22,6 +22,7 @@
 #include "engine/shard/core.hpp"
 #include "engine/storage_thread/commit_timing.hpp"
 #include "storage/ordered_claim.hpp"
+#include "tests/engine/simulated_queue.hpp"
 #include "tests/engine/recorded_log.hpp"
 
 namespace surge::engine::testing {
@@ -47,12 +48,6 @@ struct answer {
   proto::transport_error error = proto::transport_error::none;
   std::string detail;
   quota_lines quota;  // the quota header lines it announces, if any
-};
-
-struct queue_row {
-  storage::claimed_row row;
-  enum class state { pending, leased, done, dead, coalesced } now = state::pending;
-  std::vector<storage::outcome_kind> outcomes;  // every outcome written for it, in order
 };
 
 // The most requests in any window of `window` among `sent`, which must be in time order.
@@ -138,8 +133,7 @@ class simulation {
   std::int64_t enqueue(std::int64_t subscriber, std::string payload = R"({"clip":1})",
                        std::string event_type = "clip.viral",
                        steady::duration after = steady::duration::zero()) {
-    queue_row queued;
-    auto& row = queued.row;
+    storage::claimed_row row;
     row.id = next_row_id_++;
     row.subscriber_id = subscriber;
     row.event_type = std::move(event_type);
@@ -147,8 +141,7 @@ class simulation {
     row.payload = std::move(payload);
     row.created_at = unix_now();
     row.next_attempt_at = unix_now() + std::chrono::duration<double>(after).count();
-    rows_.emplace(row.id, std::move(queued));
-    return row.id;
+    return queue.add(std::move(row));
   }
 
   // Runs the core until `end`: its timers, claim answers a storage round trip later, and the
@@ -198,15 +191,8 @@ class simulation {
     perform();
   }
 
-  bool all_rows(queue_row::state state) const {
-    return std::all_of(rows_.begin(), rows_.end(),
-                       [state](const auto& entry) { return entry.second.now == state; });
-  }
-  int count_rows(queue_row::state state) const {
-    return static_cast<int>(std::count_if(rows_.begin(), rows_.end(), [state](const auto& entry) {
-      return entry.second.now == state;
-    }));
-  }
+  bool all_rows(queue_row::state state) const { return queue.all(state); }
+  int count_rows(queue_row::state state) const { return queue.count(state); }
   std::vector<received> requests_of(std::int64_t subscriber) const {
     std::vector<received> out;
     for (const auto& r : requests) {
@@ -230,7 +216,7 @@ class simulation {
   steady::duration storage_round_trip = 2ms;
   // Set: outcomes are written on the storage thread's commit timing, not as soon as handed over.
   std::optional<commit_timing> commits;
-  std::map<std::int64_t, queue_row> rows_;
+  simulated_queue queue;
   std::vector<received> requests;
   std::vector<std::vector<storage::subscriber_demand>> claims;  // every claim the core asked
   std::vector<storage::outcome> outcomes;                       // every outcome it wrote
@@ -335,20 +321,9 @@ class simulation {
         claim_ordered(asked, reply);
         continue;
       }
-      int given = 0;
-      for (auto& [id, queued] : rows_) {
-        if (queued.row.subscriber_id != asked.subscriber_id) continue;
-        if (queued.now != queue_row::state::pending) continue;
-        if (queued.row.next_attempt_at > unix_now()) continue;
-        if (given == asked.rows) {
-          reply.more_due.push_back(asked.subscriber_id);
-          break;
-        }
-        queued.now = queue_row::state::leased;
-        queued.row.lease = unix_now() + 60;
-        reply.rows.push_back(queued.row);
-        ++given;
-      }
+      auto taken = queue.take(asked.subscriber_id, asked.rows, unix_now(), unix_now() + 60);
+      reply.rows.insert(reply.rows.end(), taken.rows.begin(), taken.rows.end());
+      if (taken.more_due) reply.more_due.push_back(asked.subscriber_id);
     }
     core_.on_claimed(std::move(reply), now_);
   }
@@ -361,25 +336,21 @@ class simulation {
         .page =
             [&](std::int64_t after, std::int64_t limit,
                 std::vector<storage::unfinished_row>& page) {
-              for (auto it = rows_.upper_bound(after);
-                   it != rows_.end() && static_cast<std::int64_t>(page.size()) < limit; ++it) {
+              for (auto it = queue.rows.upper_bound(after);
+                   it != queue.rows.end() && static_cast<std::int64_t>(page.size()) < limit; ++it) {
                 const auto& queued = it->second;
                 if (queued.row.subscriber_id != asked.subscriber_id) continue;
-                if (queued.now != queue_row::state::pending &&
-                    queued.now != queue_row::state::leased) {
-                  continue;
-                }
+                if (!simulated_queue::unfinished(queued)) continue;
                 page.push_back({.row = queued.row,
                                 .due = queued.row.next_attempt_at <= unix_now(),
-                                .free = queued.now == queue_row::state::pending});
+                                .free = simulated_queue::free_at(queued, unix_now())});
               }
             },
-        .payload_of = [&](std::int64_t id) { return rows_.at(id).row.payload; }};
+        .payload_of = [&](std::int64_t id) { return queue.rows.at(id).row.payload; }};
     auto pick = storage::pick_key_heads(asked, stopped, reader);
     for (auto& row : pick.rows) {
-      auto& queued = rows_.at(row.id);
-      queued.now = queue_row::state::leased;
-      queued.row.lease = unix_now() + 60;
+      auto& queued = queue.rows.at(row.id);
+      queue.lease(queued, unix_now() + 60);
       row.lease = queued.row.lease;
       reply.rows.push_back(std::move(row));
     }
@@ -388,21 +359,8 @@ class simulation {
 
   void apply(const storage::outcome& o) {
     outcomes.push_back(o);
-    auto& queued = rows_.at(o.delivery_id);
-    EXPECT_EQ(queued.now, queue_row::state::leased) << "an outcome for a row not leased";
-    EXPECT_EQ(queued.row.lease, o.lease) << "the fence";
-    queued.outcomes.push_back(o.kind);
-    switch (o.kind) {
-      case storage::outcome_kind::done: queued.now = queue_row::state::done; break;
-      case storage::outcome_kind::dead: queued.now = queue_row::state::dead; break;
-      case storage::outcome_kind::coalesced: queued.now = queue_row::state::coalesced; break;
-      case storage::outcome_kind::release: queued.now = queue_row::state::pending; break;
-      case storage::outcome_kind::retry:
-        queued.now = queue_row::state::pending;
-        queued.row.attempts = o.attempts;
-        queued.row.next_attempt_at = o.next_attempt_at;
-        break;
-    }
+    EXPECT_TRUE(queue.holds_lease(o)) << "an outcome for a row not leased, or past its fence";
+    if (queue.holds_lease(o)) queue.apply(o);
   }
 
   void ready_to_write(attempt_id id) {

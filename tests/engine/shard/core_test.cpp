@@ -71,7 +71,7 @@ TEST(ShardCore, AFailedAttemptIsRetriedAfterItsBackoffAndEndsDone) {
     // Equal jitter on a 1 s base: the second attempt comes at least half a second after the
     // first one's answer (20 ms).
     EXPECT_GE(times[1] - times[0], 500ms + 20ms) << "row " << id;
-    const auto& kinds = sim.rows_.at(id).outcomes;
+    const auto& kinds = sim.queue.rows.at(id).outcomes;
     ASSERT_EQ(kinds.size(), 2u);
     EXPECT_EQ(kinds[0], storage::outcome_kind::retry);
     EXPECT_EQ(kinds[1], storage::outcome_kind::done);
@@ -134,7 +134,8 @@ TEST(ShardCore, RetryAfterPausesTheSubscriberForAsLongAsItAsks) {
   const auto answered = sent[0].at + answer{}.latency;
   EXPECT_GE(sent[1].at - answered, 2s) << "nothing during the pause";
   EXPECT_LT(sent[1].at - answered, 2100ms) << "and sending again once it is over";
-  EXPECT_EQ(sim.rows_.at(sent[0].rows.front()).row.attempts, 0) << "a paid 429 uses no attempt";
+  EXPECT_EQ(sim.queue.rows.at(sent[0].rows.front()).row.attempts, 0)
+      << "a paid 429 uses no attempt";
 }
 
 TEST(ShardCore, BatchesCarryUpToTheirSizeAndAPartialOneWaitsItsLinger) {
@@ -157,7 +158,8 @@ TEST(ShardCore, BatchesCarryUpToTheirSizeAndAPartialOneWaitsItsLinger) {
   // A lone row waits the linger for company, then goes alone.
   const auto at = sim.now();
   const auto lone = sim.enqueue(1);
-  ASSERT_TRUE(sim.run_until([&] { return sim.rows_.at(lone).now == queue_row::state::done; }, 5s));
+  ASSERT_TRUE(
+      sim.run_until([&] { return sim.queue.rows.at(lone).now == queue_row::state::done; }, 5s));
   EXPECT_GE(sim.requests.back().at - at, 300ms);
 }
 
@@ -292,7 +294,7 @@ TEST(ShardCore, AWriteWaitingAtTheGateGivesUpAtAStopAndItsRowGoesBackUnattempted
   EXPECT_EQ(sim.gave_up_at_gate, 1);
   EXPECT_EQ(sim.count_rows(queue_row::state::done), 1);
   EXPECT_EQ(sim.count_rows(queue_row::state::pending), 3);
-  for (const auto& [id, queued] : sim.rows_) {
+  for (const auto& [id, queued] : sim.queue.rows) {
     if (queued.now == queue_row::state::pending) {
       EXPECT_EQ(queued.row.attempts, 0) << "row " << id;
     }
@@ -435,7 +437,7 @@ TEST(ShardCore, UnusableLimitsAreWarnedOnceAcrossReloadsAndTheirRowsWait) {
           << "rows claimed for paused subscriber " << asked.subscriber_id;
     }
   }
-  for (const auto& [id, queued] : sim.rows_) {
+  for (const auto& [id, queued] : sim.queue.rows) {
     if (queued.row.subscriber_id != 4) {
       EXPECT_EQ(queued.now, queue_row::state::pending) << id;
     }
@@ -542,7 +544,7 @@ TEST(ShardCore, ARefusedTargetHoldsItsSubscriberAndSpendsNoRow) {
   EXPECT_GE(tried, 1u);
   EXPECT_LE(tried, 16u) << "only what was already in flight when the first refusal came";
   int held = 0;
-  for (const auto& [id, queued] : sim.rows_) {
+  for (const auto& [id, queued] : sim.queue.rows) {
     if (queued.row.subscriber_id != 1) continue;
     EXPECT_EQ(queued.now, queue_row::state::pending) << "row " << id;
     EXPECT_EQ(queued.row.attempts, 0) << "row " << id;

@@ -1,9 +1,9 @@
 #pragma once
-// A storage::drain_store kept in memory, for the storage core's tests: rows due by time, leased
-// when claimed, their outcomes fenced on their lease and applied as one transaction (a refused
-// one rolls all back), as tests/engine/shard/core_simulation.hpp keeps a shard's queue. The test
-// tells it to fail the next calls of a kind or to refuse a row's outcome, and reads what was
-// asked of it.
+// A storage::drain_store kept in memory, for the storage core's tests: the queue the shard
+// core's simulation keeps too (tests/engine/simulated_queue.hpp), with a cycle's outcomes applied
+// as one transaction (a refused one rolls all back) and a lost lease reported, not applied. The
+// test tells it to fail the next calls of a kind or to refuse a row's outcome, and reads what
+// was asked of it.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -15,17 +15,9 @@
 
 #include "storage/drain_store.hpp"
 #include "storage/error.hpp"
+#include "tests/engine/simulated_queue.hpp"
 
 namespace surge::engine::testing {
-
-struct stored_row {
-  std::int64_t id = 0;
-  std::int64_t subscriber = 0;
-  double due = 0;    // next_attempt_at
-  double lease = 0;  // locked_until
-  enum class state { pending, done, dead } now = state::pending;
-  std::vector<storage::outcome_kind> written;  // every outcome applied to it, in order
-};
 
 // Which calls the database fails.
 enum class db_call { cycle, write, check, reload, renew, release, count, tokens, quotas };
@@ -39,8 +31,7 @@ class memory_drain_store final : public storage::drain_store {
   // Refuses an outcome of row `id` (as a done or retry; `even_dead`: as a dead too).
   void refuse(std::int64_t id, bool even_dead) { refused_[id] = even_dead; }
 
-  // The queue.
-  std::map<std::int64_t, stored_row> rows;
+  simulated_queue queue;
   std::vector<std::pair<std::int64_t, bool>> subscribers{{1, true}, {2, true}};  // id, active
   std::deque<storage::ownership_change> ownership;  // the next renewals' findings
   std::set<std::int64_t> locked;  // rows another session holds locked: their outcomes wait
@@ -76,17 +67,10 @@ class memory_drain_store final : public storage::drain_store {
       if (asked.tokens > 0 && locked_subscribers.contains(asked.subscriber_id)) {
         result.held_subscribers.push_back(asked.subscriber_id);
       }
-      int left = asked.rows;
-      for (auto& [id, row] : rows) {
-        if (left <= 0) break;
-        if (row.subscriber != asked.subscriber_id || row.now != stored_row::state::pending ||
-            row.due > now || row.lease > now) {
-          continue;
-        }
-        row.lease = lease;
-        result.claimed.push_back({.id = id, .subscriber_id = row.subscriber, .lease = lease});
-        --left;
-      }
+      // As the stores claim a subscriber whose rows are not ordered: no word of more due.
+      if (asked.rows <= 0) continue;
+      auto taken = queue.take(asked.subscriber_id, asked.rows, now, lease);
+      result.claimed.insert(result.claimed.end(), taken.rows.begin(), taken.rows.end());
     }
     return result;
   }
@@ -120,27 +104,14 @@ class memory_drain_store final : public storage::drain_store {
     sweeps.push_back(lease_horizon - now);
     return {};
   }
-  // Due rows and leased ones, as storage/queue.hpp counts them.
   std::int64_t count_outstanding(double now, const proto::id_set& which) override {
     throw_if_failing(db_call::count);
     if (while_counting) while_counting();
-    std::int64_t outstanding = 0;
-    for (const auto& [id, row] : rows) {
-      if (row.now != stored_row::state::pending || !which.contains(row.subscriber)) continue;
-      outstanding += row.due <= now || row.lease > now ? 1 : 0;
-    }
-    return outstanding;
+    return queue.count_outstanding(now, which);
   }
-  // The earliest due time among rows no lease holds, overdue ones included
-  // (storage/maintenance.hpp).
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) override {
     ++backlog_counts;
-    std::optional<double> earliest;
-    for (const auto& [id, row] : rows) {
-      if (row.now != stored_row::state::pending || !which.contains(row.subscriber)) continue;
-      if (row.lease <= now && (!earliest || row.due < *earliest)) earliest = row.due;
-    }
-    return earliest;
+    return queue.earliest_scheduled(now, which);
   }
 
   void ping() override { throw_if_failing(db_call::check); }
@@ -190,8 +161,7 @@ class memory_drain_store final : public storage::drain_store {
     }
     storage::write_report report;
     for (const auto& outcome : outcomes) {
-      auto found = rows.find(outcome.delivery_id);
-      if (found == rows.end() || found->second.lease != outcome.lease) {
+      if (!queue.holds_lease(outcome)) {
         report.lost_leases.push_back(outcome.delivery_id);
         continue;
       }
@@ -199,11 +169,7 @@ class memory_drain_store final : public storage::drain_store {
         report.held_rows.push_back(outcome.delivery_id);
         continue;
       }
-      auto& row = found->second;
-      row.written.push_back(outcome.kind);
-      row.lease = 0;
-      if (outcome.kind == storage::outcome_kind::done) row.now = stored_row::state::done;
-      if (outcome.kind == storage::outcome_kind::dead) row.now = stored_row::state::dead;
+      queue.apply(outcome);
       ++report.applied;
     }
     return report;

@@ -68,14 +68,14 @@ TEST(StorageCore, AFailedOutcomeWriteIsRetriedAfterTheBackoffAndNotWrittenTwice)
   sim.fail(db_call::write, kind::busy);
   sim.fail(db_call::write, kind::busy);
   sim.run_for(5ms);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 0);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 0);
   EXPECT_EQ(sim.counters.storage_errors.load(), 1);
   sim.run_for(config.storage.error_backoff + 10ms);
   // The second try failed as well; the third, a backoff later, writes everything once.
   EXPECT_EQ(sim.counters.storage_errors.load(), 2);
   sim.run_for(config.storage.error_backoff + 10ms);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 8);
-  for (const auto& [id, row] : sim.store.rows) EXPECT_EQ(row.written.size(), 1U) << id;
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 8);
+  for (const auto& [id, row] : sim.store.queue.rows) EXPECT_EQ(row.outcomes.size(), 1U) << id;
   EXPECT_EQ(sim.counters.lost_leases.load(), 0);
 }
 
@@ -107,9 +107,9 @@ TEST(StorageCore, ARefusedOutcomeIsDeadLetteredWithTheReasonAndTheOthersGoOn) {
   sim.refuse(sent[5].id, false);
   sim.submit(sent);
   sim.run_for(50ms);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 7);
-  EXPECT_EQ(sim.store.rows.at(sent[5].id).now, stored_row::state::dead);
-  EXPECT_EQ(sim.store.rows.at(sent[5].id).written,
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 7);
+  EXPECT_EQ(sim.store.queue.rows.at(sent[5].id).now, queue_row::state::dead);
+  EXPECT_EQ(sim.store.queue.rows.at(sent[5].id).outcomes,
             std::vector<storage::outcome_kind>{storage::outcome_kind::dead});
   EXPECT_EQ(sim.counters.refused_outcomes.load(), 1);
   EXPECT_EQ(sim.counters.dead.load(), 1);
@@ -127,10 +127,10 @@ TEST(StorageCore, ARowRefusedEvenAsDeadIsQuarantinedAndNeverClaimedAgain) {
   sim.refuse(bad, true);
   sim.submit(sent);
   sim.run_for(50ms);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 3);
   ASSERT_EQ(sim.core().quarantined().count(bad), 1U);
   EXPECT_TRUE(sim.log.says("quarantined"));
-  EXPECT_TRUE(sim.store.rows.at(bad).written.empty());
+  EXPECT_TRUE(sim.store.queue.rows.at(bad).outcomes.empty());
 
   // Its lease runs out and it is due again: claimed by the database, never handed to a shard.
   sim.run_for(3s, 50ms);
@@ -153,8 +153,8 @@ TEST(StorageCore, ARefusedRowInAClaimsCycleIsSettledAndTheClaimGoesOn) {
   sim.ask(0, 2, 3);
   sim.round();
   EXPECT_EQ(sim.take_rows().size(), 3U);  // the claim went on after the outcomes were settled
-  EXPECT_EQ(sim.store.rows.at(sent[0].id).now, stored_row::state::dead);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.store.queue.rows.at(sent[0].id).now, queue_row::state::dead);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 3);
 }
 
 TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
@@ -184,7 +184,7 @@ TEST(StorageCore, OutcomesAreCommittedAtTheIntervalOrOnceEnoughWait) {
   sim.round();
   ASSERT_EQ(sim.store.writes.size(), 3U);
   EXPECT_EQ(sim.store.writes[2], 10U);
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 14);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 14);
 }
 
 // A subscriber whose row another session holds locked (a producer's open transaction) is asked
@@ -235,7 +235,7 @@ TEST(StorageCore, OutcomesDueRideWithTheClaim) {
   sim.ask(0, 1, 3);
   sim.round();
   EXPECT_TRUE(sim.store.writes.empty());  // no write of their own
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 3);
   EXPECT_EQ(sim.take_rows().size(), 3U);
 }
 
@@ -314,7 +314,7 @@ TEST(StorageCore, AQueueFileDeletedUnderTheDrainEndsItAndTheEndRescuesItsLog) {
   sim.core().finish(0);
   sim.run_for(50ms);
   ASSERT_TRUE(sim.finished());
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 3);
   EXPECT_EQ(sim.rescue_report(), "copied 7 pages of the lost log into the queue file");
   sim.run_for(2s);
   EXPECT_EQ(sim.stops.size(), 1U);  // said once
@@ -372,7 +372,7 @@ TEST(StorageCore, TheEndWritesOutcomesGivesTokensBackAndReports) {
   sim.round();
   ASSERT_TRUE(sim.finished());
   EXPECT_TRUE(sim.core().finished());
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 3);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 3);
   EXPECT_EQ(sim.finished()->remaining, 1);
   EXPECT_EQ(sim.finished()->unwritten, 0);
   ASSERT_EQ(sim.store.given_back.size(), 1U);
@@ -401,7 +401,7 @@ TEST(StorageCore, TheEndWaitsForADatabaseThatRefusesWritesUntilItIsAbandoned) {
   ASSERT_TRUE(sim.finished());
   EXPECT_EQ(sim.finished()->unwritten, 3);
   EXPECT_GT(sim.finished()->last_lease, sim.unix_now());
-  EXPECT_EQ(sim.rows_in(stored_row::state::done), 0);
+  EXPECT_EQ(sim.rows_in(queue_row::state::done), 0);
 }
 
 storage_core_config until_drained_config() {
@@ -458,7 +458,7 @@ TEST(StorageCore, UntilDrainedLeavesTheRowsOfASubscriberThatCannotSendInTheQueue
   EXPECT_EQ(sim.drained, 0);  // its rows are waited for until the next reload says so
   sim.run_for(2s);
   EXPECT_EQ(sim.drained, 1);
-  EXPECT_EQ(sim.rows_in(stored_row::state::pending), 3);
+  EXPECT_EQ(sim.rows_in(queue_row::state::pending), 3);
 }
 
 TEST(StorageCore, UntilDrainedWaitsWhileTheShardsHaveWork) {

@@ -84,8 +84,8 @@ class storage_simulation {
   // The queue, in memory.
   void add_rows(std::int64_t subscriber, int count, double due_in = -1) {
     for (int i = 0; i < count; ++i) {
-      const auto id = next_id_++;
-      store.rows[id] = stored_row{.id = id, .subscriber = subscriber, .due = unix_now() + due_in};
+      store.queue.add(
+          {.id = next_id_++, .subscriber_id = subscriber, .next_attempt_at = unix_now() + due_in});
     }
   }
   double unix_now() const {
@@ -152,11 +152,7 @@ class storage_simulation {
     }
     return out;
   }
-  int rows_in(stored_row::state state) const {
-    int n = 0;
-    for (const auto& [id, row] : store.rows) n += row.now == state ? 1 : 0;
-    return n;
-  }
+  int rows_in(queue_row::state state) const { return store.queue.count(state); }
 
   // The finish the core ended with, if it has.
   const std::optional<storage_do::finish>& finished() const { return executor_.ended(); }
