@@ -7,7 +7,9 @@
 #include <vector>
 
 #include <SQLiteCpp/Database.h>
+#include <gtest/gtest.h>
 
+#include "storage/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace surge::storage::testing {
@@ -39,5 +41,18 @@ std::int64_t query_int(SQLite::Database& db, const std::string& sql);
 double query_double(SQLite::Database& db, const std::string& sql);
 std::string query_text(SQLite::Database& db, const std::string& sql);
 bool query_is_null(SQLite::Database& db, const std::string& sql);
+
+// The message `call` was refused with as unsupported (storage::error of another kind fails the
+// test); "no refusal" when it ran.
+template <class Call>
+std::string unsupported_refusal(Call&& call) {
+  try {
+    call();
+  } catch (const error& failure) {
+    EXPECT_EQ(failure.what_kind(), error::kind::unsupported) << failure.what();
+    return failure.what();
+  }
+  return "no refusal";
+}
 
 }  // namespace surge::storage::testing

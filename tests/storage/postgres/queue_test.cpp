@@ -21,14 +21,15 @@
 #include "storage/sqlite/schema.hpp"
 #include "storage/sqlite/subscribers.hpp"
 #include "tests/storage/sqlite/other_drainer_sql.hpp"
+#include "tests/storage/test_db.hpp"
 #include "tests/support/postgres_server.hpp"
 #include "tests/support/sql_client.hpp"
 
 namespace surge::storage {
 namespace {
 
-using testing::postgres_server;
-using testing::sql_client;
+using surge::testing::postgres_server;
+using surge::testing::sql_client;
 
 struct pg_queue {
   std::string uri;
@@ -581,18 +582,10 @@ TEST(PostgresQueue, NewRowsAreNotifiedWithTheirSubscribers) {
 TEST(PostgresQueue, PruneAndItsVacuumAreRefusedByName) {
   SURGE_REQUIRE_POSTGRES(server);
   pg_queue queue(*server);
-  const auto refusal = [](auto&& call) -> std::string {
-    try {
-      call();
-    } catch (const error& failure) {
-      EXPECT_EQ(failure.what_kind(), error::kind::unsupported) << failure.what();
-      return failure.what();
-    }
-    return "no refusal";
-  };
-  EXPECT_EQ(refusal([&] { prune(queue.db, {.cutoff = proto::unix_now() + 60}); }),
+  EXPECT_EQ(storage::testing::unsupported_refusal(
+                [&] { prune(queue.db, {.cutoff = proto::unix_now() + 60}); }),
             "surge prune is not available on a PostgreSQL queue yet");
-  EXPECT_EQ(refusal([&] { enable_incremental_vacuum(queue.db); }),
+  EXPECT_EQ(storage::testing::unsupported_refusal([&] { enable_incremental_vacuum(queue.db); }),
             "surge prune --enable-vacuum is not available on a PostgreSQL queue yet");
 }
 

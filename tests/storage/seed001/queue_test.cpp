@@ -409,19 +409,11 @@ TEST_F(Seed001Queue, SurgeAndTheWorkerSpendOneBucketInWebhookBuckets) {
 TEST_F(Seed001Queue, CoalescingIsRefusedByNameForTheShapeHasNoStateForIt) {
   const auto ids = produce(2);
   connection db({.location = path, .create_if_missing = false});
-  const auto refusal = [](auto&& call) -> std::string {
-    try {
-      call();
-    } catch (const error& failure) {
-      EXPECT_EQ(failure.what_kind(), error::kind::unsupported) << failure.what();
-      return failure.what();
-    }
-    return "no refusal";
-  };
-  EXPECT_EQ(refusal([&] { read_unheld_due_rows(db, subscriber, t0, 10, 1 << 20, 1 << 20); }),
+  EXPECT_EQ(testing::unsupported_refusal(
+                [&] { read_unheld_due_rows(db, subscriber, t0, 10, 1 << 20, 1 << 20); }),
             "coalescing is not available on a seed001 queue");
   const replacement merged{.id = ids[0], .replaced_by = ids[1], .stands_since = double(t0)};
-  EXPECT_EQ(refusal([&] {
+  EXPECT_EQ(testing::unsupported_refusal([&] {
               mark_coalesced(db, {&merged, 1}, t0);
             }),
             "coalescing is not available on a seed001 queue");
