@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "proto/id_set.hpp"
 #include "storage/claims.hpp"
@@ -24,12 +27,14 @@ struct queue_row {
 class simulated_queue {
  public:
   std::map<std::int64_t, queue_row> rows;
+  // Rows claimed again because their lease ran out with no outcome written.
+  int lapsed_and_claimed_again = 0;
 
-  // Queues `row` (its id, when 0, the next free one); returns its id.
+  // Queues `row` under its id, which must be new; returns the id.
   std::int64_t add(storage::claimed_row row) {
-    if (row.id == 0) row.id = rows.empty() ? 1 : rows.rbegin()->first + 1;
     const auto id = row.id;
-    rows[id] = queue_row{.row = std::move(row)};
+    const bool added = rows.emplace(id, queue_row{.row = std::move(row)}).second;
+    EXPECT_TRUE(added) << "row " << id << " is queued already";
     return id;
   }
 
@@ -42,6 +47,7 @@ class simulated_queue {
     return queued.now == queue_row::state::pending || queued.now == queue_row::state::leased;
   }
   void lease(queue_row& queued, double until) {
+    if (queued.now == queue_row::state::leased) ++lapsed_and_claimed_again;
     queued.now = queue_row::state::leased;
     queued.row.lease = until;
   }
@@ -50,19 +56,22 @@ class simulated_queue {
     std::vector<storage::claimed_row> rows;
     bool more_due = false;  // one more was due and free
   };
-  // Up to `count` rows of `subscriber` due and free at `now`, oldest id first, leased until
-  // `until`.
+  // Up to `count` rows of `subscriber` due and free at `now`, leased until `until`: the earliest
+  // due first, then by id, as the stores' claims read them.
   claim take(std::int64_t subscriber, int count, double now, double until) {
-    claim out;
+    std::vector<queue_row*> due;
     for (auto& [id, queued] : rows) {
       if (queued.row.subscriber_id != subscriber || !free_at(queued, now)) continue;
-      if (queued.row.next_attempt_at > now) continue;
-      if (static_cast<int>(out.rows.size()) == count) {
-        out.more_due = true;
-        break;
-      }
-      lease(queued, until);
-      out.rows.push_back(queued.row);
+      if (queued.row.next_attempt_at <= now) due.push_back(&queued);
+    }
+    std::stable_sort(due.begin(), due.end(), [](const queue_row* a, const queue_row* b) {
+      return a->row.next_attempt_at < b->row.next_attempt_at;
+    });
+    claim out;
+    out.more_due = static_cast<int>(due.size()) > count;
+    for (std::size_t i = 0; i < due.size() && static_cast<int>(i) < count; ++i) {
+      lease(*due[i], until);
+      out.rows.push_back(due[i]->row);
     }
     return out;
   }
@@ -79,8 +88,14 @@ class simulated_queue {
     queued.outcomes.push_back(outcome.kind);
     queued.row.lease = 0;
     switch (outcome.kind) {
-      case storage::outcome_kind::done: queued.now = queue_row::state::done; break;
-      case storage::outcome_kind::dead: queued.now = queue_row::state::dead; break;
+      case storage::outcome_kind::done:
+        queued.now = queue_row::state::done;
+        queued.row.attempts = outcome.attempts;
+        break;
+      case storage::outcome_kind::dead:
+        queued.now = queue_row::state::dead;
+        queued.row.attempts = outcome.attempts;
+        break;
       case storage::outcome_kind::coalesced: queued.now = queue_row::state::coalesced; break;
       case storage::outcome_kind::release: queued.now = queue_row::state::pending; break;
       case storage::outcome_kind::retry:
@@ -100,15 +115,15 @@ class simulated_queue {
     }
     return outstanding;
   }
-  // The earliest due time among rows no lease holds, overdue ones included
-  // (storage/maintenance.hpp).
+  // The earliest moment a row no lease holds fell or falls due, overdue ones included: the later
+  // of its next attempt and its creation (storage/maintenance.hpp).
   std::optional<double> earliest_scheduled(double now, const proto::id_set& which) const {
     std::optional<double> earliest;
     for (const auto& [id, queued] : rows) {
       if (!unfinished(queued) || !free_at(queued, now)) continue;
       if (!which.contains(queued.row.subscriber_id)) continue;
-      earliest =
-          std::min(earliest.value_or(queued.row.next_attempt_at), queued.row.next_attempt_at);
+      const double due = std::max(queued.row.next_attempt_at, queued.row.created_at);
+      earliest = std::min(earliest.value_or(due), due);
     }
     return earliest;
   }

@@ -1,7 +1,8 @@
 #pragma once
 // A shard's core driven on a simulated clock, the way its reactor drives it: the queue it claims
-// from is kept in memory (rows due by time, leased when claimed, their outcomes applied as the
-// storage thread would apply them, and a persisted bucket that grants what is asked), and the
+// from is kept in memory (tests/engine/simulated_queue.hpp: rows due by time, leased when claimed,
+// their outcomes fenced and applied as the storage thread would apply them; a row whose lease
+// runs out with no outcome fails the test), a persisted bucket grants what is asked, and the
 // partner answers each request it is sent after a latency the test sets. Every request is read
 // back from the bytes the core built, so the partner sees what would go on the wire.
 #include <algorithm>
@@ -325,6 +326,8 @@ class simulation {
       reply.rows.insert(reply.rows.end(), taken.rows.begin(), taken.rows.end());
       if (taken.more_due) reply.more_due.push_back(asked.subscriber_id);
     }
+    // The core releases a row before its lease runs short: a lapsed one was leaked.
+    EXPECT_EQ(queue.lapsed_and_claimed_again, 0) << "a row's lease ran out with no outcome";
     core_.on_claimed(std::move(reply), now_);
   }
 
@@ -359,7 +362,9 @@ class simulation {
 
   void apply(const storage::outcome& o) {
     outcomes.push_back(o);
-    EXPECT_TRUE(queue.holds_lease(o)) << "an outcome for a row not leased, or past its fence";
+    EXPECT_TRUE(queue.holds_lease(o))
+        << "an outcome for row " << o.delivery_id << " with lease " << o.lease
+        << ", which the row does not hold (" << queue.rows.at(o.delivery_id).row.lease << ")";
     if (queue.holds_lease(o)) queue.apply(o);
   }
 
