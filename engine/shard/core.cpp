@@ -21,6 +21,7 @@ shard_core::shard_core(int index, int shard_count, const drain_config& config,
       demand_(config.scheduler, subscribers_),
       slots_(config.scheduler, std::max(1, config.scheduler.max_in_flight / shard_count),
              now.steady),
+      wakes_(config.scheduler.wake_grid),
       settlement_({.retry = proto::retry_policy(config.retry),
                    .retry_after_cap = config.retry_after_cap,
                    .pause_release_threshold = config.scheduler.pause_release_threshold,
@@ -83,8 +84,9 @@ shard_core::steady::time_point shard_core::next_wake() const {
   if (finished_) return steady::time_point::max();
   auto at = std::min(next_flush_at_, next_publish_at_);
   if (!stopping_) at = std::min(at, next_demand_at_);
-  at = std::min(at, wakes_.next());
-  return at;
+  // The shard's own rounds may come a grid step late; the subscribers' wakes are armed on it
+  // where that costs nothing (wake_schedule::arm).
+  return std::min(on_wake_grid(at, wakes_.grid()), wakes_.next());
 }
 
 void shard_core::on_timer(shard_time now) {

@@ -75,7 +75,8 @@ class shard_core {
   const shard_actions& actions() const { return out_; }
   shard_actions& actions() { return out_; }
   void clear_actions();
-  // When the core next wants on_timer: the earliest pump, wire line, demand round or flush.
+  // When the core next wants on_timer: the earliest pump, wire line, demand round or flush, on
+  // the wake grid (scheduler_config::wake_grid).
   steady::time_point next_wake() const;
   bool finished() const { return finished_; }
   int in_flight() const { return slots_.in_flight(); }

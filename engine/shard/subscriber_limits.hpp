@@ -102,6 +102,10 @@ class subscriber_limits {
   // The wire line's view: the gate, the bucket it keeps no fuller than the gate, the pause.
   wire_line::gate_view gate(bool closed) { return {wire_, bucket_, paused_until_, closed}; }
 
+  // Whether its buckets keep filling while it waits for a token: with a burst of 2 or more the
+  // token it waits for never fills them, so being woken a little late costs it no rate. With a
+  // burst of 1 the token it waits for does, and every moment after it is a token lost.
+  bool refills_while_waiting() const { return bucket_.capacity() >= 2 && wire_.burst() >= 2; }
   // Below the configured rate because the endpoint pushed back (adaptive pace).
   bool slowed() const { return pace_.effective() < pace_.configured(); }
   const token_bucket& bucket() const { return bucket_; }

@@ -11,10 +11,19 @@
 
 namespace surge::engine {
 
+// `at` rounded up to the next multiple of `grid` (scheduler_config::wake_grid): the wakes due
+// within one step of the grid share one. max (nothing armed) and a zero grid leave it as it is.
+std::chrono::steady_clock::time_point on_wake_grid(std::chrono::steady_clock::time_point at,
+                                                   std::chrono::steady_clock::duration grid);
+
 class wake_schedule {
  public:
   using steady = std::chrono::steady_clock;
   enum class kind : std::uint8_t { pump, line };
+
+  // `grid`: a subscriber whose bucket keeps filling while it waits (subscriber_limits::
+  // refills_while_waiting) is woken on it, a step late at most; the others at their exact times.
+  explicit wake_schedule(steady::duration grid = steady::duration::zero()) : grid_(grid) {}
 
   // Look again before the event returns (once, however often asked).
   void queue_pump(subscriber_state& sub) {
@@ -45,8 +54,9 @@ class wake_schedule {
     }
   }
 
-  // Look again at `at` (max: only when something changes).
+  // Look again at `at` (max: only when something changes), or on the grid after it.
   void arm(subscriber_state& sub, kind which, steady::time_point at);
+  steady::duration grid() const { return grid_; }
   // Queues the pumps and lines whose armed time has come by `now`.
   void queue_due(steady::time_point now);
   // The earliest armed time; max when none is armed.
@@ -62,6 +72,7 @@ class wake_schedule {
     bool operator>(const timed_wake& other) const { return at > other.at; }
   };
 
+  steady::duration grid_;
   std::vector<subscriber_state*> pump_queue_;
   std::vector<subscriber_state*> line_queue_;
   // An entry whose subscriber has since re-armed for another time is stale and skipped.

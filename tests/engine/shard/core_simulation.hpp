@@ -161,6 +161,7 @@ class simulation {
         events_.erase(events_.begin());
         event();
       } else {
+        ++timer_wakes;
         core_.on_timer(now_);
       }
       perform();
@@ -225,7 +226,8 @@ class simulation {
   std::vector<storage::partner_quota_row> quotas;
   std::optional<std::vector<storage::unspent_tokens>> unspent;
   int gave_up_at_gate = 0;
-  int evictions = 0;  // times the core asked for idle connections to be closed
+  int evictions = 0;    // times the core asked for idle connections to be closed
+  int timer_wakes = 0;  // times the core was woken for a time next_wake() named
 
  private:
   void move_to(steady::time_point t) {

@@ -95,5 +95,46 @@ TEST_F(WakeSchedule, AWireLineIsQueuedOnlyWithWritersWaitingAndRunsBeforeThePump
   EXPECT_EQ(run(), (std::vector<std::string>{"l1", "p2"}));
 }
 
+TEST(WakeGrid, ATimeIsRoundedUpToTheGridsNextStepUnlessItIsOnOne) {
+  const clock::time_point t0 = clock::time_point{} + 1h;  // on every grid below
+  EXPECT_EQ(on_wake_grid(t0, 1ms), t0);
+  EXPECT_EQ(on_wake_grid(t0 + 1us, 1ms), t0 + 1ms);
+  EXPECT_EQ(on_wake_grid(t0 + 999us, 1ms), t0 + 1ms);
+  EXPECT_EQ(on_wake_grid(t0 + 1001us, 1ms), t0 + 2ms);
+  EXPECT_EQ(on_wake_grid(t0 + 1us, clock::duration::zero()), t0 + 1us) << "no grid";
+  EXPECT_EQ(on_wake_grid(clock::time_point::max(), 1ms), clock::time_point::max()) << "none armed";
+}
+
+// A subscriber with a burst of 2 or more loses no rate when woken a little late (its bucket
+// keeps filling); one with a burst of 1 would lose each moment after its token, so it is woken
+// exactly, earlier than the first though armed later.
+TEST_F(WakeSchedule, OnTheGridABucketThatKeepsFillingWaitsForTheStepAndABurstOfOneDoesNot) {
+  wake_schedule on_grid(1ms);
+  storage::subscriber_row row;
+  row.id = 4;
+  row.url = "http://partner.test/hook";
+  row.secret = "secret";
+  row.burst = 1;
+  subscriber_state burst_of_one(row, derive_settings(row, config_), t0, 1e9, config_);
+  ASSERT_TRUE(sub(1).limits.refills_while_waiting());
+  ASSERT_FALSE(burst_of_one.limits.refills_while_waiting());
+  on_grid.arm(sub(1), kind::pump, t0 + 200us);
+  on_grid.arm(burst_of_one, kind::pump, t0 + 300us);
+  EXPECT_EQ(on_grid.next(), t0 + 300us);
+  EXPECT_EQ(sub(1).pump_at, t0 + 1ms);
+  std::vector<std::int64_t> ran;
+  const auto run_due = [&](clock::time_point now) {
+    ran.clear();
+    on_grid.queue_due(now);
+    on_grid.run_queued([](subscriber_state&) {},
+                       [&](subscriber_state& s) { ran.push_back(s.settings.id); });
+  };
+  run_due(t0 + 300us);
+  EXPECT_EQ(ran, std::vector<std::int64_t>{4});
+  EXPECT_EQ(on_grid.next(), t0 + 1ms);
+  run_due(t0 + 1ms);
+  EXPECT_EQ(ran, std::vector<std::int64_t>{1});
+}
+
 }  // namespace
 }  // namespace surge::engine
