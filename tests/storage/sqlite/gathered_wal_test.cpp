@@ -66,6 +66,13 @@ transaction_cost insert_rows(SQLite::Database& db, int rows) {
   return cost;
 }
 
+// A connection as Surge opens one: through the gathering VFS.
+SQLite::Database open_gathered(const std::string& path) {
+  database_config config;
+  config.path = path;
+  return open_database(config);
+}
+
 void create_table(SQLite::Database& db) {
   db.exec("PRAGMA wal_autocheckpoint=0");
   db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)");
@@ -82,9 +89,7 @@ TEST(GatheredWal, ACommitsFramesReachTheFileInPiecesOf31Frames) {
   create_table(plain);
   const transaction_cost plain_cost = insert_rows(plain, 100);
 
-  database_config config;
-  config.path = dir.file("gathered.db");
-  SQLite::Database gathered = open_database(config);
+  SQLite::Database gathered = open_gathered(dir.file("gathered.db"));
   create_table(gathered);
   const transaction_cost gathered_cost = insert_rows(gathered, 100);
 
@@ -102,20 +107,13 @@ TEST(GatheredWal, ACommitsFramesReachTheFileInPiecesOf31Frames) {
 TEST(GatheredWal, ACommitIsInTheFileWhenItReturnsEvenIfTheProcessDiesRightAfter) {
   testing::temp_dir dir;
   const std::string path = dir.file("queue.db");
-  {
-    database_config config;
-    config.path = path;
-    SQLite::Database db = open_database(config);
-    db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, b BLOB)");
-  }
+  open_gathered(path).exec("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, b BLOB)");
   for (const int cache_pages : {2000, 10}) {
     SCOPED_TRACE("cache of " + std::to_string(cache_pages) + " pages");
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      database_config config;
-      config.path = path;
-      SQLite::Database db = open_database(config);
+      SQLite::Database db = open_gathered(path);
       db.exec("PRAGMA wal_autocheckpoint=0");
       db.exec("PRAGMA cache_size=" + std::to_string(cache_pages));
       db.exec("BEGIN");
@@ -150,9 +148,7 @@ TEST(GatheredWal, AWriteThatFailsFailsItsTransactionAndLosesNothingCommitted) {
   testing::temp_dir dir;
   const std::string path = dir.file("queue.db");
   {
-    database_config config;
-    config.path = path;
-    SQLite::Database db = open_database(config);
+    SQLite::Database db = open_gathered(path);
     db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)");
     db.exec("INSERT INTO t (b) SELECT randomblob(100) FROM (SELECT 1 UNION SELECT 2)");
   }
@@ -162,9 +158,7 @@ TEST(GatheredWal, AWriteThatFailsFailsItsTransactionAndLosesNothingCommitted) {
     ::signal(SIGXFSZ, SIG_IGN);
     const rlimit limit{1 << 20, 1 << 20};
     ::setrlimit(RLIMIT_FSIZE, &limit);
-    database_config config;
-    config.path = path;
-    SQLite::Database db = open_database(config);
+    SQLite::Database db = open_gathered(path);
     db.exec("PRAGMA wal_autocheckpoint=0");
     try {
       db.exec("BEGIN");
