@@ -8,8 +8,6 @@
 
 #include <SQLiteCpp/Exception.h>
 
-#include "storage/sqlite/gathered_wal.hpp"
-
 namespace surge::storage::sqlite {
 
 namespace {
@@ -64,14 +62,11 @@ SQLite::Database open_database(const database_config& config) {
   // thread, the checkpointer, a tool, or under a lock of its own), so the connection mutex
   // SQLite otherwise takes in every call, several per row, guards nothing.
   int flags = SQLite::OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
-  const char* vfs = nullptr;
   if (!config.read_only) {
     flags = SQLite::OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
             (config.create_if_missing ? SQLite::OPEN_CREATE : 0);
-    vfs = gathered_wal_vfs();  // a commit's WAL frames in one write (gathered_wal.hpp)
   }
-  SQLite::Database db(config.path.c_str(), flags, static_cast<int>(config.busy_timeout.count()),
-                      vfs);
+  SQLite::Database db(config.path, flags, static_cast<int>(config.busy_timeout.count()));
   if (config.lock_wait) {
     sqlite3_busy_handler(db.getHandle(), wait_for_lock,
                          const_cast<interruptible_wait*>(config.lock_wait));
