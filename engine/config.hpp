@@ -96,8 +96,9 @@ struct scheduler_config {
   // wake, at most a step late. Paced partners' tokens come due thousands of times a second at
   // scattered moments, and each wake costs the reactor two timer re-arms and a context switch.
   // Sending later than a token allows never breaks a limit, and costs no rate to a subscriber
-  // whose bucket keeps filling meanwhile (burst 2 or more; burst 1 is woken exactly). 0: every
-  // wake at its exact time.
+  // whose buckets keep filling meanwhile: its burst holds the token and a step's refill besides
+  // (a burst of 1, or a rate above (burst - 1) per step, is woken exactly). 0: every wake at its
+  // exact time.
   std::chrono::microseconds wake_grid = 1ms;
   // A subscriber whose last claim came back short is polled again after this (doubling). The
   // cap bounds how late a row that falls due for an idle subscriber is seen (bench scenario d:

@@ -102,10 +102,15 @@ class subscriber_limits {
   // The wire line's view: the gate, the bucket it keeps no fuller than the gate, the pause.
   wire_line::gate_view gate(bool closed) { return {wire_, bucket_, paused_until_, closed}; }
 
-  // Whether its buckets keep filling while it waits for a token: with a burst of 2 or more the
-  // token it waits for never fills them, so being woken a little late costs it no rate. With a
-  // burst of 1 the token it waits for does, and every moment after it is a token lost.
-  bool refills_while_waiting() const { return bucket_.capacity() >= 2 && wire_.burst() >= 2; }
+  // Whether its buckets keep filling while it waits `late` past the token it waits for: they do
+  // while that token and what comes in `late` fit below the burst, so being woken that much late
+  // costs it no rate. With a burst of 1, or a rate that fills the rest of the burst within
+  // `late`, every moment after the token is tokens lost.
+  bool refills_while_waiting(steady::duration late) const {
+    const double refill = std::chrono::duration<double>(late).count();
+    return bucket_.capacity() - 1 >= bucket_.rate() * refill &&
+           wire_.burst() - 1 >= wire_.rate() * refill;
+  }
   // Below the configured rate because the endpoint pushed back (adaptive pace).
   bool slowed() const { return pace_.effective() < pace_.configured(); }
   const token_bucket& bucket() const { return bucket_; }

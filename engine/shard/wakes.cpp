@@ -14,7 +14,7 @@ std::chrono::steady_clock::time_point on_wake_grid(std::chrono::steady_clock::ti
 }
 
 void wake_schedule::arm(subscriber_state& sub, kind which, steady::time_point at) {
-  if (sub.limits.refills_while_waiting()) at = on_wake_grid(at, grid_);
+  if (sub.limits.refills_while_waiting(grid_)) at = on_wake_grid(at, grid_);
   auto& armed = which == kind::pump ? sub.pump_at : sub.line_at;
   // A wake already armed no later is kept: waking early only looks again and re-arms, while
   // re-arming for every small shift of a token's time (each grant, reload or answer recomputes

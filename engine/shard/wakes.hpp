@@ -21,7 +21,7 @@ class wake_schedule {
   using steady = std::chrono::steady_clock;
   enum class kind : std::uint8_t { pump, line };
 
-  // `grid`: a subscriber whose bucket keeps filling while it waits (subscriber_limits::
+  // `grid`: a subscriber whose buckets keep filling for a step past its token (subscriber_limits::
   // refills_while_waiting) is woken on it, a step late at most; the others at their exact times.
   explicit wake_schedule(steady::duration grid = steady::duration::zero()) : grid_(grid) {}
 

@@ -71,5 +71,21 @@ TEST(ShardCoreWakes, PacedPartnersTokensAreWokenForOnTheGridAndEachKeepsItsRate)
   }
 }
 
+// A subscriber at 5,000 requests/s with a burst of 2 gets five tokens a millisecond and holds
+// two: woken on the grid it would send at most 2,000/s. It is woken at each token, and keeps its
+// rate.
+TEST(ShardCoreWakes, AFastSubscriberWithASmallBurstIsWokenExactlyAndKeepsItsRate) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.latency = 1ms}; };
+  auto row = simulation::subscriber(1, 5000.0, 2);
+  row.max_in_flight = 100;
+  sim.load({row});
+  for (int i = 0; i < 3000; ++i) sim.enqueue(1);
+  const auto start = sim.now();
+  sim.run_until(start + 500ms);
+  EXPECT_GE(sim.requests_of(1).size(), 2'350u) << "95 % of its rate, less the first round trips";
+  EXPECT_LE(most_in_window(sim.requests_of(1), 100ms), 500 + 2);
+}
+
 }  // namespace
 }  // namespace surge::engine

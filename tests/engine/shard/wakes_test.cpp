@@ -105,10 +105,11 @@ TEST(WakeGrid, ATimeIsRoundedUpToTheGridsNextStepUnlessItIsOnOne) {
   EXPECT_EQ(on_wake_grid(clock::time_point::max(), 1ms), clock::time_point::max()) << "none armed";
 }
 
-// A subscriber with a burst of 2 or more loses no rate when woken a little late (its bucket
-// keeps filling); one with a burst of 1 would lose each moment after its token, so it is woken
-// exactly, earlier than the first though armed later.
-TEST_F(WakeSchedule, OnTheGridABucketThatKeepsFillingWaitsForTheStepAndABurstOfOneDoesNot) {
+// A subscriber whose burst holds the token it waits for and a step's refill besides loses no
+// rate when woken a step late (its bucket keeps filling). One with a burst of 1, or whose rate
+// fills the rest of its burst within a step, would lose each moment after its token, so it is
+// woken exactly, earlier than the first though armed later.
+TEST_F(WakeSchedule, OnTheGridABucketThatKeepsFillingWaitsForTheStepAndAFullOneDoesNot) {
   wake_schedule on_grid(1ms);
   storage::subscriber_row row;
   row.id = 4;
@@ -116,8 +117,15 @@ TEST_F(WakeSchedule, OnTheGridABucketThatKeepsFillingWaitsForTheStepAndABurstOfO
   row.secret = "secret";
   row.burst = 1;
   subscriber_state burst_of_one(row, derive_settings(row, config_), t0, 1e9, config_);
-  ASSERT_TRUE(sub(1).limits.refills_while_waiting());
-  ASSERT_FALSE(burst_of_one.limits.refills_while_waiting());
+  row.id = 5;
+  row.burst = 2;
+  row.rate_per_sec = 5000;  // 5 tokens a step, and room for 1
+  subscriber_state fast(row, derive_settings(row, config_), t0, 1e9, config_);
+  ASSERT_TRUE(sub(1).limits.refills_while_waiting(1ms));  // 5/s, burst 10
+  ASSERT_FALSE(burst_of_one.limits.refills_while_waiting(1ms));
+  ASSERT_FALSE(fast.limits.refills_while_waiting(1ms));
+  on_grid.arm(fast, kind::pump, t0 + 400us);
+  EXPECT_EQ(fast.pump_at, t0 + 400us);
   on_grid.arm(sub(1), kind::pump, t0 + 200us);
   on_grid.arm(burst_of_one, kind::pump, t0 + 300us);
   EXPECT_EQ(on_grid.next(), t0 + 300us);
@@ -131,6 +139,8 @@ TEST_F(WakeSchedule, OnTheGridABucketThatKeepsFillingWaitsForTheStepAndABurstOfO
   };
   run_due(t0 + 300us);
   EXPECT_EQ(ran, std::vector<std::int64_t>{4});
+  run_due(t0 + 400us);
+  EXPECT_EQ(ran, std::vector<std::int64_t>{5});
   EXPECT_EQ(on_grid.next(), t0 + 1ms);
   run_due(t0 + 1ms);
   EXPECT_EQ(ran, std::vector<std::int64_t>{1});
