@@ -72,8 +72,8 @@ TEST(ShardCoreWakes, PacedPartnersTokensAreWokenForOnTheGridAndEachKeepsItsRate)
 }
 
 // A subscriber at 5,000 requests/s with a burst of 2 gets five tokens a millisecond and holds
-// two: woken on the grid it would send at most 2,000/s. It is woken at each token, and keeps its
-// rate.
+// two: woken on the grid it sent about 1,000/s here (the pump's wake, then the wire line's a
+// step later). It is woken at each token, and keeps its rate.
 TEST(ShardCoreWakes, AFastSubscriberWithASmallBurstIsWokenExactlyAndKeepsItsRate) {
   simulation sim;
   sim.partner = [](const received&) { return answer{.latency = 1ms}; };
