@@ -49,8 +49,7 @@ wire_gate::duration wire_gate::try_pass(time_point now, bool fresh_connection) {
   if (bucket_.paused()) return duration::max();
   // Tokens never decrease with time and a charge is never earlier than `now`, so whatever passes
   // here would pass a bare bucket at `now` too: the writes always conform; the margin only delays.
-  const double needed =
-      headroom_ ? std::min(bucket_.capacity(), 1.0 + bucket_.rate() * seconds(margin_)) : 1.0;
+  const double needed = tokens_to_pass();
   const auto charged = !headroom_ && fresh_connection ? now + margin_ : now;
   const double tokens = bucket_.tokens_at(now);
   if (tokens >= needed && bucket_.try_take(charged)) return duration::zero();
@@ -60,6 +59,10 @@ wire_gate::duration wire_gate::try_pass(time_point now, bool fresh_connection) {
   return std::max(std::chrono::ceil<duration>(wait), duration::zero()) + duration(1);
 }
 
+double wire_gate::tokens_to_pass() const {
+  return headroom_ ? std::min(bucket_.capacity(), 1.0 + bucket_.rate() * seconds(margin_)) : 1.0;
+}
+
 void wire_gate::reconfigure(double rate_per_sec, double burst, time_point now) {
   bucket_.reconfigure(rate_per_sec, burst, now);
   margin_ = margin_for(rate_per_sec, burst);
@@ -67,7 +70,7 @@ void wire_gate::reconfigure(double rate_per_sec, double burst, time_point now) {
 }
 
 void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now) {
-  admission.at_most(wire.tokens_at(now), now);
+  admission.at_most(wire.tokens_at(now) - (wire.tokens_to_pass() - 1.0), now);
 }
 
 }  // namespace surge::engine

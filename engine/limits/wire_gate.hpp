@@ -41,6 +41,8 @@ class wire_gate {
 
   // The margin for a limit (see wire_gate.cpp for why these numbers).
   static duration margin_for(double rate_per_sec, double burst);
+  // The tokens a write needs to pass: one, and with burst >= 2 the margin's refill besides.
+  double tokens_to_pass() const;
 
  private:
   token_bucket bucket_;
@@ -49,10 +51,15 @@ class wire_gate {
 };
 
 // After a write that had to wait at the gate: the bucket that admits attempts keeps no more
-// tokens than the wire's. Admitting on its own schedule while the writes lag it would only queue
-// attempts at the gate, and with a burst of 1 the lag never shrinks (no write may follow the one
-// before sooner than the limit allows), so every later attempt would wait as long as the
-// longest lag so far: recorded as time added to it (bench scenario half_rate).
+// tokens than the wire's, less the margin's refill that a write needs besides its own token.
+// Admitting on its own schedule while the writes lag it would only queue attempts at the gate,
+// and with a burst of 1 the lag never shrinks (no write may follow the one before sooner than
+// the limit allows), so every later attempt would wait as long as the longest lag so far:
+// recorded as time added to it (bench scenario half_rate). Kept level with the wire's tokens
+// alone, the bucket would admit each attempt of a backlog a margin before the gate lets it pass,
+// and every request would hold its connection and its in-flight slot at the gate for the
+// margin: 500 more requests in flight for 1,000 subscribers at 10/s (bench/origins.py
+// slow_partners). Less the margin's refill, the bucket admits when the gate will pass.
 void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now);
 
 }  // namespace surge::engine

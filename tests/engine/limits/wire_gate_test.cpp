@@ -243,6 +243,30 @@ TEST(WireGate, ALateWriteCostsOneWaitNotOneForEveryLaterAttempt) {
     EXPECT_EQ(aligned[i], wire_gate::duration::zero()) << i;
 }
 
+TEST(WireGate, AlignedAfterAWaitABurstsAdmissionsComeWhenTheGateLetsThemPass) {
+  // 10/s, burst 10: a write needs 1.5 tokens. Only the burst's last attempt waits at the gate;
+  // after it the admission bucket holds the margin's refill back too, so each later attempt is
+  // admitted when its write can pass, not a margin before.
+  token_bucket admission(10.0, 10, 10, t0);
+  wire_gate gate(10.0, 10, 10, t0);
+  int waited = 0;
+  auto now = t0;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    now += admission.time_until_available(now);
+    ASSERT_TRUE(admission.try_take(now));
+    const auto at_gate = now + 100us;
+    const auto written = pass_at(gate, at_gate);
+    if (written > at_gate) {
+      ++waited;
+      after_wire_wait(admission, gate, written);
+    }
+    now = std::max(now, written);
+  }
+  EXPECT_EQ(waited, 1);
+  // The burst, then one write every 100 ms: 30 more in 3 s, the margin paid once.
+  EXPECT_NEAR(seconds(now - t0), 3.0 + 0.05 + 100e-6, 1e-3);
+}
+
 TEST(WireGate, AligningAfterAWaitKeepsTheRateAndTheLimit) {
   // What the aligned subscriber writes still conforms, and keeps nearly all of the rate: the
   // admission-to-write time is lost once per wait, not per interval.

@@ -331,6 +331,34 @@ TEST(ShardCore, AFarPartnersRequestsConnectWhileTheOnesBeforeThemWaitSoItKeepsIt
   EXPECT_EQ(sim.gave_up_at_gate, 0);
 }
 
+// A paced subscriber with a backlog, 10/s with a burst of 10 at a partner 200 ms away: its
+// writes need 1.5 tokens at the wire gate (a 50 ms margin), so once its burst is spent, an
+// attempt admitted on one token would hold its connection at the gate for 50 ms, every
+// interval: a quarter more requests in flight than the partner's latency needs. The
+// admission bucket is kept level with what the gate lets pass, so the attempts wait for their
+// token before they start, and the wait at the gate is paid once.
+TEST(ShardCore, APacedSubscribersAttemptsWaitAtTheWireGateOnceNotEveryInterval) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.latency = 200ms}; };
+  sim.load({simulation::subscriber(1, 10.0, 10)});
+  for (int i = 0; i < 60; ++i) sim.enqueue(1);
+  ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 20s));
+  int held_at_gate = 0;
+  int attempts = 0;
+  for (const auto& out : sim.outcomes) {
+    if (!out.has_attempt) continue;
+    ++attempts;
+    if (out.attempt.finished_at - out.attempt.started_at > 0.210) ++held_at_gate;
+  }
+  EXPECT_EQ(attempts, 60);
+  EXPECT_LE(held_at_gate, 1) << "only the burst's last request waits for the margin";
+  // And the rate is the limit's: 50 rows beyond the burst in 5 s, never more than it allows.
+  const auto sent = sim.requests_of(1);
+  ASSERT_EQ(sent.size(), 60u);
+  EXPECT_LE(sent.back().at - sent.front().at, 5s + 60ms);
+  EXPECT_LE(most_in_window(sent, 1s), 10 + 10);
+}
+
 // What the subscriber's shared bucket was charged over a finished run: the tokens it granted,
 // less those handed back (stale during the run, unspent at the end).
 double charged_to_shared_bucket(const simulation& sim, std::int64_t subscriber) {
