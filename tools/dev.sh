@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build ccache pkg-config openssl ca-certificates
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libssl-dev libsqlite3-dev
-  libsqlitecpp-dev libpq-dev libc-ares-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
+  libsqlitecpp-dev libpq-dev libc-ares-dev libjemalloc-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev wrk sqlite3
   gnuplot-nox fonts-dejavu-core clang clang-format libclang-rt-14-dev time python3 nginx-light)
 
 # promtool and prometheus: tests/monitoring unit-tests the alert rules and scrapes a real drain.

@@ -15,8 +15,8 @@ int main(int argc, char** argv) {
       "subscriber's rate limit."};
   app.name("surge");
   app.require_subcommand(1, 1);
-  app.set_version_flag(
-      "--version", std::string("surge ") + surge_version() + " (commit " + surge_commit() + ")");
+  app.set_version_flag("--version", std::string("surge ") + surge_version() + " (commit " +
+                                        surge_commit() + ", " + surge_allocator() + ")");
 
   command_action action;
   add_migrate_command(app, action);

@@ -27,12 +27,20 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-TEST(OpsCli, VersionNamesTheReleaseAndTheCommit) {
+TEST(OpsCli, VersionNamesTheReleaseTheCommitAndTheAllocator) {
   temp_dir dir;
   const auto result = run_surge(dir, {"--version"});
   EXPECT_EQ(result.exit_code, 0);
+  // jemalloc where the build links it (SURGE_JEMALLOC: not under the sanitizers), and the
+  // version the program really runs on, read from jemalloc itself.
+#ifdef SURGE_JEMALLOC
+  const std::string allocator = R"(jemalloc \d+\.\d+\.\d+\S*)";
+#else
+  const std::string allocator = "glibc malloc";
+#endif
   EXPECT_TRUE(std::regex_search(
-      result.out, std::regex(R"(^surge \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown)\))")))
+      result.out, std::regex(R"(^surge \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown), )" +
+                             allocator + R"(\))")))
       << result.out;
 }
 
