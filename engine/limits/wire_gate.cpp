@@ -63,6 +63,12 @@ double wire_gate::tokens_to_pass() const {
   return headroom_ ? std::min(bucket_.capacity(), 1.0 + bucket_.rate() * seconds(margin_)) : 1.0;
 }
 
+double wire_gate::admission_lag() const {
+  if (!headroom_) return 0.0;
+  const double whole_margin_refill = bucket_.rate() * seconds(max_margin);
+  return bucket_.capacity() - 1.0 > 2.0 * whole_margin_refill ? tokens_to_pass() - 1.0 : 0.0;
+}
+
 void wire_gate::reconfigure(double rate_per_sec, double burst, time_point now) {
   bucket_.reconfigure(rate_per_sec, burst, now);
   margin_ = margin_for(rate_per_sec, burst);
@@ -70,7 +76,7 @@ void wire_gate::reconfigure(double rate_per_sec, double burst, time_point now) {
 }
 
 void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now) {
-  admission.at_most(wire.tokens_at(now) - (wire.tokens_to_pass() - 1.0), now);
+  admission.at_most(wire.tokens_at(now) - wire.admission_lag(), now);
 }
 
 }  // namespace surge::engine

@@ -43,6 +43,10 @@ class wire_gate {
   static duration margin_for(double rate_per_sec, double burst);
   // The tokens a write needs to pass: one, and with burst >= 2 the margin's refill besides.
   double tokens_to_pass() const;
+  // What after_wire_wait holds the admission bucket back by, below the gate's tokens: the
+  // margin's refill where the burst holds twice the whole margin's refill besides a token, else
+  // nothing (see after_wire_wait).
+  double admission_lag() const;
 
  private:
   token_bucket bucket_;
@@ -51,15 +55,20 @@ class wire_gate {
 };
 
 // After a write that had to wait at the gate: the bucket that admits attempts keeps no more
-// tokens than the wire's, less the margin's refill that a write needs besides its own token.
-// Admitting on its own schedule while the writes lag it would only queue attempts at the gate,
-// and with a burst of 1 the lag never shrinks (no write may follow the one before sooner than
-// the limit allows), so every later attempt would wait as long as the longest lag so far:
-// recorded as time added to it (bench scenario half_rate). Kept level with the wire's tokens
-// alone, the bucket would admit each attempt of a backlog a margin before the gate lets it pass,
-// and every request would hold its connection and its in-flight slot at the gate for the
-// margin: 500 more requests in flight for 1,000 subscribers at 10/s (bench/origins.py
-// slow_partners). Less the margin's refill, the bucket admits when the gate will pass.
+// tokens than the wire's, less wire.admission_lag(). Admitting on its own schedule while the
+// writes lag it would only queue attempts at the gate, and with a burst of 1 the lag never
+// shrinks (no write may follow the one before sooner than the limit allows), so every later
+// attempt would wait as long as the longest lag so far: recorded as time added to it (bench
+// scenario half_rate). Kept level with the wire's tokens alone, the bucket admits each attempt of
+// a backlog a margin before the gate lets it pass, and every request holds its connection and
+// its in-flight slot at the gate for the margin: 500 more requests in flight for 1,000
+// subscribers at 10/s (bench/origins.py slow_partners). Less the margin's refill, the bucket
+// admits when the gate will pass; but then a write that comes late (a new connection's connect)
+// finds the gate filling towards its burst with only burst - tokens_to_pass of room, not burst -
+// 1, and past it the refill is lost. So the lag is taken only where the burst holds twice the
+// whole margin's refill besides a token (10/s with a burst of 10: 850 ms of room instead of
+// 900); a small burst (2 at 10/s, 3 at 100/s), whose margin is cut to half its room, keeps the
+// margin's lead.
 void after_wire_wait(token_bucket& admission, const wire_gate& wire, wire_gate::time_point now);
 
 }  // namespace surge::engine

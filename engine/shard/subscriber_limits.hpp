@@ -99,17 +99,19 @@ class subscriber_limits {
   steady::duration token_wait(steady::time_point now) const {
     return std::max(bucket_.time_until_available(now), allowance_.wait());
   }
-  // The wire line's view: the gate, the bucket it keeps no fuller than the gate, the pause.
+  // The wire line's view: the gate, the bucket it keeps no fuller than what the gate lets pass
+  // (after_wire_wait), the pause.
   wire_line::gate_view gate(bool closed) { return {wire_, bucket_, paused_until_, closed}; }
 
-  // Whether its buckets keep filling while it waits `late` past the token it waits for: they do
-  // while that token and what comes in `late` fit below the burst, so being woken that much late
-  // costs it no rate. With a burst of 1, or a rate that fills the rest of the burst within
-  // `late`, every moment after the token is tokens lost.
+  // Whether its buckets keep filling while it waits `late` past the tokens it waits for (one
+  // for the admission bucket, tokens_to_pass at the wire gate): they do while those and what
+  // comes in `late` fit below the burst, so being woken that much late costs it no rate. With a
+  // burst of 1, or a rate that fills the rest of the burst within `late`, every moment after the
+  // tokens is tokens lost.
   bool refills_while_waiting(steady::duration late) const {
     const double refill = std::chrono::duration<double>(late).count();
     return bucket_.capacity() - 1 >= bucket_.rate() * refill &&
-           wire_.burst() - 1 >= wire_.rate() * refill;
+           wire_.burst() - wire_.tokens_to_pass() >= wire_.rate() * refill;
   }
   // Below the configured rate because the endpoint pushed back (adaptive pace).
   bool slowed() const { return pace_.effective() < pace_.configured(); }

@@ -26,9 +26,9 @@ class wire_line {
   };
 
   // What the line is judged against: the subscriber's gate, the bucket that admits its attempts
-  // (kept no fuller than the gate after a wait: after_wire_wait), a Retry-After pause, and
-  // whether nothing may be written any more (the shard stops, or another drain owns the
-  // subscriber now).
+  // (kept no fuller than what the gate lets pass after a wait: after_wire_wait), a Retry-After
+  // pause, and whether nothing may be written any more (the shard stops, or another drain owns
+  // the subscriber now).
   struct gate_view {
     wire_gate& wire;
     token_bucket& admission;

@@ -359,6 +359,38 @@ TEST(ShardCore, APacedSubscribersAttemptsWaitAtTheWireGateOnceNotEveryInterval) 
   EXPECT_LE(most_in_window(sent, 1s), 10 + 10);
 }
 
+// A small burst whose requests reach the gate at varying times after their admission (a
+// connect here and there, up to two intervals): its margin is cut to half the room its burst
+// has, so held back by the margin's refill after a wait, a late write would find the gate full
+// and lose the refill (10/s with a burst of 2 sent 8.6/s so). It keeps the margin's lead
+// instead, and its rate.
+TEST(ShardCore, ASmallBurstKeepsItsRateWhenItsConnectsTakeVaryingTimes) {
+  struct limit {
+    double rate;
+    std::int64_t burst;
+  };
+  for (const auto [rate, burst] : {limit{10.0, 2}, limit{100.0, 2}, limit{100.0, 3}}) {
+    SCOPED_TRACE(std::to_string(rate) + "/s, burst " + std::to_string(burst));
+    simulation sim;
+    const auto interval =
+        std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(1.0 / rate));
+    sim.connect_delay = [interval](int n) { return interval * ((n * 7919) % 200) / 100; };
+    sim.partner = [](const received&) { return answer{.latency = 20ms}; };
+    auto row = simulation::subscriber(1, rate, burst);
+    row.max_in_flight = 20;
+    sim.load({row});
+    const int rows = static_cast<int>(rate * 10);
+    for (int i = 0; i < rows; ++i) sim.enqueue(1);
+    ASSERT_TRUE(sim.run_until([&] { return sim.all_rows(queue_row::state::done); }, 60s));
+    const auto sent = sim.requests_of(1);
+    ASSERT_EQ(sent.size(), static_cast<std::size_t>(rows));
+    const double achieved = static_cast<double>(sent.size() - 1) /
+                            std::chrono::duration<double>(sent.back().at - sent.front().at).count();
+    EXPECT_GE(achieved, 0.97 * rate);
+    EXPECT_LE(most_in_window(sent, 1s), static_cast<int>(burst + rate)) << "rate + burst";
+  }
+}
+
 // What the subscriber's shared bucket was charged over a finished run: the tokens it granted,
 // less those handed back (stale during the run, unspent at the end).
 double charged_to_shared_bucket(const simulation& sim, std::int64_t subscriber) {

@@ -91,5 +91,22 @@ TEST(ShardCoreWakes, AFastSubscriberWithASmallBurstIsWokenExactlyAndKeepsItsRate
   EXPECT_LE(most_in_window(sim.requests_of(1), 100ms), 500 + 2);
 }
 
+// At the wire gate a write waits for its token and the margin's refill: 8,000/s with a burst of
+// 10 needs 5.5 tokens there (a margin of 0.56 ms), so its burst holds 4.5 more, less than a
+// millisecond's 8. Woken on the grid it sent about 5,000/s; it is woken exactly, and keeps its
+// rate.
+TEST(ShardCoreWakes, AFastSubscriberWhoseGateHoldsTheMarginBackIsWokenExactly) {
+  simulation sim;
+  sim.partner = [](const received&) { return answer{.latency = 1ms}; };
+  auto row = simulation::subscriber(1, 8000.0, 10);
+  row.max_in_flight = 100;
+  sim.load({row});
+  for (int i = 0; i < 5000; ++i) sim.enqueue(1);
+  const auto start = sim.now();
+  sim.run_until(start + 500ms);
+  EXPECT_GE(sim.requests_of(1).size(), 3'500u) << "most of its rate, less the first round trips";
+  EXPECT_LE(most_in_window(sim.requests_of(1), 100ms), 800 + 10);
+}
+
 }  // namespace
 }  // namespace surge::engine
