@@ -23,6 +23,12 @@ struct drain_counters {
   std::atomic<std::int64_t> refused_outcomes{0};
   std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> buffered{0};
+  // Outcomes a shard has settled that the storage thread has not taken in yet: held for the
+  // shard's flush, or on their way. The shards are idle only once none are, or a drained check
+  // would count their rows as still due and put the drain's end off by an interval. A shard adds
+  // to it before its attempt stops counting in `in_flight` (released there, acquired by the
+  // storage thread's reading of `in_flight`).
+  std::atomic<std::int64_t> outcomes_in_transit{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
   std::atomic<std::int64_t> storage_errors{0};
   std::atomic<std::int64_t> backlog{-1};           // due rows at the last check, -1 unknown

@@ -49,7 +49,8 @@ void shard_core::attempt_ended(attempt_state& attempt) {
     demand_.watch_tokens(sub);
   }
   --sub.in_flight;
-  counters_.add(counters_.in_flight, -1);
+  // Released: the storage thread that sees the attempt gone also sees its outcome in transit.
+  counters_.in_flight.fetch_sub(1, std::memory_order_release);
   notify(sub);
   auto& woken = woken_scratch_;
   woken.clear();

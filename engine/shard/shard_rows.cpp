@@ -154,6 +154,7 @@ void shard_rows::settled(storage::outcome outcome) {
 }
 
 void shard_rows::push(storage::outcome outcome) {
+  counters_.add(counters_.outcomes_in_transit);
   outcomes_.push_back(std::move(outcome));
   if (outcomes_.size() >= flush_rows_) flush();
 }

@@ -41,6 +41,7 @@ void storage_core::claims_asked(int shard, std::vector<storage::subscriber_deman
 
 void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
                                       std::vector<std::int64_t> deactivate) {
+  counters_.add(counters_.outcomes_in_transit, -static_cast<std::int64_t>(outcomes.size()));
   pending_.submitted(std::move(outcomes), std::move(deactivate));
 }
 
@@ -495,8 +496,9 @@ std::int64_t storage_core::finished_rows() const {
 }
 
 bool storage_core::shards_idle() const {
-  return counters_.in_flight.load(std::memory_order_relaxed) == 0 &&
-         counters_.buffered.load(std::memory_order_relaxed) == 0;
+  return counters_.in_flight.load(std::memory_order_acquire) == 0 &&
+         counters_.buffered.load(std::memory_order_relaxed) == 0 &&
+         counters_.outcomes_in_transit.load(std::memory_order_relaxed) == 0;
 }
 
 }  // namespace surge::engine

@@ -448,6 +448,25 @@ TEST(StorageCore, UntilDrainedEndsWithinAFewChecksOfTheLastOutcome) {
   EXPECT_EQ(sim.drained, 1);  // said once
 }
 
+TEST(StorageCore, UntilDrainedEndsPromptlyWhenTheLastOutcomesReachItAfterTheShardsWentIdle) {
+  // A shard holds its outcomes for a few milliseconds (its flush) after their requests stop
+  // counting as in flight. A check in that gap must not take the shards to be idle with rows
+  // still due: that check would put the end off by the drained-check interval.
+  storage_simulation sim(until_drained_config());
+  const auto sent = sim.claim_new(1, 2);
+  sim.counters.in_flight.store(2);
+  sim.run_for(1100ms);  // between two checks, which come every 250 ms while the shards work
+  auto held = sim.settle(sent);
+  sim.counters.in_flight.store(0);
+  sim.run_for(5ms);  // the storage thread's round in the gap, where the end looks in sight
+  EXPECT_EQ(sim.drained, 0);
+  sim.hand_over(std::move(held));
+  const auto handed_over = sim.now();
+  while (sim.drained == 0 && sim.now() - handed_over < 2s) sim.run_for(5ms);
+  EXPECT_EQ(sim.drained, 1);
+  EXPECT_LE(sim.now() - handed_over, 100ms);
+}
+
 TEST(StorageCore, UntilDrainedLeavesTheRowsOfASubscriberThatCannotSendInTheQueue) {
   auto config = until_drained_config();
   config.storage.subscriber_reload_interval = 500ms;

@@ -105,18 +105,27 @@ class storage_simulation {
   void ask(int shard, std::int64_t subscriber, int rows_wanted) {
     core_.claims_asked(shard, {{.subscriber_id = subscriber, .rows = rows_wanted}});
   }
-  // Outcomes for rows a shard was handed, all of one kind.
-  void submit(const std::vector<storage::claimed_row>& sent,
-              storage::outcome_kind kind = storage::outcome_kind::done) {
+  // Outcomes a shard settled for rows it was handed, all of one kind, counted as the shard
+  // counts them (engine/shard/shard_rows.cpp) and held until hand_over().
+  std::vector<storage::outcome> settle(const std::vector<storage::claimed_row>& sent,
+                                       storage::outcome_kind kind = storage::outcome_kind::done) {
     std::vector<storage::outcome> outcomes;
     for (const auto& row : sent) {
       outcomes.push_back({.delivery_id = row.id, .lease = row.lease, .kind = kind});
     }
-    // As a shard counts a delivery when it submits its outcome (engine/shard/shard_rows.cpp).
-    if (kind == storage::outcome_kind::done) {
-      counters.add(counters.delivered, static_cast<std::int64_t>(sent.size()));
-    }
+    const auto rows = static_cast<std::int64_t>(sent.size());
+    counters.add(counters.outcomes_in_transit, rows);
+    if (kind == storage::outcome_kind::done) counters.add(counters.delivered, rows);
+    return outcomes;
+  }
+  // The shard's flush: the storage thread takes the outcomes in.
+  void hand_over(std::vector<storage::outcome> outcomes) {
     core_.outcomes_submitted(std::move(outcomes), {});
+  }
+  // Outcomes settled and handed over at once.
+  void submit(const std::vector<storage::claimed_row>& sent,
+              storage::outcome_kind kind = storage::outcome_kind::done) {
+    hand_over(settle(sent, kind));
   }
 
   // One round of the storage loop at the current time.
