@@ -21,13 +21,14 @@ struct drain_counters {
   // Outcomes the database refused for the row's own sake (a constraint, a trigger, a value out
   // of range), written as dead instead, or left to the row's lease when even that was refused.
   std::atomic<std::int64_t> refused_outcomes{0};
-  std::atomic<std::int64_t> in_flight{0};
+  // A shard's rows go from `buffered` (claimed, waiting to be sent) to `in_flight` to
+  // `outcomes_in_transit` (settled, held for the shard's flush or on their way to the storage
+  // thread, which takes them off). The shards are idle only when all three are 0, or a drained
+  // check would count rows as still due and put the drain's end off by an interval. So a row is
+  // counted where it goes before it leaves where it was, with a release on leaving; the storage
+  // thread reads the three in that order, each with an acquire (storage_core::shards_idle).
   std::atomic<std::int64_t> buffered{0};
-  // Outcomes a shard has settled that the storage thread has not taken in yet: held for the
-  // shard's flush, or on their way. The shards are idle only once none are, or a drained check
-  // would count their rows as still due and put the drain's end off by an interval. A shard adds
-  // to it before its attempt stops counting in `in_flight` (released there, acquired by the
-  // storage thread's reading of `in_flight`).
+  std::atomic<std::int64_t> in_flight{0};
   std::atomic<std::int64_t> outcomes_in_transit{0};
   std::atomic<std::int64_t> fresh_retries{0};  // stale keep-alive connections retried
   std::atomic<std::int64_t> storage_errors{0};

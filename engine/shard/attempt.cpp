@@ -49,7 +49,7 @@ void shard_core::attempt_ended(attempt_state& attempt) {
     demand_.watch_tokens(sub);
   }
   --sub.in_flight;
-  // Released: the storage thread that sees the attempt gone also sees its outcome in transit.
+  // Released: its outcome was counted in transit first (drain_counters).
   counters_.in_flight.fetch_sub(1, std::memory_order_release);
   notify(sub);
   auto& woken = woken_scratch_;

@@ -53,10 +53,10 @@ void shard_rows::sent(int rows) { adjust_buffered(-rows); }
 
 void shard_rows::release_ready(subscriber_state& sub) {
   for (auto& row : sub.ready) {
-    adjust_buffered(-1);
     let_go(sub, row);
     counters_.add(counters_.released);
     push(outcome_for(row, storage::outcome_kind::release));
+    adjust_buffered(-1);
   }
   sub.ready.clear();
 }
@@ -64,21 +64,21 @@ void shard_rows::release_ready(subscriber_state& sub) {
 void shard_rows::release_front(subscriber_state& sub) {
   auto row = std::move(sub.ready.front());
   sub.ready.pop_front();
-  adjust_buffered(-1);
   let_go(sub, row);
   counters_.add(counters_.released);
   push(outcome_for(row, storage::outcome_kind::release));
+  adjust_buffered(-1);
 }
 
 void shard_rows::reschedule_ready(subscriber_state& sub, double next_attempt_at,
                                   const std::string& reason) {
   for (auto& row : sub.ready) {
-    adjust_buffered(-1);
     let_go(sub, row);
     auto out = outcome_for(row, storage::outcome_kind::retry);
     out.next_attempt_at = next_attempt_at;
     out.last_error = reason;
     push(std::move(out));
+    adjust_buffered(-1);
   }
   sub.ready.clear();
 }
@@ -91,13 +91,13 @@ void shard_rows::dead_letter_all(subscriber_state& sub, const std::string& reaso
 void shard_rows::dead_letter_front(subscriber_state& sub, std::string reason, double now_unix) {
   auto row = std::move(sub.ready.front());
   sub.ready.pop_front();
-  adjust_buffered(-1);
   let_go(sub, row);
   counters_.add(counters_.dead);
   auto out = outcome_for(row, storage::outcome_kind::dead);
   out.last_error = std::move(reason);
   out.finished_at = now_unix;
   push(std::move(out));
+  adjust_buffered(-1);
 }
 
 void shard_rows::coalesce_ready(subscriber_state& sub, double now_unix) {
@@ -105,7 +105,6 @@ void shard_rows::coalesce_ready(subscriber_state& sub, double now_unix) {
   merged.clear();
   coalesce(sub.ready, *sub.settings.coalesce, merged);
   for (auto& m : merged) {
-    adjust_buffered(-1);
     let_go(sub, m.row);
     counters_.add(counters_.coalesced);
     auto out = outcome_for(m.row, storage::outcome_kind::coalesced);
@@ -114,6 +113,7 @@ void shard_rows::coalesce_ready(subscriber_state& sub, double now_unix) {
     out.last_error = "coalesced into delivery " + std::to_string(m.into);
     out.finished_at = now_unix;
     push(std::move(out));
+    adjust_buffered(-1);
   }
 }
 
@@ -170,7 +170,8 @@ void shard_rows::flush() {
 
 void shard_rows::adjust_buffered(int delta) {
   buffered_ += delta;
-  counters_.add(counters_.buffered, delta);
+  // Released: the rows' next place (in flight, an outcome in transit) was counted first.
+  counters_.buffered.fetch_add(delta, std::memory_order_release);
 }
 
 }  // namespace surge::engine

@@ -92,10 +92,11 @@ void subscriber_pump::send_next(subscriber_state& sub, shard_time time) {
   attempt.probe = probe;
   attempt.refundable = true;
   attempt.started_unix = time.unix_seconds();
+  // Counted in flight before the rows stop counting as buffered (drain_counters).
+  on_.metrics.counters.add(on_.metrics.counters.in_flight);
   on_.rows.sent(static_cast<int>(attempt.rows.size()));
   ++sub.in_flight;
   attempt.slots = on_.slots.start(sub, origin, now);
-  on_.metrics.counters.add(on_.metrics.counters.in_flight);
   // The target and signer the pump saw, so a reload cannot change them mid-attempt.
   auto& send = on_.sends.emplace_back();
   send.attempt = id;

@@ -49,7 +49,7 @@ class backlog_check {
   bool recounting() const { return recounting_; }
   // The count found `outstanding` rows this drain can still finish
   // (`earliest_in`: seconds until the earliest scheduled row falls due);
-  // `shards_idle`: nothing in flight or buffered.
+  // `shards_idle`: nothing buffered, in flight or in transit (drain_counters).
   then counted(clock::time_point now, std::int64_t outstanding, std::optional<double> earliest_in,
                bool shards_idle, std::int64_t finished);
   void count_failed() {

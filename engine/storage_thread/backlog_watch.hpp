@@ -86,8 +86,8 @@ class backlog_watch {
   // (they may just have run out), or found nothing left (the confirming second check).
   bool end_may_be_near() const { return end_may_be_near_; }
 
-  // The start of one check: whether nothing was in flight or buffered on any shard, and how many
-  // claimed rows the storage thread has handed to the shards so far.
+  // The start of one check: whether nothing was buffered, in flight or in transit on any shard, and
+  // how many claimed rows the storage thread has handed to the shards so far.
   void observe(bool shards_empty, std::int64_t claimed_total);
   bool shards_empty() const { return shards_empty_; }
 

@@ -40,7 +40,8 @@ class periodic_reads {
   void claim_answered(std::size_t rows);
 
   // A round's reads begin: what is due at `now` while the drain claims (`finished`: rows
-  // finished so far; `shards_idle`: nothing in flight or buffered). A stopped drain only pings.
+  // finished so far; `shards_idle`: nothing buffered, in flight or in transit). A stopped drain
+  // only pings.
   void start_round(clock::time_point now, bool claiming, std::int64_t finished, bool shards_idle);
   // The round's next read. `finished` as above; `busy`: outcomes or claims wait, which a count
   // now would leave uncounted (the check is skipped, and said so to backlog_watch).

@@ -41,7 +41,9 @@ void storage_core::claims_asked(int shard, std::vector<storage::subscriber_deman
 
 void storage_core::outcomes_submitted(std::vector<storage::outcome> outcomes,
                                       std::vector<std::int64_t> deactivate) {
-  counters_.add(counters_.outcomes_in_transit, -static_cast<std::int64_t>(outcomes.size()));
+  if (!outcomes.empty()) {
+    counters_.add(counters_.outcomes_in_transit, -static_cast<std::int64_t>(outcomes.size()));
+  }
   pending_.submitted(std::move(outcomes), std::move(deactivate));
 }
 
@@ -496,9 +498,11 @@ std::int64_t storage_core::finished_rows() const {
 }
 
 bool storage_core::shards_idle() const {
-  return counters_.in_flight.load(std::memory_order_acquire) == 0 &&
-         counters_.buffered.load(std::memory_order_relaxed) == 0 &&
-         counters_.outcomes_in_transit.load(std::memory_order_relaxed) == 0;
+  // In the order rows move through them (drain_counters): a row that moved on between two reads
+  // is seen where it went.
+  return counters_.buffered.load(std::memory_order_acquire) == 0 &&
+         counters_.in_flight.load(std::memory_order_acquire) == 0 &&
+         counters_.outcomes_in_transit.load(std::memory_order_acquire) == 0;
 }
 
 }  // namespace surge::engine

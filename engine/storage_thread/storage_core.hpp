@@ -56,6 +56,7 @@ class storage_core {
 
   // Events from the shards (engine/handoff.hpp).
   void claims_asked(int shard, std::vector<storage::subscriber_demand> demand);
+  // Outcomes a shard counted in drain_counters::outcomes_in_transit when it settled them.
   void outcomes_submitted(std::vector<storage::outcome> outcomes,
                           std::vector<std::int64_t> deactivate);
   void tokens_returned(std::vector<storage::unspent_tokens> tokens);  // one call per shard
