@@ -112,6 +112,24 @@ TEST_F(ShardRows, ASettledOutcomeIsCountedByItsKind) {
                                                          storage::outcome_kind::retry}));
 }
 
+TEST_F(ShardRows, EveryOutcomeCountsInTransitFromItsSettlingUntilTheStorageThreadTakesItIn) {
+  // The storage thread takes the shards to be idle only with nothing buffered, in flight or in
+  // transit: an outcome a shard holds for its flush must count, whatever it is.
+  shard_rows rows(config_, 1, counters_, writes_);
+  answer(rows, 1, 5);
+  rows.dead_letter_front(*sub_, "payload too large", 1e9);
+  rows.release_front(*sub_);
+  rows.reschedule_ready(*sub_, 1e9 + 30, "subscriber paused by Retry-After");
+  storage::outcome done;
+  done.kind = storage::outcome_kind::done;
+  rows.settled(done);
+  EXPECT_EQ(counters_.buffered.load(), 0);
+  EXPECT_EQ(counters_.outcomes_in_transit.load(), 6);
+  rows.flush();
+  EXPECT_EQ(kinds().size(), 6u);
+  EXPECT_EQ(counters_.outcomes_in_transit.load(), 6);  // until the storage thread takes them
+}
+
 TEST_F(ShardRows, AClaimsRowsJoinTheirSubscriberAndThoseNobodyHereCanSendGoBackUncounted) {
   shard_rows rows(config_, 1, counters_, writes_);
   answer(rows, 1, 2);
