@@ -43,6 +43,12 @@ class ShardRows : public ::testing::Test {
     return r;
   }
 
+  static storage::outcome outcome_of(storage::outcome_kind kind) {
+    storage::outcome out;
+    out.kind = kind;
+    return out;
+  }
+
   std::vector<storage::outcome_kind> kinds() const {
     std::vector<storage::outcome_kind> out;
     for (const auto& write : writes_) {
@@ -99,12 +105,8 @@ TEST_F(ShardRows, DeadReleasedAndRescheduledRowsCountTheirKindAndFreeTheirMemory
 
 TEST_F(ShardRows, ASettledOutcomeIsCountedByItsKind) {
   shard_rows rows(config_, 1, counters_, writes_);
-  storage::outcome done;
-  done.kind = storage::outcome_kind::done;
-  rows.settled(done);
-  storage::outcome retry;
-  retry.kind = storage::outcome_kind::retry;
-  rows.settled(retry);
+  rows.settled(outcome_of(storage::outcome_kind::done));
+  rows.settled(outcome_of(storage::outcome_kind::retry));
   EXPECT_EQ(counters_.delivered.load(), 1);
   EXPECT_EQ(counters_.retried.load(), 1);
   rows.flush();
@@ -120,9 +122,7 @@ TEST_F(ShardRows, EveryOutcomeCountsInTransitFromItsSettlingUntilTheStorageThrea
   rows.dead_letter_front(*sub_, "payload too large", 1e9);
   rows.release_front(*sub_);
   rows.reschedule_ready(*sub_, 1e9 + 30, "subscriber paused by Retry-After");
-  storage::outcome done;
-  done.kind = storage::outcome_kind::done;
-  rows.settled(done);
+  rows.settled(outcome_of(storage::outcome_kind::done));
   EXPECT_EQ(counters_.buffered.load(), 0);
   EXPECT_EQ(counters_.outcomes_in_transit.load(), 6);
   rows.flush();
