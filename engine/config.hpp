@@ -62,6 +62,10 @@ struct http_client_config {
   // partners wait far more than they read); sooner, a busy one would free and allocate it for
   // every request.
   std::chrono::milliseconds idle_buffer_release = 1s;
+  // Partner connections open at once, idle ones included, whole process (split evenly across
+  // shards); 0: no ceiling. A new connection past it first closes the one idle longest. Each
+  // is a file descriptor: the drain sets this from the process's limit (tools/file_limit.hpp).
+  std::size_t max_connections = 0;
   std::size_t max_response_body = 4096;  // kept only for diagnostics
   std::size_t max_response_header = 16 * 1024;
   bool allow_private_targets = false;

@@ -102,6 +102,18 @@ class idle_list {
 
   std::size_t size() const { return entries_.size(); }
 
+  // When the entry idle longest was parked, if there is one.
+  std::optional<steady_time> longest_idle_since() const {
+    if (entries_.empty()) return std::nullopt;
+    return entries_.back().second;
+  }
+  // The entry idle longest (to be closed for room); empty() must be false.
+  Connection take_longest_idle() {
+    Connection connection = std::move(entries_.back().first);
+    entries_.pop_back();
+    return connection;
+  }
+
   template <class Visit>
   void for_each(Visit visit) const {
     for (const auto& entry : entries_) visit(entry.first);

@@ -93,6 +93,10 @@ class http_client {
                           const std::shared_ptr<const client_identity>& identity,
                           const egress_proxy* proxy);
   void close(connection_ptr conn);
+  // Under config_.max_connections, room for one more socket: while the connections open and
+  // being opened reach it, the one idle longest over all origins is closed. With none idle,
+  // every connection carries a request, and the in-flight ceiling bounds them.
+  void make_room_for_a_connection();
   // Until a session of `pool`'s origin is stored or the handshake it waits for ends (true), or
   // `until` (false).
   boost::asio::awaitable<bool> wait_for_session(origin_pool& pool, steady_time until);
@@ -116,7 +120,9 @@ class http_client {
   // By origin key, and identity key after it when there is one. Never erased: each origin's
   // tls_session_home must outlive its connections.
   std::unordered_map<std::string, std::unique_ptr<origin_pool>> origins_;
-  std::string origin_key_;  // origin_for's key, built in place for each send
+  std::string origin_key_;       // origin_for's key, built in place for each send
+  std::size_t connections_ = 0;  // connected, until closed
+  std::size_t connecting_ = 0;   // connects under way, each holding a socket
   deadline_slots<pooled_connection> deadlines_;
   boost::asio::steady_timer deadline_timer_;
 };

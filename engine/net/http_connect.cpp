@@ -147,6 +147,17 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     co_return nullptr;
   }
 
+  make_room_for_a_connection();
+  // Counted while the connect holds its socket, until it is counted as a connection or fails.
+  struct counted_while_connecting {
+    std::size_t* of;
+    explicit counted_while_connecting(std::size_t& count) : of(&count) { ++*of; }
+    ~counted_while_connecting() { connected(); }
+    void connected() {
+      if (of != nullptr) --*of;
+      of = nullptr;
+    }
+  } connecting(connecting_);
   std::optional<beast::tcp_stream> connected;
   if (pool.proxy) {
     auto tunnel = co_await connect_through_proxy(*pool.proxy, resolver_, executor_, allowed,
@@ -167,6 +178,8 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);
   count(counters_.open_connections, 1);
+  connecting.connected();
+  ++connections_;
 
   if (!target.tls) {
     auto conn = std::make_unique<pooled_connection>(std::move(stream));

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <random>
 
 #include <boost/asio/co_spawn.hpp>
@@ -42,12 +43,25 @@ class shard::wire_gate_of_attempt final : public http_client::write_gate {
   attempt_id attempt_;
 };
 
+namespace {
+
+// The client's connection ceiling is the whole process's, split evenly like max_in_flight.
+http_client_config shard_share(http_client_config http, int shard_count) {
+  if (http.max_connections > 0) {
+    http.max_connections =
+        std::max<std::size_t>(1, http.max_connections / static_cast<std::size_t>(shard_count));
+  }
+  return http;
+}
+
+}  // namespace
+
 shard::shard(int index, int shard_count, const drain_config& config, storage_endpoint& storage,
              std::shared_ptr<asio::ssl::context> tls, drain_metrics& metrics)
     : index_(index),
       storage_(storage),
       work_(io_.get_executor()),
-      client_(io_.get_executor(), std::move(tls), config.http,
+      client_(io_.get_executor(), std::move(tls), shard_share(config.http, shard_count),
               {.open_connections = &metrics.open_connections,
                .tls_full_handshakes = &metrics.tls_handshakes_full,
                .tls_resumed_handshakes = &metrics.tls_handshakes_resumed}),
