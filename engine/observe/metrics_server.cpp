@@ -1,11 +1,13 @@
 #include "engine/observe/metrics_server.hpp"
 
 #include <charconv>
+#include <chrono>
 #include <stdexcept>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
@@ -20,6 +22,12 @@ namespace surge::engine {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+
+namespace {
+// How long the listener waits after a failed accept before the next: a scrape a few tens of
+// milliseconds late costs nothing, a thread spinning on EMFILE costs a core.
+constexpr std::chrono::milliseconds accept_failure_pause{50};
+}  // namespace
 using tcp = asio::ip::tcp;
 
 tcp::endpoint parse_listen_address(const std::string& text) {
@@ -56,7 +64,11 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
     while (acceptor.is_open()) {
       auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
       if (ec) {
-        if (!acceptor.is_open()) co_return;
+        if (!acceptor.is_open() || ec == asio::error::operation_aborted) co_return;
+        // Out of descriptors (EMFILE) and the like: the client stays queued and the listener
+        // ready, so accepting again at once would spin this thread until a descriptor frees.
+        asio::steady_timer pause(acceptor.get_executor(), accept_failure_pause);
+        co_await pause.async_wait(use_tuple);
         continue;
       }
       asio::co_spawn(acceptor.get_executor(), serve(beast::tcp_stream(std::move(socket))),

@@ -1,0 +1,89 @@
+// The metrics listener (engine/observe/metrics_server) when the process is out of file
+// descriptors: a client that connects then waits in the listen queue, and accepting again at
+// once would fail the same way, spinning the drain's control thread, until a descriptor frees.
+// A real listener and client on loopback, and this process's real file limit.
+#include "engine/observe/metrics_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace surge::engine {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+std::chrono::nanoseconds thread_cpu() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+// Holds this process's soft file limit at its lowest free descriptor, so that the next one
+// asked for fails with EMFILE, until `restore`.
+class descriptors_exhausted {
+ public:
+  descriptors_exhausted() {
+    getrlimit(RLIMIT_NOFILE, &kept_);
+    const int probe = ::open("/dev/null", O_RDONLY);
+    ::close(probe);
+    const rlimit none_left{static_cast<rlim_t>(probe), kept_.rlim_max};
+    exhausted_ = probe > 0 && setrlimit(RLIMIT_NOFILE, &none_left) == 0;
+  }
+  ~descriptors_exhausted() { restore(); }
+  bool exhausted() const { return exhausted_; }
+  void restore() { setrlimit(RLIMIT_NOFILE, &kept_); }
+
+ private:
+  rlimit kept_{};
+  bool exhausted_ = false;
+};
+
+TEST(MetricsServer, OutOfDescriptorsTheListenerWaitsAndServesTheClientOnceOneFrees) {
+  asio::io_context io;
+  metrics_server server(io, "127.0.0.1:0",
+                        {.metrics = [] { return std::string("surge_up 1\n"); },
+                         .unhealthy_reason = [] { return std::string(); },
+                         .partners_json = [] { return std::string("[]"); }});
+  tcp::socket client(io);
+  client.open(tcp::v4());
+  // The reactor and a timer run once before: UBSan's check of their virtual calls, which needs
+  // a pipe the first time, then finds them in its cache.
+  asio::steady_timer warm_up(io, 1ms);
+  warm_up.async_wait([](const boost::system::error_code&) {});
+  io.run_for(20ms);
+
+  descriptors_exhausted limit;
+  ASSERT_TRUE(limit.exhausted());
+  client.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port()));
+  asio::write(client, asio::buffer(std::string_view("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  const auto cpu_before = thread_cpu();
+  io.run_for(300ms);
+  const auto spent = thread_cpu() - cpu_before;
+  limit.restore();  // before any assertion: gtest's messages need descriptors too
+  // Spinning on the failed accept would take most of the 300 ms.
+  EXPECT_LT(spent, 60ms) << "the listener spun on EMFILE";
+
+  io.run_for(300ms);
+  char answer[64] = {};
+  client.non_blocking(true);
+  boost::system::error_code ec;
+  const auto read = client.read_some(asio::buffer(answer, sizeof answer - 1), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(std::string(answer, read).rfind("HTTP/1.1 200", 0), 0u) << answer;
+}
+
+}  // namespace
+}  // namespace surge::engine
