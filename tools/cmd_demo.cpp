@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/drain.hpp"
+#include "engine/observe/log.hpp"
 #include "proto/clock.hpp"
 #include "storage/connection.hpp"
 #include "storage/database.hpp"
@@ -16,6 +17,7 @@
 #include "storage/subscribers.hpp"
 #include "tools/commands.hpp"
 #include "tools/drain_options.hpp"
+#include "tools/file_limit.hpp"
 #include "tools/process.hpp"
 
 namespace surge::tools {
@@ -172,7 +174,11 @@ void add_demo_command(CLI::App& app, command_action& action) {
       drain.retry_cap = 2;
       drain.max_attempts = 4;
       drain.progress_interval = 2;
-      const auto summary = engine::run_drain(to_drain_config(drain));
+      auto config = to_drain_config(drain);
+      if (const auto lowered = fit_connections_to_file_limit(config, false); !lowered.empty()) {
+        engine::log_warn(lowered);
+      }
+      const auto summary = engine::run_drain(config);
       sink.stop();
 
       const auto stats = storage::read_stats(db, proto::unix_now());

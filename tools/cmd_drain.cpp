@@ -10,6 +10,7 @@
 #include "tools/commands.hpp"
 #include "tools/config_file.hpp"
 #include "tools/drain_options.hpp"
+#include "tools/file_limit.hpp"
 
 namespace surge::tools {
 namespace {
@@ -60,7 +61,11 @@ void add_drain_command(CLI::App& app, command_action& action) {
   add_config_option(cmd);
   cmd->callback([&action, opts] {
     action = [opts] {
-      const auto config = to_drain_config(*opts);
+      auto config = to_drain_config(*opts);
+      if (const auto lowered = fit_connections_to_file_limit(config, opts->max_in_flight_given);
+          !lowered.empty()) {
+        engine::log_warn(lowered);
+      }
       require_chosen_subscribers(config);
       const auto summary = engine::run_drain(config);
       print_drain_summary(summary);

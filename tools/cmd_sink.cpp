@@ -15,6 +15,7 @@
 
 #include "tools/commands.hpp"
 #include "tools/sink/recorder.hpp"
+#include "tools/file_limit.hpp"
 #include "tools/sink/sink_server.hpp"
 
 namespace surge::tools {
@@ -90,6 +91,9 @@ int run_sink(const sink_options& options) {
   boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
   signals.async_wait([](const boost::system::error_code&, int) {});
 
+  // Each client connection is a descriptor: a drain's thousands must not meet a soft limit of
+  // 1,024 here either.
+  raise_soft_file_limit();
   sink::sink_server server(std::move(config));
   server.start();
   if (!options.port_file.empty()) write_port_file(options.port_file, server.port());

@@ -104,9 +104,12 @@ void add_drain_options(CLI::App* cmd, drain_cli_options& o) {
       ->transform(duration_in(0.0, 86400.0));
   cmd->add_option("--duration", o.duration, "Stop after this many seconds")
       ->transform(duration_in(0.001, max_seconds));
-  cmd->add_option("--max-in-flight", o.max_in_flight, "Requests in flight, whole process")
+  cmd->add_option("--max-in-flight", o.max_in_flight,
+                  "Requests in flight, whole process (held lower when the file limit cannot "
+                  "fit the default)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 1'000'000));
+      ->check(CLI::Range(1, 1'000'000))
+      ->each([&o](const std::string&) { o.max_in_flight_given = true; });
   cmd->add_option("--per-subscriber-in-flight", o.per_subscriber_in_flight,
                   "Requests in flight per subscriber whose max_in_flight column is 0")
       ->capture_default_str()

@@ -31,6 +31,7 @@ struct drain_cli_options {
   double until_drained_wait = detail::seconds(detail::drain_defaults.until_drained_retry_wait);
   double duration = 0;  // 0: no limit
   int max_in_flight = detail::drain_defaults.scheduler.max_in_flight;
+  bool max_in_flight_given = false;  // so that one the file limit cannot fit is an error
   int per_subscriber_in_flight = detail::drain_defaults.scheduler.per_subscriber_in_flight;
   double lease = detail::seconds(detail::drain_defaults.storage.lease);
   int max_attempts = detail::drain_defaults.retry.max_attempts;

@@ -1,5 +1,6 @@
 // The operator's kit through the real `surge` binary: --version, drain --config, prune, and the
 // cron pattern (flock + timeout) as docs/operations.md gives it.
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -314,6 +316,65 @@ TEST(OpsCli, PruneReportsTheSizeOfTheDatabaseFile) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto size = std::to_string(std::filesystem::file_size(queue.path()));
   EXPECT_TRUE(contains(result.out, "file_bytes=" + size + "->" + size + " ")) << result.out;
+}
+
+}  // namespace
+}  // namespace surge::testing
+
+namespace surge::testing {
+namespace {
+
+// The soft file limit of a running process, from /proc; 0 once it is gone.
+unsigned long soft_file_limit(pid_t pid) {
+  std::ifstream limits("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(limits, line)) {
+    if (line.rfind("Max open files", 0) == 0) return std::stoul(line.substr(26));
+  }
+  return 0;
+}
+
+// `surge drain ARGS...` started by a shell that set the file limit first, as a login shell or a
+// unit without LimitNOFILE= leaves it.
+tools::child_process drain_under(const std::string& ulimit, const temp_dir& dir,
+                                 std::vector<std::string> args) {
+  std::vector<std::string> shell_args{"-c", "ulimit " + ulimit + " && exec \"$0\" drain \"$@\"",
+                                      surge_binary()};
+  shell_args.insert(shell_args.end(), args.begin(), args.end());
+  return tools::child_process("/bin/sh", shell_args, dir.file("out"), dir.file("err"));
+}
+
+TEST(OpsCli, DrainRaisesItsSoftFileLimitToTheHardOne) {
+  temp_dir dir;
+  test_queue queue(dir);
+  auto drain = drain_under("-Sn 1024", dir, {"--db", queue.path(), "--duration", "2"});
+  // The shell's exec keeps the process id; the limit is raised once the drain starts.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  unsigned long soft = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    soft = soft_file_limit(drain.pid());
+    if (soft > 1024) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  rlimit ours{};
+  getrlimit(RLIMIT_NOFILE, &ours);
+  EXPECT_EQ(soft, ours.rlim_max) << read_file(dir.file("err"));
+  EXPECT_EQ(drain.wait(std::chrono::seconds(20)), 0) << read_file(dir.file("err"));
+}
+
+TEST(OpsCli, UnderALowHardFileLimitTheDrainHoldsItsDefaultInFlightAndRefusesAnExplicitOne) {
+  temp_dir dir;
+  test_queue queue(dir);
+  auto fitted = drain_under("-n 1024", dir, {"--db", queue.path(), "--until-drained"});
+  EXPECT_EQ(fitted.wait(std::chrono::seconds(30)), 0) << read_file(dir.file("err"));
+  const auto warned = read_file(dir.file("err"));
+  EXPECT_TRUE(contains(warned, "requests in flight held to 768 instead of 4096")) << warned;
+  auto refused = drain_under("-n 1024", dir,
+                             {"--db", queue.path(), "--until-drained", "--max-in-flight", "4096"});
+  EXPECT_EQ(refused.wait(std::chrono::seconds(30)), 2);
+  const auto error = read_file(dir.file("err"));
+  EXPECT_TRUE(contains(error, "--max-in-flight 4096 needs a file descriptor per connection"))
+      << error;
 }
 
 }  // namespace

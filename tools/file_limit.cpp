@@ -1,0 +1,72 @@
+#include "tools/file_limit.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include <sys/resource.h>
+
+#include "tools/commands.hpp"
+
+namespace surge::tools {
+namespace {
+
+std::string limit_text(std::uint64_t open_files) {
+  return "this process may open " + std::to_string(open_files) +
+         " files (`ulimit -Hn`; LimitNOFILE= in a systemd unit)";
+}
+
+// The soft limit after raising it to the hard one (the old one if the kernel refused); 0 when
+// the limit cannot be read.
+std::uint64_t raise_to_hard() {
+  rlimit now{};
+  if (getrlimit(RLIMIT_NOFILE, &now) != 0) return 0;
+  if (now.rlim_cur >= now.rlim_max) return now.rlim_cur;
+  const rlimit raised{now.rlim_max, now.rlim_max};
+  return setrlimit(RLIMIT_NOFILE, &raised) == 0 ? now.rlim_max : now.rlim_cur;
+}
+
+}  // namespace
+
+connection_budget budget_connections(std::uint64_t open_files, int max_in_flight,
+                                     bool max_in_flight_given) {
+  connection_budget budget;
+  if (open_files <= descriptors_besides_connections) {
+    throw usage_error(limit_text(open_files) + "; a drain needs more than " +
+                      std::to_string(descriptors_besides_connections) +
+                      " for its queue and reactors, and one per partner connection besides");
+  }
+  const auto for_connections = open_files - descriptors_besides_connections;
+  budget.max_connections = static_cast<std::size_t>(
+      std::min<std::uint64_t>(for_connections, std::numeric_limits<std::size_t>::max()));
+  budget.max_in_flight = max_in_flight;
+  if (static_cast<std::uint64_t>(max_in_flight) <= for_connections) return budget;
+  const auto fits = std::to_string(for_connections);
+  if (max_in_flight_given) {
+    throw usage_error("--max-in-flight " + std::to_string(max_in_flight) +
+                      " needs a file descriptor per connection: " + limit_text(open_files) + ", " +
+                      fits +
+                      " of them for partner connections; lower --max-in-flight or raise the "
+                      "limit");
+  }
+  budget.max_in_flight = static_cast<int>(for_connections);
+  budget.lowered = "requests in flight held to " + fits + " instead of " +
+                   std::to_string(max_in_flight) + ": " + limit_text(open_files) + ", " +
+                   std::to_string(descriptors_besides_connections) +
+                   " of them kept for the queue and reactors; raise the limit for more";
+  return budget;
+}
+
+std::string fit_connections_to_file_limit(engine::drain_config& config, bool max_in_flight_given) {
+  // Budgeted on what the process really has: the soft limit, raised or not.
+  const auto open_files = raise_to_hard();
+  if (open_files == 0) return {};  // unknown: nothing to fit to
+  const auto budget =
+      budget_connections(open_files, config.scheduler.max_in_flight, max_in_flight_given);
+  config.scheduler.max_in_flight = budget.max_in_flight;
+  config.http.max_connections = budget.max_connections;
+  return budget.lowered;
+}
+
+void raise_soft_file_limit() { raise_to_hard(); }
+
+}  // namespace surge::tools
