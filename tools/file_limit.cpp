@@ -39,20 +39,20 @@ connection_budget budget_connections(std::uint64_t open_files, int max_in_flight
   budget.max_connections = static_cast<std::size_t>(
       std::min<std::uint64_t>(for_connections, std::numeric_limits<std::size_t>::max()));
   budget.max_in_flight = max_in_flight;
-  if (static_cast<std::uint64_t>(max_in_flight) <= for_connections) return budget;
-  const auto fits = std::to_string(for_connections);
+  const auto in_flight_fits =
+      std::max<std::uint64_t>(1, for_connections * in_flight_quarters_of_connections / 4);
+  if (static_cast<std::uint64_t>(max_in_flight) <= in_flight_fits) return budget;
+  const auto why = limit_text(open_files) + ", " + std::to_string(for_connections) +
+                   " of them for partner connections, idle ones included, of which requests in "
+                   "flight may hold " +
+                   std::to_string(in_flight_fits);
   if (max_in_flight_given) {
-    throw usage_error("--max-in-flight " + std::to_string(max_in_flight) +
-                      " needs a file descriptor per connection: " + limit_text(open_files) + ", " +
-                      fits +
-                      " of them for partner connections; lower --max-in-flight or raise the "
-                      "limit");
+    throw usage_error("--max-in-flight " + std::to_string(max_in_flight) + " does not fit: " + why +
+                      "; lower --max-in-flight or raise the limit");
   }
-  budget.max_in_flight = static_cast<int>(for_connections);
-  budget.lowered = "requests in flight held to " + fits + " instead of " +
-                   std::to_string(max_in_flight) + ": " + limit_text(open_files) + ", " +
-                   std::to_string(descriptors_besides_connections) +
-                   " of them kept for the queue and reactors; raise the limit for more";
+  budget.max_in_flight = static_cast<int>(in_flight_fits);
+  budget.lowered = "requests in flight held to " + std::to_string(in_flight_fits) + " instead of " +
+                   std::to_string(max_in_flight) + ": " + why + "; raise the limit for more";
   return budget;
 }
 

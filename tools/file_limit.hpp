@@ -18,6 +18,13 @@ namespace surge::tools {
 // clients. An idle drain with two shards holds about 30.
 inline constexpr std::uint64_t descriptors_besides_connections = 256;
 
+// Requests in flight may hold three quarters of the partner connections. In flight moves
+// between partners faster than their idle connections go, each partner keeping what its own
+// peak needed, and at the ceiling a request to a partner with no idle connection closes
+// another's: held to all of them, slow partners under a limit of 1,024 opened a connection for
+// every fourth request (docs/benchmarks.md, "Under a file limit").
+inline constexpr std::uint64_t in_flight_quarters_of_connections = 3;
+
 struct connection_budget {
   int max_in_flight = 0;            // no more requests than connections fit
   std::size_t max_connections = 0;  // partner connections open at once, idle ones included

@@ -25,9 +25,10 @@ TEST(FileLimit, APlentifulLimitKeepsTheInFlightCeilingAndBoundsConnectionsByTheF
 TEST(FileLimit, TheDefaultInFlightCeilingIsLoweredToWhatTheFilesFitWithAWarning) {
   // 1,024: what a Debian shell's soft limit is when nothing raises it.
   const auto budget = budget_connections(1024, default_in_flight, false);
-  EXPECT_EQ(budget.max_in_flight, 1024 - static_cast<int>(descriptors_besides_connections));
+  // 768 descriptors for connections, three quarters of them for requests in flight.
+  EXPECT_EQ(budget.max_in_flight, 576);
   EXPECT_EQ(budget.max_connections, 1024 - descriptors_besides_connections);
-  EXPECT_NE(budget.lowered.find("held to 768 instead of 4096"), std::string::npos)
+  EXPECT_NE(budget.lowered.find("held to 576 instead of 4096"), std::string::npos)
       << budget.lowered;
   EXPECT_NE(budget.lowered.find("may open 1024 files"), std::string::npos) << budget.lowered;
 }
@@ -38,10 +39,12 @@ TEST(FileLimit, AnInFlightCeilingTheOperatorGaveThatDoesNotFitIsAnError) {
     FAIL() << "no error";
   } catch (const usage_error& error) {
     const std::string text = error.what();
-    EXPECT_NE(text.find("--max-in-flight 4096"), std::string::npos) << text;
+    EXPECT_NE(text.find("--max-in-flight 4096 does not fit"), std::string::npos) << text;
     EXPECT_NE(text.find("768 of them for partner connections"), std::string::npos) << text;
+    EXPECT_NE(text.find("in flight may hold 576"), std::string::npos) << text;
   }
-  EXPECT_EQ(budget_connections(1024, 768, true).max_in_flight, 768);
+  EXPECT_EQ(budget_connections(1024, 576, true).max_in_flight, 576);
+  EXPECT_THROW(budget_connections(1024, 577, true), usage_error);
 }
 
 TEST(FileLimit, ALimitThatLeavesNothingForConnectionsIsAnError) {
@@ -76,7 +79,7 @@ TEST(FileLimit, TheDrainRaisesItsSoftLimitToTheHardOneAndBudgetsOnIt) {
   const auto lowered = fit_connections_to_file_limit(config, false);
   EXPECT_EQ(current_limit().rlim_cur, hard);
   EXPECT_EQ(config.http.max_connections, hard - descriptors_besides_connections);
-  if (hard - descriptors_besides_connections >= static_cast<rlim_t>(default_in_flight)) {
+  if ((hard - descriptors_besides_connections) * 3 / 4 >= static_cast<rlim_t>(default_in_flight)) {
     EXPECT_EQ(config.scheduler.max_in_flight, default_in_flight);
     EXPECT_TRUE(lowered.empty()) << lowered;
   }
@@ -89,9 +92,9 @@ TEST(FileLimit, UnderALowHardLimitTheDrainHoldsItsDefaultCeilingBelowIt) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   engine::drain_config config;
   const auto lowered = fit_connections_to_file_limit(config, false);
-  EXPECT_EQ(config.scheduler.max_in_flight, 768);
+  EXPECT_EQ(config.scheduler.max_in_flight, 576);
   EXPECT_EQ(config.http.max_connections, 768u);
-  EXPECT_NE(lowered.find("held to 768"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("held to 576"), std::string::npos) << lowered;
   engine::drain_config given;
   EXPECT_THROW(fit_connections_to_file_limit(given, true), usage_error);
 }
