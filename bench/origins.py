@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import socket
 import sqlite3
 import subprocess
@@ -252,6 +253,13 @@ def median_of(values):
 
 
 PERF = []  # set by --perf: the drain runs under `perf record`
+DRAIN_FILE_LIMIT = []  # set by --drain-file-limit: [soft, hard] for the drain's process only
+
+
+def limit_files():
+    """In the drain's child before exec: the file limit a shell or unit would have left."""
+    if DRAIN_FILE_LIMIT:
+        resource.setrlimit(resource.RLIMIT_NOFILE, tuple(DRAIN_FILE_LIMIT))
 
 
 def last_descendant(pid):
@@ -279,7 +287,8 @@ def drain(surge, directory, db, extra=()):
     sampler.start()
     threads = ThreadCpu()
     with open(stderr_path, "w") as err, tempfile.TemporaryFile("w+") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True,
+                                   preexec_fn=limit_files)
         while process.poll() is None:
             surge_pid = last_descendant(process.pid)
             if surge_pid is not None:
@@ -449,6 +458,9 @@ def main():
                         help="slow_partners: answer delays in ms; FAST/SLOW answers each "
                              "request after one or the other, half and half (nginx only)")
     parser.add_argument("--perf", help="profile each drain with perf record into this file")
+    parser.add_argument("--drain-file-limit", metavar="SOFT[:HARD]",
+                        help="start the drain (only) with this file limit, as a shell or unit "
+                             "would, e.g. 1024 (a Debian shell's soft limit) or 1024:1024")
     parser.add_argument("--receiver", choices=["sink", "nginx"], default="sink",
                         help="slow_partners: surge sink, or nginx with Debian's echo module")
     parser.add_argument("--proxy", action="store_true",
@@ -456,6 +468,10 @@ def main():
     args = parser.parse_args()
     if args.perf:
         PERF.extend(["perf", "record", "-F", "499", "-g", "-o", args.perf, "--"])
+    if args.drain_file_limit:
+        soft, _, hard = args.drain_file_limit.partition(":")
+        DRAIN_FILE_LIMIT.extend(
+            [int(soft), int(hard) if hard else resource.getrlimit(resource.RLIMIT_NOFILE)[1]])
     args.drain_args = args.drain_args.split()
     run = origins if args.scenario == "origins" else slow_partners
     report = {"scenario": args.scenario, "cores": os.cpu_count(),
