@@ -148,26 +148,22 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   }
 
   make_room_for_a_connection();
-  // Counted while the connect holds its socket, until it is counted as a connection or fails.
-  struct counted_while_connecting {
-    std::size_t* of;
-    explicit counted_while_connecting(std::size_t& count) : of(&count) { ++*of; }
-    ~counted_while_connecting() { connected(); }
-    void connected() {
-      if (of != nullptr) --*of;
-      of = nullptr;
-    }
-  } connecting(connecting_);
+  // Counted while the connect holds its socket, and taken off when it resumes rather than by a
+  // destructor: a frame the io_context destroys at shutdown, after the client, must not touch
+  // the client.
+  ++connecting_;
   std::optional<beast::tcp_stream> connected;
   if (pool.proxy) {
     auto tunnel = co_await connect_through_proxy(*pool.proxy, resolver_, executor_, allowed,
                                                  target.host, connect_deadline, result);
+    --connecting_;
     if (!tunnel) co_return nullptr;
     connected.emplace(std::move(*tunnel));
   } else {
     connected.emplace(executor_);
     connected->expires_at(connect_deadline);
     auto [connect_ec, endpoint] = co_await connected->async_connect(allowed, awaitable_tuple);
+    --connecting_;
     if (connect_ec) {
       result.error =
           is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
@@ -178,7 +174,6 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);
   count(counters_.open_connections, 1);
-  connecting.connected();
   ++connections_;
 
   if (!target.tls) {
