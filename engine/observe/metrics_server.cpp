@@ -1,6 +1,7 @@
 #include "engine/observe/metrics_server.hpp"
 
 #include <charconv>
+#include <cstddef>
 #include <chrono>
 #include <stdexcept>
 
@@ -27,6 +28,11 @@ namespace {
 // How long the listener waits after a failed accept before the next: a scrape a few tens of
 // milliseconds late costs nothing, a thread spinning on EMFILE costs a core.
 constexpr std::chrono::milliseconds accept_failure_pause{50};
+// Clients served at once. Each holds a file descriptor for up to 10 s idle, out of the few the
+// drain keeps besides its partner connections (tools/file_limit.hpp): a scraper that opens
+// connections and leaves them must not take the descriptors a partner's connect needs.
+// Prometheus keeps one; the live page and a dashboard or two a few more.
+constexpr std::size_t max_clients = 32;
 }  // namespace
 using tcp = asio::ip::tcp;
 
@@ -71,6 +77,13 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
         co_await pause.async_wait(use_tuple);
         continue;
       }
+      if (clients >= max_clients) {
+        // Closed at once: the client sees its connection end and asks again later.
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        continue;
+      }
+      ++clients;  // here, not when serve starts: the next accept may complete first
       asio::co_spawn(acceptor.get_executor(), serve(beast::tcp_stream(std::move(socket))),
                      asio::detached);
     }
@@ -78,6 +91,10 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
 
   asio::awaitable<void> serve(beast::tcp_stream stream) {
     auto self = shared_from_this();
+    struct counted {
+      std::size_t& clients;
+      ~counted() { --clients; }
+    } while_served{clients};
     beast::flat_buffer buffer;
     while (true) {
       stream.expires_after(std::chrono::seconds(10));
@@ -119,6 +136,7 @@ struct metrics_server::state : std::enable_shared_from_this<state> {
 
   tcp::acceptor acceptor;
   handlers on;
+  std::size_t clients = 0;  // being served; only the control thread touches it
 };
 
 metrics_server::metrics_server(asio::io_context& io, const std::string& listen, handlers h)

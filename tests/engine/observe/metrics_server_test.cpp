@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -83,6 +84,46 @@ TEST(MetricsServer, OutOfDescriptorsTheListenerWaitsAndServesTheClientOnceOneFre
   const auto read = client.read_some(asio::buffer(answer, sizeof answer - 1), ec);
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(std::string(answer, read).rfind("HTTP/1.1 200", 0), 0u) << answer;
+}
+
+std::string answer_to_get(tcp::socket& client, asio::io_context& io) {
+  asio::write(client, asio::buffer(std::string_view("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  io.run_for(100ms);
+  char answer[64] = {};
+  client.non_blocking(true);
+  boost::system::error_code ec;
+  const auto read = client.read_some(asio::buffer(answer, sizeof answer - 1), ec);
+  return ec ? "error: " + ec.message() : std::string(answer, read);
+}
+
+TEST(MetricsServer, ClientsPastItsCapAreClosedAtOnceAndTheOthersStillServed) {
+  // A scraper that opens connections and leaves them open must not take the descriptors the
+  // drain keeps besides its partner connections.
+  asio::io_context io;
+  metrics_server server(io, "127.0.0.1:0",
+                        {.metrics = [] { return std::string("surge_up 1\n"); },
+                         .unhealthy_reason = [] { return std::string(); },
+                         .partners_json = [] { return std::string("[]"); }});
+  const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 32; ++i) held.emplace_back(io).connect(at);
+  io.run_for(100ms);
+  tcp::socket past(io);
+  past.connect(at);
+  io.run_for(100ms);
+  char byte = 0;
+  boost::system::error_code ec;
+  past.non_blocking(true);  // kept open, the read would block: would_block fails the test
+  past.read_some(asio::buffer(&byte, 1), ec);
+  EXPECT_EQ(ec, asio::error::eof) << "the 33rd client was kept open";
+  EXPECT_EQ(answer_to_get(held.front(), io).rfind("HTTP/1.1 200", 0), 0u);
+  // One of them leaves: a new client is served.
+  held.back().close();
+  io.run_for(100ms);
+  tcp::socket next(io);
+  next.connect(at);
+  io.run_for(100ms);
+  EXPECT_EQ(answer_to_get(next, io).rfind("HTTP/1.1 200", 0), 0u);
 }
 
 }  // namespace
