@@ -162,10 +162,14 @@ void note_other_drainers(storage::connection& db, const proto::id_set& subscribe
 
 }  // namespace
 
+int shard_count(const drain_config& config) {
+  return config.threads > 0 ? config.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 drain_summary run_drain(const drain_config& input) {
   drain_config config = input;
-  if (config.threads <= 0)
-    config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.threads = shard_count(config);
   {
     // Migrations are additive, so running them here keeps a drain usable on a database that
     // only the steady-state drainer has touched so far.

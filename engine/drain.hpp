@@ -47,4 +47,7 @@ struct drain_summary {
 // start-up for a bad database or TLS setup; afterwards failures are counted and logged.
 drain_summary run_drain(const drain_config& config);
 
+// The shards a drain of `config` runs: --threads, or one per core when it is 0.
+int shard_count(const drain_config& config);
+
 }  // namespace surge::engine

@@ -175,7 +175,9 @@ void add_demo_command(CLI::App& app, command_action& action) {
       drain.max_attempts = 4;
       drain.progress_interval = 2;
       auto config = to_drain_config(drain);
-      if (const auto lowered = fit_connections_to_file_limit(config, false); !lowered.empty()) {
+      if (const auto lowered =
+              fit_connections_to_file_limit(config, engine::shard_count(config), false);
+          !lowered.empty()) {
         engine::log_warn(lowered);
       }
       const auto summary = engine::run_drain(config);

@@ -62,7 +62,8 @@ void add_drain_command(CLI::App& app, command_action& action) {
   cmd->callback([&action, opts] {
     action = [opts] {
       auto config = to_drain_config(*opts);
-      if (const auto lowered = fit_connections_to_file_limit(config, opts->max_in_flight_given);
+      if (const auto lowered = fit_connections_to_file_limit(config, engine::shard_count(config),
+                                                             opts->max_in_flight_given);
           !lowered.empty()) {
         engine::log_warn(lowered);
       }

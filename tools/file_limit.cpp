@@ -27,20 +27,24 @@ std::uint64_t raise_to_hard() {
 
 }  // namespace
 
-connection_budget budget_connections(std::uint64_t open_files, int max_in_flight,
+connection_budget budget_connections(std::uint64_t open_files, int shards, int max_in_flight,
                                      bool max_in_flight_given) {
-  connection_budget budget;
-  if (open_files <= descriptors_besides_connections) {
-    throw usage_error(limit_text(open_files) + "; a drain needs more than " +
-                      std::to_string(descriptors_besides_connections) +
-                      " for its queue and reactors, and one per partner connection besides");
+  const auto shard_count = static_cast<std::uint64_t>(std::max(shards, 1));
+  const auto kept = descriptors_besides_connections + descriptors_per_shard * shard_count;
+  const auto for_connections = open_files > kept ? open_files - kept : 0;
+  // Three quarters, without overflow however large the limit.
+  const auto in_flight_fits = for_connections / 4 * in_flight_quarters_of_connections +
+                              for_connections % 4 * in_flight_quarters_of_connections / 4;
+  if (in_flight_fits < shard_count) {
+    throw usage_error(limit_text(open_files) + "; a drain of " + std::to_string(shard_count) +
+                      " shards keeps " + std::to_string(kept) +
+                      " for its queue and reactors, and needs a few partner connections per "
+                      "shard besides: raise the limit or lower --threads");
   }
-  const auto for_connections = open_files - descriptors_besides_connections;
+  connection_budget budget;
   budget.max_connections = static_cast<std::size_t>(
       std::min<std::uint64_t>(for_connections, std::numeric_limits<std::size_t>::max()));
   budget.max_in_flight = max_in_flight;
-  const auto in_flight_fits =
-      std::max<std::uint64_t>(1, for_connections * in_flight_quarters_of_connections / 4);
   if (static_cast<std::uint64_t>(max_in_flight) <= in_flight_fits) return budget;
   const auto why = limit_text(open_files) + ", " + std::to_string(for_connections) +
                    " of them for partner connections, idle ones included, of which requests in "
@@ -56,12 +60,13 @@ connection_budget budget_connections(std::uint64_t open_files, int max_in_flight
   return budget;
 }
 
-std::string fit_connections_to_file_limit(engine::drain_config& config, bool max_in_flight_given) {
+std::string fit_connections_to_file_limit(engine::drain_config& config, int shards,
+                                          bool max_in_flight_given) {
   // Budgeted on what the process really has: the soft limit, raised or not.
   const auto open_files = raise_to_hard();
   if (open_files == 0) return {};  // unknown: nothing to fit to
   const auto budget =
-      budget_connections(open_files, config.scheduler.max_in_flight, max_in_flight_given);
+      budget_connections(open_files, shards, config.scheduler.max_in_flight, max_in_flight_given);
   config.scheduler.max_in_flight = budget.max_in_flight;
   config.http.max_connections = budget.max_connections;
   return budget.lowered;

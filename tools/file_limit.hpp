@@ -14,9 +14,10 @@
 namespace surge::tools {
 
 // Kept for everything but partner connections: the queue's files and database connections,
-// each reactor's epoll, timer and event descriptors, DNS sockets, the metrics listener and its
-// clients. An idle drain with two shards holds about 30.
-inline constexpr std::uint64_t descriptors_besides_connections = 256;
+// the metrics listener and its clients (at most 32), and per shard its epoll, timer and event
+// descriptors and its DNS sockets. An idle drain with two shards holds about 30.
+inline constexpr std::uint64_t descriptors_besides_connections = 240;
+inline constexpr std::uint64_t descriptors_per_shard = 8;
 
 // Requests in flight may hold three quarters of the partner connections. In flight moves
 // between partners faster than their idle connections go, each partner keeping what its own
@@ -31,15 +32,19 @@ struct connection_budget {
   std::string lowered;              // why max_in_flight was lowered, when it was (a warning)
 };
 
-// What a process that may open `open_files` files gives its partner connections. Throws
-// usage_error when that leaves none, or when a --max-in-flight the operator gave does not fit.
-connection_budget budget_connections(std::uint64_t open_files, int max_in_flight,
+// What a process of `shards` shards that may open `open_files` files gives its partner
+// connections. Throws usage_error when that leaves less than a request in flight per shard, or
+// when a --max-in-flight the operator gave (on the command line or in a config file) does not
+// fit.
+connection_budget budget_connections(std::uint64_t open_files, int shards, int max_in_flight,
                                      bool max_in_flight_given);
 
 // Raises the process's soft limit to its hard limit and fits `config`'s in-flight and
-// connection ceilings within it. Returns the warning to log when the default in-flight ceiling
-// was lowered (else empty); throws as budget_connections does.
-std::string fit_connections_to_file_limit(engine::drain_config& config, bool max_in_flight_given);
+// connection ceilings within it, for `shards` shards (engine::shard_count). Returns the
+// warning to log when the default in-flight ceiling was lowered (else empty); throws as
+// budget_connections does.
+std::string fit_connections_to_file_limit(engine::drain_config& config, int shards,
+                                          bool max_in_flight_given);
 
 // Only the raise, for a program whose connections are not budgeted (surge sink); never throws.
 void raise_soft_file_limit();
