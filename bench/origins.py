@@ -258,8 +258,7 @@ DRAIN_FILE_LIMIT = []  # set by --drain-file-limit: [soft, hard] for the drain's
 
 def limit_files():
     """In the drain's child before exec: the file limit a shell or unit would have left."""
-    if DRAIN_FILE_LIMIT:
-        resource.setrlimit(resource.RLIMIT_NOFILE, tuple(DRAIN_FILE_LIMIT))
+    resource.setrlimit(resource.RLIMIT_NOFILE, tuple(DRAIN_FILE_LIMIT))
 
 
 def last_descendant(pid):
@@ -287,8 +286,9 @@ def drain(surge, directory, db, extra=()):
     sampler.start()
     threads = ThreadCpu()
     with open(stderr_path, "w") as err, tempfile.TemporaryFile("w+") as out:
+        # preexec_fn only when asked: it forks with the sampler's thread running.
         process = subprocess.Popen(command, stdout=out, stderr=err, text=True,
-                                   preexec_fn=limit_files)
+                                   preexec_fn=limit_files if DRAIN_FILE_LIMIT else None)
         while process.poll() is None:
             surge_pid = last_descendant(process.pid)
             if surge_pid is not None:
