@@ -26,6 +26,12 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
+metrics_server::handlers fixed_answers() {
+  return {.metrics = [] { return std::string("surge_up 1\n"); },
+          .unhealthy_reason = [] { return std::string(); },
+          .partners_json = [] { return std::string("[]"); }};
+}
+
 std::chrono::nanoseconds thread_cpu() {
   timespec now{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
@@ -54,10 +60,7 @@ class descriptors_exhausted {
 
 TEST(MetricsServer, OutOfDescriptorsTheListenerWaitsAndServesTheClientOnceOneFrees) {
   asio::io_context io;
-  metrics_server server(io, "127.0.0.1:0",
-                        {.metrics = [] { return std::string("surge_up 1\n"); },
-                         .unhealthy_reason = [] { return std::string(); },
-                         .partners_json = [] { return std::string("[]"); }});
+  metrics_server server(io, "127.0.0.1:0", fixed_answers());
   tcp::socket client(io);
   client.open(tcp::v4());
   // The reactor and a timer run once before: UBSan's check of their virtual calls, which needs
@@ -100,10 +103,7 @@ TEST(MetricsServer, ClientsPastItsCapAreClosedAtOnceAndTheOthersStillServed) {
   // A scraper that opens connections and leaves them open must not take the descriptors the
   // drain keeps besides its partner connections.
   asio::io_context io;
-  metrics_server server(io, "127.0.0.1:0",
-                        {.metrics = [] { return std::string("surge_up 1\n"); },
-                         .unhealthy_reason = [] { return std::string(); },
-                         .partners_json = [] { return std::string("[]"); }});
+  metrics_server server(io, "127.0.0.1:0", fixed_answers());
   const tcp::endpoint at(asio::ip::make_address("127.0.0.1"), server.port());
   std::vector<tcp::socket> held;
   for (int i = 0; i < 32; ++i) held.emplace_back(io).connect(at);
