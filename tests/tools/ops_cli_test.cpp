@@ -334,32 +334,62 @@ unsigned long soft_file_limit(pid_t pid) {
   return 0;
 }
 
-// `surge drain ARGS...` started by a shell that set the file limit first, as a login shell or a
-// unit without LimitNOFILE= leaves it.
-tools::child_process drain_under(const std::string& ulimit, const temp_dir& dir,
-                                 std::vector<std::string> args) {
-  std::vector<std::string> shell_args{"-c", "ulimit " + ulimit + " && exec \"$0\" drain \"$@\"",
-                                      surge_binary()};
+// `surge COMMAND ARGS...` started by a shell that set the file limit first, as a login shell or
+// a unit without LimitNOFILE= leaves it.
+tools::child_process surge_under(const std::string& ulimit, const temp_dir& dir,
+                                 const std::string& command, std::vector<std::string> args) {
+  std::vector<std::string> shell_args{
+      "-c", "ulimit " + ulimit + " && exec \"$0\" " + command + " \"$@\"", surge_binary()};
   shell_args.insert(shell_args.end(), args.begin(), args.end());
   return tools::child_process("/bin/sh", shell_args, dir.file("out"), dir.file("err"));
+}
+tools::child_process drain_under(const std::string& ulimit, const temp_dir& dir,
+                                 std::vector<std::string> args) {
+  return surge_under(ulimit, dir, "drain", std::move(args));
+}
+
+// The soft limit of `pid` once the shell has exec'd surge and surge has raised it above 1,024,
+// or what it was after 10 s. Before the exec the shell's own limit shows, which says nothing.
+unsigned long raised_file_limit(pid_t pid) {
+  const auto surge = std::filesystem::canonical(surge_binary());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  unsigned long soft = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    std::error_code ec;
+    const bool exec_done =
+        std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec) == surge;
+    soft = exec_done ? soft_file_limit(pid) : 0;
+    if (soft > 1024) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return soft;
+}
+
+unsigned long our_hard_file_limit() {
+  rlimit ours{};
+  getrlimit(RLIMIT_NOFILE, &ours);
+  return ours.rlim_max;
 }
 
 TEST(OpsCli, DrainRaisesItsSoftFileLimitToTheHardOne) {
   temp_dir dir;
   test_queue queue(dir);
-  auto drain = drain_under("-Sn 1024", dir, {"--db", queue.path(), "--duration", "2"});
   // The shell's exec keeps the process id; the limit is raised once the drain starts.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  unsigned long soft = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    soft = soft_file_limit(drain.pid());
-    if (soft > 1024) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  rlimit ours{};
-  getrlimit(RLIMIT_NOFILE, &ours);
-  EXPECT_EQ(soft, ours.rlim_max) << read_file(dir.file("err"));
+  auto drain = drain_under("-Sn 1024", dir, {"--db", queue.path(), "--duration", "2"});
+  EXPECT_EQ(raised_file_limit(drain.pid()), our_hard_file_limit()) << read_file(dir.file("err"));
   EXPECT_EQ(drain.wait(std::chrono::seconds(20)), 0) << read_file(dir.file("err"));
+}
+
+TEST(OpsCli, SinkRaisesItsSoftFileLimitToTheHardOne) {
+  // A drain's thousands of connections arrive at the sink too.
+  temp_dir dir;
+  test_queue queue(dir);
+  auto sink =
+      surge_under("-Sn 1024", dir, "sink", {"--listen", "127.0.0.1:0", "--db", queue.path()});
+  EXPECT_EQ(raised_file_limit(sink.pid()), our_hard_file_limit()) << read_file(dir.file("err"));
+  // Its signals are caught before the limit is raised.
+  sink.signal(SIGTERM);
+  EXPECT_EQ(sink.wait(std::chrono::seconds(20)), 0) << read_file(dir.file("err"));
 }
 
 TEST(OpsCli, UnderALowHardFileLimitTheDrainHoldsItsDefaultInFlightAndRefusesAnExplicitOne) {
