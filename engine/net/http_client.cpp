@@ -123,19 +123,23 @@ void http_client::close(connection_ptr conn) {
 
 void http_client::make_room_for_a_connection() {
   if (config_.max_connections == 0) return;
-  while (connections_ + connecting_ >= config_.max_connections) {
-    origin_pool* longest = nullptr;
-    steady_time since{};
-    for (auto& [key, pool] : origins_) {
-      const auto parked = pool->idle.longest_idle_since();
-      if (parked && (longest == nullptr || *parked < since)) {
-        longest = pool.get();
-        since = *parked;
-      }
-    }
-    if (longest == nullptr) return;
-    close(longest->idle.take_longest_idle());
+  while (connections_ + connecting_ >= config_.max_connections && close_longest_idle()) {
   }
+}
+
+bool http_client::close_longest_idle() {
+  origin_pool* longest = nullptr;
+  steady_time since{};
+  for (auto& [key, pool] : origins_) {
+    const auto parked = pool->idle.longest_idle_since();
+    if (parked && (longest == nullptr || *parked < since)) {
+      longest = pool.get();
+      since = *parked;
+    }
+  }
+  if (longest == nullptr) return false;
+  close(longest->idle.take_longest_idle());
+  return true;
 }
 
 asio::awaitable<bool> http_client::wait_for_session(origin_pool& pool, steady_time until) {

@@ -97,6 +97,8 @@ class http_client {
   // being opened reach it, the one idle longest over all origins is closed. With none idle,
   // every connection carries a request, and the in-flight ceiling bounds them.
   void make_room_for_a_connection();
+  // Closes the connection idle longest over all origins; false when none is idle.
+  bool close_longest_idle();
   // Until a session of `pool`'s origin is stored or the handshake it waits for ends (true), or
   // `until` (false).
   boost::asio::awaitable<bool> wait_for_session(origin_pool& pool, steady_time until);

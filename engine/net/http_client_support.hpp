@@ -2,6 +2,7 @@
 // What the client's two halves share: engine/net/http_client.cpp (the exchange, the pools) and
 // engine/net/http_connect.cpp (resolve, check, connect, TLS handshake). Private to engine/.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,12 @@ inline void count(std::atomic<std::int64_t>* counter, std::int64_t n) {
 // Beast's stream deadline and the kernel's own both end an operation as a timeout.
 inline bool is_timeout(const boost::system::error_code& ec) {
   return ec == boost::beast::error::timeout || ec == boost::asio::error::timed_out;
+}
+
+// The process's (EMFILE) or the system's (ENFILE) file table is full: no fault of the partner's.
+inline bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec.category() == boost::system::system_category() &&
+         (ec.value() == EMFILE || ec.value() == ENFILE);
 }
 
 // What input_pending looks at: the socket and, with TLS, the OpenSSL session.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -24,6 +25,7 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using detail::count;
 using detail::is_timeout;
+using detail::out_of_descriptors;
 using proto::transport_error;
 
 namespace {
@@ -87,6 +89,7 @@ asio::awaitable<std::optional<beast::tcp_stream>> connect_through_proxy(
     if (!failure) co_return std::optional<beast::tcp_stream>(std::move(attempt));
     result.error = failure->error;
     result.detail = std::move(failure->detail);
+    result.out_of_descriptors = failure->out_of_descriptors;
     if (failure->proxy_unreachable) break;
   }
   co_return std::nullopt;
@@ -160,16 +163,36 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
     if (!tunnel) co_return nullptr;
     connected.emplace(std::move(*tunnel));
   } else {
-    connected.emplace(executor_);
-    connected->expires_at(connect_deadline);
-    auto [connect_ec, endpoint] = co_await connected->async_connect(allowed, awaitable_tuple);
-    --connecting_;
-    if (connect_ec) {
+    // Out of descriptors, closing an idle connection makes room for one more try.
+    for (bool room_made = false;;) {
+      connected.emplace(executor_);
+      connected->expires_at(connect_deadline);
+      // Opened here so that a socket the process cannot have fails as such: the connect over
+      // the addresses would report it as an aborted operation. It closes and opens the socket
+      // again for each address, on the descriptor this frees.
+      error_code connect_ec;
+      connected->socket().open(allowed.front().protocol(), connect_ec);
+      if (!connect_ec) {
+        std::tie(connect_ec, std::ignore) =
+            co_await connected->async_connect(allowed, awaitable_tuple);
+      }
+      if (!connect_ec) break;
+      const bool no_descriptor = out_of_descriptors(connect_ec);
+      if (no_descriptor && !room_made && close_longest_idle()) {
+        room_made = true;
+        continue;
+      }
+      --connecting_;
       result.error =
           is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
-      result.detail = "connecting to " + target.host + ": " + connect_ec.message();
+      result.detail = no_descriptor ? "no file descriptor free to connect to " + target.host +
+                                          " (" + connect_ec.message() +
+                                          "): the drain's file limit or the system's is reached"
+                                    : "connecting to " + target.host + ": " + connect_ec.message();
+      result.out_of_descriptors = no_descriptor;
       co_return nullptr;
     }
+    --connecting_;
   }
   auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);

@@ -19,6 +19,9 @@ struct http_result {
   bool reused_connection = false;
   bool fresh_retry = false;  // the first try failed on a stale keep-alive connection
   bool not_sent = false;     // the write gate gave up: nothing of this attempt went out
+  // No file descriptor was free for its connection (EMFILE, ENFILE) and no idle one could be
+  // closed for it: nothing went out, and the partner had no part in it.
+  bool out_of_descriptors = false;
   // From the request's first byte to the end of the response (or the failure): the endpoint's
   // latency without DNS, connect or TLS handshake. Zero when no connection was ever open.
   std::chrono::steady_clock::duration exchange_time{};

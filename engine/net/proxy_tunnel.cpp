@@ -1,5 +1,7 @@
 #include "engine/net/proxy_tunnel.hpp"
 
+#include <tuple>
+
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -7,6 +9,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "engine/awaiting.hpp"
+#include "engine/net/http_client_support.hpp"
 
 namespace surge::engine {
 
@@ -41,7 +44,18 @@ std::string connect_request(const tcp::endpoint& target) {
 asio::awaitable<std::optional<tunnel_failure>> open_proxy_tunnel(
     beast::tcp_stream& stream, const std::vector<tcp::endpoint>& proxy,
     const std::string& proxy_name, const tcp::endpoint& target, const std::string& target_host) {
-  auto [connect_ec, proxy_endpoint] = co_await stream.async_connect(proxy, awaitable_tuple);
+  // Opened first so that a socket the process cannot have fails as such (engine/net/
+  // http_connect.cpp says why).
+  boost::system::error_code connect_ec;
+  stream.socket().open(proxy.front().protocol(), connect_ec);
+  if (connect_ec) {
+    co_return tunnel_failure{transport_error::connect,
+                             "no file descriptor free to connect to proxy " + proxy_name + " (" +
+                                 connect_ec.message() +
+                                 "): the drain's file limit or the system's is reached",
+                             true, detail::out_of_descriptors(connect_ec)};
+  }
+  std::tie(connect_ec, std::ignore) = co_await stream.async_connect(proxy, awaitable_tuple);
   if (connect_ec) {
     co_return tunnel_failure{
         timed_out(connect_ec) ? transport_error::connect_timeout : transport_error::connect,

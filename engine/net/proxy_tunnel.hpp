@@ -21,6 +21,8 @@ struct tunnel_failure {
   // The proxy itself could not be reached or did not answer: trying another address of the
   // partner through it would fail the same way.
   bool proxy_unreachable = false;
+  // No file descriptor was free for the connection to the proxy (http_result's flag).
+  bool out_of_descriptors = false;
 };
 
 // The request line and header asking a proxy for a tunnel to `target`.

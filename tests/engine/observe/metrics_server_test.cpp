@@ -3,6 +3,7 @@
 // once would fail the same way, spinning the drain's control thread, until a descriptor frees.
 // A real listener and client on loopback, and this process's real file limit.
 #include "engine/observe/metrics_server.hpp"
+#include "tests/engine/descriptors_exhausted.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,9 +16,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 namespace surge::engine {
 namespace {
@@ -25,6 +23,7 @@ namespace {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
+using testing::descriptors_exhausted;
 
 metrics_server::handlers fixed_answers() {
   return {.metrics = [] { return std::string("surge_up 1\n"); },
@@ -37,26 +36,6 @@ std::chrono::nanoseconds thread_cpu() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
 }
-
-// Holds this process's soft file limit at its lowest free descriptor, so that the next one
-// asked for fails with EMFILE, until `restore`.
-class descriptors_exhausted {
- public:
-  descriptors_exhausted() {
-    getrlimit(RLIMIT_NOFILE, &kept_);
-    const int probe = ::open("/dev/null", O_RDONLY);
-    ::close(probe);
-    const rlimit none_left{static_cast<rlim_t>(probe), kept_.rlim_max};
-    exhausted_ = probe > 0 && setrlimit(RLIMIT_NOFILE, &none_left) == 0;
-  }
-  ~descriptors_exhausted() { restore(); }
-  bool exhausted() const { return exhausted_; }
-  void restore() { setrlimit(RLIMIT_NOFILE, &kept_); }
-
- private:
-  rlimit kept_{};
-  bool exhausted_ = false;
-};
 
 TEST(MetricsServer, OutOfDescriptorsTheListenerWaitsAndServesTheClientOnceOneFrees) {
   asio::io_context io;
