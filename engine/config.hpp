@@ -122,6 +122,10 @@ struct scheduler_config {
   // A subscriber whose URL resolves only to addresses the target policy refuses is held this
   // long, its rows queued and unspent, before its URL is tried again (DNS may move back).
   std::chrono::milliseconds refused_target_hold = 60s;
+  // A row whose connection found no file descriptor free goes back to the queue for this long,
+  // with no attempt counted and nothing charged to its partner's circuit: long enough that the
+  // rows waiting for descriptors do not spin the shard, short enough to go as soon as some free.
+  std::chrono::milliseconds out_of_descriptors_wait = 1s;
   // A coalescing subscriber claims up to this many rows ahead (no more than it can send within
   // coalesce_lookahead), so that repeats of a key are in its queue together and merge.
   int coalesce_lookahead_rows = 256;

@@ -33,6 +33,10 @@ bool attempt_settlement::settle(attempt_state& attempt, const http_result& resul
     hold_for_refused_target(sub, rows, result.detail, now.steady, times.finished_unix);
     return false;
   }
+  if (result.out_of_descriptors) {
+    retry_without_descriptors(attempt, result.detail, now.steady, times.finished_unix);
+    return false;
+  }
   sub.refused_target.clear();
   // The endpoint's own latency: answered exchanges, and those that timed out waiting (with their
   // whole wait); connect and TLS time are not in it, so opening connections does not read as
@@ -131,6 +135,21 @@ void attempt_settlement::hold_for_refused_target(subscriber_state& sub, const at
   const std::string reason = "subscriber held: refused target: " + refused;
   pause(sub, hold, now, now_unix, reason.c_str());
   on_.rows.retry_unsent({rows.data(), rows.size()}, now_unix + hold_seconds, reason);
+}
+
+void attempt_settlement::retry_without_descriptors(attempt_state& attempt, const std::string& why,
+                                                   steady::time_point now, double now_unix) {
+  // This process's or the system's limit, not the partner: no attempt is counted, its circuit
+  // hears nothing, and the rows go back for a while rather than round the shard at once.
+  if (attempt.probe) attempt.sub->breaker.on_probe_unsent(now);
+  const auto wait = std::chrono::duration<double>(config_.out_of_descriptors_wait).count();
+  on_.rows.retry_unsent({attempt.rows.data(), attempt.rows.size()}, now_unix + wait, why);
+  if (last_descriptor_warning_ &&
+      now - *last_descriptor_warning_ < config_.out_of_descriptors_warning_interval) {
+    return;
+  }
+  last_descriptor_warning_ = now;
+  on_.log.write(log_level::warn, why + "; its rows wait and are tried again, no attempt counted");
 }
 
 }  // namespace surge::engine

@@ -7,6 +7,7 @@
 // Sans-I/O: the core passes the time in.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct settlement_config {
   std::chrono::milliseconds pause_release_threshold{std::chrono::seconds(5)};
   // How long a subscriber whose URL the target policy refuses waits before it is tried again.
   std::chrono::milliseconds refused_target_hold{std::chrono::seconds(60)};
+  // How long a row whose connect found no file descriptor waits before it is claimed again.
+  std::chrono::milliseconds out_of_descriptors_wait{std::chrono::seconds(1)};
+  // At most one warning per this long says descriptors ran out.
+  std::chrono::milliseconds out_of_descriptors_warning_interval{std::chrono::seconds(10)};
 };
 
 // The shard's machines a settlement acts on; the core owns them.
@@ -67,12 +72,16 @@ class attempt_settlement {
   // Every resolved address of the subscriber's URL was refused by the target policy.
   void hold_for_refused_target(subscriber_state& sub, const attempt_rows& rows,
                                const std::string& refused, steady::time_point now, double now_unix);
+  // The attempt's connect found no file descriptor free.
+  void retry_without_descriptors(attempt_state& attempt, const std::string& why,
+                                 steady::time_point now, double now_unix);
 
   settlement_config config_;
   settlement_machines on_;
   drain_counters& counters_;
   std::mt19937_64 rng_;
   std::vector<storage::outcome> settled_;  // scratch, so that a steady stream allocates nothing
+  std::optional<steady::time_point> last_descriptor_warning_;
 };
 
 }  // namespace surge::engine

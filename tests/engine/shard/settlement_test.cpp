@@ -104,6 +104,37 @@ TEST_F(Settlement, AnUnsentProbeLeavesTheCircuitOpenWithTheNextProbeDueAtOnce) {
   EXPECT_EQ(sub.breaker.next_probe_at(), t0 + 1h + 1s);
 }
 
+TEST_F(Settlement, AConnectWithoutAFreeDescriptorCountsNoAttemptAndChargesNoCircuit) {
+  // The process's file limit, not the partner: twice the failures that open a circuit.
+  auto& sub = add({});
+  http_result starved;
+  starved.error = proto::transport_error::connect;
+  starved.out_of_descriptors = true;
+  starved.detail = "no file descriptor free to connect to partner.example (Too many open files)";
+  const int failures = 2 * config_.circuit.failure_threshold;
+  for (std::int64_t id = 1; id <= failures; ++id) {
+    claim(sub, id, id);
+    start(sub);
+    EXPECT_FALSE(settle(starved));
+    const auto out = written();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].kind, storage::outcome_kind::retry);
+    EXPECT_FALSE(out[0].has_attempt);
+    EXPECT_EQ(out[0].attempts, 0);
+    EXPECT_DOUBLE_EQ(out[0].next_attempt_at, unix0 + 0.25 + 1);
+    EXPECT_EQ(out[0].last_error, starved.detail);
+  }
+  EXPECT_EQ(sub.breaker.current(), circuit_breaker::state::closed);
+  EXPECT_EQ(metrics_.counters.attempts.load(), 0);
+  ASSERT_EQ(log_.lines.size(), 1u);
+  EXPECT_TRUE(log_.says("no attempt counted"));
+  // Said again once its interval has passed, not at each row.
+  claim(sub, 100, 100);
+  start(sub);
+  settle(starved, 11s);
+  EXPECT_EQ(log_.lines.size(), 2u);
+}
+
 TEST_F(Settlement, ARefusedTargetHoldsItsSubscriberSaysSoOnceAndAnAnswerEndsTheHold) {
   auto& sub = add({});
   http_result refused;
