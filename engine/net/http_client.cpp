@@ -360,7 +360,12 @@ asio::awaitable<http_result> http_client::send(const proto::target& target,
     } else {
       result.reused_connection = false;
       conn = co_await open(target, pool, deadline, result);
-      if (!conn) co_return result;
+      if (!conn) {
+        // On the fresh retry the first try's request may have gone out: its failure stands as
+        // the partner's.
+        if (result.fresh_retry) result.out_of_descriptors = false;
+        co_return result;
+      }
       now = std::chrono::steady_clock::now();
     }
 

@@ -56,6 +56,35 @@ asio::ip::address to_asio_address(const proto::ip_address& address) {
 
 // Through `proxy`: a tunnel to the first of `allowed` the proxy connects to. Nullopt with the
 // failure in `result`.
+// Each address in turn, on a socket opened for it here: a socket the process cannot have then
+// fails as such, where Asio's connect over a range closes and reopens the socket itself and
+// reports a failed reopen as an aborted operation. Out of descriptors, `make_room` (closing an
+// idle connection; false when there is none) gives the same address one more try. The stream's
+// expiry is the deadline for all of them.
+template <class MakeRoom>
+asio::awaitable<error_code> connect_directly(beast::tcp_stream& stream,
+                                             const std::vector<tcp::endpoint>& addresses,
+                                             MakeRoom make_room) {
+  error_code ec;
+  bool room_made = false;
+  for (std::size_t next = 0; next < addresses.size();) {
+    error_code ignored;
+    stream.socket().close(ignored);
+    ec = {};
+    stream.socket().open(addresses[next].protocol(), ec);
+    if (!ec) std::tie(ec) = co_await stream.async_connect(addresses[next], awaitable_tuple);
+    if (!ec) co_return ec;
+    if (out_of_descriptors(ec)) {
+      if (room_made || !make_room()) co_return ec;
+      room_made = true;
+      continue;
+    }
+    if (is_timeout(ec)) co_return ec;
+    ++next;
+  }
+  co_return ec;
+}
+
 asio::awaitable<std::optional<beast::tcp_stream>> connect_through_proxy(
     const egress_proxy& proxy, dns_resolver& resolver, const asio::any_io_executor& executor,
     const std::vector<tcp::endpoint>& allowed, const std::string& target_host,
@@ -153,46 +182,42 @@ asio::awaitable<http_client::connection_ptr> http_client::open(const proto::targ
   make_room_for_a_connection();
   // Counted while the connect holds its socket, and taken off when it resumes rather than by a
   // destructor: a frame the io_context destroys at shutdown, after the client, must not touch
-  // the client.
+  // the client. An exception takes it off on its way out.
   ++connecting_;
+  bool connecting = true;
+  const auto connect_ended = [&] {
+    if (connecting) --connecting_;
+    connecting = false;
+  };
   std::optional<beast::tcp_stream> connected;
-  if (pool.proxy) {
-    auto tunnel = co_await connect_through_proxy(*pool.proxy, resolver_, executor_, allowed,
-                                                 target.host, connect_deadline, result);
-    --connecting_;
-    if (!tunnel) co_return nullptr;
-    connected.emplace(std::move(*tunnel));
-  } else {
-    // Out of descriptors, closing an idle connection makes room for one more try.
-    for (bool room_made = false;;) {
+  try {
+    if (pool.proxy) {
+      auto tunnel = co_await connect_through_proxy(*pool.proxy, resolver_, executor_, allowed,
+                                                   target.host, connect_deadline, result);
+      connect_ended();
+      if (!tunnel) co_return nullptr;
+      connected.emplace(std::move(*tunnel));
+    } else {
       connected.emplace(executor_);
       connected->expires_at(connect_deadline);
-      // Opened here so that a socket the process cannot have fails as such: the connect over
-      // the addresses would report it as an aborted operation. It closes and opens the socket
-      // again for each address, on the descriptor this frees.
-      error_code connect_ec;
-      connected->socket().open(allowed.front().protocol(), connect_ec);
-      if (!connect_ec) {
-        std::tie(connect_ec, std::ignore) =
-            co_await connected->async_connect(allowed, awaitable_tuple);
+      const auto failed =
+          co_await connect_directly(*connected, allowed, [this] { return close_longest_idle(); });
+      connect_ended();
+      if (failed) {
+        const bool no_descriptor = out_of_descriptors(failed);
+        result.error =
+            is_timeout(failed) ? transport_error::connect_timeout : transport_error::connect;
+        result.detail = no_descriptor ? "no file descriptor free to connect to " + target.host +
+                                            " (" + failed.message() +
+                                            "): the drain's file limit or the system's is reached"
+                                      : "connecting to " + target.host + ": " + failed.message();
+        result.out_of_descriptors = no_descriptor;
+        co_return nullptr;
       }
-      if (!connect_ec) break;
-      const bool no_descriptor = out_of_descriptors(connect_ec);
-      if (no_descriptor && !room_made && close_longest_idle()) {
-        room_made = true;
-        continue;
-      }
-      --connecting_;
-      result.error =
-          is_timeout(connect_ec) ? transport_error::connect_timeout : transport_error::connect;
-      result.detail = no_descriptor ? "no file descriptor free to connect to " + target.host +
-                                          " (" + connect_ec.message() +
-                                          "): the drain's file limit or the system's is reached"
-                                    : "connecting to " + target.host + ": " + connect_ec.message();
-      result.out_of_descriptors = no_descriptor;
-      co_return nullptr;
     }
-    --connecting_;
+  } catch (...) {
+    connect_ended();
+    throw;
   }
   auto& stream = *connected;
   stream.socket().set_option(tcp::no_delay(true), ec);

@@ -49,11 +49,14 @@ asio::awaitable<std::optional<tunnel_failure>> open_proxy_tunnel(
   boost::system::error_code connect_ec;
   stream.socket().open(proxy.front().protocol(), connect_ec);
   if (connect_ec) {
-    co_return tunnel_failure{transport_error::connect,
-                             "no file descriptor free to connect to proxy " + proxy_name + " (" +
-                                 connect_ec.message() +
-                                 "): the drain's file limit or the system's is reached",
-                             true, detail::out_of_descriptors(connect_ec)};
+    const bool no_descriptor = detail::out_of_descriptors(connect_ec);
+    co_return tunnel_failure{
+        transport_error::connect,
+        no_descriptor
+            ? "no file descriptor free to connect to proxy " + proxy_name + " (" +
+                  connect_ec.message() + "): the drain's file limit or the system's is reached"
+            : "opening a socket to proxy " + proxy_name + ": " + connect_ec.message(),
+        true, no_descriptor};
   }
   std::tie(connect_ec, std::ignore) = co_await stream.async_connect(proxy, awaitable_tuple);
   if (connect_ec) {

@@ -78,6 +78,9 @@ TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFault
     ASSERT_TRUE(limit.exhausted());
     with_an_idle_one = send(target_at(silent.local_endpoint().port()));
   }
+  for (int waited = 0; answering.closed_by_client() < 2 && waited < 500; ++waited) {
+    std::this_thread::sleep_for(10ms);  // the peer's end of the connection closed for room
+  }
   http_result with_none_idle;
   {
     descriptors_exhausted limit;
@@ -89,9 +92,6 @@ TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFault
   // attempt ended at its deadline waiting for the silent listener.
   EXPECT_FALSE(with_an_idle_one.out_of_descriptors) << with_an_idle_one.detail;
   EXPECT_EQ(with_an_idle_one.error, proto::transport_error::timeout) << with_an_idle_one.detail;
-  for (int waited = 0; answering.closed_by_client() < 2 && waited < 500; ++waited) {
-    std::this_thread::sleep_for(10ms);  // the peer's thread reads the close
-  }
   EXPECT_EQ(answering.closed_by_client(), 2);
   // Nothing idle left to close: no fault of the partner's.
   EXPECT_TRUE(with_none_idle.out_of_descriptors) << with_none_idle.detail;
