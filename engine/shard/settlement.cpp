@@ -141,8 +141,12 @@ void attempt_settlement::retry_without_descriptors(attempt_state& attempt, const
                                                    steady::time_point now, double now_unix) {
   // This process's or the system's limit, not the partner: no attempt is counted, its circuit
   // hears nothing, and the rows go back for a while rather than round the shard at once.
-  if (attempt.probe) attempt.sub->breaker.on_probe_unsent(now);
+  // Its subscriber waits as long (its other rows stay buffered), so that its next rows do not
+  // fail the same way at its full rate meanwhile.
+  auto& sub = *attempt.sub;
+  if (attempt.probe) sub.breaker.on_probe_unsent(now);
   const auto wait = std::chrono::duration<double>(config_.out_of_descriptors_wait).count();
+  pause(sub, config_.out_of_descriptors_wait, now, now_unix, "no file descriptor free");
   on_.rows.retry_unsent({attempt.rows.data(), attempt.rows.size()}, now_unix + wait, why);
   if (last_descriptor_warning_ &&
       now - *last_descriptor_warning_ < config_.out_of_descriptors_warning_interval) {

@@ -116,6 +116,7 @@ TEST_F(Settlement, AConnectWithoutAFreeDescriptorCountsNoAttemptAndChargesNoCirc
     claim(sub, id, id);
     start(sub);
     EXPECT_FALSE(settle(starved));
+    EXPECT_EQ(sub.limits.paused_until(), t0 + 250ms + 1s);
     const auto out = written();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].kind, storage::outcome_kind::retry);
