@@ -395,12 +395,15 @@ TEST(OpsCli, SinkRaisesItsSoftFileLimitToTheHardOne) {
 TEST(OpsCli, UnderALowHardFileLimitTheDrainHoldsItsDefaultInFlightAndRefusesAnExplicitOne) {
   temp_dir dir;
   test_queue queue(dir);
-  auto fitted = drain_under("-n 1024", dir, {"--db", queue.path(), "--until-drained"});
+  // Two shards, as the figures below assume, whatever this machine's cores.
+  auto fitted =
+      drain_under("-n 1024", dir, {"--db", queue.path(), "--until-drained", "--threads", "2"});
   EXPECT_EQ(fitted.wait(std::chrono::seconds(30)), 0) << read_file(dir.file("err"));
   const auto warned = read_file(dir.file("err"));
   EXPECT_TRUE(contains(warned, "requests in flight held to 576 instead of 4096")) << warned;
-  auto refused = drain_under("-n 1024", dir,
-                             {"--db", queue.path(), "--until-drained", "--max-in-flight", "4096"});
+  auto refused = drain_under(
+      "-n 1024", dir,
+      {"--db", queue.path(), "--until-drained", "--threads", "2", "--max-in-flight", "4096"});
   EXPECT_EQ(refused.wait(std::chrono::seconds(30)), 2);
   const auto error = read_file(dir.file("err"));
   EXPECT_TRUE(contains(error, "--max-in-flight 4096 does not fit")) << error;
