@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -14,6 +15,8 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+
+#include "proto/target_policy.hpp"
 
 namespace surge::engine::test_peers {
 
@@ -29,6 +32,16 @@ struct connection_script {
 };
 
 using scripts = std::vector<connection_script>;
+
+// What the tests send: a request the peer reads whole (it has no body).
+inline const std::string request =
+    "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+
+// The URL of a peer listening on 127.0.0.1:`port`.
+inline proto::target loopback_target(std::uint16_t port) {
+  return proto::parse_target_url("http://127.0.0.1:" + std::to_string(port) + "/hook")
+      .value.value();
+}
 
 // Accepts connections on its own thread, each served on a thread of its own by the script for
 // its place in line (the last script serves every later connection).

@@ -24,17 +24,14 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using test_peers::closing_peer;
+using test_peers::loopback_target;
+using test_peers::request;
 using test_peers::scripts;
-
-const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
 
 // A peer that answers every request and keeps its connections open until the client closes.
 scripts keep_open() { return {{.answered = 1'000'000}}; }
 
-proto::target target_of(const closing_peer& peer) {
-  return proto::parse_target_url("http://127.0.0.1:" + std::to_string(peer.port()) + "/hook")
-      .value.value();
-}
+proto::target target_of(const closing_peer& peer) { return loopback_target(peer.port()); }
 
 class ceiling_client {
  public:

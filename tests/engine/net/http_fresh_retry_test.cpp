@@ -31,9 +31,9 @@ using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 using test_peers::closing_peer;
 using test_peers::connection_script;
+using test_peers::loopback_target;
+using test_peers::request;
 using test_peers::scripts;
-
-const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
 
 http_client_config client_config() {
   http_client_config config;
@@ -52,8 +52,7 @@ class client_and_peer {
   explicit client_and_peer(scripts by_connection)
       : peer(std::move(by_connection)),
         client_(io_.get_executor(), nullptr, client_config()),
-        target_(proto::parse_target_url("http://127.0.0.1:" + std::to_string(peer.port()) + "/hook")
-                    .value.value()) {}
+        target_(loopback_target(peer.port())) {}
 
   // Sends `count` requests at once and runs them to the end.
   std::vector<http_result> send(int count) {

@@ -25,14 +25,9 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 using test_peers::closing_peer;
+using test_peers::loopback_target;
+using test_peers::request;
 using testing::descriptors_exhausted;
-
-const std::string request = "POST /hook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
-
-proto::target target_at(std::uint16_t port) {
-  return proto::parse_target_url("http://127.0.0.1:" + std::to_string(port) + "/hook")
-      .value.value();
-}
 
 TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFaultOfThePartner) {
   // The first origin answers; the second's listener never accepts, so its connects complete
@@ -54,7 +49,7 @@ TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFault
     return result;
   };
   // The client's paths run once with descriptors to spare (see descriptors_exhausted.hpp).
-  ASSERT_EQ(send(target_at(answering.port())).status, 204);  // its connection stays idle
+  ASSERT_EQ(send(loopback_target(answering.port())).status, 204);  // its connection stays idle
   // So do the peer's: a connection of its ends, and its thread with it.
   {
     tcp::socket once(io);
@@ -76,7 +71,7 @@ TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFault
   {
     descriptors_exhausted limit;
     ASSERT_TRUE(limit.exhausted());
-    with_an_idle_one = send(target_at(silent.local_endpoint().port()));
+    with_an_idle_one = send(loopback_target(silent.local_endpoint().port()));
   }
   for (int waited = 0; answering.closed_by_client() < 2 && waited < 500; ++waited) {
     std::this_thread::sleep_for(10ms);  // the peer's end of the connection closed for room
@@ -85,7 +80,7 @@ TEST(HttpOutOfDescriptors, AConnectClosesAnIdleConnectionForRoomOrFailsAsNoFault
   {
     descriptors_exhausted limit;
     ASSERT_TRUE(limit.exhausted());
-    with_none_idle = send(target_at(silent.local_endpoint().port()));
+    with_none_idle = send(loopback_target(silent.local_endpoint().port()));
   }
 
   // The answering origin's idle connection made room: the connect went through, and the
