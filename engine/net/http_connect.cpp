@@ -54,8 +54,6 @@ asio::ip::address to_asio_address(const proto::ip_address& address) {
   return asio::ip::address_v6(bytes);
 }
 
-// Through `proxy`: a tunnel to the first of `allowed` the proxy connects to. Nullopt with the
-// failure in `result`.
 // Each address in turn, on a socket opened for it here: a socket the process cannot have then
 // fails as such, where Asio's connect over a range closes and reopens the socket itself and
 // reports a failed reopen as an aborted operation. Out of descriptors, `make_room` (closing an
@@ -85,6 +83,8 @@ asio::awaitable<error_code> connect_directly(beast::tcp_stream& stream,
   co_return ec;
 }
 
+// Through `proxy`: a tunnel to the first of `allowed` the proxy connects to. Nullopt with the
+// failure in `result`.
 asio::awaitable<std::optional<beast::tcp_stream>> connect_through_proxy(
     const egress_proxy& proxy, dns_resolver& resolver, const asio::any_io_executor& executor,
     const std::vector<tcp::endpoint>& allowed, const std::string& target_host,
